@@ -1,0 +1,57 @@
+"""The `segtools` click group. Subcommands are imported only when invoked, so `segtools dump`
+never pays for pyspark or other heavy imports."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# name -> "module:attribute" of a click.Command
+SUBCOMMANDS: dict[str, str] = {
+    "dump": "segtools.cli.dump:dump",
+    "simulate": "segtools.cli.simulate:simulate",
+    "compare": "segtools.cli.compare:compare",
+    "export": "segtools.cli.export:export",
+    "demo": "segtools.cli.demo:demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The group docstring lists the commands; importing each one here would make
+        # `segtools --help` pay for pyspark.
+        return None
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = SUBCOMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="segtools")
+def cli() -> None:
+    """Forensics for Apache Kafka log directories.
+
+    \b
+    dump      kafka-dump-log drop-in (+ JSON, whole directories)
+    compare   find divergence and lost records across replicas (Spark)
+    export    batches and records to Parquet in Spark's Kafka schema
+    simulate  write real Kafka log dirs from a replicated-cluster scenario
+    demo      all of the above on embedded defaults
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="segtools")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])

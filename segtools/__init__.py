@@ -1,0 +1,63 @@
+"""segtools: forensics for Apache Kafka log directories.
+
+Public API (CONTRACT.md section 7)::
+
+    import segtools
+    for batch in segtools.read_batches("00000000000000000000.log"):
+        for record in batch.records():
+            ...
+    segtools.scan_batches(path)   # pyarrow.Table, one row per batch
+    segtools.read_records(path)   # pyarrow.Table, one row per record (Spark Kafka schema first)
+
+Attributes are imported lazily so ``import segtools`` stays cheap (the dump CLI starts fast).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from segtools.errors import (
+    CheckpointFormatError,
+    CompressionError,
+    CorruptBatchError,
+    CrcMismatchError,
+    FormatError,
+    IndexCorruptionError,
+    InputError,
+    MissingCodecError,
+    SegtoolsError,
+    TruncatedBatchError,
+    UnsupportedMagicError,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "read_batches": "segtools.batches",
+    "RecordBatch": "segtools.batches",
+    "Record": "segtools.batches",
+    "SegmentReader": "segtools.batches",
+    "scan_batches": "segtools.columnar",
+    "read_records": "segtools.columnar",
+    "iter_record_batches": "segtools.columnar",
+    "iter_batch_batches": "segtools.columnar",
+    "open_log_dir": "segtools.logdir",
+    "LogDir": "segtools.logdir",
+    "PartitionDir": "segtools.logdir",
+}
+
+__all__ = [
+    "SegtoolsError", "InputError", "FormatError", "TruncatedBatchError", "CorruptBatchError",
+    "CrcMismatchError", "UnsupportedMagicError", "CompressionError", "IndexCorruptionError",
+    "CheckpointFormatError", "MissingCodecError", *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'segtools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

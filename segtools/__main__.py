@@ -1,0 +1,3 @@
+from segtools.cli.main import main
+
+main()
