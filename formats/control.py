@@ -1,0 +1,150 @@
+"""Control records of control batches (attribute bit 5): key, transaction markers, KRaft values.
+
+Spec (FORMATS.md section 4; ``ControlRecordType.java``, ``EndTransactionMarker.java``,
+``ControlRecordUtils.java``, ``{LeaderChangeMessage,SnapshotHeaderRecord,SnapshotFooterRecord,
+KRaftVersionRecord,VotersRecord}.json``)::
+
+    ControlRecordKey => version int16 (0; negative is invalid), type int16
+    EndTxnMarker (ABORT 0 / COMMIT 1) => version int16 (0), coordinator_epoch int32
+
+KRaft control values (types 2-6) are flexible message bodies -- compact strings/arrays and a
+tagged-field section, no frame prefix -- and Kafka always reads them with schema version 0::
+
+    LeaderChangeMessage => version int16, leader_id int32, voters [voter_id int32 _tagged],
+                           granting_voters [voter_id int32 _tagged], _tagged
+    SnapshotHeaderRecord => version int16, last_contained_log_timestamp int64, _tagged
+    SnapshotFooterRecord => version int16, _tagged
+    KRaftVersionRecord => version int16, kraft_version int16, _tagged
+    VotersRecord => version int16, voters [voter_id int32, voter_directory_id uuid,
+                    endpoints [name string, host string, port uint16 _tagged],
+                    kraft_version_feature {min_supported_version int16,
+                    max_supported_version int16 _tagged} _tagged], _tagged
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from construct import Int16sb, Int16ub, Int32sb, Int64sb, Struct, Terminated
+
+from segtools.formats.primitives import CompactArray, CompactString, TaggedFields, UuidBytes
+
+__all__ = [
+    "ControlRecordType", "ControlRecordKey", "EndTxnMarker", "LeaderChangeMessage",
+    "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord", "VotersRecord",
+    "CONTROL_VALUE_SCHEMAS", "CONTROL_KEY_SIZE", "END_TXN_MARKER_SIZE",
+    "CURRENT_CONTROL_KEY_VERSION", "CURRENT_END_TXN_MARKER_VERSION",
+]
+
+
+class ControlRecordType(IntEnum):
+    """``ControlRecordType.java``; any other type id is UNKNOWN (-1) and ignored by clients."""
+
+    UNKNOWN = -1
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+    @classmethod
+    def from_id(cls, type_id: int) -> "ControlRecordType":
+        """Kafka's ``fromTypeId``: unknown ids map to UNKNOWN."""
+        try:
+            return cls(type_id)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+#: 4 bytes; a shorter key is InvalidRecordException
+CONTROL_KEY_SIZE = 4
+#: 6 bytes; a shorter value is an error
+END_TXN_MARKER_SIZE = 6
+CURRENT_CONTROL_KEY_VERSION = 0
+CURRENT_END_TXN_MARKER_VERSION = 0
+
+ControlRecordKey = Struct(
+    "version" / Int16sb,
+    "type" / Int16sb,
+)
+
+#: value of ABORT/COMMIT markers (Kafka reads the first 6 bytes; extra bytes are ignored)
+EndTxnMarker = Struct(
+    "version" / Int16sb,
+    "coordinator_epoch" / Int32sb,
+)
+
+_LeaderChangeVoter = Struct(
+    "voter_id" / Int32sb,
+    "_tagged_fields" / TaggedFields,
+)
+
+LeaderChangeMessage = Struct(
+    "version" / Int16sb,
+    "leader_id" / Int32sb,
+    "voters" / CompactArray(_LeaderChangeVoter),
+    "granting_voters" / CompactArray(_LeaderChangeVoter),
+    "_tagged_fields" / TaggedFields,
+    Terminated,
+)
+
+SnapshotHeaderRecord = Struct(
+    "version" / Int16sb,
+    "last_contained_log_timestamp" / Int64sb,
+    "_tagged_fields" / TaggedFields,
+    Terminated,
+)
+
+SnapshotFooterRecord = Struct(
+    "version" / Int16sb,
+    "_tagged_fields" / TaggedFields,
+    Terminated,
+)
+
+KRaftVersionRecord = Struct(
+    "version" / Int16sb,
+    "kraft_version" / Int16sb,
+    "_tagged_fields" / TaggedFields,
+    Terminated,
+)
+
+_VoterEndpoint = Struct(
+    "name" / CompactString,
+    "host" / CompactString,
+    "port" / Int16ub,
+    "_tagged_fields" / TaggedFields,
+)
+
+_KRaftVersionFeature = Struct(
+    "min_supported_version" / Int16sb,
+    "max_supported_version" / Int16sb,
+    "_tagged_fields" / TaggedFields,
+)
+
+_Voter = Struct(
+    "voter_id" / Int32sb,
+    "voter_directory_id" / UuidBytes,
+    "endpoints" / CompactArray(_VoterEndpoint),
+    "kraft_version_feature" / _KRaftVersionFeature,
+    "_tagged_fields" / TaggedFields,
+)
+
+VotersRecord = Struct(
+    "version" / Int16sb,
+    "voters" / CompactArray(_Voter),
+    "_tagged_fields" / TaggedFields,
+    Terminated,
+)
+
+#: value schema per control type (ABORT/COMMIT share EndTxnMarker)
+CONTROL_VALUE_SCHEMAS = {
+    ControlRecordType.ABORT: EndTxnMarker,
+    ControlRecordType.COMMIT: EndTxnMarker,
+    ControlRecordType.LEADER_CHANGE: LeaderChangeMessage,
+    ControlRecordType.SNAPSHOT_HEADER: SnapshotHeaderRecord,
+    ControlRecordType.SNAPSHOT_FOOTER: SnapshotFooterRecord,
+    ControlRecordType.KRAFT_VERSION: KRaftVersionRecord,
+    ControlRecordType.KRAFT_VOTERS: VotersRecord,
+}

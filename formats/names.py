@@ -1,0 +1,66 @@
+"""File and directory names of a Kafka log directory.
+
+Spec (FORMATS.md section 11; ``LogFileUtils.java``, ``LocalLog.scala``, ``Snapshots.java``)::
+
+    segment files      <base offset, 20 digits>.log|.index|.timeindex|.txnindex
+    producer snapshot  <offset, 20 digits>.snapshot
+    extra suffixes     .deleted (async delete), .cleaned (cleaner output in progress),
+                       .swap (cleaner output ready to replace the originals)
+    partition dir      <topic>-<partition>, parsed at the LAST '-'
+                       <topic>-<partition>.<uuid, 32 hex>-delete|-future|-stray
+                       (regex ^(\\S+)-(\\S+)\\.(\\S+)-(delete|future|stray)$)
+    KRaft snapshot     <end offset, 20 digits>-<epoch, 10 digits>.checkpoint
+                       (+ .part while written, .deleted when pending delete)
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "LOG_SUFFIX", "INDEX_SUFFIX", "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX", "SNAPSHOT_SUFFIX",
+    "SEGMENT_FILE_SUFFIXES", "DELETED_SUFFIX", "CLEANED_SUFFIX", "SWAP_SUFFIX", "EXTRA_SUFFIXES",
+    "KRAFT_CHECKPOINT_SUFFIX", "KRAFT_PART_SUFFIX", "DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX",
+    "STRAY_DIR_SUFFIX", "OFFSET_DIGITS", "EPOCH_DIGITS", "SEGMENT_FILE_RE", "KRAFT_SNAPSHOT_RE",
+    "SPECIAL_PARTITION_DIR_RE", "PLAIN_PARTITION_DIR_RE", "METADATA_TOPIC",
+    "filename_prefix_from_offset",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+EXTRA_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+KRAFT_CHECKPOINT_SUFFIX = ".checkpoint"
+KRAFT_PART_SUFFIX = ".part"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+OFFSET_DIGITS = 20
+EPOCH_DIGITS = 10
+METADATA_TOPIC = "__cluster_metadata"
+
+#: ``<20 digits><kind>[<extra suffix>]`` for .log/.index/.timeindex/.txnindex/.snapshot
+SEGMENT_FILE_RE = re.compile(
+    r"(?P<offset>[0-9]{20})(?P<kind>\.log|\.index|\.timeindex|\.txnindex|\.snapshot)"
+    r"(?P<extra>\.deleted|\.cleaned|\.swap)?\Z"
+)
+#: ``<20 digits>-<10 digits>.checkpoint[.deleted]`` or ``...-<random>.checkpoint.part``
+KRAFT_SNAPSHOT_RE = re.compile(
+    r"(?P<end_offset>[0-9]{20})-(?P<epoch>[0-9]{10})(?:-(?P<random>[^.]+))?"
+    r"\.checkpoint(?P<extra>\.part|\.deleted)?\Z"
+)
+#: ``<topic>-<partition>.<unique id>-(delete|future|stray)`` (LocalLog.parseTopicPartitionName)
+SPECIAL_PARTITION_DIR_RE = re.compile(r"(\S+)-(\S+)\.(\S+)-(delete|future|stray)\Z")
+#: ``<topic>-<partition>``: the partition follows the last '-'
+PLAIN_PARTITION_DIR_RE = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\Z")
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    """``LogFileUtils.filenamePrefixFromOffset``: 20-digit zero-padded decimal."""
+    return f"{offset:020d}"

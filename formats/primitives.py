@@ -1,0 +1,318 @@
+"""Kafka's primitive encodings as construct building blocks.
+
+Spec (FORMATS.md section 0, ``ByteUtils.java``, ``Uuid.java``; section 12.1 for the flexible
+"compact" types)::
+
+    varint   zig-zag + base-128, at most 5 bytes (a 6th continuation byte is an error)
+    varlong  the same for 64 bits, at most 10 bytes
+    uvarint  base-128 without zig-zag (KRaft frames, compact lengths)
+    nullable bytes: a length of -1 (any negative length when reading) means null
+    compact string/array (flexible versions): uvarint(n + 1), 0 = null
+    tagged fields: uvarint count, then per field uvarint tag, uvarint size, data
+    uuid: 16 bytes, shown as URL-safe base64 without padding (22 characters)
+
+No IO lives here; :func:`parse_located` turns construct's errors into segtools errors that name
+the file, byte position and field.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import uuid as _uuid
+from typing import Any
+
+from construct import (
+    Adapter,
+    Bytes,
+    Construct,
+    ConstructError,
+    ExplicitError,
+    GreedyBytes,
+    GreedyRange,
+    Int32sb,
+    Int64sb,
+    Prefixed,
+    Struct,
+)
+from construct.core import stream_read, stream_write
+
+from segtools.errors import FormatError
+
+__all__ = [
+    "KafkaVarint", "Varint", "Varlong", "UnsignedVarint", "NullableBytes", "VarintString",
+    "CompactArray", "CompactString", "CompactNullableString", "CompactBytes", "TaggedFields",
+    "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "Int32sb", "Int64sb",
+]
+
+
+class VarintError(ExplicitError):
+    """A varint longer than Kafka allows, or a value that does not fit its width."""
+
+
+class KafkaVarint(Construct):
+    """Kafka's variable-length integer (``ByteUtils.readVarint``/``readVarlong``/``readUnsignedVarint``).
+
+    ``bits`` is 32 or 64; Kafka rejects more than 5 (32-bit) or 10 (64-bit) bytes. The decoded
+    value wraps to ``bits`` like Java's int/long arithmetic does. ``zigzag=False`` gives the
+    unsigned varint of the flexible protocol types.
+    """
+
+    def __init__(self, bits: int, *, zigzag: bool = True) -> None:
+        super().__init__()
+        self.bits = bits
+        self.zigzag = zigzag
+        self.max_bytes = 5 if bits == 32 else 10
+        self.mask = (1 << bits) - 1
+
+    def _parse(self, stream: Any, context: Any, path: str) -> int:
+        raw = 0
+        for i in range(self.max_bytes):
+            b = stream_read(stream, 1, path)[0]
+            raw |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                break
+        else:
+            raise VarintError(f"varint does not terminate after {self.max_bytes} bytes", path=path)
+        raw &= self.mask
+        if self.zigzag:
+            return (raw >> 1) ^ -(raw & 1)
+        if raw >> (self.bits - 1):      # readUnsignedVarint returns a Java int
+            raw -= 1 << self.bits
+        return raw
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> int:
+        if not isinstance(obj, int):
+            raise VarintError(f"varint value {obj!r} is not an integer", path=path)
+        lo, hi = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if not self.zigzag:
+            lo, hi = 0, (1 << self.bits) - 1
+        if not lo <= obj <= hi:
+            raise VarintError(f"varint value {obj} does not fit {self.bits} bits", path=path)
+        raw = ((obj << 1) ^ (obj >> (self.bits - 1))) & self.mask if self.zigzag else obj
+        out = bytearray()
+        while raw > 0x7F:
+            out.append(0x80 | (raw & 0x7F))
+            raw >>= 7
+        out.append(raw)
+        stream_write(stream, bytes(out), len(out), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        from construct import SizeofError
+        raise SizeofError("varint has no fixed size", path=path)
+
+
+#: signed zig-zag 32-bit varint (record length, deltas, key/value/header lengths)
+Varint = KafkaVarint(32)
+#: signed zig-zag 64-bit varlong (record timestampDelta)
+Varlong = KafkaVarint(64)
+#: unsigned varint (flexible-version lengths and counts, KRaft record frame)
+UnsignedVarint = KafkaVarint(32, zigzag=False)
+
+
+class NullableBytes(Construct):
+    """Length-prefixed bytes where a negative length is null (``Utils.readBytes``).
+
+    Builds ``None`` as length -1. ``offset_by_one=True`` gives the compact form (uvarint n+1,
+    0 = null) of flexible versions.
+    """
+
+    def __init__(self, length_field: Construct, *, offset_by_one: bool = False,
+                 nullable: bool = True) -> None:
+        super().__init__()
+        self.length_field = length_field
+        self.offset_by_one = offset_by_one
+        self.nullable = nullable
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
+        n = self.length_field._parsereport(stream, context, path)
+        if self.offset_by_one:
+            n -= 1
+        if n < 0:
+            if not self.nullable:
+                raise ExplicitError(f"non-nullable field has negative length {n}", path=path)
+            return None
+        return stream_read(stream, n, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        extra = 1 if self.offset_by_one else 0
+        if obj is None:
+            if not self.nullable:
+                raise ExplicitError("non-nullable field cannot be None", path=path)
+            self.length_field._build(-1 + extra, stream, context, path)
+            return obj
+        data = bytes(obj)
+        self.length_field._build(len(data) + extra, stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+
+class _Utf8(Adapter):
+    """bytes <-> str the way Java's ``new String(bytes, UTF_8)`` decodes (malformed -> U+FFFD)."""
+
+    def _decode(self, obj: Any, context: Any, path: str) -> str | None:
+        return None if obj is None else bytes(obj).decode("utf-8", errors="replace")
+
+    def _encode(self, obj: Any, context: Any, path: str) -> bytes | None:
+        return None if obj is None else obj.encode("utf-8")
+
+
+def VarintString(*, nullable: bool = False) -> Construct:
+    """UTF-8 string with a zig-zag varint length (v2 record header key: length must be >= 0)."""
+    return _Utf8(NullableBytes(Varint, nullable=nullable))
+
+
+#: compact (flexible) strings and bytes: uvarint(length + 1), 0 = null
+CompactString = _Utf8(NullableBytes(UnsignedVarint, offset_by_one=True, nullable=False))
+CompactNullableString = _Utf8(NullableBytes(UnsignedVarint, offset_by_one=True))
+CompactBytes = NullableBytes(UnsignedVarint, offset_by_one=True)
+
+
+class CompactArray(Construct):
+    """Flexible-version array: uvarint(count + 1) then the elements; 0 = null."""
+
+    def __init__(self, subcon: Construct, *, nullable: bool = False) -> None:
+        super().__init__()
+        self.subcon = subcon
+        self.nullable = nullable
+
+    def _parse(self, stream: Any, context: Any, path: str) -> list[Any] | None:
+        n = UnsignedVarint._parsereport(stream, context, path) - 1
+        if n < 0:
+            if not self.nullable:
+                raise ExplicitError("non-nullable array was serialized as null", path=path)
+            return None
+        # Each element takes at least one byte: a count beyond the remaining bytes is corrupt
+        # (and must not make us allocate or loop for billions of elements).
+        here = stream.tell()
+        stream.seek(0, io.SEEK_END)
+        remaining = stream.tell() - here
+        stream.seek(here)
+        if n > remaining:
+            raise ExplicitError(f"array count {n} exceeds the {remaining} bytes left", path=path)
+        return [self.subcon._parsereport(stream, context, f"{path} -> [{i}]") for i in range(n)]
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj is None:
+            if not self.nullable:
+                raise ExplicitError("non-nullable array cannot be None", path=path)
+            UnsignedVarint._build(0, stream, context, path)
+            return obj
+        UnsignedVarint._build(len(obj) + 1, stream, context, path)
+        for i, item in enumerate(obj):
+            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
+        return obj
+
+
+#: one tagged field: tag, then its raw data prefixed by its size (kept raw: unknown tags survive)
+TaggedField = Struct(
+    "tag" / UnsignedVarint,
+    "data" / Prefixed(UnsignedVarint, GreedyBytes),
+)
+
+
+class _TaggedSection(Construct):
+    """uvarint count (not count + 1) followed by the tagged fields."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> list[Any]:
+        n = UnsignedVarint._parsereport(stream, context, path)
+        if n < 0:
+            raise ExplicitError(f"negative tagged field count {n}", path=path)
+        out = []
+        for i in range(n):
+            out.append(TaggedField._parsereport(stream, context, f"{path} -> [{i}]"))
+        return out
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        obj = obj or []
+        UnsignedVarint._build(len(obj), stream, context, path)
+        for i, item in enumerate(obj):
+            TaggedField._build(item, stream, context, f"{path} -> [{i}]")
+        return obj
+
+
+#: the tagged-field section every flexible struct ends with
+TaggedFields = _TaggedSection()
+
+
+def uuid_to_base64url(value: bytes | _uuid.UUID | str) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
+    if isinstance(value, str):
+        value = _uuid.UUID(value)
+    raw = value.bytes if isinstance(value, _uuid.UUID) else bytes(value)
+    if len(raw) != 16:
+        raise ValueError(f"a UUID has 16 bytes, got {len(raw)}")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def base64url_to_uuid(text: str) -> _uuid.UUID:
+    """Kafka's ``Uuid.fromString``: 22 base64url characters -> 16 bytes."""
+    if len(text) != 22:
+        raise ValueError(f"a Kafka UUID string has 22 characters, got {len(text)}: {text!r}")
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not URL-safe base64: {text!r}") from exc
+    if len(raw) != 16 or uuid_to_base64url(raw) != text:
+        raise ValueError(f"not a canonical Kafka UUID string: {text!r}")
+    return _uuid.UUID(bytes=raw)
+
+
+class _UuidAdapter(Adapter):
+    def _decode(self, obj: Any, context: Any, path: str) -> str:
+        return uuid_to_base64url(obj)
+
+    def _encode(self, obj: Any, context: Any, path: str) -> bytes:
+        return base64url_to_uuid(obj).bytes
+
+
+#: 16-byte UUID shown as Kafka's base64url string
+UuidBytes = _UuidAdapter(Bytes(16))
+
+
+def _field_from_path(path: str | None) -> str | None:
+    """construct paths look like ``(parsing) -> header -> base_timestamp``; keep the fields."""
+    if not path:
+        return None
+    parts = [p.strip() for p in path.split("->")]
+    parts = [p for p in parts if p and not p.startswith("(")]
+    return ".".join(parts) or None
+
+
+def parse_located(
+    con: Construct,
+    data: bytes | bytearray | memoryview,
+    *,
+    error: type[FormatError] = FormatError,
+    path: str | os.PathLike[str] | None = None,
+    position: int | None = None,
+    base_offset: int | None = None,
+    what: str = "structure",
+) -> Any:
+    """Parse ``data`` with ``con``; turn any construct/decoding failure into ``error``.
+
+    The raised error names the failing field (construct's path) and, as ``position``, the byte
+    position in the file where the failing read started: ``position`` (where ``data`` starts)
+    plus how far the parser had got.
+    """
+    stream = io.BytesIO(bytes(data))
+    try:
+        return con.parse_stream(stream)
+    except ConstructError as exc:
+        reached = stream.tell()   # a short read consumes what is left: the data's end
+        field = _field_from_path(getattr(exc, "path", None))
+        msg = str(exc).split("\n", 1)[-1].strip() if "\n" in str(exc) else str(exc)
+        where = None if position is None else position + reached
+        raise error(f"invalid {what}: {msg}", path=path, position=where,
+                    base_offset=base_offset, field=field) from None
+    except (UnicodeDecodeError, ValueError, OverflowError, IndexError, KeyError, TypeError) as exc:
+        where = None if position is None else position + stream.tell()
+        raise error(f"invalid {what}: {exc}", path=path, position=where,
+                    base_offset=base_offset) from None
+
+
+def greedy(con: Construct) -> Construct:
+    """Entries back to back until the data ends (index files, line files)."""
+    return GreedyRange(con)

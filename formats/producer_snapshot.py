@@ -1,0 +1,58 @@
+"""Producer state snapshot ``<offset>.snapshot`` (version 1).
+
+Spec (FORMATS.md section 8; ``ProducerStateManager.java`` ``readSnapshot``/``writeSnapshot``,
+``ProducerSnapshot.json``)::
+
+    version int16                 = 1 (the only supported version)      byte 0
+    crc uint32                    CRC-32C of bytes [6, EOF)              byte 2
+    entries int32-counted array of 46-byte entries                      byte 6
+      producer_id int64
+      epoch int16
+      last_sequence int32
+      last_offset int64             -1 = no batch metadata
+      offset_delta int32            last_offset - first_offset of the last batch
+      timestamp int64               max timestamp of the last batch
+      coordinator_epoch int32       -1 = none
+      current_txn_first_offset int64  -1 = no ongoing transaction
+
+The CRC is a plain field here; the reader reports ``crc_valid`` instead of failing.
+"""
+
+from __future__ import annotations
+
+from construct import Int16sb, Int32sb, Int32ub, Int64sb, PrefixedArray, Struct
+
+__all__ = [
+    "ProducerSnapshotEntry", "ProducerSnapshot", "PRODUCER_SNAPSHOT_VERSION",
+    "VERSION_OFFSET", "CRC_OFFSET", "PRODUCER_ENTRIES_OFFSET", "PRODUCER_ENTRY_SIZE",
+    "PRODUCER_SNAPSHOT_HEADER_SIZE", "PRODUCER_ENTRY_STRUCT_FORMAT",
+]
+
+PRODUCER_SNAPSHOT_VERSION = 1
+VERSION_OFFSET = 0
+CRC_OFFSET = 2
+#: the CRC covers everything from here (the entry count) to the end of the file
+PRODUCER_ENTRIES_OFFSET = 6
+PRODUCER_ENTRY_SIZE = 46
+#: version + crc + entry count
+PRODUCER_SNAPSHOT_HEADER_SIZE = 10
+#: one entry for ``struct.Struct``
+PRODUCER_ENTRY_STRUCT_FORMAT = ">qhiqiqiq"
+
+ProducerSnapshotEntry = Struct(
+    "producer_id" / Int64sb,
+    "epoch" / Int16sb,
+    "last_sequence" / Int32sb,
+    "last_offset" / Int64sb,
+    "offset_delta" / Int32sb,
+    "timestamp" / Int64sb,
+    "coordinator_epoch" / Int32sb,
+    "current_txn_first_offset" / Int64sb,
+)
+
+ProducerSnapshot = Struct(
+    "version" / Int16sb,
+    "crc" / Int32ub,
+    # Kafka's schema reader ignores bytes after the last entry (they still count in the CRC)
+    "entries" / PrefixedArray(Int32sb, ProducerSnapshotEntry),
+)
