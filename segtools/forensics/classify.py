@@ -1,0 +1,356 @@
+"""Stage 2 of compare, per partition: choose the reference lineage, find each replica's fork
+point with Kafka's truncation rule, confirm it with (offset, epoch, CRC), classify with the
+codes of FORENSICS.md Part B and attribute the cause.
+
+Only batch headers are needed here; records are decoded later, and only inside the ranges
+this stage marks as divergent (``DivergentRange``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from segtools.forensics.elections import PartitionHistory
+from segtools.forensics.findings import Finding, rank_status
+from segtools.forensics.model import BatchFacts, ReplicaFacts
+from segtools.forensics.replica_view import ReplicaView, build_view
+from segtools.forensics.truncation import fork_offset
+
+SPECIAL_STATES = ("delete", "future", "stray")
+
+
+@dataclass(slots=True)
+class DivergentRange:
+    """Offsets [first_offset, last_offset] of one replica that the reference does not hold
+    (same offset and epoch). ``committed_bounds`` lists (base, last, bound) per batch: records
+    of that batch below ``bound`` were committed on the replica's lineage."""
+
+    broker: int
+    log_dir: str
+    first_offset: int
+    last_offset: int
+    committed_bounds: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def is_committed(self, offset: int) -> bool:
+        for base, last, bound in self.committed_bounds:
+            if base <= offset <= last:
+                return offset < bound
+        return False
+
+
+@dataclass(slots=True)
+class ReplicaVerdict:
+    broker: int
+    log_dir: str
+    topic_id: str | None
+    state: str
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int | None
+    status: str
+    fork_offset: int | None
+    cause: str | None
+    reconciled: bool
+    is_reference: bool
+    divergent: dict[str, int] | None
+    findings: list[Finding]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "broker": self.broker, "log_dir": self.log_dir,
+            "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark, "status": self.status,
+            "fork_offset": self.fork_offset, "cause": self.cause,
+            "divergent": self.divergent, "reference": self.is_reference,
+            "reconciled": self.reconciled,
+            "findings": [f.to_json() for f in self.findings],
+        }
+        if self.state:
+            out["state"] = self.state
+        if self.topic_id is not None:
+            out["topic_id"] = self.topic_id
+        return out
+
+
+@dataclass(slots=True)
+class PartitionVerdict:
+    topic: str
+    partition: int
+    topic_id: str | None
+    reference_broker: int | None
+    replicas: list[ReplicaVerdict]
+    divergent_ranges: list[DivergentRange]
+    findings: list[Finding]
+    reference_log_dir: str = ""
+
+    @property
+    def problem(self) -> bool:
+        from segtools.forensics.findings import PROBLEM_STATUSES
+        return any(r.status in PROBLEM_STATUSES for r in self.replicas)
+
+
+# ---------------------------------------------------------------------------- reference
+
+
+def _latest_epoch(v: ReplicaView) -> int:
+    e = v.epoch_map.latest_epoch()
+    return -1 if e is None else e
+
+
+def choose_reference(views: Sequence[ReplicaView], *, leader: int | None = None) -> ReplicaView | None:
+    """The metadata leader's replica when known, else the highest latest epoch, then the
+    largest log end offset, then the higher HW checkpoint, then the lowest broker id.
+    Deleted, moving and stray copies are never the reference (S22)."""
+    candidates = [v for v in views if v.facts.state not in SPECIAL_STATES]
+    if not candidates:
+        return None
+    if leader is not None:
+        led = [v for v in candidates if v.broker == leader]
+        if led:
+            return max(led, key=lambda v: (_latest_epoch(v), v.log_end_offset))
+    return max(candidates, key=lambda v: (_latest_epoch(v), v.log_end_offset,
+                                          -1 if v.high_watermark is None else v.high_watermark,
+                                          -v.broker))
+
+
+def _pick_topic_id(views: Sequence[ReplicaView], hint: str | None) -> str | None:
+    ids = [v.facts.topic_id for v in views if v.facts.topic_id and v.facts.state not in SPECIAL_STATES]
+    if hint:
+        return hint
+    if not ids:
+        return None
+    counts = Counter(ids)
+    best = max(counts.values())
+    tied = {i for i, c in counts.items() if c == best}
+    if len(tied) == 1:
+        return tied.pop()
+    top = max((v for v in views if v.facts.topic_id in tied), key=lambda v: (_latest_epoch(v), v.log_end_offset))
+    return top.facts.topic_id
+
+
+# ---------------------------------------------------------------------------- comparison
+
+
+def _covering(batches: Sequence[BatchFacts], offset: int) -> BatchFacts | None:
+    lo, hi = 0, len(batches)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if batches[mid].last_offset < offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < len(batches) and batches[lo].base_offset <= offset:
+        return batches[lo]
+    return None
+
+
+def _compacted(view: ReplicaView, offset: int) -> bool:
+    c = view.facts.cleaner_checkpoint
+    return c is not None and offset < c
+
+
+def mismatches_below(ref: ReplicaView, rep: ReplicaView, fork: int) -> list[BatchFacts]:
+    """Replica batches below ``fork`` that the reference does not hold identically
+    (base, last, epoch, crc), on the range both replicas hold. Compacted ranges (below either
+    side's cleaner checkpoint) compare (base, last, epoch) only and tolerate missing batches."""
+    if not ref.batches or not rep.batches:
+        return []
+    lo = max(ref.batches[0].base_offset, rep.batches[0].base_offset)
+    ref_by_base = {b.base_offset: b for b in ref.batches}
+    bad: list[BatchFacts] = []
+    for b in rep.batches:
+        if b.base_offset >= fork:
+            break
+        if b.last_offset < lo:
+            continue
+        compacted = _compacted(ref, b.last_offset) or _compacted(rep, b.last_offset)
+        m = ref_by_base.get(b.base_offset)
+        if m is None:
+            if compacted and _covering(ref.batches, b.base_offset) is None:
+                continue
+            if b.base_offset < lo and _covering(ref.batches, lo) is not None:
+                # straddles the other side's log start: compare from the next batch on
+                continue
+            bad.append(b)
+        elif (m.last_offset, m.partition_leader_epoch) != (b.last_offset, b.partition_leader_epoch):
+            bad.append(b)
+        elif m.crc != b.crc and not compacted:
+            bad.append(b)
+    return bad
+
+
+def _records_in(b: BatchFacts, first: int) -> int:
+    """Records of ``b`` at offsets >= first (uncompacted batches are dense)."""
+    if b.base_offset >= first:
+        return b.records_count
+    return max(0, b.last_offset - first + 1)
+
+
+def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHistory | None = None,
+                       topic_id_hint: str | None = None) -> PartitionVerdict:
+    """Stage 2 for one partition: every replica's status, fork offset, divergent ranges."""
+    if not replicas:
+        raise ValueError("classify_partition needs at least one replica")
+    views = [build_view(r) for r in replicas]
+    topic, partition = replicas[0].topic, replicas[0].partition
+    topic_id = _pick_topic_id(views, topic_id_hint or (history.topic_id if history else None))
+    comparable = [v for v in views if not (topic_id and v.facts.topic_id and v.facts.topic_id != topic_id)]
+    leader = history.leader if history is not None and history.leader is not None and history.leader >= 0 else None
+    ref = choose_reference(comparable, leader=leader)
+    part_findings: list[Finding] = []
+    verdicts: list[ReplicaVerdict] = []
+    ranges: list[DivergentRange] = []
+    if ref is None:
+        ref = choose_reference([v for v in views if v.facts.state not in SPECIAL_STATES] or views) or views[0]
+
+    # Which replicas hold a given batch identically (for the committed bound, S7 / A.3).
+    holders: dict[tuple[int, int, int, int], list[ReplicaView]] = defaultdict(list)
+    for v in views:
+        for b in v.batches:
+            holders[b.key].append(v)
+
+    ref_latest = ref.epoch_map.latest_epoch()
+    for v in views:
+        codes = {f.code for f in v.findings}
+        findings = list(v.findings)
+        fork: int | None = None
+        cause: str | None = None
+        divergent: dict[str, int] | None = None
+        reconciled = v is ref or (ref_latest is not None and v.epoch_map.has_epoch(ref_latest))
+        if v.facts.state in SPECIAL_STATES:
+            findings.append(Finding("SPECIAL_DIR", f"-{v.facts.state} directory, never the reference"))
+        if v is ref:
+            pass
+        elif topic_id and v.facts.topic_id and v.facts.topic_id != topic_id:
+            codes.add("NOT_COMPARABLE")
+            findings.append(Finding("NOT_COMPARABLE", f"topic id {v.facts.topic_id} != {topic_id}"))
+        elif (v.batches and ref.batches and
+              (v.batches[0].base_offset >= ref.log_end_offset or
+               ref.batches[0].base_offset >= v.log_end_offset)):
+            codes.add("NOT_COMPARABLE")
+            findings.append(Finding("NOT_COMPARABLE", f"offset ranges do not overlap: "
+                                    f"[{v.log_start_offset}, {v.log_end_offset}) vs "
+                                    f"[{ref.log_start_offset}, {ref.log_end_offset})"))
+        else:
+            t = fork_offset(ref.epoch_map, v.epoch_map)
+            bad = mismatches_below(ref, v, t)
+            suffix = [b for b in v.batches if b.last_offset >= t]
+            if bad:
+                codes.add("LOG_MATCHING_VIOLATION")
+                first_bad = bad[0]
+                findings.append(Finding("LOG_MATCHING_VIOLATION", f"offset {first_bad.base_offset}: "
+                                        f"epoch {first_bad.partition_leader_epoch} crc 0x{first_bad.crc:08x} "
+                                        f"differs from reference broker {ref.broker} below fork {t}",
+                                        offset=first_bad.base_offset, segment=first_bad.segment,
+                                        position=first_bad.position))
+            bad_ids = {id(b) for b in bad}
+            div_batches = bad + [b for b in suffix if id(b) not in bad_ids]
+            if div_batches:
+                fork = min(t, bad[0].base_offset) if bad else t
+                bounds = []
+                records = committed = 0
+                for b in div_batches:
+                    first = b.base_offset if id(b) in bad_ids else max(b.base_offset, t)
+                    hw = [x.high_watermark for x in holders.get(b.key, [v]) if x.high_watermark is not None]
+                    bound = max(hw) if hw else -1
+                    bounds.append((first, b.last_offset, bound))
+                    n = _records_in(b, first)
+                    records += n
+                    if bound > first:
+                        committed += min(n, min(b.last_offset + 1, bound) - first)
+                divergent = {"first_offset": fork, "last_offset": div_batches[-1].last_offset
+                             if not suffix else v.log_end_offset - 1,
+                             "records": records, "committed_records": committed}
+                ranges.append(DivergentRange(v.broker, v.facts.log_dir, fork,
+                                             divergent["last_offset"], bounds))
+                if suffix:
+                    codes.add("COMMITTED_LOSS" if committed else "DIVERGED_UNCOMMITTED")
+                elif committed:
+                    codes.add("COMMITTED_LOSS")
+                cause = _cause(ref, v, fork, history, committed > 0)
+            elif v.log_end_offset < ref.log_end_offset:
+                codes.add("LAGGING_PREFIX")
+        status = rank_status(codes & {"LOG_MATCHING_VIOLATION", "COMMITTED_LOSS", "CRC_INVALID",
+                                      "NON_MONOTONIC_OFFSETS", "EPOCH_REGRESSION",
+                                      "TRUNCATED_BELOW_HW", "DIVERGED_UNCOMMITTED",
+                                      "NOT_COMPARABLE", "LAGGING_PREFIX"})
+        verdicts.append(ReplicaVerdict(
+            broker=v.broker, log_dir=v.facts.log_dir, topic_id=v.facts.topic_id,
+            state=v.facts.state, log_start_offset=v.log_start_offset,
+            log_end_offset=v.log_end_offset, high_watermark=v.high_watermark, status=status,
+            fork_offset=fork, cause=cause, reconciled=reconciled, is_reference=v is ref,
+            divergent=divergent, findings=findings))
+
+    part_findings.extend(_benign_notes(views, ref))
+    part_findings.extend(_crc_replication(views))
+    part_findings.extend(_producer_duplicates(ref))
+    return PartitionVerdict(topic=topic, partition=partition, topic_id=topic_id,
+                            reference_broker=ref.broker, replicas=verdicts,
+                            divergent_ranges=ranges, findings=part_findings,
+                            reference_log_dir=ref.facts.log_dir)
+
+
+def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,
+           committed: bool) -> str | None:
+    """FORENSICS.md D.6: unclean election after the fork, else local loss of the re-elected
+    reference, else (with metadata) a protocol violation. Without metadata: undetermined."""
+    epoch_at_fork = rep.epoch_map.epoch_at(fork)
+    if history is not None:
+        floor = -1 if epoch_at_fork is None else epoch_at_fork
+        if history.unclean_epochs_after(floor, ref.epoch_map.latest_epoch()):
+            return "UNCLEAN_ELECTION"
+    hw = ref.high_watermark
+    if committed and hw is not None and hw > ref.log_end_offset:
+        return "LOCAL_LOSS_REELECTED"
+    if committed and history is not None:
+        return "PROTOCOL_VIOLATION"
+    return None
+
+
+def _benign_notes(views: Sequence[ReplicaView], ref: ReplicaView) -> list[Finding]:
+    out: list[Finding] = []
+    starts = {v.broker: v.log_start_offset for v in views}
+    if len(set(starts.values())) > 1:
+        out.append(Finding("BENIGN_LOG_START_DIFFERS",
+                           ", ".join(f"{b} {s}" for b, s in sorted(starts.items()))))
+    layouts = {tuple(sorted({b.segment for b in v.batches})) for v in views if v.batches}
+    if len(layouts) > 1:
+        out.append(Finding("BENIGN_SEGMENT_LAYOUT_DIFFERS", "segment files differ across replicas"))
+    epochs = ref.epoch_map.epochs
+    if any(b - a > 1 for a, b in zip(epochs, epochs[1:])):
+        out.append(Finding("BENIGN_EPOCH_GAPS", " ".join(str(e) for e in epochs)))
+    return out
+
+
+def _crc_replication(views: Sequence[ReplicaView]) -> list[Finding]:
+    """S20: a CRC failure on every copy of a batch is 'replicated', else 'local'."""
+    out: list[Finding] = []
+    bad: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
+    present: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
+    for v in views:
+        for b in v.batches:
+            present[b.key].append(v.broker)
+            if not b.crc_valid:
+                bad[b.key].append(v.broker)
+    for key, brokers in bad.items():
+        kind = "replicated" if len(brokers) == len(present[key]) and len(brokers) > 1 else "local"
+        out.append(Finding("CRC_INVALID", f"({kind}) batch [{key[0]}..{key[1]}] epoch {key[2]} "
+                           f"on brokers {sorted(brokers)}", offset=key[0]))
+    return out
+
+
+def _producer_duplicates(ref: ReplicaView) -> list[Finding]:
+    seen: dict[tuple[int, int, int, int], int] = {}
+    out: list[Finding] = []
+    for b in ref.batches:
+        if b.producer_id < 0 or b.base_sequence < 0 or b.is_control:
+            continue
+        k = (b.producer_id, b.producer_epoch, b.base_sequence, b.last_offset - b.base_offset)
+        if k in seen:
+            out.append(Finding("DUPLICATE", f"producer {k[0]} epoch {k[1]} seq {k[2]} at offsets "
+                               f"{seen[k]} and {b.base_offset}", offset=b.base_offset))
+        else:
+            seen[k] = b.base_offset
+    return out

@@ -1,0 +1,87 @@
+"""Election history from the KRaft metadata log (FORENSICS.md A.9).
+
+Replaying ``PartitionRecord`` / ``PartitionChangeRecord`` gives, per leader epoch, the leader,
+its ISR and whether the election was unclean (LeaderRecoveryState = 1 = RECOVERING, or the ISR
+forced to the new leader alone while the old ISR did not contain it). Input is what
+``segtools.internal.metadata.decode_record`` returns: ``(type_name, version, data)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+NO_LEADER_CHANGE = -2
+RECOVERING = 1
+
+
+@dataclass(slots=True)
+class Election:
+    epoch: int
+    leader: int
+    isr: tuple[int, ...]
+    unclean: bool
+
+
+@dataclass(slots=True)
+class PartitionHistory:
+    topic: str | None
+    topic_id: str | None
+    partition: int
+    elections: dict[int, Election] = field(default_factory=dict)
+    leader: int | None = None
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+
+    def unclean_epochs_after(self, epoch: int, up_to: int | None = None) -> list[int]:
+        return sorted(e for e, el in self.elections.items()
+                      if el.unclean and e > epoch and (up_to is None or e <= up_to))
+
+
+def _get(data: dict[str, Any], *names: str, default: Any = None) -> Any:
+    for n in names:
+        if n in data:
+            return data[n]
+    return default
+
+
+def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str, int], PartitionHistory]:
+    """Histories keyed by (topic name, partition). Topic ids are resolved with TopicRecord."""
+    names: dict[str, str] = {}
+    by_id: dict[tuple[str, int], PartitionHistory] = {}
+    for type_name, _version, data in records:
+        tname = type_name.removesuffix("Record") if type_name.endswith("Record") else type_name
+        if tname == "Topic":
+            names[str(_get(data, "topicId", "topic_id"))] = str(_get(data, "name"))
+        elif tname in ("Partition", "PartitionChange"):
+            topic_id = str(_get(data, "topicId", "topic_id"))
+            pid = int(_get(data, "partitionId", "partition_id", default=0))
+            hist = by_id.get((topic_id, pid))
+            if hist is None:
+                hist = by_id[(topic_id, pid)] = PartitionHistory(None, topic_id, pid)
+            isr = _get(data, "isr")
+            leader = int(_get(data, "leader", default=NO_LEADER_CHANGE))
+            recovery = int(_get(data, "leaderRecoveryState", "leader_recovery_state", default=-1))
+            new_isr = tuple(int(x) for x in isr) if isr is not None else hist.isr
+            if tname == "Partition":
+                epoch = int(_get(data, "leaderEpoch", "leader_epoch", default=0))
+                hist.leader, hist.leader_epoch, hist.isr = leader, epoch, new_isr
+                hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING)
+                continue
+            # A PartitionChangeRecord that sets a leader (even -1) raises the epoch by one;
+            # in KRaft before MV 3.6 an ISR change also did. We only know the leader changed.
+            if leader != NO_LEADER_CHANGE:
+                old_isr = hist.isr
+                epoch = hist.leader_epoch + 1
+                forced = (leader >= 0 and new_isr == (leader,) and leader not in old_isr)
+                hist.leader, hist.leader_epoch = leader, epoch
+                hist.elections[epoch] = Election(epoch, leader, new_isr,
+                                                 recovery == RECOVERING or forced)
+            elif recovery == RECOVERING and hist.leader_epoch in hist.elections:
+                hist.elections[hist.leader_epoch].unclean = True
+            hist.isr = new_isr
+    out: dict[tuple[str, int], PartitionHistory] = {}
+    for (topic_id, pid), hist in by_id.items():
+        hist.topic = names.get(topic_id, topic_id)
+        out[(hist.topic, pid)] = hist
+    return out

@@ -1,0 +1,109 @@
+"""One replica's log as Kafka would load it: torn tail cut off, offsets derived, and the
+checks that need only this replica (FORENSICS.md Part D.1, S4, S5, S17, S20)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from segtools.forensics.epochs import EpochMap, build_epoch_map
+from segtools.forensics.findings import Finding
+from segtools.forensics.model import BatchFacts, ReplicaFacts
+
+
+@dataclass(slots=True)
+class ReplicaView:
+    """Derived facts of one replica: the batches of its lineage and its epoch map."""
+
+    facts: ReplicaFacts
+    batches: list[BatchFacts]          # lineage batches (torn tail removed)
+    log_start_offset: int
+    log_end_offset: int
+    epoch_map: EpochMap
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def broker(self) -> int:
+        return self.facts.broker
+
+    @property
+    def high_watermark(self) -> int | None:
+        return self.facts.high_watermark
+
+    @property
+    def first_batch_offset(self) -> int | None:
+        return self.batches[0].base_offset if self.batches else None
+
+
+def _torn_tail_start(facts: ReplicaFacts) -> int:
+    """Index of the first batch that Kafka's crash recovery would cut: trailing CRC-invalid
+    batches at or after the recovery point, when the broker did not shut down cleanly."""
+    batches = facts.batches
+    cut = len(batches)
+    if facts.clean_shutdown or not batches:
+        return cut
+    last_segment = batches[-1].segment
+    recovery = facts.recovery_point if facts.recovery_point is not None else 0
+    while cut > 0:
+        b = batches[cut - 1]
+        if b.crc_valid or b.segment != last_segment or b.last_offset < recovery:
+            break
+        cut -= 1
+    return cut
+
+
+def build_view(facts: ReplicaFacts) -> ReplicaView:
+    findings: list[Finding] = []
+    cut = _torn_tail_start(facts)
+    kept = facts.batches[:cut]
+    if cut < len(facts.batches):
+        first_cut = facts.batches[cut]
+        torn = sum(b.size for b in facts.batches[cut:])
+        findings.append(Finding("TORN_TAIL", f"{torn + facts.torn_tail_bytes} bytes fail the CRC "
+                                f"after the last valid batch (no clean shutdown)",
+                                offset=first_cut.base_offset, segment=first_cut.segment,
+                                position=first_cut.position))
+    elif facts.torn_tail_bytes:
+        findings.append(Finding("TORN_TAIL", f"{facts.torn_tail_bytes} bytes after the last "
+                                "complete batch", segment=facts.torn_tail_segment,
+                                position=facts.torn_tail_position))
+    if facts.read_error:
+        findings.append(Finding("READ_ERROR", facts.read_error))
+
+    prev: BatchFacts | None = None
+    for b in kept:
+        if not b.crc_valid:
+            findings.append(Finding("CRC_INVALID", f"batch [{b.base_offset}..{b.last_offset}] "
+                                    f"epoch {b.partition_leader_epoch} stored crc 0x{b.crc:08x}",
+                                    offset=b.base_offset, segment=b.segment, position=b.position))
+        if prev is not None:
+            if b.base_offset <= prev.last_offset:
+                findings.append(Finding("NON_MONOTONIC_OFFSETS",
+                                        f"overlap [{b.base_offset}..{prev.last_offset}]",
+                                        offset=b.base_offset, segment=b.segment, position=b.position))
+            elif b.base_offset > prev.last_offset + 1 and facts.cleaner_checkpoint is None:
+                findings.append(Finding("GAP", f"offsets {prev.last_offset + 1}..{b.base_offset - 1} "
+                                        "missing", offset=prev.last_offset + 1, segment=b.segment,
+                                        position=b.position))
+            if 0 <= b.partition_leader_epoch < prev.partition_leader_epoch:
+                findings.append(Finding("EPOCH_REGRESSION", f"epoch {prev.partition_leader_epoch} "
+                                        f"then {b.partition_leader_epoch}", offset=b.base_offset,
+                                        segment=b.segment, position=b.position))
+        prev = b
+
+    if kept:
+        leo = max(b.last_offset for b in kept) + 1
+        first = kept[0].base_offset if facts.first_segment_base is None else facts.first_segment_base
+    else:
+        leo = max(x for x in (facts.active_segment_base, facts.log_start_checkpoint, 0) if x is not None)
+        first = leo
+    log_start = max(first, facts.log_start_checkpoint or 0)
+    log_start = min(log_start, leo)
+    epoch_map = build_epoch_map(kept, leo, facts.epoch_checkpoint)
+    for code, detail in epoch_map.notes:
+        findings.append(Finding(code, detail))
+    if facts.high_watermark is not None and facts.high_watermark > leo:
+        findings.append(Finding("TRUNCATED_BELOW_HW", f"log end {leo} < high-watermark checkpoint "
+                                f"{facts.high_watermark} ({facts.high_watermark - leo} offsets)",
+                                offset=leo))
+    return ReplicaView(facts=facts, batches=kept, log_start_offset=log_start,
+                       log_end_offset=leo, epoch_map=epoch_map, findings=findings)
