@@ -1,0 +1,121 @@
+"""KRaft ``__cluster_metadata`` record values: decode, encode and kafka-dump-log JSON.
+
+A metadata record value is ``uvarint frameVersion (1) | uvarint apiKey | uvarint version |
+flexible message body`` (``AbstractApiMessageSerde``). kafka-dump-log
+``--cluster-metadata-decoder`` prints ``{"type":"TOPIC_RECORD","version":0,"data":{...}}`` or,
+on any error, ``Error at {offset}, skipping. {message}``; :func:`format_record` returns either
+line (the error form needs ``offset``).
+
+Example::
+
+    >>> from segtools.internal import metadata
+    >>> raw = metadata.encode_record("NO_OP_RECORD", 0, {})
+    >>> raw.hex()
+    '01140000'
+    >>> metadata.format_record(raw)
+    '{"type":"NO_OP_RECORD","version":0,"data":{}}'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from segtools.errors import SchemaError
+from segtools.internal.json_render import Raw, dumps, message_json
+from segtools.internal.metadata_schemas import BY_API_KEY, BY_TYPE_NAME, type_name
+from segtools.internal.protocol import Reader, _ReadError, read_message, uvarint, write_message
+
+FRAME_VERSION = 1
+SHORT_MAX = 32767
+
+
+def _frame_field(r: Reader, entity: str) -> int:
+    try:
+        value = r.uvarint(entity)
+    except _ReadError:
+        raise SchemaError(f"Error while reading {entity}", field=entity) from None
+    if value > SHORT_MAX or value < 0:
+        # Java reads the varint into an int; anything above Short.MAX_VALUE is rejected
+        raise SchemaError(f"Value for {entity} was too large.", field=entity)
+    return value
+
+
+def decode_record(value: bytes | bytearray | memoryview) -> tuple[str, int, dict[str, Any]]:
+    """Decode one metadata record value into (type name, version, data dict).
+
+    Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.
+    """
+    if value is None:
+        raise SchemaError("metadata record has a null value", field="value")
+    data = bytes(value)
+    r = Reader(data)
+    frame = _frame_field(r, "frame version")
+    if frame == 0:
+        raise SchemaError("Could not deserialize metadata record with frame version 0. Note that "
+                          "upgrades from the preview release of KRaft in 2.8 to newer versions "
+                          "are not supported.", field="frame version")
+    if frame != FRAME_VERSION:
+        raise SchemaError("Could not deserialize metadata record due to unknown frame version "
+                          f"{frame}(only frame version {FRAME_VERSION} is supported)",
+                          field="frame version")
+    api_key = _frame_field(r, "type")
+    version = _frame_field(r, "version")
+    msg = BY_API_KEY.get(api_key)
+    if msg is None:
+        raise SchemaError("org.apache.kafka.common.errors.UnsupportedVersionException: "
+                          f"Unknown metadata id {api_key}", field="type")
+    try:
+        out, pos = read_message(msg, data, version, pos=r.pos)
+    except SchemaError as e:
+        # Kafka's MetadataParseException keeps only this text; the cause goes to the path
+        raise SchemaError(f"Failed to deserialize record with type {api_key}",
+                          field=f"{msg.name}.{e.field}" if e.field else msg.name,
+                          actual=None) from e
+    if pos < len(data):
+        raise SchemaError(f"Found {len(data) - pos} byte(s) of garbage after {api_key}",
+                          field=msg.name)
+    return type_name(msg.name), version, out
+
+
+def encode_record(type_name_: str, version: int, data: dict[str, Any]) -> bytes:
+    """Frame version 1, unsigned varints for api key and version, then the message body.
+
+    ``type_name_`` is the enum name (``"TOPIC_RECORD"``) or the record name (``"TopicRecord"``).
+    Uuids may be given as Kafka text (base64url), :class:`uuid.UUID` or 16 bytes.
+    """
+    msg = BY_TYPE_NAME.get(type_name_) or BY_TYPE_NAME.get(type_name(type_name_))
+    if msg is None:
+        raise SchemaError(f"unknown metadata record type {type_name_!r}", field="type")
+    if not isinstance(version, int) or not 0 <= version <= SHORT_MAX:
+        raise SchemaError(f"invalid version {version!r}", field="version")
+    if version not in msg.valid_versions:
+        raise SchemaError(f"{msg.name} has no version {version} "
+                          f"(valid {msg.valid_versions.low}-{msg.valid_versions.high})",
+                          field="version")
+    body = write_message(msg, data, version, path=msg.name)
+    return uvarint(FRAME_VERSION) + uvarint(msg.api_key) + uvarint(version) + body  # type: ignore[arg-type]
+
+
+def record_json(type_name_: str, version: int, data: dict[str, Any]) -> str:
+    """The ``{"type":…,"version":…,"data":…}`` line for an already decoded record."""
+    msg = BY_TYPE_NAME[type_name_]
+    return dumps({"type": type_name_, "version": version,
+                  "data": Raw(message_json(msg, data, version))})
+
+
+def format_record(value: bytes | bytearray | memoryview | None, *, offset: int | None = None) -> str:
+    """The payload kafka-dump-log ``--cluster-metadata-decoder`` prints for this value.
+
+    On bad input: when ``offset`` is given, returns Kafka's ``Error at {offset}, skipping.
+    {message}`` line; otherwise raises :class:`SchemaError` (``reason`` = Kafka's message).
+    """
+    try:
+        if value is None:
+            # DumpLogSegments hands record.value() (null) to the serde: NullPointerException
+            raise SchemaError("null", field="value")
+        name, version, data = decode_record(value)
+    except SchemaError as e:
+        if offset is None:
+            raise
+        return f"Error at {offset}, skipping. {e.reason}"
+    return record_json(name, version, data)
