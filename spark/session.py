@@ -1,0 +1,41 @@
+"""SparkSession for segtools commands: embedded ``local[*]`` by default, ``--master URL`` for a
+cluster, or whatever ``spark-submit`` configured when we run under it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def get_spark(master: str | None = None, *, app_name: str = "segtools",
+              config: dict[str, str] | None = None) -> Any:
+    """Return a SparkSession with the ``kafka_segments`` data source registered.
+
+    The Python workers must run this interpreter (pyarrow and segtools live here), so
+    PYSPARK_PYTHON defaults to ``sys.executable`` (CONVENTIONS.md pitfall 6)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    active = SparkSession.getActiveSession()
+    under_submit = "SPARK_SUBMIT" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT")
+    if master:
+        builder = builder.master(master)
+    elif active is None and not under_submit:
+        builder = builder.master("local[*]")
+    defaults = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    for key, value in {**defaults, **(config or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if master is None and not under_submit:
+        spark.sparkContext.setLogLevel("ERROR")
+    from segtools.spark import register
+
+    register(spark)
+    return spark
