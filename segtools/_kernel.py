@@ -1,0 +1,446 @@
+"""numba kernels of the columnar fast path (``engine="numba"``).
+
+Three hot loops, each compiled once and cached on disk (``cache=True``):
+
+* :func:`scan_headers` walks a segment like ``FileLogInputStream.nextBatch`` (FORMATS.md 1.8)
+  and copies every v2 header field into numpy columns;
+* :func:`crc_ranges` computes CRC-32C of many byte ranges with one call into the hardware
+  routine of the ``crc32c`` package (the same library :mod:`segtools.crc` uses), so a file of
+  tiny batches does not pay one Python call per batch;
+* :func:`decode_records` decodes v2 records (FORMATS.md 1.6) straight into Arrow-layout buffers
+  (offsets + data + validity) for key, value and headers.
+
+Importing this module imports numba; :mod:`segtools.columnar` only does so when the numba
+engine is asked for, and falls back to :mod:`segtools._py_records` when it is missing.
+Every input buffer is a read-only ``uint8`` array; bounds are checked on every read, so hostile
+bytes give an error code, never an out-of-bounds access.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numba
+import numpy as np
+from numba import types
+
+from segtools import crc as _crc
+from segtools._columnar_codes import (
+    ERR_EOF,
+    ERR_HEADER_COUNT,
+    ERR_HEADER_KEY,
+    ERR_NEGATIVE_LENGTH,
+    ERR_NONE,
+    ERR_RECORD_COUNT,
+    ERR_RECORD_LENGTH,
+    ERR_RECORD_SIZE,
+    ERR_REMAINING,
+    ERR_VARINT,
+    SCAN_END,
+    SCAN_MORE,
+    SCAN_SIZE_TOO_SMALL,
+    SCAN_TORN_TAIL,
+    SCAN_V2_TOO_SHORT,
+)
+
+
+def _load_hardware_crc() -> bool:
+    """Make the crc32c package's SSE4.2 routine callable from compiled code, if it is there."""
+    if not _crc.HARDWARE_CRC32C:
+        return False
+    try:
+        import crc32c._crc32c as ext  # the C extension that segtools.crc already loaded
+        import llvmlite.binding as llvm
+
+        if not hasattr(ctypes.CDLL(ext.__file__), "_crc32c_hw_adler"):
+            return False
+        llvm.load_library_permanently(ext.__file__)
+    except (ImportError, OSError, RuntimeError, AttributeError):
+        return False
+    return True
+
+
+#: True when :func:`crc_ranges` may be used; otherwise callers loop over ``segtools.crc.crc32c``.
+HARDWARE_CRC_IN_KERNEL: bool = _load_hardware_crc()
+
+# uint32 _crc32c_hw_adler(uint32 crc, const uint8 *buf, size_t len): raw register in and out
+_crc32c_hw = types.ExternalFunction(
+    "_crc32c_hw_adler", types.uint32(types.uint32, types.voidptr, types.uintp))
+
+
+@numba.njit(cache=True, inline="always")
+def _be16(buf, p):
+    v = (np.int64(buf[p]) << 8) | np.int64(buf[p + 1])
+    return v - 0x10000 if v >= 0x8000 else v
+
+
+@numba.njit(cache=True, inline="always")
+def _be32(buf, p):
+    v = ((np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16)
+         | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3]))
+    return v - 0x100000000 if v >= 0x80000000 else v
+
+
+@numba.njit(cache=True, inline="always")
+def _be32u(buf, p):
+    return ((np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16)
+            | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3]))
+
+
+@numba.njit(cache=True, inline="always")
+def _be64(buf, p):
+    v = np.int64(0)
+    for i in range(8):
+        v = (v << 8) | np.int64(buf[p + i])   # wraps like Java's long
+    return v
+
+
+@numba.njit(cache=True)
+def scan_headers(buf, pos, end, max_batches, position, base_offset, batch_length,
+                 partition_leader_epoch, magic, crc, attributes, last_offset_delta,
+                 base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                 records_count):
+    """Walk batches from ``pos``; fill at most ``max_batches`` rows. Returns (n, next_pos, status).
+
+    Legacy entries (magic < 2 as a signed byte, as Kafka decides) get position, offset, length
+    and magic only; their other columns are left for the object reader to fill.
+    """
+    n = 0
+    while True:
+        if n >= max_batches:
+            return n, pos, SCAN_MORE
+        if pos >= end - 17:
+            return n, pos, SCAN_END
+        size = _be32(buf, pos + 8)
+        if size < 14:
+            return n, pos, SCAN_SIZE_TOO_SMALL
+        if pos + 12 + size > end:
+            return n, pos, SCAN_TORN_TAIL
+        m = np.int64(buf[pos + 16])
+        if m >= 128:
+            m -= 256
+        if m >= 2 and size < 49:
+            return n, pos, SCAN_V2_TOO_SHORT
+        position[n] = pos
+        base_offset[n] = _be64(buf, pos)
+        batch_length[n] = size
+        magic[n] = m
+        if m >= 2:
+            partition_leader_epoch[n] = _be32(buf, pos + 12)
+            crc[n] = _be32u(buf, pos + 17)
+            attributes[n] = _be16(buf, pos + 21)
+            last_offset_delta[n] = _be32(buf, pos + 23)
+            base_timestamp[n] = _be64(buf, pos + 27)
+            max_timestamp[n] = _be64(buf, pos + 35)
+            producer_id[n] = _be64(buf, pos + 43)
+            producer_epoch[n] = _be16(buf, pos + 51)
+            base_sequence[n] = _be32(buf, pos + 53)
+            records_count[n] = _be32(buf, pos + 57)
+        n += 1
+        pos += 12 + size
+
+
+@numba.njit(cache=True)
+def crc_ranges(buf, starts, ends, out):
+    """out[i] = CRC-32C(buf[starts[i]:ends[i]]) through the crc32c package's hardware routine."""
+    base = buf.ctypes.data
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        e = ends[i]
+        if s < 0 or e > buf.shape[0] or e < s:
+            out[i] = 0
+            continue
+        out[i] = _crc32c_hw(np.uint32(0xFFFFFFFF), base + s, e - s) ^ np.uint32(0xFFFFFFFF)
+
+
+@numba.njit(cache=True, inline="always")
+def _varint(buf, p, end):
+    """Zig-zag varint (32-bit, Java int wrap) -> (value, next p); next p -1 overlong, -2 EOF."""
+    raw = np.int64(0)
+    shift = 0
+    while True:
+        if p >= end:
+            return np.int64(0), -2
+        b = np.int64(buf[p])
+        p += 1
+        if b < 0x80:
+            raw |= b << shift
+            break
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if shift > 28:
+            return np.int64(0), -1
+    u = raw & 0xFFFFFFFF
+    v = (u >> 1) ^ (-(u & 1) & 0xFFFFFFFF)
+    if v >= 0x80000000:
+        v -= 0x100000000
+    return v, p
+
+
+@numba.njit(cache=True, inline="always")
+def _varlong(buf, p, end):
+    """Zig-zag varlong (64-bit, Java long wrap) -> (value, next p); -1 overlong, -2 EOF."""
+    raw = np.int64(0)
+    shift = 0
+    while True:
+        if p >= end:
+            return np.int64(0), -2
+        b = np.int64(buf[p])
+        p += 1
+        if b < 0x80:
+            raw |= b << shift
+            break
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if shift > 63:
+            return np.int64(0), -1
+    return ((raw >> 1) & 0x7FFFFFFFFFFFFFFF) ^ (-(raw & 1)), p
+
+
+@numba.njit(cache=True, inline="always")
+def _wrap32(x):
+    return ((x + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+@numba.njit(cache=True, inline="always")
+def _increment_sequence(seq, inc):
+    """DefaultRecordBatch.incrementSequence with Java int arithmetic."""
+    if seq > _wrap32(0x7FFFFFFF - inc):
+        return _wrap32(_wrap32(inc - _wrap32(0x7FFFFFFF - seq)) - 1)
+    return _wrap32(seq + inc)
+
+
+@numba.njit(cache=True)
+def _valid_utf8(buf, s, e):
+    """Strict UTF-8 check (no overlongs, surrogates or code points past U+10FFFF)."""
+    i = s
+    while i < e:
+        c = buf[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            n = 1
+            lo, hi = 0x80, 0xBF
+        elif c == 0xE0:
+            n = 2
+            lo, hi = 0xA0, 0xBF
+        elif 0xE1 <= c <= 0xEC or 0xEE <= c <= 0xEF:
+            n = 2
+            lo, hi = 0x80, 0xBF
+        elif c == 0xED:
+            n = 2
+            lo, hi = 0x80, 0x9F
+        elif c == 0xF0:
+            n = 3
+            lo, hi = 0x90, 0xBF
+        elif 0xF1 <= c <= 0xF3:
+            n = 3
+            lo, hi = 0x80, 0xBF
+        elif c == 0xF4:
+            n = 3
+            lo, hi = 0x80, 0x8F
+        else:
+            return False
+        if i + n >= e:
+            return False
+        c1 = buf[i + 1]
+        if c1 < lo or c1 > hi:
+            return False
+        for j in range(2, n + 1):
+            cj = buf[i + j]
+            if cj < 0x80 or cj > 0xBF:
+                return False
+        i += n + 1
+    return True
+
+
+@numba.njit(cache=True)
+def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base_seq, count,
+                  o_offset, o_ts, o_seq, o_batch,
+                  k_off, k_valid, k_data, v_off, v_valid, v_data,
+                  h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st):
+    """Decode the ``count`` records in buf[p:end]; cursors live in ``st``.
+
+    st = [row, header, key bytes, value bytes, header key bytes, header value bytes,
+          error record index, error byte position, bad utf-8 flag]. Returns an error code.
+    """
+    start = p
+    row = st[0]
+    nh = st[1]
+    kpos = st[2]
+    vpos = st[3]
+    hkpos = st[4]
+    hvpos = st[5]
+    err = ERR_NONE
+    if count < 0:
+        st[6] = 0
+        st[7] = 0
+        return ERR_RECORD_COUNT
+    for i in range(count):
+        rec_start = p
+        st[6] = i
+        st[7] = p - start
+        length, q = _varint(buf, p, end)
+        if q == -1:
+            err = ERR_VARINT
+            break
+        if q == -2:
+            err = ERR_EOF
+            break
+        if length < 0 or q + length > end:
+            err = ERR_RECORD_LENGTH
+            break
+        rec_end = q + length
+        p = q
+        if p >= rec_end:
+            err = ERR_EOF
+            break
+        p += 1  # attributes: unused
+        ts_delta, p = _varlong(buf, p, rec_end)
+        if p < 0:
+            err = ERR_VARINT if p == -1 else ERR_EOF
+            break
+        off_delta, p = _varint(buf, p, rec_end)
+        if p < 0:
+            err = ERR_VARINT if p == -1 else ERR_EOF
+            break
+        klen, p = _varint(buf, p, rec_end)
+        if p < 0:
+            err = ERR_VARINT if p == -1 else ERR_EOF
+            break
+        if klen < -1:
+            err = ERR_NEGATIVE_LENGTH
+            break
+        if klen >= 0:
+            if p + klen > rec_end:
+                err = ERR_EOF
+                break
+            k_data[kpos:kpos + klen] = buf[p:p + klen]
+            kpos += klen
+            p += klen
+            k_valid[row] = 1
+        else:
+            k_valid[row] = 0
+        k_off[row + 1] = kpos
+        vlen, p = _varint(buf, p, rec_end)
+        if p < 0:
+            err = ERR_VARINT if p == -1 else ERR_EOF
+            break
+        if vlen < -1:
+            err = ERR_NEGATIVE_LENGTH
+            break
+        if vlen >= 0:
+            if p + vlen > rec_end:
+                err = ERR_EOF
+                break
+            v_data[vpos:vpos + vlen] = buf[p:p + vlen]
+            vpos += vlen
+            p += vlen
+            v_valid[row] = 1
+        else:
+            v_valid[row] = 0
+        v_off[row + 1] = vpos
+        hcount, p = _varint(buf, p, rec_end)
+        if p < 0:
+            err = ERR_VARINT if p == -1 else ERR_EOF
+            break
+        if hcount < 0 or hcount > rec_end - p:
+            err = ERR_HEADER_COUNT
+            break
+        for _h in range(hcount):
+            hklen, p2 = _varint(buf, p, rec_end)
+            if p2 < 0:
+                err = ERR_VARINT if p2 == -1 else ERR_EOF
+                break
+            p = p2
+            if hklen < 0:
+                err = ERR_HEADER_KEY
+                break
+            if p + hklen > rec_end:
+                err = ERR_EOF
+                break
+            if not _valid_utf8(buf, p, p + hklen):
+                st[8] = 1
+            hk_data[hkpos:hkpos + hklen] = buf[p:p + hklen]
+            hkpos += hklen
+            p += hklen
+            hk_off[nh + 1] = hkpos
+            hvlen, p2 = _varint(buf, p, rec_end)
+            if p2 < 0:
+                err = ERR_VARINT if p2 == -1 else ERR_EOF
+                break
+            p = p2
+            if hvlen < -1:
+                err = ERR_NEGATIVE_LENGTH
+                break
+            if hvlen >= 0:
+                if p + hvlen > rec_end:
+                    err = ERR_EOF
+                    break
+                hv_data[hvpos:hvpos + hvlen] = buf[p:p + hvlen]
+                hvpos += hvlen
+                p += hvlen
+                hv_valid[nh] = 1
+            else:
+                hv_valid[nh] = 0
+            hv_off[nh + 1] = hvpos
+            nh += 1
+        if err != ERR_NONE:
+            break
+        if p != rec_end:
+            err = ERR_RECORD_SIZE
+            break
+        h_off[row + 1] = nh
+        h_valid[row] = 1 if hcount > 0 else 0
+        o_offset[row] = base_offset + off_delta
+        o_ts[row] = max_ts if log_append else base_ts + ts_delta
+        o_seq[row] = -1 if base_seq < 0 else _increment_sequence(base_seq, off_delta)
+        o_batch[row] = b
+        row += 1
+        p = rec_end
+    if err == ERR_NONE and p != end:
+        st[6] = count
+        st[7] = p - start
+        err = ERR_REMAINING
+    st[0] = row
+    st[1] = nh
+    st[2] = kpos
+    st[3] = vpos
+    st[4] = hkpos
+    st[5] = hvpos
+    return err
+
+
+@numba.njit(cache=True)
+def decode_records(file_buf, dec_buf, b_src, b_start, b_end, b_base_offset, b_base_ts,
+                   b_max_ts, b_log_append, b_base_seq, b_count,
+                   o_offset, o_ts, o_seq, o_batch,
+                   k_off, k_valid, k_data, v_off, v_valid, v_data,
+                   h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st):
+    """Decode the records of many batches; batch ``i`` reads ``file_buf`` when b_src[i] == 0,
+    else ``dec_buf`` (its decompressed records), bytes [b_start[i], b_end[i]).
+
+    Returns (error code, failing batch index); cursors and error detail are left in ``st``.
+    """
+    k_off[0] = 0
+    v_off[0] = 0
+    h_off[0] = 0
+    hk_off[0] = 0
+    hv_off[0] = 0
+    for b in range(b_src.shape[0]):
+        if b_src[b] == 0:
+            err = _decode_batch(file_buf, b_start[b], b_end[b], b, b_base_offset[b],
+                                b_base_ts[b], b_max_ts[b], b_log_append[b], b_base_seq[b],
+                                b_count[b], o_offset, o_ts, o_seq, o_batch, k_off, k_valid,
+                                k_data, v_off, v_valid, v_data, h_off, h_valid, hk_off, hk_data,
+                                hv_off, hv_valid, hv_data, st)
+        else:
+            err = _decode_batch(dec_buf, b_start[b], b_end[b], b, b_base_offset[b],
+                                b_base_ts[b], b_max_ts[b], b_log_append[b], b_base_seq[b],
+                                b_count[b], o_offset, o_ts, o_seq, o_batch, k_off, k_valid,
+                                k_data, v_off, v_valid, v_data, h_off, h_valid, hk_off, hk_data,
+                                hv_off, hv_valid, hv_data, st)
+        if err != ERR_NONE:
+            return err, b
+    return ERR_NONE, -1

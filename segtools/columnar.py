@@ -1,0 +1,749 @@
+"""Columnar fast path: segments straight into Arrow (CONTRACT.md sections 5 and 7).
+
+* :func:`iter_batch_batches` / :func:`scan_batches`: one row per batch (``BATCH_SCHEMA``):
+  header fields, location and CRC validity, no record decoding.
+* :func:`iter_record_batches` / :func:`read_records`: one row per record (``RECORD_SCHEMA``):
+  Spark's Kafka source columns first, then forensic columns.
+
+Files are mmapped read-only and walked like Kafka's ``FileLogInputStream`` (FORMATS.md 1.8): a
+torn tail ends the walk silently, a size field below 14 raises ``CorruptBatchError``. Output
+comes in bounded chunks (``max_rows`` rows, at most ``_CHUNK_BYTES`` of record bytes), so memory
+stays flat however large the segment. Batches whose CRC does not match still give rows, with
+``crc_valid`` False; bytes that cannot be decoded at all raise a ``FormatError`` that names file,
+position, base offset and field.
+
+Engines: ``"numba"`` (kernels in :mod:`segtools._kernel`), ``"python"``
+(:mod:`segtools._py_records`, identical results), ``"auto"`` (numba when importable). Legacy
+magic 0/1 entries are read through the object reader (:mod:`segtools.batches`).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from segtools import crc as _crc
+from segtools._columnar_codes import (
+    RECORD_BATCH_OVERHEAD,
+    SCAN_MORE,
+    SCAN_SIZE_TOO_SMALL,
+    SCAN_V2_TOO_SHORT,
+    record_error,
+)
+from segtools.errors import CorruptBatchError, FormatError, InputError, SegtoolsError
+from segtools.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
+
+__all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_records",
+           "available_engines"]
+
+#: batches per header-scan call (bounds the per-chunk header columns to a few MB)
+_SCAN_CHUNK = 65536
+#: record bytes (compressed or not) gathered into one output chunk; keeps every binary column
+#: far below Arrow's 2 GiB offset limit (CONVENTIONS.md pitfall 7)
+_CHUNK_BYTES = 64 * 1024 * 1024
+#: default bound on one batch's decompressed records (a compression bomb stops here)
+DEFAULT_MAX_UNCOMPRESSED = 256 * 1024 * 1024
+
+_COMPRESSION_NAMES = ["none", "gzip", "snappy", "lz4", "zstd",
+                      "unknown(5)", "unknown(6)", "unknown(7)"]
+_TIMESTAMP_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+
+
+def available_engines() -> list[str]:
+    """Engines usable here: always "python", plus "numba" when numba imports."""
+    return (["numba"] if _load_kernel() is not None else []) + ["python"]
+
+
+_KERNEL: Any = None
+_KERNEL_TRIED = False
+
+
+def _load_kernel() -> Any:
+    global _KERNEL, _KERNEL_TRIED
+    if not _KERNEL_TRIED:
+        _KERNEL_TRIED = True
+        try:
+            from segtools import _kernel
+        except ImportError:  # numba missing or broken: the python engine takes over
+            _KERNEL = None
+        else:
+            _KERNEL = _kernel
+    return _KERNEL
+
+
+def _pick_engine(engine: str) -> Any:
+    """The kernel module for "numba"/"auto", None for "python"."""
+    if engine == "python":
+        return None
+    if engine not in ("auto", "numba"):
+        raise InputError(f"unknown engine {engine!r}: use 'auto', 'numba' or 'python'")
+    kernel = _load_kernel()
+    if kernel is None and engine == "numba":
+        raise InputError("engine 'numba' requested but numba is not importable; use engine='python'")
+    return kernel
+
+
+# ------------------------------------------------------------------------------------------
+# inputs
+
+
+@dataclass(frozen=True)
+class _Segment:
+    path: str
+    topic: str | None
+    partition: int | None
+    broker: int | None
+
+
+def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | None,
+              broker: int | None) -> list[_Segment]:
+    """Segment files under ``path`` (a segment, a partition dir or a broker log dir)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory")
+    if p.is_file():
+        t, part = None, None
+        try:
+            from segtools.logdir import parse_partition_dir_name
+
+            t, part, _state = parse_partition_dir_name(p.parent.name)
+        except ImportError:
+            pass
+        except Exception:  # noqa: BLE001 - a segment copied out of its partition dir
+            t, part = None, None
+        return [_Segment(str(p), topic if topic is not None else t,
+                         partition if partition is not None else part, broker)]
+    from segtools.sources import resolve_sources
+
+    found = []
+    for source in resolve_sources([p]):
+        t = topic if topic is not None else (source.topic or None)
+        part = partition if partition is not None else (
+            source.partition if source.partition >= 0 else None)
+        b = broker if broker is not None else source.broker
+        found.extend(_Segment(seg, t, part, b) for seg in source.segments)
+    return found
+
+
+class _MappedFile:
+    """A segment opened read-only and mapped; ``array`` is a read-only uint8 view."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.name = os.path.basename(path)
+        try:
+            self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+        self.size = os.fstat(self._file.fileno()).st_size
+        self._mmap: mmap.mmap | None = None
+        if self.size:
+            self._mmap = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self.array = np.frombuffer(self._mmap, dtype=np.uint8)
+        else:
+            self.array = np.zeros(0, dtype=np.uint8)
+        self.array.flags.writeable = False
+        self.view = memoryview(self._mmap) if self._mmap is not None else memoryview(b"")
+
+    def close(self) -> None:
+        # numpy/memoryview exports must go before the map can close
+        self.array = np.zeros(0, dtype=np.uint8)
+        self.view.release()
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:  # a caller still holds a view; the GC closes it later
+                pass
+        self._file.close()
+
+    def __enter__(self) -> "_MappedFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------
+# header scan
+
+
+@dataclass
+class _Headers:
+    """Header columns of one scan chunk (numpy arrays, one entry per batch)."""
+
+    position: np.ndarray
+    base_offset: np.ndarray
+    batch_length: np.ndarray
+    partition_leader_epoch: np.ndarray
+    magic: np.ndarray
+    crc: np.ndarray
+    attributes: np.ndarray
+    last_offset_delta: np.ndarray
+    base_timestamp: np.ndarray
+    max_timestamp: np.ndarray
+    producer_id: np.ndarray
+    producer_epoch: np.ndarray
+    base_sequence: np.ndarray
+    records_count: np.ndarray
+    crc_valid: np.ndarray | None = None
+    # legacy entries: filled from the object reader
+    last_offset: np.ndarray | None = None
+    timestamp_type: np.ndarray | None = None
+    legacy: dict[int, Any] | None = None
+
+    def __len__(self) -> int:
+        return int(self.position.shape[0])
+
+
+_HEADER_DTYPES = {
+    "position": np.int64, "base_offset": np.int64, "batch_length": np.int64,
+    "partition_leader_epoch": np.int32, "magic": np.int8, "crc": np.int64,
+    "attributes": np.int16, "last_offset_delta": np.int32, "base_timestamp": np.int64,
+    "max_timestamp": np.int64, "producer_id": np.int64, "producer_epoch": np.int16,
+    "base_sequence": np.int32, "records_count": np.int32,
+}
+
+
+def _scan_chunk(mf: _MappedFile, pos: int, kernel: Any, max_batches: int) -> tuple[_Headers, int, int]:
+    if kernel is not None:
+        out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
+        n, next_pos, status = kernel.scan_headers(
+            mf.array, pos, mf.size, max_batches, out["position"], out["base_offset"],
+            out["batch_length"], out["partition_leader_epoch"], out["magic"], out["crc"],
+            out["attributes"], out["last_offset_delta"], out["base_timestamp"],
+            out["max_timestamp"], out["producer_id"], out["producer_epoch"],
+            out["base_sequence"], out["records_count"])
+        cols = {name: arr[:n] for name, arr in out.items()}
+    else:
+        from segtools import _py_records
+
+        lists, next_pos, status = _py_records.scan_headers(mf.view, pos, mf.size, max_batches)
+        cols = {name: np.asarray(lists[name], dtype=dt) for name, dt in _HEADER_DTYPES.items()}
+    headers = _Headers(**cols)
+    headers.crc_valid = _check_crcs(mf, headers, kernel)
+    return headers, int(next_pos), int(status)
+
+
+def _check_crcs(mf: _MappedFile, h: _Headers, kernel: Any) -> np.ndarray:
+    """crc_valid per batch: CRC-32C of bytes [21, end) for v2 (legacy filled in later)."""
+    v2 = h.magic >= 2
+    starts = h.position + 21
+    ends = h.position + 12 + h.batch_length
+    computed = np.zeros(len(h), dtype=np.uint32)
+    if kernel is not None and kernel.HARDWARE_CRC_IN_KERNEL:
+        kernel.crc_ranges(mf.array, starts, ends, computed)
+    else:
+        view = mf.view
+        for i in np.flatnonzero(v2).tolist():
+            computed[i] = _crc.crc32c(view[int(starts[i]):int(ends[i])])
+    return v2 & (computed.astype(np.int64) == h.crc)
+
+
+def _raise_scan_status(mf: _MappedFile, pos: int, status: int) -> None:
+    if status == SCAN_SIZE_TOO_SMALL:
+        size = int.from_bytes(mf.view[pos + 8:pos + 12], "big", signed=True)
+        offset = int.from_bytes(mf.view[pos:pos + 8], "big", signed=True)
+        raise CorruptBatchError(
+            f"Found record size {size} smaller than minimum record overhead (14)",
+            path=mf.path, position=pos, base_offset=offset, field="batch_length")
+    if status == SCAN_V2_TOO_SHORT:
+        size = int.from_bytes(mf.view[pos + 8:pos + 12], "big", signed=True)
+        offset = int.from_bytes(mf.view[pos:pos + 8], "big", signed=True)
+        raise CorruptBatchError(
+            f"batch of {size + 12} bytes is shorter than the {RECORD_BATCH_OVERHEAD}-byte v2 header",
+            path=mf.path, position=pos, base_offset=offset, field="batch_length")
+
+
+class _LegacyCursor:
+    """Walks the object reader alongside the scan to pick up legacy (magic 0/1) entries."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reader: Any = None
+        self._iter: Iterator[Any] | None = None
+
+    def at(self, position: int) -> Any:
+        if self._iter is None:
+            from segtools.batches import SegmentReader
+
+            self._reader = SegmentReader(self.path)
+            self._reader.__enter__()
+            self._iter = iter(self._reader)
+        for batch in self._iter:
+            if batch.position == position:
+                return batch
+            if batch.position > position:
+                break
+        raise FormatError("the object reader found no legacy entry here", path=self.path,
+                          position=position)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.__exit__(None, None, None)
+
+
+def _fill_legacy(h: _Headers, cursor: _LegacyCursor) -> None:
+    """Columns of magic 0/1 entries from the object reader; v2 columns derived from headers."""
+    h.last_offset = h.base_offset + h.last_offset_delta
+    h.timestamp_type = np.where((h.attributes & 0x08) != 0, 1, 0).astype(np.int8)
+    legacy_rows = np.flatnonzero(h.magic < 2)
+    if not legacy_rows.size:
+        return
+    h.legacy = {}
+    for i in legacy_rows.tolist():
+        b = cursor.at(int(h.position[i]))
+        h.legacy[i] = b
+        h.base_offset[i] = b.base_offset
+        h.last_offset[i] = b.last_offset
+        h.partition_leader_epoch[i] = b.partition_leader_epoch
+        h.crc[i] = b.crc
+        h.crc_valid[i] = bool(b.crc_valid)
+        h.attributes[i] = b.attributes
+        h.last_offset_delta[i] = b.last_offset_delta
+        h.base_timestamp[i] = b.base_timestamp
+        h.max_timestamp[i] = b.max_timestamp
+        h.producer_id[i] = b.producer_id
+        h.producer_epoch[i] = b.producer_epoch
+        h.base_sequence[i] = b.base_sequence
+        h.records_count[i] = b.records_count
+        h.timestamp_type[i] = {"NoTimestampType": -1, "CreateTime": 0,
+                               "LogAppendTime": 1}[b.timestamp_type]
+
+
+def _iter_headers(mf: _MappedFile, kernel: Any, max_batches: int = _SCAN_CHUNK) -> Iterator[_Headers]:
+    """Header chunks of one file, in file order; raises after yielding what came before."""
+    pos = 0
+    cursor = _LegacyCursor(mf.path)
+    try:
+        while True:
+            h, next_pos, status = _scan_chunk(mf, pos, kernel, max_batches)
+            _fill_legacy(h, cursor)
+            if len(h):
+                yield h
+            if status != SCAN_MORE:
+                _raise_scan_status(mf, next_pos, status)
+                return
+            pos = next_pos
+    finally:
+        cursor.close()
+
+
+# ------------------------------------------------------------------------------------------
+# Arrow helpers
+
+
+def _const_string(value: str | None, n: int) -> pa.Array:
+    if value is None:
+        return pa.nulls(n, pa.string())
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
+def _const_int32(value: int | None, n: int) -> pa.Array:
+    if value is None:
+        return pa.nulls(n, pa.int32())
+    return pa.array(np.full(n, value, dtype=np.int32))
+
+
+_COMPRESSION_DICT = pa.array(_COMPRESSION_NAMES, pa.string())
+_TS_TYPE_DICT = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"], pa.string())
+
+
+def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
+    n = len(h)
+    codec = (h.attributes & 0x07).astype(np.int32)
+    return pa.RecordBatch.from_arrays([
+        _const_string(seg.topic, n),
+        _const_int32(seg.partition, n),
+        _const_int32(seg.broker, n),
+        _const_string(os.path.basename(seg.path), n),
+        pa.array(h.position, pa.int64()),
+        pa.array((h.batch_length + 12).astype(np.int32), pa.int32()),
+        pa.array(h.base_offset, pa.int64()),
+        pa.array(h.last_offset, pa.int64()),
+        pa.array(h.batch_length.astype(np.int32), pa.int32()),
+        pa.array(h.partition_leader_epoch, pa.int32()),
+        pa.array(h.magic, pa.int8()),
+        pa.array(h.crc, pa.int64()),
+        pa.array(h.crc_valid, pa.bool_()),
+        pa.array(h.attributes, pa.int16()),
+        _COMPRESSION_DICT.take(pa.array(codec)),
+        _TS_TYPE_DICT.take(pa.array(h.timestamp_type.astype(np.int32) + 1)),
+        pa.array(((h.attributes & 0x10) != 0) & (h.magic >= 2), pa.bool_()),
+        pa.array(((h.attributes & 0x20) != 0) & (h.magic >= 2), pa.bool_()),
+        pa.array(((h.attributes & 0x40) != 0) & (h.magic >= 2), pa.bool_()),
+        pa.array(h.last_offset_delta, pa.int32()),
+        pa.array(h.base_timestamp, pa.int64()),
+        pa.array(h.max_timestamp, pa.int64()),
+        pa.array(h.producer_id, pa.int64()),
+        pa.array(h.producer_epoch, pa.int16()),
+        pa.array(h.base_sequence, pa.int32()),
+        pa.array(h.records_count, pa.int32()),
+    ], schema=BATCH_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------
+# public API: batches
+
+
+def iter_batch_batches(path: str | os.PathLike[str], *, topic: str | None = None,
+                       partition: int | None = None, broker: int | None = None,
+                       engine: str = "auto", max_rows: int = _SCAN_CHUNK) -> Iterator[pa.RecordBatch]:
+    """One ``BATCH_SCHEMA`` row per batch (legacy: per outer message), in bounded chunks."""
+    kernel = _pick_engine(engine)
+    for seg in _segments(path, topic, partition, broker):
+        with _MappedFile(seg.path) as mf:
+            for h in _iter_headers(mf, kernel, max(1, int(max_rows))):
+                yield _batch_table(h, seg)
+
+
+def scan_batches(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
+    """All batches under ``path`` as one table (concatenation of :func:`iter_batch_batches`)."""
+    return pa.Table.from_batches(list(iter_batch_batches(path, **kw)), schema=BATCH_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------
+# record decoding
+
+
+@dataclass
+class _RowChunk:
+    """Decoded rows of a group of batches; ``batch`` indexes the scan chunk's headers."""
+
+    offset: np.ndarray
+    timestamp_ms: np.ndarray
+    sequence: np.ndarray
+    batch: np.ndarray
+    key: pa.Array
+    value: pa.Array
+    headers: pa.Array
+    record_crc_ok: np.ndarray | None = None   # legacy inner-message CRCs
+
+
+def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: np.ndarray,
+                         typ: pa.DataType = pa.binary()) -> pa.Array:
+    valid_bool = valid[:n].astype(bool)
+    null_count = int(n - np.count_nonzero(valid_bool))
+    bitmap = pa.py_buffer(np.packbits(valid_bool, bitorder="little")) if null_count else None
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets[:n + 1]),
+                                          pa.py_buffer(data)], null_count=null_count)
+
+
+def _decode_kernel(kernel: Any, mf: _MappedFile, h: _Headers, group: list[int],
+                   payloads: dict[int, bytes]) -> _RowChunk:
+    """Run the numba kernel over the batches ``group`` (indexes into ``h``)."""
+    nb = len(group)
+    idx = np.asarray(group, dtype=np.int64)
+    src = np.zeros(nb, dtype=np.int8)
+    start = h.position[idx] + RECORD_BATCH_OVERHEAD
+    end = h.position[idx] + 12 + h.batch_length[idx]
+    parts = []
+    dec_pos = 0
+    for j, i in enumerate(group):
+        data = payloads.get(i)
+        if data is not None:
+            src[j] = 1
+            start[j] = dec_pos
+            end[j] = dec_pos + len(data)
+            dec_pos += len(data)
+            parts.append(data)
+    dec = np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else np.zeros(0, np.uint8)
+    dec.flags.writeable = False
+    region = end - start
+    counts = h.records_count[idx]
+    # each record takes at least 7 bytes, so this bounds rows however hostile the count is
+    cap_rows = int(np.minimum(np.maximum(counts, 0), region // 7).sum())
+    total = int(region.sum())
+    o_offset = np.empty(cap_rows, np.int64)
+    o_ts = np.empty(cap_rows, np.int64)
+    o_seq = np.empty(cap_rows, np.int32)
+    o_batch = np.empty(cap_rows, np.int32)
+    k_off = np.empty(cap_rows + 1, np.int32)
+    v_off = np.empty(cap_rows + 1, np.int32)
+    h_off = np.empty(cap_rows + 1, np.int32)
+    k_valid = np.empty(cap_rows, np.uint8)
+    v_valid = np.empty(cap_rows, np.uint8)
+    h_valid = np.empty(cap_rows, np.uint8)
+    cap_headers = total // 2
+    hk_off = np.empty(cap_headers + 1, np.int32)
+    hv_off = np.empty(cap_headers + 1, np.int32)
+    hv_valid = np.empty(cap_headers, np.uint8)
+    k_data = np.empty(total, np.uint8)
+    v_data = np.empty(total, np.uint8)
+    hk_data = np.empty(total, np.uint8)
+    hv_data = np.empty(total, np.uint8)
+    st = np.zeros(9, np.int64)
+    err, bad = kernel.decode_records(
+        mf.array, dec, src, start, end, h.base_offset[idx], h.base_timestamp[idx],
+        h.max_timestamp[idx], (h.attributes[idx] & 0x08) != 0, h.base_sequence[idx], counts,
+        o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
+        h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st)
+    if err:
+        i = group[int(bad)]
+        raise record_error(int(err), path=mf.path, position=int(h.position[i]),
+                           base_offset=int(h.base_offset[i]), record_index=int(st[6]),
+                           byte_offset=int(st[7]), compressed=i in payloads)
+    n, nh = int(st[0]), int(st[1])
+    key = _binary_from_buffers(n, k_off, k_valid, k_data[:int(st[2])])
+    value = _binary_from_buffers(n, v_off, v_valid, v_data[:int(st[3])])
+    hk_valid = np.ones(nh, np.uint8)
+    hkeys = _binary_from_buffers(nh, hk_off, hk_valid, hk_data[:int(st[4])], pa.string())
+    if st[8]:  # a header key that is not UTF-8: decode like Java (replacement characters)
+        hkeys = pa.array([b.decode("utf-8", "replace") for b in
+                          hkeys.cast(pa.binary()).to_pylist()], pa.string())
+    hvals = _binary_from_buffers(nh, hv_off, hv_valid, hv_data[:int(st[5])])
+    structs = pa.StructArray.from_arrays([hkeys, hvals], fields=list(HEADER_TYPE.value_type))
+    hv_bool = h_valid[:n].astype(bool)
+    h_nulls = int(n - np.count_nonzero(hv_bool))
+    headers = pa.Array.from_buffers(
+        HEADER_TYPE, n,
+        [pa.py_buffer(np.packbits(hv_bool, bitorder="little")) if h_nulls else None,
+         pa.py_buffer(h_off[:n + 1])], null_count=h_nulls, children=[structs])
+    batch = idx[o_batch[:n]].astype(np.int32) if n else np.zeros(0, np.int32)
+    return _RowChunk(o_offset[:n], o_ts[:n], o_seq[:n], batch, key, value, headers)
+
+
+def _rows_to_chunk(rows: list[tuple], batch_of_row: list[int], crc_ok: list[bool] | None = None) -> _RowChunk:
+    offsets = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    ts = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+    seq = np.fromiter((r[2] for r in rows), np.int32, len(rows))
+    keys = pa.array([r[3] for r in rows], pa.binary())
+    values = pa.array([r[4] for r in rows], pa.binary())
+    headers = pa.array([None if r[5] is None else [{"key": k, "value": v} for k, v in r[5]]
+                        for r in rows], HEADER_TYPE)
+    return _RowChunk(offsets, ts, seq, np.asarray(batch_of_row, np.int32), keys, values, headers,
+                     None if crc_ok is None else np.asarray(crc_ok, bool))
+
+
+def _decode_python(mf: _MappedFile, h: _Headers, group: list[int], payloads: dict[int, bytes]) -> _RowChunk:
+    from segtools import _py_records
+
+    rows: list[tuple] = []
+    batch_of_row: list[int] = []
+    for i in group:
+        data = payloads.get(i)
+        if data is None:
+            pos = int(h.position[i])
+            data = bytes(mf.view[pos + RECORD_BATCH_OVERHEAD:pos + 12 + int(h.batch_length[i])])
+        try:
+            got = _py_records.decode_batch_records(
+                data, int(h.base_offset[i]), int(h.base_timestamp[i]), int(h.max_timestamp[i]),
+                bool(h.attributes[i] & 0x08), int(h.base_sequence[i]), int(h.records_count[i]))
+        except _py_records.RecordFault as fault:
+            raise record_error(fault.code, path=mf.path, position=int(h.position[i]),
+                               base_offset=int(h.base_offset[i]), record_index=fault.record_index,
+                               byte_offset=fault.byte_offset, compressed=i in payloads) from None
+        rows.extend(got)
+        batch_of_row.extend([i] * len(got))
+    return _rows_to_chunk(rows, batch_of_row)
+
+
+def _decode_legacy(mf: _MappedFile, h: _Headers, i: int) -> _RowChunk:
+    """Rows of one legacy entry (its inner messages when compressed) via the object reader."""
+    batch = h.legacy[i]  # type: ignore[index]
+    rows = []
+    crc_ok = []
+    try:
+        for r in batch.records():
+            rows.append((r.offset, r.timestamp, -1, r.key, r.value, r.headers or None))
+            crc_ok.append(r.crc_valid is not False)
+    except FormatError as exc:
+        raise exc.located(path=mf.path, position=int(h.position[i]), base_offset=int(h.base_offset[i]))
+    return _rows_to_chunk(rows, [i] * len(rows), crc_ok)
+
+
+def _decompress(mf: _MappedFile, h: _Headers, i: int, max_uncompressed: int) -> bytes:
+    from segtools import codecs
+
+    pos = int(h.position[i])
+    data = mf.view[pos + RECORD_BATCH_OVERHEAD:pos + 12 + int(h.batch_length[i])]
+    codec = int(h.attributes[i]) & 0x07
+    try:
+        return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
+    except FormatError as exc:
+        raise exc.located(path=mf.path, position=pos, base_offset=int(h.base_offset[i]))
+    except SegtoolsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a codec library's own error on hostile bytes
+        raise CorruptBatchError(f"cannot decompress {_COMPRESSION_NAMES[codec]} records: {exc}",
+                                path=mf.path, position=pos, base_offset=int(h.base_offset[i]),
+                                field="records") from exc
+
+
+def _timestamps_us(ts_ms: np.ndarray) -> pa.Array:
+    """ms -> Arrow timestamp[us, UTC]; values that overflow in microseconds become null."""
+    limit = np.iinfo(np.int64).max // 1000
+    ok = (ts_ms <= limit) & (ts_ms >= -limit)
+    us = np.where(ok, ts_ms, 0) * 1000
+    mask = None if ok.all() else pa.array(~ok)
+    return pa.array(us, pa.timestamp("us", tz="UTC"), mask=mask)
+
+
+def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
+    n = int(rc.offset.shape[0])
+    b = rc.batch
+    attrs = h.attributes[b]
+    magic = h.magic[b]
+    v2 = magic >= 2
+    crc_valid = h.crc_valid[b]
+    if rc.record_crc_ok is not None:
+        crc_valid = crc_valid & rc.record_crc_ok
+    return pa.RecordBatch.from_arrays([
+        rc.key,
+        rc.value,
+        _const_string(seg.topic, n),
+        _const_int32(seg.partition, n),
+        pa.array(rc.offset, pa.int64()),
+        _timestamps_us(rc.timestamp_ms),
+        pa.array(h.timestamp_type[b].astype(np.int32), pa.int32()),
+        rc.headers,
+        pa.array(h.partition_leader_epoch[b], pa.int32()),
+        pa.array(h.base_offset[b], pa.int64()),
+        pa.array(h.producer_id[b], pa.int64()),
+        pa.array(h.producer_epoch[b].astype(np.int32), pa.int32()),
+        pa.array(rc.sequence, pa.int32()),
+        pa.array(((attrs & 0x10) != 0) & v2, pa.bool_()),
+        pa.array(((attrs & 0x20) != 0) & v2, pa.bool_()),
+        _const_int32(seg.broker, n),
+        pa.array(rc.timestamp_ms, pa.int64()),
+        pa.array(magic, pa.int8()),
+        _COMPRESSION_DICT.take(pa.array((attrs & 0x07).astype(np.int32))),
+        pa.array(crc_valid, pa.bool_()),
+        pa.array(h.position[b], pa.int64()),
+        _const_string(os.path.basename(seg.path), n),
+    ], schema=RECORD_SCHEMA)
+
+
+@dataclass(frozen=True)
+class _Filters:
+    include_control: bool
+    start_offset: int | None
+    end_offset: int | None
+    start_timestamp: int | None
+    end_timestamp: int | None
+
+    @property
+    def rows_filtered(self) -> bool:
+        return any(v is not None for v in (self.start_offset, self.end_offset,
+                                             self.start_timestamp, self.end_timestamp))
+
+    def batch_skip(self, h: _Headers) -> np.ndarray:
+        """Batches that cannot hold a wanted row: only decided on trustworthy (CRC-valid) v2
+        headers, so a corrupt header never hides records."""
+        skip = np.zeros(len(h), bool)
+        if not self.include_control:
+            skip |= (h.magic >= 2) & ((h.attributes & 0x20) != 0)
+        trusted = h.crc_valid & (h.magic >= 2)
+        last = h.base_offset + h.last_offset_delta
+        if self.start_offset is not None:
+            skip |= trusted & (last < self.start_offset)
+        if self.end_offset is not None:
+            skip |= trusted & (h.base_offset >= self.end_offset)
+        return skip
+
+    def row_mask(self, rc: _RowChunk) -> np.ndarray:
+        mask = np.ones(rc.offset.shape[0], bool)
+        if self.start_offset is not None:
+            mask &= rc.offset >= self.start_offset
+        if self.end_offset is not None:
+            mask &= rc.offset < self.end_offset
+        if self.start_timestamp is not None:
+            mask &= rc.timestamp_ms >= self.start_timestamp
+        if self.end_timestamp is not None:
+            mask &= rc.timestamp_ms < self.end_timestamp
+        return mask
+
+
+def _ms(value: Any) -> int | None:
+    """Timestamp filter value in epoch ms: int ms, datetime or pandas/Arrow timestamp."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if hasattr(value, "timestamp"):
+        return int(round(value.timestamp() * 1000))
+    raise InputError(f"timestamp filter must be epoch milliseconds or a datetime, got {value!r}")
+
+
+def _iter_row_chunks(mf: _MappedFile, kernel: Any, filters: _Filters, max_rows: int,
+                     max_uncompressed: int) -> Iterator[tuple[_RowChunk, _Headers]]:
+    for h in _iter_headers(mf, kernel):
+        skip = filters.batch_skip(h)
+        group: list[int] = []
+        payloads: dict[int, bytes] = {}
+        rows = 0
+        nbytes = 0
+
+        def flush() -> _RowChunk:
+            if kernel is not None:
+                return _decode_kernel(kernel, mf, h, group, payloads)
+            return _decode_python(mf, h, group, payloads)
+
+        for i in range(len(h)):
+            if skip[i]:
+                continue
+            if h.magic[i] < 2:
+                if group:
+                    yield flush(), h
+                    group, payloads, rows, nbytes = [], {}, 0, 0
+                yield _decode_legacy(mf, h, i), h
+                continue
+            length = int(h.batch_length[i]) + 12 - RECORD_BATCH_OVERHEAD
+            count = max(int(h.records_count[i]), 0)
+            codec = int(h.attributes[i]) & 0x07
+            if codec:
+                payload = _decompress(mf, h, i, max_uncompressed)
+                length = len(payload)
+            cap = min(count, length // 7)
+            if group and (rows + cap > max_rows or nbytes + length > _CHUNK_BYTES):
+                yield flush(), h
+                group, payloads, rows, nbytes = [], {}, 0, 0
+            group.append(i)
+            if codec:
+                payloads[i] = payload
+            rows += cap
+            nbytes += length
+        if group:
+            yield flush(), h
+
+
+def iter_record_batches(path: str | os.PathLike[str], *, topic: str | None = None,
+                        partition: int | None = None, broker: int | None = None,
+                        max_rows: int = 65536, include_control: bool = True,
+                        start_offset: int | None = None, end_offset: int | None = None,
+                        start_timestamp: Any = None, end_timestamp: Any = None,
+                        engine: str = "auto",
+                        max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED) -> Iterator[pa.RecordBatch]:
+    """Records under ``path`` as ``RECORD_SCHEMA`` RecordBatches of at most about ``max_rows``
+    rows (a single larger batch is never split).
+
+    Filters: ``start_offset`` inclusive, ``end_offset`` exclusive; ``start_timestamp``
+    inclusive, ``end_timestamp`` exclusive (epoch ms or datetime, compared with the record
+    timestamp as Kafka reports it); ``include_control=False`` drops control batches.
+    """
+    kernel = _pick_engine(engine)
+    filters = _Filters(include_control, start_offset, end_offset, _ms(start_timestamp),
+                       _ms(end_timestamp))
+    for seg in _segments(path, topic, partition, broker):
+        with _MappedFile(seg.path) as mf:
+            for rc, h in _iter_row_chunks(mf, kernel, filters, max(1, int(max_rows)),
+                                          max_uncompressed_bytes):
+                if not rc.offset.shape[0]:
+                    continue
+                rb = _record_batch(rc, h, seg)
+                if filters.rows_filtered:
+                    rb = rb.filter(pa.array(filters.row_mask(rc)))
+                    if not rb.num_rows:
+                        continue
+                yield rb
+
+
+def read_records(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
+    """All records under ``path`` as one table (concatenation of :func:`iter_record_batches`)."""
+    return pa.Table.from_batches(list(iter_record_batches(path, **kw)), schema=RECORD_SCHEMA)
