@@ -1,0 +1,708 @@
+"""Object reader for ``.log`` segments (and KRaft ``.checkpoint`` files, which hold batches too).
+
+``SegmentReader`` walks a file like Kafka's ``FileLogInputStream.nextBatch`` (FORMATS.md 1.8):
+at most 17 bytes left ends the walk; a size field < 14 raises ``CorruptBatchError``; a batch
+running past the end ends the walk silently and ``valid_bytes`` tells where the complete
+batches stop. Byte 16 selects the format: magic < 2 is a legacy message (``legacy.py``), any
+other value a v2 batch. Files are read in bounded chunks, so memory does not grow with the
+file size, and are opened read-only.
+
+The header of a v2 batch is decoded with one precompiled ``struct.Struct``; the CRC-32C over
+``[21, end)`` is computed for every batch and reported in ``crc_valid`` (not raised).
+``RecordBatch.records()`` decodes records (decompressing with a bounded output size) and
+raises ``FormatError`` subclasses that carry path, position, base offset and field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from typing import Any, Iterator
+
+from . import codecs
+from ._reader_record import NO_SEQUENCE, Record, increment_sequence
+from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
+from .crc import crc32c
+from .errors import (
+    CorruptBatchError,
+    FormatError,
+    InputError,
+    TruncatedBatchError,
+    UnsupportedMagicError,
+)
+from .legacy import (
+    LOG_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    LegacyMessage,
+    inner_record,
+    parse_legacy_entry,
+    read_inner_messages,
+)
+from .varint import read_varint, read_varlong
+
+__all__ = [
+    "Record",
+    "RecordBatch",
+    "SegmentReader",
+    "read_batches",
+    "iter_records",
+    "segment_paths",
+    "V2_HEADER",
+    "RECORD_BATCH_OVERHEAD",
+    "HEADER_SIZE_UP_TO_MAGIC",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+]
+
+#: baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+#: baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = V2_HEADER.size  # 61
+HEADER_SIZE_UP_TO_MAGIC = 17
+CRC_START = 21  # v2 CRC-32C covers [attributes, end)
+_OFFSET_SIZE = struct.Struct(">qi")
+
+#: kafka-dump-log's --max-message-size default; bounds one legacy inner message.
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+#: Bound on the decompressed payload of one batch (a decompression bomb stops here).
+DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
+
+_READ_CHUNK = 1 << 20
+
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_SEGMENT_NAME = re.compile(r"^(\d{1,20})\.log$")
+
+
+class RecordBatch:
+    """One v2 record batch, or one legacy outer message (a "shallow" entry).
+
+    Attributes follow docs/ARCHITECTURE.md. For legacy entries: ``partition_leader_epoch``,
+    ``producer_id``/``producer_epoch``/``base_sequence``/``last_sequence`` are -1,
+    ``base_offset`` is the first inner offset (compressed) or the entry offset,
+    ``last_offset`` is the entry's offset field, ``records_count`` the number of inner
+    messages (1 when uncompressed; 0 when the wrapper cannot be decompressed),
+    ``base_timestamp``/``max_timestamp`` the message timestamp (-1 for magic 0).
+    """
+
+    __slots__ = ("path", "segment", "position", "size", "base_offset", "last_offset",
+                 "batch_length", "partition_leader_epoch", "magic", "crc", "crc_valid",
+                 "computed_crc", "attributes", "compression", "compression_id",
+                 "timestamp_type", "is_transactional", "is_control", "has_delete_horizon",
+                 "delete_horizon_ms", "last_offset_delta", "base_timestamp", "max_timestamp",
+                 "producer_id", "producer_epoch", "base_sequence", "last_sequence",
+                 "records_count", "_buf", "_legacy", "_inner", "_inner_error",
+                 "_max_decompressed_size")
+
+    # populated by the constructors below
+    path: str
+    segment: str
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    crc_valid: bool
+    computed_crc: int
+    attributes: int
+    compression: str
+    compression_id: int
+    timestamp_type: str
+    is_transactional: bool
+    is_control: bool
+    has_delete_horizon: bool
+    delete_horizon_ms: int | None
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    records_count: int
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def from_bytes(cls, buf: bytes, *, path: str = "", position: int = 0,
+                   max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                   max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> "RecordBatch":
+        """Build a batch from its complete on-disk bytes (``buf`` = exactly one batch)."""
+        if len(buf) < HEADER_SIZE_UP_TO_MAGIC:
+            raise TruncatedBatchError(f"{len(buf)} bytes cannot hold a batch header "
+                                      f"({HEADER_SIZE_UP_TO_MAGIC} bytes up to magic)",
+                                      path=path or None, position=position, field="length")
+        base_offset, size = _OFFSET_SIZE.unpack_from(buf, 0)
+        if size < RECORD_OVERHEAD_V0 or LOG_OVERHEAD + size != len(buf):
+            raise CorruptBatchError(f"length field {size} does not describe the "
+                                    f"{len(buf)} bytes given", path=path or None,
+                                    position=position, base_offset=base_offset,
+                                    field="batch_length")
+        magic = struct.unpack_from(">b", buf, 16)[0]
+        if magic < 2:  # Kafka: any magic below 2 (even negative) is a legacy entry
+            return cls._legacy_batch(buf, path, position, max_decompressed_size,
+                                     max_message_size)
+        return cls._v2_batch(buf, path, position, max_decompressed_size)
+
+    @classmethod
+    def _v2_batch(cls, buf: bytes, path: str, position: int,
+                  max_decompressed_size: int) -> "RecordBatch":
+        self = cls.__new__(cls)
+        self.path = path
+        self.segment = os.path.basename(path)
+        self.position = position
+        self.size = len(buf)
+        if len(buf) < RECORD_BATCH_OVERHEAD:
+            base_offset, size = _OFFSET_SIZE.unpack_from(buf, 0)
+            raise CorruptBatchError(
+                f"batch size {len(buf)} is smaller than the v2 batch overhead "
+                f"({RECORD_BATCH_OVERHEAD})", path=path or None, position=position,
+                base_offset=base_offset, field="batch_length", actual=size)
+        (base_offset, batch_length, ple, magic, crc, attributes, last_offset_delta, base_ts,
+         max_ts, producer_id, producer_epoch, base_sequence, count) = V2_HEADER.unpack_from(buf)
+        self.base_offset = base_offset
+        self.batch_length = batch_length
+        self.partition_leader_epoch = ple
+        self.magic = magic
+        self.crc = crc
+        computed = crc32c(memoryview(buf)[CRC_START:])
+        self.computed_crc = computed
+        self.crc_valid = computed == crc
+        self.attributes = attributes
+        codec = attributes & 0x07
+        self.compression_id = codec
+        self.compression = codecs.COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+        self.timestamp_type = _TIMESTAMP_TYPES[(attributes >> 3) & 1]
+        self.is_transactional = bool(attributes & 0x10)
+        self.is_control = bool(attributes & 0x20)
+        self.has_delete_horizon = bool(attributes & 0x40)
+        self.delete_horizon_ms = base_ts if attributes & 0x40 else None
+        self.last_offset_delta = last_offset_delta
+        self.last_offset = base_offset + last_offset_delta
+        self.base_timestamp = base_ts
+        self.max_timestamp = max_ts
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.last_sequence = (NO_SEQUENCE if base_sequence == NO_SEQUENCE
+                              else increment_sequence(base_sequence, last_offset_delta))
+        self.records_count = count
+        self._buf = buf
+        self._legacy = None
+        self._inner = None
+        self._inner_error = None
+        self._max_decompressed_size = max_decompressed_size
+        return self
+
+    @classmethod
+    def _legacy_batch(cls, buf: bytes, path: str, position: int, max_decompressed_size: int,
+                      max_message_size: int) -> "RecordBatch":
+        self = cls.__new__(cls)
+        self.path = path
+        self.segment = os.path.basename(path)
+        self.position = position
+        self.size = len(buf)
+        try:
+            msg = parse_legacy_entry(buf, 0)
+        except FormatError as exc:
+            offset = _OFFSET_SIZE.unpack_from(buf, 0)[0]
+            raise exc.located(path=path or None, position=position, base_offset=offset)
+        self._buf = buf
+        self._legacy = msg
+        self._max_decompressed_size = max_decompressed_size
+        self.batch_length = msg.size
+        self.partition_leader_epoch = -1
+        self.magic = msg.magic
+        self.crc = msg.crc
+        self.computed_crc = msg.computed_crc
+        self.crc_valid = msg.crc_valid
+        self.attributes = msg.attributes
+        codec = msg.compression_id
+        self.compression_id = codec
+        self.compression = codecs.COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+        self.timestamp_type = msg.timestamp_type
+        self.is_transactional = False
+        self.is_control = False
+        self.has_delete_horizon = False
+        self.delete_horizon_ms = None
+        self.base_timestamp = msg.timestamp
+        self.max_timestamp = msg.timestamp  # AbstractLegacyRecordBatch.maxTimestamp()
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.last_sequence = -1
+        self.last_offset = msg.offset
+        self._inner = None
+        self._inner_error = None
+        if codec == 0:
+            self.base_offset = msg.offset
+            self.records_count = 1
+        else:
+            # baseOffset of a compressed legacy entry needs the inner messages (Kafka
+            # loads the full batch too); a failure is kept and raised by records().
+            try:
+                self._inner = read_inner_messages(msg, max_decompressed_size=max_decompressed_size,
+                                                  max_message_size=max_message_size)
+            except FormatError as exc:
+                self._inner_error = exc.located(path=path or None, position=position,
+                                                base_offset=msg.offset)
+            if self._inner:
+                self.base_offset = self._inner[0][0]
+                self.records_count = len(self._inner)
+            else:
+                self.base_offset = msg.offset
+                self.records_count = 0
+        self.last_offset_delta = self.last_offset - self.base_offset
+        return self
+
+    # ---------------------------------------------------------------- accessors
+
+    def raw(self) -> bytes:
+        """The batch bytes exactly as on disk."""
+        return self._buf
+
+    def records(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Iterator[Record]:
+        """Records of this batch (legacy: the inner messages, or the message itself).
+
+        ``max_message_size`` bounds one legacy inner message (Kafka's DataLogInputStream);
+        the decompressed payload of one batch is bounded by the reader's
+        ``max_decompressed_size``.
+        """
+        if self._legacy is not None:
+            return self._legacy_records(max_message_size)
+        return self._v2_records()
+
+    def control_records(self) -> list[ControlRecord]:
+        """Decoded control key/value of every record of a control batch ([] otherwise)."""
+        if not self.is_control:
+            return []
+        out = []
+        for i, rec in enumerate(self.records()):
+            try:
+                key = decode_control_key(rec.key)
+                value = decode_control_value(key.type_id, rec.value)
+            except FormatError as exc:
+                exc.field = f"records[{i}].{exc.field}"
+                raise exc.located(path=self.path or None, position=self.position,
+                                  base_offset=self.base_offset)
+            out.append(ControlRecord(rec.offset, rec.timestamp, key.version, key.type_id,
+                                     control_type_name(key.type_id), value))
+        return out
+
+    def __repr__(self) -> str:
+        return (f"RecordBatch(segment={self.segment!r}, position={self.position}, "
+                f"base_offset={self.base_offset}, last_offset={self.last_offset}, "
+                f"magic={self.magic}, count={self.records_count}, "
+                f"compression={self.compression!r}, crc_valid={self.crc_valid})")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Public attributes as a dict (for JSON output and tests)."""
+        return {name: getattr(self, name) for name in self.__slots__ if not name.startswith("_")}
+
+    # ---------------------------------------------------------------- decoding
+
+    def _error(self, cls: type[FormatError], message: str, *, position: int | None = None,
+               field: str | None = None) -> FormatError:
+        return cls(message, path=self.path or None,
+                   position=self.position if position is None else position,
+                   base_offset=self.base_offset, field=field)
+
+    def _legacy_records(self, max_message_size: int) -> Iterator[Record]:
+        msg = self._legacy
+        assert msg is not None
+        if msg.magic not in (0, 1):
+            raise self._error(UnsupportedMagicError, f"unsupported magic {msg.magic}",
+                              field="magic")
+        if self.compression_id == 0:
+            yield inner_record(msg, msg.offset, self.base_offset, None)
+            return
+        if self._inner_error is not None:
+            raise self._inner_error
+        inner = self._inner
+        if inner is None:  # pragma: no cover - set in _legacy_batch
+            return
+        for i, (offset, m) in enumerate(inner):
+            if m.compression_id != 0:
+                raise self._error(CorruptBatchError, "Inner messages must not be compressed",
+                                  field=f"inner[{i}].attributes")
+            yield inner_record(m, offset, self.base_offset, msg)
+
+    def _v2_records(self) -> Iterator[Record]:
+        if self.magic != 2:
+            raise self._error(UnsupportedMagicError,
+                              f"unsupported magic {self.magic} (only 0, 1 and 2 exist)",
+                              position=self.position + 16, field="magic")
+        count = self.records_count
+        if count < 0:
+            raise self._error(CorruptBatchError,
+                              f"Found invalid record count {count} in magic v2 batch",
+                              position=self.position + 57, field="records_count")
+        if count == 0:  # DefaultRecordBatch.iterator(): empty batches yield nothing
+            return iter(())
+        buf = self._buf
+        if self.compression_id == 0:
+            return self._decode_records(buf, RECORD_BATCH_OVERHEAD, self.position)
+        try:
+            payload = codecs.decompress(self.compression_id,
+                                        memoryview(buf)[RECORD_BATCH_OVERHEAD:], magic=2,
+                                        max_size=self._max_decompressed_size)
+        except FormatError as exc:
+            raise exc.located(path=self.path or None, position=self.position + 61,
+                              base_offset=self.base_offset)
+        return self._decode_records(payload, 0, None)
+
+    def _decode_records(self, buf: bytes, start: int,
+                        file_base: int | None) -> Iterator[Record]:
+        """Decode ``records_count`` records from ``buf[start:]``.
+
+        ``file_base`` is the file position of ``buf[0]`` when ``buf`` is the batch itself
+        (uncompressed); for decompressed payloads errors point at the batch and name the
+        byte in the decompressed payload.
+        """
+        count = self.records_count
+        base_offset = self.base_offset
+        base_ts = self.base_timestamp
+        log_append_ts = self.max_timestamp if self.timestamp_type == "LogAppendTime" else None
+        base_seq = self.base_sequence
+        is_control = self.is_control
+        end = len(buf)
+        pos = start
+        rv = read_varint
+        for i in range(count):
+            rec_start = pos
+            field = "length"
+            try:
+                if pos >= end:
+                    raise _RecordProblem(TruncatedBatchError, "length",
+                                         "Incorrect declared batch size, premature EOF reached")
+                length, pos = rv(buf, pos)
+                body_start = pos
+                body_end = pos + length
+                if length < 0:
+                    raise _RecordProblem(CorruptBatchError, "length",
+                                         f"Invalid record size {length}")
+                if body_end > end:
+                    raise _RecordProblem(
+                        TruncatedBatchError, "length",
+                        f"Invalid record size: expected {length} bytes in record payload, but "
+                        f"instead the buffer has only {end - body_start} remaining bytes.")
+                field = "attributes"
+                attributes = buf[pos]
+                if attributes > 127:
+                    attributes -= 256
+                pos += 1
+                field = "timestamp_delta"
+                ts_delta, pos = read_varlong(buf, pos)
+                field = "offset_delta"
+                offset_delta, pos = rv(buf, pos)
+                field = "key_length"
+                klen, pos = rv(buf, pos)
+                if klen >= 0:
+                    if klen > body_end - pos:
+                        raise _RecordProblem(CorruptBatchError, "key_length",
+                                             f"key length {klen} runs past the record end "
+                                             f"({body_end - pos} bytes left)")
+                    key: bytes | None = buf[pos:pos + klen]
+                    pos += klen
+                else:
+                    key = None
+                field = "value_length"
+                vlen, pos = rv(buf, pos)
+                if vlen >= 0:
+                    if vlen > body_end - pos:
+                        raise _RecordProblem(CorruptBatchError, "value_length",
+                                             f"value length {vlen} runs past the record end "
+                                             f"({body_end - pos} bytes left)")
+                    value: bytes | None = buf[pos:pos + vlen]
+                    pos += vlen
+                else:
+                    value = None
+                field = "headers_count"
+                hcount, pos = rv(buf, pos)
+                if hcount < 0:
+                    raise _RecordProblem(CorruptBatchError, "headers_count",
+                                         f"Found invalid number of record headers {hcount}")
+                headers: list[tuple[str, bytes | None]] = []
+                if hcount:
+                    if hcount > body_end - pos:
+                        raise _RecordProblem(CorruptBatchError, "headers_count",
+                                             f"Found invalid number of record headers {hcount}"
+                                             f" ({body_end - pos} bytes left)")
+                    for h in range(hcount):
+                        field = f"headers[{h}].key_length"
+                        hklen, pos = rv(buf, pos)
+                        if hklen < 0:
+                            raise _RecordProblem(CorruptBatchError, field,
+                                                 f"Invalid negative header key size {hklen}")
+                        if hklen > body_end - pos:
+                            raise _RecordProblem(CorruptBatchError, field,
+                                                 f"header key length {hklen} runs past the "
+                                                 f"record end ({body_end - pos} bytes left)")
+                        hkey = buf[pos:pos + hklen].decode("utf-8", "replace")
+                        pos += hklen
+                        field = f"headers[{h}].value_length"
+                        hvlen, pos = rv(buf, pos)
+                        if hvlen >= 0:
+                            if hvlen > body_end - pos:
+                                raise _RecordProblem(CorruptBatchError, field,
+                                                     f"header value length {hvlen} runs past "
+                                                     f"the record end ({body_end - pos} "
+                                                     f"bytes left)")
+                            hval: bytes | None = buf[pos:pos + hvlen]
+                            pos += hvlen
+                        else:
+                            hval = None
+                        headers.append((hkey, hval))
+                if pos != body_end:
+                    raise _RecordProblem(
+                        CorruptBatchError, "length",
+                        f"Invalid record size: expected to read {length} bytes in record "
+                        f"payload, but instead read {pos - body_start}")
+                if i == count - 1 and pos != end:
+                    raise _RecordProblem(
+                        CorruptBatchError, "records_count",
+                        "Incorrect declared batch size, records still remaining in file")
+            except _RecordProblem as p:
+                raise self._record_error(p.cls, p.message, p.field, i, rec_start, file_base)
+            except FormatError as exc:  # varint errors
+                raise self._record_error(type(exc), exc.reason, field, i, rec_start,
+                                         file_base)
+            except IndexError:  # buf[pos] past the end: the record is cut short
+                raise self._record_error(TruncatedBatchError,
+                                         "Incorrect declared batch size, premature EOF reached",
+                                         field, i, rec_start, file_base)
+            if log_append_ts is not None:
+                timestamp = log_append_ts
+            else:
+                timestamp = base_ts + ts_delta
+            if base_seq >= 0:
+                sequence = increment_sequence(base_seq, offset_delta)
+            else:
+                sequence = NO_SEQUENCE
+            yield Record(base_offset + offset_delta, timestamp, key, value, headers, sequence,
+                         attributes, ts_delta, offset_delta, length, is_control)
+
+    def _record_error(self, cls: type[FormatError], message: str, field: str, index: int,
+                      rec_start: int, file_base: int | None) -> FormatError:
+        if file_base is None:
+            message = (f"{message} (record {index} at byte {rec_start} of the decompressed "
+                       f"{self.compression} payload)")
+            position = self.position
+        else:
+            message = f"{message} (record {index})"
+            position = file_base + rec_start
+        return cls(message, path=self.path or None, position=position,
+                   base_offset=self.base_offset, field=f"records[{index}].{field}")
+
+
+class _RecordProblem(Exception):
+    """Internal: carries an error out of the record loop to be located once."""
+
+    def __init__(self, cls: type[FormatError], field: str, message: str) -> None:
+        self.cls = cls
+        self.field = field
+        self.message = message
+
+
+class SegmentReader:
+    """Iterate the batches of one ``.log`` (or KRaft ``.checkpoint``) file.
+
+    ``max_bytes`` considers only the first N bytes (kafka-dump-log ``--max-bytes``): batches
+    not entirely inside are not read. After iteration ``valid_bytes`` is the end of the last
+    complete batch; ``file_size - valid_bytes`` trailing bytes are invalid (a torn tail).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int | None = None,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
+        self.path = os.fspath(path)
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            raise InputError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        if not os.path.isfile(self.path):
+            raise InputError(f"{self.path} is not a regular file")
+        if not os.access(self.path, os.R_OK):
+            raise InputError(f"{self.path} is not readable")
+        self.file_size: int = st.st_size
+        self.max_bytes = max_bytes
+        self.max_message_size = max_message_size
+        self.max_decompressed_size = max_decompressed_size
+        self.valid_bytes: int = 0
+        self.batches_read: int = 0
+        self._file: Any = None
+
+    @property
+    def end(self) -> int:
+        """Byte position where the walk stops (file size, or ``max_bytes`` if smaller)."""
+        if self.max_bytes is None:
+            return self.file_size
+        return max(0, min(self.file_size, self.max_bytes))
+
+    @property
+    def invalid_bytes(self) -> int:
+        """Bytes after the last complete batch (meaningful after a full iteration)."""
+        return self.end - self.valid_bytes
+
+    def __enter__(self) -> "SegmentReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        path = self.path
+        end = self.end
+        self.valid_bytes = 0
+        self.batches_read = 0
+        try:
+            f = open(path, "rb", buffering=0)  # read-only: input files are evidence
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        self.close()
+        self._file = f
+        window = b""
+        window_start = 0
+        pos = 0
+        try:
+            while end - pos > HEADER_SIZE_UP_TO_MAGIC:
+                if pos + HEADER_SIZE_UP_TO_MAGIC > window_start + len(window):
+                    window = _read_at(f, pos, min(max(_READ_CHUNK, HEADER_SIZE_UP_TO_MAGIC),
+                                                  end - pos))
+                    window_start = pos
+                    if len(window) < HEADER_SIZE_UP_TO_MAGIC:
+                        break  # file shrank underneath us
+                rel = pos - window_start
+                offset, size = _OFFSET_SIZE.unpack_from(window, rel)
+                if size < RECORD_OVERHEAD_V0:
+                    raise CorruptBatchError(
+                        f"Found record size {size} smaller than minimum record overhead "
+                        f"({RECORD_OVERHEAD_V0}) in file {path}.", path=path, position=pos,
+                        base_offset=offset, field="batch_length", actual=size)
+                total = LOG_OVERHEAD + size
+                if total > end - pos:
+                    break  # torn tail: counted as invalid trailing bytes
+                if rel + total > len(window):
+                    window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))
+                    window_start = pos
+                    rel = 0
+                    if len(window) < total:
+                        break
+                buf = window[rel:rel + total]
+                batch = RecordBatch.from_bytes(buf, path=path, position=pos,
+                                               max_decompressed_size=self.max_decompressed_size,
+                                               max_message_size=self.max_message_size)
+                pos += total
+                self.valid_bytes = pos
+                self.batches_read += 1
+                yield batch
+        finally:
+            f.close()
+            if self._file is f:
+                self._file = None
+
+    def records(self) -> Iterator[Record]:
+        """Every record of every batch (deep iteration)."""
+        for batch in self:
+            yield from batch.records(max_message_size=self.max_message_size)
+
+
+def _read_at(f: Any, pos: int, n: int) -> bytes:
+    """Read up to ``n`` bytes at ``pos`` (fewer only at end of file)."""
+    f.seek(pos)
+    parts = []
+    got = 0
+    while got < n:
+        chunk = f.read(n - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+# -------------------------------------------------------------------- directories
+
+
+def _partition_sort_key(name: str) -> tuple[str, int, str]:
+    topic, _, part = name.rpartition("-")
+    if topic and part.isdigit():
+        return (topic, int(part), name)
+    # -delete/-future/-stray names: <topic>-<partition>.<uuid>-<suffix>
+    m = re.match(r"^(.*)-(\d+)\.[0-9a-fA-F]{32}-(delete|future|stray)$", name)
+    if m:
+        return (m.group(1), int(m.group(2)), name)
+    return (name, -1, name)
+
+
+def _segment_logs(partition_dir: str) -> list[str]:
+    logs = []
+    for entry in os.listdir(partition_dir):
+        m = _SEGMENT_NAME.match(entry)
+        if m:
+            full = os.path.join(partition_dir, entry)
+            if os.path.isfile(full):
+                logs.append((int(m.group(1)), full))
+    logs.sort()
+    return [p for _, p in logs]
+
+
+def _partition_dirs(log_dir: str) -> list[str]:
+    """Partition directories of a broker log dir, sorted by topic then partition number."""
+    try:
+        from .logdir import open_log_dir
+    except ImportError:
+        open_log_dir = None
+    if open_log_dir is not None:
+        ld = open_log_dir(log_dir)
+        dirs = [(p.topic, p.partition, os.fspath(p.path)) for p in ld.partitions]
+        dirs.sort(key=lambda t: (t[0], t[1], t[2]))
+        return [d for _, _, d in dirs]
+    names = [n for n in os.listdir(log_dir)
+             if os.path.isdir(os.path.join(log_dir, n)) and "-" in n]
+    names.sort(key=_partition_sort_key)
+    return [os.path.join(log_dir, n) for n in names]
+
+
+def segment_paths(path: str | os.PathLike[str]) -> list[str]:
+    """The ``.log`` files ``read_batches`` reads for ``path``, in reading order."""
+    p = os.fspath(path)
+    if os.path.isfile(p):
+        return [p]
+    if not os.path.isdir(p):
+        raise InputError(f"{p}: no such file or directory")
+    logs = _segment_logs(p)
+    if logs:
+        return logs
+    out: list[str] = []
+    for d in _partition_dirs(p):
+        out.extend(_segment_logs(d))
+    return out
+
+
+def read_batches(path: str | os.PathLike[str], *, max_bytes: int | None = None,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+                 ) -> Iterator[RecordBatch]:
+    """Batches of a segment file, a partition dir (all ``.log`` in offset order) or a broker
+    log dir (all partition dirs, by topic then partition number)."""
+    for seg in segment_paths(path):
+        with SegmentReader(seg, max_bytes=max_bytes, max_message_size=max_message_size,
+                           max_decompressed_size=max_decompressed_size) as reader:
+            yield from reader
+
+
+def iter_records(path: str | os.PathLike[str], **kw: Any) -> Iterator[Record]:
+    """Every record under ``path`` (see ``read_batches``)."""
+    max_message_size = kw.get("max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
+    for batch in read_batches(path, **kw):
+        yield from batch.records(max_message_size=max_message_size)
+
