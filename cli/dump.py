@@ -1,0 +1,108 @@
+"""`segtools dump`: a drop-in for kafka-dump-log.sh (Kafka's flags, Kafka's exact text) plus
+--output json|ndjson, positional paths, partition and broker log directories, and diff-style
+exit codes (0 clean, 1 findings, 2 unusable input or usage)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from segtools.cli.errors import handle_errors
+from segtools.dump.options import MAX_BYTES_DEFAULT, MAX_MESSAGE_SIZE_DEFAULT, DumpOptions
+
+_STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
+
+
+def _files(value: str | None) -> list[str]:
+    # Kafka: String.split(","), no trimming; Java drops trailing empty strings
+    if not value:
+        return []
+    parts = value.split(",")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--files", "files", metavar="file1,file2,...",
+              help="Comma-separated list of data and index files to dump (Kafka's flag); "
+                   "positional paths work too.")
+@click.option("--print-data-log", is_flag=True,
+              help="Print the key and payload of each record (implies --deep-iteration).")
+@click.option("--deep-iteration", is_flag=True,
+              help="Print every record of each batch, decompressing as needed.")
+@click.option("--skip-record-metadata", is_flag=True,
+              help="With deep iteration, omit per-record metadata.")
+@click.option("--verify-index-only", is_flag=True,
+              help="Check .index/.timeindex entries against the log without printing them.")
+@click.option("--index-sanity-check", is_flag=True,
+              help="Only run the broker start-up sanity check on .index/.timeindex files.")
+@click.option("--max-message-size", type=int, default=MAX_MESSAGE_SIZE_DEFAULT, show_default=True,
+              help="Bytes of log read at each .index position.")
+@click.option("--max-bytes", type=int, default=MAX_BYTES_DEFAULT, show_default=True,
+              help="Only read batches entirely within the first N bytes of a .log/.checkpoint.")
+@click.option("--key-decoder-class", is_flag=False, flag_value=_STRING_DECODER, default=None,
+              metavar="[module:callable]",
+              help="Key decoder: module:callable (bytes -> str) or a Kafka decoder class name. "
+                   "Implies --print-data-log.")
+@click.option("--value-decoder-class", is_flag=False, flag_value=_STRING_DECODER, default=None,
+              metavar="[module:callable]",
+              help="Value decoder, as --key-decoder-class. Implies --print-data-log.")
+@click.option("--offsets-decoder", is_flag=True,
+              help="Decode records as __consumer_offsets data (JSON).")
+@click.option("--transaction-log-decoder", is_flag=True,
+              help="Decode records as __transaction_state data.")
+@click.option("--cluster-metadata-decoder", is_flag=True,
+              help="Decode record values as KRaft metadata records (JSON).")
+@click.option("--output", "output", type=click.Choice(["text", "json", "ndjson"]),
+              default="text", show_default=True,
+              help="text: kafka-dump-log's exact lines; json: one document per file; "
+                   "ndjson: one object per batch, record, entry or finding.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display on stderr.")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@handle_errors
+def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_iteration: bool,
+         skip_record_metadata: bool, verify_index_only: bool, index_sanity_check: bool,
+         max_message_size: int, max_bytes: int, key_decoder_class: str | None,
+         value_decoder_class: str | None, offsets_decoder: bool, transaction_log_decoder: bool,
+         cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool) -> None:
+    """Dump Kafka log segments, indexes, snapshots and checkpoints like kafka-dump-log.
+
+    PATHS may be files, partition directories or broker log directories (every file in
+    them is dumped, ordered by topic, partition, base offset and file kind).
+
+    Exit status: 0 nothing wrong, 1 corrupt or inconsistent data found, 2 unusable input
+    or usage error.
+    """
+    all_paths = _files(files) + list(paths)
+    if not all_paths:
+        raise click.UsageError('Missing required argument "[files]" (use --files or give paths)')
+    if max_bytes < 0 or max_message_size < 0:
+        raise click.UsageError("--max-bytes and --max-message-size must not be negative")
+    options = DumpOptions(
+        print_data_log=print_data_log,
+        deep_iteration=deep_iteration,
+        skip_record_metadata=skip_record_metadata,
+        verify_index_only=verify_index_only,
+        index_sanity_check=index_sanity_check,
+        max_message_size=max_message_size,
+        max_bytes=max_bytes,
+        key_decoder_class=key_decoder_class,
+        value_decoder_class=value_decoder_class,
+        key_decoder_given=key_decoder_class is not None,
+        value_decoder_given=value_decoder_class is not None,
+        offsets_decoder=offsets_decoder,
+        transaction_log_decoder=transaction_log_decoder,
+        cluster_metadata_decoder=cluster_metadata_decoder,
+        output=output,
+        quiet=quiet,
+        debug=debug,
+    )
+    from segtools.dump.runner import run_dump
+
+    status = run_dump(all_paths, options, out=sys.stdout, err=sys.stderr)
+    sys.stdout.flush()
+    if status:
+        sys.exit(status)

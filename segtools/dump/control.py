@@ -1,0 +1,38 @@
+"""Control records as kafka-dump-log prints them (DUMP_LOG.md 3.4). Decoding is
+``segtools.control``'s; this module only chooses Kafka's words for each type."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from segtools.control import (
+    ABORT, COMMIT, KRAFT_VERSION, KRAFT_VOTERS, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
+    control_type_name, decode_control_key, decode_control_value,
+)
+
+#: the label DumpLogSegments prints before the JSON of each KRaft control value
+_KRAFT_LABELS = {
+    SNAPSHOT_HEADER: "SnapshotHeader",
+    SNAPSHOT_FOOTER: "SnapshotFooter",
+    KRAFT_VERSION: "KRaftVersion",
+    KRAFT_VOTERS: "KRaftVoters",
+}
+
+
+def describe_control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+    """The text Kafka appends to a control record's line (starting with a space) and the same
+    facts as a dict for JSON output. Raises CorruptBatchError where Kafka would throw."""
+    type_id = decode_control_key(key).type_id
+    name = control_type_name(type_id)
+    if type_id in (ABORT, COMMIT):
+        epoch = decode_control_value(type_id, value)["coordinatorEpoch"]  # type: ignore[index]
+        return (f" endTxnMarker: {name} coordinatorEpoch: {epoch}",
+                {"control_type": name, "coordinator_epoch": epoch})
+    label = _KRAFT_LABELS.get(type_id)
+    if label is not None:
+        data = decode_control_value(type_id, value)
+        shown = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        return f" {label} {shown}", {"control_type": name, "data": data}
+    # LEADER_CHANGE is deliberately not decoded by Kafka's tool, unknown ids print as UNKNOWN
+    return f" controlType: {name}({type_id})", {"control_type": name, "type_id": type_id}

@@ -1,0 +1,331 @@
+"""`.index`, `.timeindex` and `.txnindex` as kafka-dump-log checks and prints them
+(DUMP_LOG.md sections 4-6).
+
+Kafka opens indexes with ``entries = floor(length / entry size)``, zero-filled preallocated
+tail included, and stops at the first slot whose offset equals the base offset after slot 0.
+``segtools.indexes`` returns trimmed arrays, which cannot tell "empty file" from "one zero
+slot", so the raw slots are read here with ``struct``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import struct
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
+
+from segtools.dump import text
+from segtools.errors import FormatError, InputError
+
+if TYPE_CHECKING:
+    from segtools.dump.runner import DumpContext
+
+_OFFSET_ENTRY = struct.Struct(">ii")     # relativeOffset, position
+_TIME_ENTRY = struct.Struct(">qi")       # timestamp, relativeOffset
+_TXN_ENTRY = struct.Struct(">hqqqq")     # version, producerId, first, last, lastStable
+_LOG_HEAD = struct.Struct(">qi")         # baseOffset, length
+_WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
+
+
+@contextmanager
+def open_readonly(path: str) -> Iterator[bytes | mmap.mmap]:
+    """The file's bytes, read-only and without copying (an mmap; empty files give b"")."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            yield b""
+            return
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield m
+        finally:
+            m.close()
+
+
+def base_offset_of(path: str) -> int:
+    """Long.parseLong of the name up to the first '.' (DUMP_LOG.md 4)."""
+    prefix = os.path.basename(path).split(".")[0]
+    try:
+        return int(prefix)
+    except ValueError:
+        raise InputError(f"{path}: cannot read a base offset from the file name "
+                         f"(expected <20 digits>.<suffix>)") from None
+
+
+def sibling(path: str, suffix: str) -> str:
+    directory = os.path.dirname(os.path.abspath(path))
+    return os.path.join(directory, os.path.basename(path).split(".")[0] + suffix)
+
+
+def _first_batch_last_offset(log: bytes | mmap.mmap, position: int, limit: int,
+                             log_path: str) -> int:
+    """lastOffset of the first complete batch in ``log.slice(position, limit)``, following
+    FileLogInputStream.nextBatch. Raises FormatError where Kafka throws."""
+    size = len(log)
+    if position < 0 or position > size:
+        raise FormatError(f"index points past the end of the log ({size} bytes)",
+                          path=log_path, position=position, field="position")
+    end = min(size, position + limit)
+    if position >= end - 17:
+        raise FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
+                          path=log_path, position=position)
+    base_offset, length = _LOG_HEAD.unpack_from(log, position)
+    if length < 14:
+        raise FormatError(f"Found record size {length} smaller than minimum record overhead "
+                          f"(14) in file {log_path}.", path=log_path, position=position,
+                          field="length")
+    if position + 12 + length > end:
+        raise FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
+                          path=log_path, position=position)
+    if log[position + 16] < 2:  # legacy entry: the offset field is its last offset
+        return int(base_offset)
+    if length < 49:
+        raise FormatError(f"batch length {length} is shorter than a v2 batch header",
+                          path=log_path, position=position, field="length")
+    return int(base_offset + struct.unpack_from(">i", log, position + 23)[0])
+
+
+def _offset_slots(data: bytes | mmap.mmap, base: int) -> list[tuple[int, int]]:
+    n = len(data) // 8
+    return [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(data[: n * 8])]
+
+
+def _real_slots(slots: list, key_index: int, base: int) -> int:
+    """Number of slots before the zero tail (first slot with offset == base after slot 0)."""
+    for i in range(1, len(slots)):
+        if slots[i][key_index] == base:
+            return i
+    return len(slots)
+
+
+def dump_index(ctx: "DumpContext", path: str) -> None:
+    opts = ctx.options
+    base = base_offset_of(path)
+    log_path = sibling(path, ".log")
+    with open_readonly(path) as data:
+        length = len(data)
+        slots = _offset_slots(data, base)
+    if not os.path.exists(log_path):
+        ctx.error("missing_log", FormatError(
+            f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
+            path=path))
+        return
+    if not slots:
+        ctx.sink.note(f"{text.java_file(path)} is empty.", {"empty": True})
+        return
+    if opts.index_sanity_check:
+        abs_path = os.path.abspath(path)
+        last_offset = slots[-1][0]
+        if last_offset < base:
+            ctx.error("index_sanity_check", FormatError(
+                f"Corrupt index found, index file ({abs_path}) has non-zero size but the last "
+                f"offset is {last_offset} which is less than the base offset {base}", path=path))
+        elif length % 8 != 0:
+            ctx.error("index_sanity_check", FormatError(
+                f"Index file {abs_path} is corrupt, found {length} bytes which is neither "
+                f"positive nor a multiple of 8", path=path))
+        else:
+            ctx.sink.note(f"{text.java_file(path)} passed sanity check.", {"sanity_check": "passed"})
+        return
+
+    abs_path = text.java_absolute_path(path)
+    mismatches: list[tuple[int, int]] = []
+    with open_readonly(log_path) as log:
+        for i, (offset, position) in enumerate(slots):
+            if offset == base and i > 0:
+                break  # start of the zero-filled preallocated tail
+            try:
+                log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
+                                                      log_path)
+            except FormatError as exc:
+                ctx.error("index_entry_unreadable", exc.located(path=log_path),
+                          offset=offset, index_position=position)
+            else:
+                if log_offset != offset:
+                    mismatches.append((offset, log_offset))
+            if not opts.verify_index_only:
+                ctx.sink.entry("index_entry", text.offset_index_line(offset, position),
+                               {"offset": offset, "position": position})
+    if mismatches:
+        mismatches.reverse()  # Kafka prepends: newest first
+        ctx.summaries.index_mismatches[abs_path] = mismatches
+        for a, b in mismatches:
+            ctx.deferred("index_offset_mismatch", {"index_offset": a, "log_offset": b})
+
+
+def _lookup_position(offset_slots: list[tuple[int, int]], base: int, target: int) -> int:
+    """OffsetIndex.lookup(target).position over all slots (zero tail included), with
+    AbstractIndex's warm/cold split so the result matches Kafka even on unsorted slots."""
+    entries = len(offset_slots)
+    if entries == 0:
+        return 0
+
+    def search(lo: int, hi: int) -> int:
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = offset_slots[mid][0]
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        return lo
+
+    first_hot = max(0, entries - 1 - _WARM_BYTES // 8)
+    if offset_slots[first_hot][0] < target:
+        slot = search(first_hot, entries - 1)
+    elif offset_slots[0][0] > target:
+        slot = -1
+    else:
+        slot = search(0, first_hot)
+    return 0 if slot == -1 else offset_slots[slot][1]
+
+
+def dump_time_index(ctx: "DumpContext", path: str) -> None:
+    from segtools.batches import SegmentReader
+
+    opts = ctx.options
+    base = base_offset_of(path)
+    log_path = sibling(path, ".log")
+    index_path = sibling(path, ".index")
+    with open_readonly(path) as data:
+        length = len(data)
+        n = length // 12
+        slots = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(data[: n * 12])]
+    for needed in (log_path, index_path):
+        if not os.path.exists(needed):
+            ctx.error("missing_log", FormatError(
+                f"cannot check {os.path.basename(path)}: {needed} does not exist", path=path))
+            return
+    if opts.index_sanity_check:
+        abs_path = os.path.abspath(path)
+        last_ts, last_offset = slots[-1] if slots else (-1, base)
+        if slots and last_ts < slots[0][0]:
+            ctx.error("index_sanity_check", FormatError(
+                f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
+                f"the last timestamp is {last_ts} which is less than the first timestamp "
+                f"{slots[0][0]}", path=path))
+        elif slots and last_offset < base:
+            ctx.error("index_sanity_check", FormatError(
+                f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
+                f"the last offset is {last_offset} which is less than the first offset {base}",
+                path=path))
+        elif length % 12 != 0:
+            ctx.error("index_sanity_check", FormatError(
+                f"Time index file {abs_path} is corrupt, found {length} bytes which is neither "
+                f"positive nor a multiple of 12.", path=path))
+        else:
+            ctx.sink.note(f"{text.java_file(path)} passed sanity check.", {"sanity_check": "passed"})
+        return
+
+    real = _real_slots(slots, 1, base)
+    slots = slots[:real]
+    if not slots:
+        return
+    with open_readonly(index_path) as idata:
+        offset_slots = _offset_slots(idata, base)
+
+    # Pass 1: where every batch starts and ends (shallow).
+    positions: list[int] = []
+    last_offsets: list[int] = []
+    with SegmentReader(log_path) as reader:
+        try:
+            for batch in reader:
+                positions.append(batch.position)
+                last_offsets.append(batch.last_offset)
+        except FormatError as exc:
+            ctx.error("corrupt_batch", exc.located(path=log_path))
+        log_size = reader.file_size
+
+    # For each entry: first batch at/after the indexed position with lastOffset >= offset.
+    targets: list[int | None] = []
+    for ts, offset in slots:
+        position = _lookup_position(offset_slots, base, offset)
+        if position > log_size:
+            ctx.error("index_entry_unreadable", FormatError(
+                f"offset index position {position} for offset {offset} is past the end of the "
+                f"log ({log_size} bytes)", path=index_path, position=position))
+            targets.append(None)
+            continue
+        start = bisect.bisect_left(positions, position)
+        found = None
+        for j in range(start, len(positions)):
+            if last_offsets[j] >= offset:
+                found = j
+                break
+        targets.append(found)
+
+    # Pass 2: the max record timestamp of each batch an entry points at (deep, as Kafka).
+    wanted = {j for (_, offset), j in zip(slots, targets)
+              if j is not None and last_offsets[j] == offset}
+    max_ts: dict[int, int] = {}
+    if wanted:
+        last_wanted = max(wanted)
+        with SegmentReader(log_path) as reader:
+            try:
+                for j, batch in enumerate(reader):
+                    if j in wanted:
+                        best = -1
+                        for record in batch.records():
+                            if record.timestamp > best:
+                                best = record.timestamp
+                        max_ts[j] = best
+                    if j >= last_wanted:
+                        break
+            except FormatError as exc:
+                ctx.error("corrupt_records", exc.located(path=log_path))
+
+    abs_path = text.java_absolute_path(path)
+    summaries = ctx.summaries
+    prev_ts = -1
+    for (ts, offset), j in zip(slots, targets):
+        if j is None:
+            _append(summaries.offsets_not_found, abs_path, (offset, -1))
+            ctx.deferred("time_index_offset_not_found", {"index_offset": offset, "log_offset": -1})
+        elif last_offsets[j] != offset:
+            _append(summaries.offsets_not_found, abs_path, (offset, last_offsets[j]))
+            ctx.deferred("time_index_offset_not_found",
+                         {"index_offset": offset, "log_offset": last_offsets[j]})
+        elif j in max_ts:
+            if max_ts[j] != ts:
+                _append(summaries.timestamp_mismatches, abs_path, (ts, max_ts[j]))
+                ctx.deferred("time_index_timestamp_mismatch",
+                             {"index_timestamp": ts, "log_timestamp": max_ts[j]})
+            if prev_ts >= ts:
+                _append(summaries.out_of_order_timestamps, abs_path, (ts, prev_ts))
+                ctx.deferred("time_index_out_of_order",
+                             {"index_timestamp": ts, "previous_timestamp": prev_ts})
+        if not opts.verify_index_only:
+            ctx.sink.entry("time_index_entry", text.time_index_line(ts, offset),
+                           {"timestamp": ts, "offset": offset})
+        prev_ts = ts
+
+
+def _append(summary: dict[str, list[tuple[int, int]]], path: str, pair: tuple[int, int]) -> None:
+    summary.setdefault(path, []).append(pair)
+
+
+def dump_txn_index(ctx: "DumpContext", path: str) -> None:
+    """One line per complete 34-byte entry; ``version`` is the first byte only (Kafka quirk)."""
+    base_offset_of(path)  # Kafka parses it (and fails on a bad name) before reading
+    with open_readonly(path) as data:
+        n = len(data) // 34
+        previous_last = None
+        for i in range(n):
+            _, producer_id, first, last, lso = _TXN_ENTRY.unpack_from(data, i * 34)
+            version = data[i * 34]
+            if version > 0:
+                ctx.error("txn_index_version", FormatError(
+                    f"Unexpected aborted transaction version {version}", path=path,
+                    position=i * 34, field="version"))
+            if previous_last is not None and last <= previous_last:
+                ctx.flag("txn_index_not_increasing",
+                         {"position": i * 34, "last_offset": last,
+                          "previous_last_offset": previous_last})
+            previous_last = last
+            ctx.sink.entry("aborted_txn", text.txn_index_line(version, producer_id, first, last, lso),
+                           {"version": version, "producer_id": producer_id, "first_offset": first,
+                            "last_offset": last, "last_stable_offset": lso})

@@ -1,0 +1,175 @@
+"""`--output ndjson` (one object per line, each with "type") and `--output json` (one document
+per file). Field names are the snake_case forms of Kafka's names."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from segtools.dump.options import Summaries
+from segtools.dump.sinks import Sink
+
+
+def batch_dict(batch: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "type": "batch",
+        "position": batch.position,
+        "size": batch.size,
+        "magic": batch.magic,
+        "base_offset": batch.base_offset,
+        "last_offset": batch.last_offset,
+    }
+    if batch.magic >= 2:
+        d.update(
+            records_count=batch.records_count,
+            base_sequence=batch.base_sequence,
+            last_sequence=batch.last_sequence,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            is_transactional=bool(batch.is_transactional),
+            is_control=bool(batch.is_control),
+            delete_horizon_ms=batch.delete_horizon_ms,
+        )
+    d.update(
+        timestamp_type=batch.timestamp_type,
+        max_timestamp=batch.max_timestamp,
+        compression=batch.compression,
+        crc=batch.crc,
+        crc_valid=bool(batch.crc_valid),
+    )
+    return d
+
+
+def record_dict(batch: Any, record: Any, metadata: bool,
+                control: tuple[str, dict[str, Any]] | None,
+                key: str | None, payload: str | None) -> dict[str, Any]:
+    d: dict[str, Any] = {"type": "record", "offset": record.offset}
+    if metadata:
+        d["timestamp_type"] = batch.timestamp_type
+        d["timestamp"] = record.timestamp
+        d["key_size"] = -1 if record.key is None else len(record.key)
+        d["value_size"] = -1 if record.value is None else len(record.value)
+        if batch.magic >= 2:
+            d["sequence"] = record.sequence
+            d["header_keys"] = [k for k, _ in record.headers]
+        else:
+            d["crc"] = record.crc
+            d["crc_valid"] = bool(record.crc_valid)
+        if control is not None:
+            d["control"] = control[1]
+    if key is not None:
+        d["key"] = key
+    if payload is not None:
+        d["payload"] = payload
+    return d
+
+
+class NdjsonSink(Sink):
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self.file: str | None = None
+        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        self.out.write(self._dumps(obj) + "\n")
+
+    def begin_file(self, path: str, kind: str) -> None:
+        self.file = path
+        self._emit({"type": "file", "file": path, "kind": kind})
+
+    def header(self, line: str, fields: dict[str, Any]) -> None:
+        self._emit({"type": "header", "file": self.file, **fields})
+
+    def batch(self, batch: Any) -> None:
+        d = batch_dict(batch)
+        d["file"] = self.file
+        self._emit(d)
+
+    def record(self, batch: Any, record: Any, metadata: bool,
+               control: tuple[str, dict[str, Any]] | None,
+               key: str | None, payload: str | None) -> None:
+        d = record_dict(batch, record, metadata, control, key, payload)
+        d["file"] = self.file
+        d["batch_base_offset"] = batch.base_offset
+        self._emit(d)
+
+    def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
+        self._emit({"type": kind, "file": self.file, **fields})
+
+    def note(self, line: str, fields: dict[str, Any], stream: str = "out") -> None:
+        self._emit({"type": "note", "file": self.file, "message": line, **fields})
+
+    def finding(self, kind: str, fields: dict[str, Any], line: str | None = None,
+                stream: str = "err") -> None:
+        obj = {"type": "finding", "kind": kind, "file": self.file, **fields}
+        if line is not None and "message" not in obj:
+            obj["message"] = line
+        self._emit(obj)
+
+
+class JsonSink(Sink):
+    """One JSON document per file, written when the file is done."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self.doc: dict[str, Any] | None = None
+        self._batch: dict[str, Any] | None = None
+
+    def begin_file(self, path: str, kind: str) -> None:
+        self.doc = {"type": "file", "file": path, "kind": kind, "header": None,
+                    "batches": [], "entries": [], "notes": [], "findings": []}
+        self._batch = None
+
+    def header(self, line: str, fields: dict[str, Any]) -> None:
+        assert self.doc is not None
+        self.doc["header"] = fields
+
+    def batch(self, batch: Any) -> None:
+        assert self.doc is not None
+        d = batch_dict(batch)
+        del d["type"]
+        self.doc["batches"].append(d)
+        self._batch = d
+
+    def record(self, batch: Any, record: Any, metadata: bool,
+               control: tuple[str, dict[str, Any]] | None,
+               key: str | None, payload: str | None) -> None:
+        assert self._batch is not None
+        d = record_dict(batch, record, metadata, control, key, payload)
+        del d["type"]
+        self._batch.setdefault("records", []).append(d)
+
+    def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
+        assert self.doc is not None
+        self.doc["entries"].append({"type": kind, **fields})
+
+    def note(self, line: str, fields: dict[str, Any], stream: str = "out") -> None:
+        if self.doc is None:  # a note about a path that never became a file document
+            self.out.write(json.dumps({"type": "note", "message": line, **fields}) + "\n")
+            return
+        self.doc["notes"].append({"message": line, **fields})
+
+    def finding(self, kind: str, fields: dict[str, Any], line: str | None = None,
+                stream: str = "err") -> None:
+        obj = {"kind": kind, **fields}
+        if line is not None and "message" not in obj:
+            obj["message"] = line
+        if self.doc is None:
+            self.out.write(json.dumps({"type": "finding", **obj}, ensure_ascii=False) + "\n")
+            return
+        self.doc["findings"].append(obj)
+
+    def end_file(self) -> None:
+        if self.doc is not None:
+            for key in ("batches", "entries", "notes"):
+                if not self.doc[key]:
+                    del self.doc[key]
+            self.out.write(json.dumps(self.doc, ensure_ascii=False, indent=2) + "\n")
+        self.doc = None
+        self._batch = None
+
+    def summary(self, summaries: Summaries) -> None:
+        return None

@@ -1,0 +1,116 @@
+"""`.log` segments and KRaft `.checkpoint` snapshots (DumpLogSegments.dumpLog, DUMP_LOG.md 3)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from segtools.dump import text
+from segtools.dump.control import describe_control
+from segtools.dump.options import MAX_BYTES_DEFAULT
+from segtools.errors import FormatError, InputError
+
+if TYPE_CHECKING:
+    from segtools.dump.runner import DumpContext
+
+
+def dump_log(ctx: "DumpContext", path: str) -> None:
+    """Header line, one line per batch, record lines when deep-iterating, then the
+    ``Found N invalid bytes`` trailer. Record-level errors are reported and the dump goes on with
+    the next batch; a broken batch frame ends the file (nothing after it can be located)."""
+    from segtools.batches import SegmentReader  # the object reader (owned by batches.py)
+
+    opts = ctx.options
+    sink = ctx.sink
+    name = os.path.basename(path)
+    try:
+        header = text.log_header(name)
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    if header is not None:
+        if name.endswith(".log"):
+            fields = {"log_starting_offset": int(name.split(".")[0])}
+        elif name == "bootstrap.checkpoint":
+            fields = {"kraft_bootstrap_snapshot": True}
+        else:
+            end_offset, epoch = text.parse_snapshot_name(name)
+            fields = {"snapshot_end_offset": end_offset, "snapshot_epoch": epoch}
+        sink.header(header, fields)
+
+    deep = opts.is_deep_iteration
+    print_data = opts.should_print_data_log
+    metadata = not opts.skip_record_metadata
+    parser = ctx.parser if print_data else None
+    max_bytes = opts.max_bytes
+    abs_path = text.java_absolute_path(path)
+    non_consecutive: list[tuple[int, int]] = []
+    last_offset = -1
+    prev_batch_last = None
+    fatal = False
+
+    with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
+                       ) as reader:
+        batches = iter(reader)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except FormatError as exc:
+                ctx.error("corrupt_batch", exc.located(path=path))
+                fatal = True
+                break
+            sink.batch(batch)
+            if not batch.crc_valid:
+                ctx.flag("crc_invalid", {"position": batch.position, "base_offset": batch.base_offset,
+                                         "crc": batch.crc,
+                                         "computed_crc": getattr(batch, "computed_crc", None)})
+            if not deep:
+                # Kafka only notices offset order while deep-iterating; shallow dumps still must
+                # not exit 0 on batches that go backwards.
+                if prev_batch_last is not None and batch.base_offset <= prev_batch_last:
+                    ctx.flag("non_monotonic_batch",
+                             {"position": batch.position, "base_offset": batch.base_offset,
+                              "previous_last_offset": prev_batch_last},
+                             line=f"Non-monotonic offsets in {abs_path}: batch at position "
+                                  f"{batch.position} has baseOffset {batch.base_offset} after "
+                                  f"lastOffset {prev_batch_last}")
+                prev_batch_last = batch.last_offset
+                continue
+            is_control = batch.is_control
+            try:
+                for record in batch.records():
+                    offset = record.offset
+                    if last_offset != -1 and offset != last_offset + 1:
+                        non_consecutive.append((last_offset, offset))
+                    last_offset = offset
+                    control = None
+                    if is_control and metadata:
+                        try:
+                            control = describe_control(record.key, record.value)
+                        except FormatError as exc:
+                            ctx.error("corrupt_control_record", exc.located(
+                                path=path, position=batch.position, base_offset=batch.base_offset))
+                    if print_data and not is_control:
+                        key, payload = parser.parse(record)  # type: ignore[union-attr]
+                    else:
+                        key = payload = None
+                    sink.record(batch, record, metadata, control, key, payload)
+            except FormatError as exc:
+                ctx.error("corrupt_records", exc.located(
+                    path=path, position=batch.position, base_offset=batch.base_offset))
+
+        if not fatal:
+            limit = min(reader.file_size, max_bytes)
+            trailing = limit - reader.valid_bytes
+            if trailing > 0 and max_bytes == MAX_BYTES_DEFAULT:
+                ctx.flag("invalid_bytes", {"position": reader.valid_bytes, "size": trailing},
+                         line=text.invalid_bytes_line(trailing, name), stream="out")
+
+    if non_consecutive:
+        non_consecutive.reverse()  # Kafka prepends to a List: newest first
+        ctx.summaries.non_consecutive[abs_path] = non_consecutive
+        for a, b in non_consecutive:
+            # gaps are normal after compaction; only offsets that do not increase are corruption
+            ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},
+                         is_problem=b <= a)

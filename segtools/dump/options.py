@@ -1,0 +1,70 @@
+"""The knobs of `segtools dump` (Kafka's DumpLogSegments options plus ours) and run state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Integer.MAX_VALUE, kafka-dump-log's --max-bytes default; other values hide the trailer line
+MAX_BYTES_DEFAULT = 2147483647
+MAX_MESSAGE_SIZE_DEFAULT = 5 * 1024 * 1024
+
+# exit statuses (CONTRACT.md section 1)
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_TROUBLE = 2
+
+
+@dataclass
+class DumpOptions:
+    print_data_log: bool = False
+    deep_iteration: bool = False
+    skip_record_metadata: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT
+    max_bytes: int = MAX_BYTES_DEFAULT
+    key_decoder_class: str | None = None
+    value_decoder_class: str | None = None
+    key_decoder_given: bool = False
+    value_decoder_given: bool = False
+    offsets_decoder: bool = False
+    transaction_log_decoder: bool = False
+    cluster_metadata_decoder: bool = False
+    output: str = "text"          # text | json | ndjson
+    quiet: bool = False
+    debug: bool = False
+
+    @property
+    def should_print_data_log(self) -> bool:
+        """Kafka: print-data-log OR any decoder option present (even without a value)."""
+        return (self.print_data_log or self.offsets_decoder or self.transaction_log_decoder
+                or self.cluster_metadata_decoder or self.key_decoder_given
+                or self.value_decoder_given)
+
+    @property
+    def is_deep_iteration(self) -> bool:
+        return self.deep_iteration or self.should_print_data_log
+
+
+@dataclass
+class Summaries:
+    """The maps kafka-dump-log prints to stderr after all files, keyed by absolute path.
+
+    Index mismatches and non-consecutive pairs are kept newest first (Kafka prepends to a
+    Scala List); time-index errors in discovery order (Kafka appends to an ArrayBuffer)."""
+
+    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    out_of_order_timestamps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not any((self.index_mismatches, self.timestamp_mismatches,
+                        self.out_of_order_timestamps, self.offsets_not_found,
+                        self.non_consecutive))
+
+
+def finding_dict(kind: str, path: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "finding", "kind": kind, "file": path, **fields}

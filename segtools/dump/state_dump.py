@@ -1,0 +1,114 @@
+"""Producer-state `.snapshot` files (Kafka's format, DUMP_LOG.md 7) and the text files Kafka's
+tool does not know (checkpoints, partition.metadata, meta.properties, quorum-state,
+.kafka_cleanshutdown), printed in segtools' own ``name: value`` style."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from segtools.dump import text
+from segtools.errors import CheckpointFormatError, FormatError, SnapshotFormatError
+
+if TYPE_CHECKING:
+    from segtools.dump.runner import DumpContext
+
+
+def dump_producer_snapshot(ctx: "DumpContext", path: str) -> None:
+    """Validated as a whole first; a corrupt snapshot prints Kafka's message on stderr only."""
+    from segtools.snapshots import read_producer_snapshot
+
+    try:
+        snapshot = read_producer_snapshot(path)
+    except SnapshotFormatError as exc:
+        reason = getattr(exc, "reason", str(exc))
+        message = reason if reason.startswith("Snapshot") else \
+            f"Snapshot failed schema validation: {reason}"
+        ctx.flag("corrupt_producer_snapshot", {"message": message, "detail": str(exc)},
+                 line=message)
+        return
+    if not snapshot.crc_valid:
+        computed = getattr(snapshot, "computed_crc", None)
+        message = (f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snapshot.crc}. "
+                   f"Computed crc: {computed}")
+        ctx.flag("corrupt_producer_snapshot", {"message": message}, line=message)
+        return
+    for entry in snapshot.entries:
+        fields = {
+            "producer_id": entry.producer_id, "producer_epoch": entry.epoch,
+            "coordinator_epoch": entry.coordinator_epoch,
+            "current_txn_first_offset": entry.current_txn_first_offset,
+            "last_sequence": entry.last_sequence, "last_offset": entry.last_offset,
+            "offset_delta": entry.offset_delta, "timestamp": entry.timestamp,
+        }
+        if entry.last_offset >= 0:
+            fields["first_sequence"] = text.decrement_sequence(entry.last_sequence,
+                                                               entry.offset_delta)
+        ctx.sink.entry("producer_entry", text.producer_entry_line(entry), fields)
+
+
+def _value(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    raise AttributeError(names[0])
+
+
+def dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
+    try:
+        _dump_text_file(ctx, path, kind)
+    except (CheckpointFormatError, FormatError) as exc:
+        ctx.error("corrupt_text_file", exc.located(path=path))
+    except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as exc:
+        # a reader that let a plain error through still names the file for the user
+        ctx.error("corrupt_text_file", CheckpointFormatError(
+            f"cannot parse {kind.replace('_', ' ')}: {exc}", path=path))
+
+
+def _dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
+    from segtools import checkpoints
+
+    sink = ctx.sink
+    if kind == "offset_checkpoint":
+        cp = checkpoints.read_offset_checkpoint(path)
+        entries = cp.entries
+        version = "none (empty file)" if cp.version is None else cp.version
+        sink.header(f"Offset checkpoint version: {version} entries: {len(entries)}",
+                    {"version": cp.version, "entries": len(entries)})
+        for (topic, partition), offset in sorted(entries.items()):
+            sink.entry("checkpoint_entry", f"topic: {topic} partition: {partition} offset: {offset}",
+                       {"topic": topic, "partition": partition, "offset": offset})
+    elif kind == "leader_epoch_checkpoint":
+        entries = checkpoints.read_leader_epoch_checkpoint(path)
+        sink.header(f"Leader epoch checkpoint entries: {len(entries)}", {"entries": len(entries)})
+        for e in entries:
+            epoch, start = _value(e, "epoch"), _value(e, "start_offset")
+            sink.entry("leader_epoch_entry", f"epoch: {epoch} startOffset: {start}",
+                       {"epoch": epoch, "start_offset": start})
+    elif kind == "partition_metadata":
+        pm = checkpoints.read_partition_metadata(path)
+        version, topic_id = _value(pm, "version"), _value(pm, "topic_id")
+        sink.entry("partition_metadata", f"version: {version} topicId: {topic_id}",
+                   {"version": version, "topic_id": topic_id})
+    elif kind == "meta_properties":
+        props = checkpoints.read_meta_properties(path)
+        for key in sorted(props):
+            sink.entry("property", f"{key}: {props[key]}", {"key": key, "value": props[key]})
+    elif kind == "quorum_state":
+        state = checkpoints.read_quorum_state(path)
+        for key, value in state.items():
+            shown = json.dumps(value, separators=(",", ":")) if not isinstance(value, str) else value
+            sink.entry("quorum_state", f"{key}: {shown}", {"key": key, "value": value})
+    elif kind == "clean_shutdown":
+        marker = checkpoints.read_clean_shutdown(path)
+        if marker.version is None:
+            sink.entry("clean_shutdown", "clean shutdown marker (empty, Kafka < 3.7)", {})
+        else:
+            sink.entry("clean_shutdown",
+                       f"version: {marker.version} brokerEpoch: {marker.broker_epoch}",
+                       {"version": marker.version, "broker_epoch": marker.broker_epoch})
+    else:  # pragma: no cover - runner only routes the kinds above here
+        raise CheckpointFormatError(f"no reader for {kind}", path=os.fspath(path))

@@ -1,0 +1,204 @@
+"""Kafka's kafka-dump-log text templates (DUMP_LOG.md sections 3-8), byte for byte.
+
+Every function returns one line without its newline. Java objects are printed the way Java's
+``toString`` prints them (``true``/``false``, ``OptionalLong.empty``/``OptionalLong[N]``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+#: kafka.tools.DumpLogSegments.RecordIndent + " ": the prefix of every deep-iteration line
+RECORD_PREFIX = "| "
+
+
+def java_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def optional_long(value: int | None) -> str:
+    """java.util.OptionalLong.toString()."""
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
+def java_file(path: str) -> str:
+    """java.io.File.toString(): the path as given, with duplicate and trailing separators removed."""
+    if not path:
+        return path
+    parts = path.split("/")
+    collapsed = "/".join(p for i, p in enumerate(parts) if p or i == 0)
+    if len(collapsed) > 1 and collapsed.endswith("/"):
+        collapsed = collapsed.rstrip("/") or "/"
+    return collapsed
+
+
+def java_absolute_path(path: str) -> str:
+    """java.io.File.getAbsolutePath(): cwd prepended, but '..' and symlinks kept as written."""
+    path = java_file(path)
+    if os.path.isabs(path):
+        return path
+    return java_file(os.getcwd() + "/" + path)
+
+
+# --------------------------------------------------------------------------- .log/.checkpoint
+
+
+def batch_line(batch: Any) -> str:
+    """printBatchLevel: the v2 form for magic >= 2, the legacy form otherwise."""
+    if batch.magic >= 2:
+        head = (
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+            f"count: {batch.records_count} baseSequence: {batch.base_sequence} "
+            f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+            f"producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {java_bool(batch.is_transactional)} "
+            f"isControl: {java_bool(batch.is_control)} "
+            f"deleteHorizonMs: {optional_long(batch.delete_horizon_ms)}"
+        )
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (
+        f"{head} position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
+        f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression} "
+        f"crc: {batch.crc} isvalid: {java_bool(batch.crc_valid)}"
+    )
+
+
+def record_metadata(batch: Any, record: Any) -> str:
+    """The metadata part of a record line, without the leading ``| `` (section 3.4)."""
+    key_size = -1 if record.key is None else len(record.key)
+    value_size = -1 if record.value is None else len(record.value)
+    text = (
+        f"offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
+        f"keySize: {key_size} valueSize: {value_size}"
+    )
+    if batch.magic >= 2:
+        keys = ",".join(k for k, _ in record.headers)
+        text += f" sequence: {record.sequence} headerKeys: [{keys}]"
+    else:
+        # the stray '}' is Kafka's (DumpLogSegments prints "crc: ${r.checksum}}")
+        text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}}}"
+    return text
+
+
+def record_line(metadata: str | None, control: str | None, key: str | None,
+                payload: str | None) -> str:
+    """Assemble a record line as DumpLogSegments does.
+
+    ``metadata`` is None with --skip-record-metadata; ``control`` is the control suffix
+    (already starting with a space) or None; ``key``/``payload`` are the parser's strings
+    (None when absent or when data is not printed)."""
+    if metadata is not None:
+        line = RECORD_PREFIX + metadata
+        prefix = " "
+        if control is not None:
+            line += control
+    else:
+        line = ""
+        prefix = RECORD_PREFIX
+    if key is not None:
+        line += f"{prefix}key: {key}"
+    if payload is not None:
+        line += f" payload: {payload}"
+    return line
+
+
+def log_header(name: str) -> str | None:
+    """The line after "Dumping": from the file *name*, never from the content (section 3.1).
+
+    Raises ValueError for a name Kafka itself cannot parse."""
+    if name.endswith(".log"):
+        return f"Log starting offset: {int(name.split('.')[0])}"
+    if name.endswith(".checkpoint"):
+        if name == "bootstrap.checkpoint":
+            return "KRaft bootstrap snapshot"
+        end_offset, epoch = parse_snapshot_name(name)
+        return f"Snapshot end offset: {end_offset}, epoch: {epoch}"
+    return None
+
+
+def parse_snapshot_name(name: str) -> tuple[int, int]:
+    """Snapshots.parse: ``<20 digits>-<10 digits>.checkpoint``; ValueError otherwise."""
+    stem = name[: -len(".checkpoint")]
+    if len(stem) != 31 or stem[20] != "-" or not (stem[:20].isdigit() and stem[21:].isdigit()):
+        raise ValueError(f"not a KRaft snapshot name (<20 digits>-<10 digits>.checkpoint): {name}")
+    return int(stem[:20]), int(stem[21:])
+
+
+def invalid_bytes_line(trailing: int, name: str) -> str:
+    return f"Found {trailing} invalid bytes at the end of {name}"
+
+
+# --------------------------------------------------------------------------- indexes
+
+
+def offset_index_line(offset: int, position: int) -> str:
+    return f"offset: {offset} position: {position}"
+
+
+def time_index_line(timestamp: int, offset: int) -> str:
+    return f"timestamp: {timestamp} offset: {offset}"
+
+
+def txn_index_line(version: int, producer_id: int, first_offset: int, last_offset: int,
+                   last_stable_offset: int) -> str:
+    return (f"version: {version} producerId: {producer_id} firstOffset: {first_offset} "
+            f"lastOffset: {last_offset} lastStableOffset: {last_stable_offset}")
+
+
+def producer_entry_line(entry: Any) -> str:
+    """dumpProducerIdSnapshot: the batch part only when lastOffset >= 0; note the trailing space
+    otherwise (section 7)."""
+    txn = entry.current_txn_first_offset
+    line = (f"producerId: {entry.producer_id} producerEpoch: {entry.epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} "
+            f"currentTxnFirstOffset: {optional_long(txn if txn >= 0 else None)} "
+            f"lastTimestamp: {entry.timestamp} ")
+    if entry.last_offset >= 0:
+        first_seq = decrement_sequence(entry.last_sequence, entry.offset_delta)
+        line += (f"firstSequence: {first_seq} lastSequence: {entry.last_sequence} "
+                 f"lastOffset: {entry.last_offset} offsetDelta: {entry.offset_delta} "
+                 f"timestamp: {entry.timestamp}")
+    return line
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """DefaultRecordBatch.decrementSequence: int32 sequences wrap below 0 to Integer.MAX_VALUE."""
+    if sequence < decrement:
+        return 2147483647 - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+# --------------------------------------------------------------------------- summaries (stderr)
+
+
+def index_mismatch_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
+    lines = [f"Mismatches in :{path}"]
+    lines += [f"  Index offset: {a}, log offset: {b}" for a, b in pairs]
+    return lines
+
+
+def timestamp_mismatch_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
+    lines = [f"Found timestamp mismatch in :{path}"]
+    lines += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in pairs]
+    return lines
+
+
+def out_of_order_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
+    lines = [f"Found out of order timestamp in :{path}"]
+    lines += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in pairs]
+    return lines
+
+
+def offset_not_found_lines(pairs: Iterable[tuple[int, int]]) -> list[str]:
+    lines = ["The following indexed offsets are not found in the log."]
+    lines += [f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs]
+    return lines
+
+
+def non_consecutive_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
+    lines = [f"Non-consecutive offsets in {path}"]
+    lines += [f"  {a} is followed by {b}" for a, b in pairs]
+    return lines
