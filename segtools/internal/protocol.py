@@ -171,8 +171,26 @@ class Message:
 
 def message(name: str, api_key: int | None, valid: str, flexible: str | None,
             fields: Iterable[Field]) -> Message:
-    return Message(name, api_key, Versions.parse(valid) or Versions(0, 0),
-                   Versions.parse(flexible), tuple(fields))
+    valid_v = Versions.parse(valid) or Versions(0, 0)
+    return Message(name, api_key, valid_v, _widen(Versions.parse(flexible), valid_v),
+                   tuple(_widen_field(x, valid_v) for x in fields))
+
+
+def _widen(v: Versions | None, scope: Versions) -> Versions | None:
+    """Apply the generator's version conditionals: Kafka's generated code only tests a bound
+    that is narrower than the enclosing range, so e.g. a "0+" field is read unconditionally,
+    even for a version outside the message's valid range (as kafka-dump-log does)."""
+    if v is None or v.high < scope.low or v.low > scope.high:
+        return v
+    return Versions(-MAX_VERSION - 1 if v.low <= scope.low else v.low,
+                    MAX_VERSION if v.high >= scope.high else v.high)
+
+
+def _widen_field(fd: Field, scope: Versions) -> Field:
+    inner = Versions(max(scope.low, fd.versions.low), min(scope.high, fd.versions.high))
+    return Field(fd.name, fd.type, _widen(fd.versions, scope) or fd.versions,
+                 _widen(fd.nullable, scope), fd.tag, _widen(fd.tagged, scope), fd.default,
+                 fd.ignorable, tuple(_widen_field(x, inner) for x in fd.fields))
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,196 @@
+"""``__consumer_offsets`` records: decode, encode and kafka-dump-log ``--offsets-decoder`` text.
+
+Key = int16 record type + key body read with that number as its version; value = int16 version
++ body; a null value is a tombstone (``GroupCoordinatorRecordSerde``). kafka-dump-log prints
+``{"type":"<n>","data":{...}}`` for the key and ``{"version":"<n>","data":{...}}`` for the
+value (both numbers as JSON *strings*), ``<DELETE>`` for tombstones, and for consumer groups
+replaces each member's ``subscription``/``assignment`` bytes with the decoded consumer
+protocol JSON (keeping base64 when that fails).
+
+Example::
+
+    >>> from segtools.internal import consumer_offsets as co
+    >>> key = co.encode_key(3, {"groupId": "group"})
+    >>> value = co.encode_value(3, 0, {"epoch": 10})
+    >>> co.format_record(key, value)
+    ('{"type":"3","data":{"groupId":"group"}}', '{"version":"0","data":{"epoch":10}}')
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from segtools.errors import SchemaError
+from segtools.internal.group_schemas import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    GROUP_METADATA_VALUE,
+    OFFSET_COMMIT_VALUE,
+    RECORD_TYPES,
+)
+from segtools.internal.json_render import Raw, dumps, message_json
+from segtools.internal.protocol import Field, Message, read_message, write_message
+
+DELETE = "<DELETE>"
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class UnknownRecordTypeError(SchemaError):
+    """A key whose record type has no schema (kafka-dump-log prints "Unknown record type")."""
+
+    def __init__(self, record_type: int) -> None:
+        super().__init__(f"Unknown record type {record_type}", field="key.type")
+        self.record_type = record_type
+
+
+def _read_version(buf: bytes, name: str) -> int:
+    if len(buf) < 2:
+        raise SchemaError(f"Could not read version from {name}'s buffer.", field=f"{name}.version")
+    return struct.unpack_from(">h", buf)[0]
+
+
+def _read_body(msg: Message, buf: bytes, version: int, name: str) -> dict[str, Any]:
+    try:
+        data, _ = read_message(msg, buf, version, pos=2)
+    except SchemaError as e:
+        # CoordinatorRecordSerde.readMessage wording; trailing bytes are ignored like Kafka
+        raise SchemaError(f"Could not read record with version {version} from {name}'s buffer "
+                          f"due to: {e.reason}.", field=f"{name}.{e.field}") from None
+    return data
+
+
+def _schemas(record_type: int) -> tuple[Message, Message]:
+    schemas = RECORD_TYPES.get(record_type)
+    if schemas is None:
+        raise UnknownRecordTypeError(record_type)
+    return schemas
+
+
+def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key."""
+    if key is None:
+        raise SchemaError("message had a missing key", field="key")
+    buf = bytes(key)
+    record_type = _read_version(buf, "key")
+    key_msg, _ = _schemas(record_type)
+    return {"type": record_type, "name": key_msg.name,
+            "data": _read_body(key_msg, buf, record_type, "key")}
+
+
+def _record_type_of(key: Any) -> int | None:
+    if key is None or isinstance(key, int):
+        return key
+    return decode_key(key)["type"]
+
+
+def decode_value(value: bytes | bytearray | memoryview | None,
+                 key: bytes | int | None = None) -> dict[str, Any] | None:
+    """``{"version": v, "name": "OffsetCommitValue", "data": {...}}``; None for a tombstone.
+
+    ``key`` (raw key bytes or the record type) selects the schema. Without it the value is
+    tried as OffsetCommitValue, then GroupMetadataValue, and must be consumed exactly.
+    """
+    if value is None:
+        return None
+    buf = bytes(value)
+    version = _read_version(buf, "value")
+    record_type = _record_type_of(key)
+    if record_type is not None:
+        _, value_msg = _schemas(record_type)
+        return {"version": version, "name": value_msg.name,
+                "data": _read_body(value_msg, buf, version, "value")}
+    error: SchemaError | None = None
+    for candidate in (OFFSET_COMMIT_VALUE, GROUP_METADATA_VALUE):
+        try:
+            data, end = read_message(candidate, buf, version, pos=2)
+        except SchemaError as e:
+            error = error or e
+            continue
+        if end == len(buf):
+            return {"version": version, "name": candidate.name, "data": data}
+    raise SchemaError("value is neither an OffsetCommitValue nor a GroupMetadataValue"
+                      + (f" ({error.reason})" if error else ""), field="value")
+
+
+def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
+    """int16 record type + key body (the inverse of :func:`decode_key`)."""
+    key_msg, _ = _schemas(record_type)
+    return struct.pack(">h", record_type) + write_message(key_msg, data, record_type,
+                                                          path=key_msg.name)
+
+
+def encode_value(record_type: int, version: int, data: dict[str, Any] | None) -> bytes | None:
+    """int16 version + value body; ``None`` data gives ``None`` (a tombstone)."""
+    if data is None:
+        return None
+    _, value_msg = _schemas(record_type)
+    if not isinstance(version, int) or not -32768 <= version <= 32767:
+        raise SchemaError(f"invalid version {version!r}", field="value.version")
+    return struct.pack(">h", version) + write_message(value_msg, data, version,
+                                                      path=value_msg.name)
+
+
+def _consumer_protocol_override(f: Field, value: Any, version: int) -> Any:
+    """Replace member subscription/assignment bytes by their decoded JSON (DumpLogSegments)."""
+    if f.key == "subscription":
+        schema = CONSUMER_PROTOCOL_SUBSCRIPTION
+    elif f.key == "assignment":
+        schema = CONSUMER_PROTOCOL_ASSIGNMENT
+    else:
+        return None
+    if value is None or len(value) < 2:
+        return None
+    inner_version = struct.unpack_from(">h", value)[0]
+    try:
+        data, _ = read_message(schema, value, inner_version, pos=2)
+        return Raw(message_json(schema, data, inner_version))
+    except SchemaError:
+        return None  # Kafka swallows the error and keeps the base64 bytes
+
+
+def key_json(record_type: int, data: dict[str, Any]) -> str:
+    key_msg, _ = _schemas(record_type)
+    return dumps({"type": str(record_type), "data": Raw(message_json(key_msg, data, record_type))})
+
+
+def value_json(record_type: int, version: int, data: dict[str, Any]) -> str:
+    _, value_msg = _schemas(record_type)
+    override = None
+    if value_msg is GROUP_METADATA_VALUE and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
+        override = _consumer_protocol_override
+    return dumps({"version": str(version),
+                  "data": Raw(message_json(value_msg, data, version, override))})
+
+
+def format_record(key: bytes | bytearray | memoryview | None,
+                  value: bytes | bytearray | memoryview | None, *,
+                  offset: int | None = None) -> tuple[str | None, str | None]:
+    """(key text, payload text) exactly as kafka-dump-log ``--offsets-decoder`` prints them.
+
+    Bad records give Kafka's ``Unknown record type {t} at offset {o}, skipping.`` /
+    ``Error at offset {o}, skipping. {message}`` as the key and no payload when ``offset`` is
+    given; without ``offset`` a :class:`SchemaError` is raised instead. A missing key always
+    raises (kafka-dump-log aborts on it).
+    """
+    if key is None:
+        where = offset if offset is not None else "?"
+        raise SchemaError(f"Failed to decode message at offset {where} using offset topic "
+                          "decoder (message had a missing key)", field="key")
+    try:
+        k = decode_key(key)
+        record_type = k["type"]
+        key_text = key_json(record_type, k["data"])
+        if value is None:
+            return key_text, DELETE
+        v = decode_value(value, record_type)
+        assert v is not None
+        return key_text, value_json(record_type, v["version"], v["data"])
+    except UnknownRecordTypeError as e:
+        if offset is None:
+            raise
+        return f"Unknown record type {e.record_type} at offset {offset}, skipping.", None
+    except SchemaError as e:
+        if offset is None:
+            raise
+        return f"Error at offset {offset}, skipping. {e.reason}", None

@@ -1,0 +1,123 @@
+"""``__consumer_offsets`` (group coordinator) record schemas (FORMATS.md section 12.2).
+
+Declared from ``group-coordinator/src/main/resources/common/message/*.json`` and
+``clients/src/main/resources/common/message/ConsumerProtocol{Subscription,Assignment}.json``.
+The key's int16 prefix is the record type *and* the key's schema version.
+"""
+
+from __future__ import annotations
+
+from segtools.internal.protocol import Message, field as f, message
+
+
+def _key(name: str, record_type: int, *names: str) -> Message:
+    return message(name, record_type, str(record_type), None, [f(n, "string") for n in names])
+
+
+_TOPIC_PARTITIONS = [f("TopicId", "uuid"), f("Partitions", "[]int32")]
+
+#: record type -> (key schema, value schema)
+RECORD_TYPES: dict[int, tuple[Message, Message]] = {}
+
+
+def _register(record_type: int, key: Message, value: Message) -> None:
+    RECORD_TYPES[record_type] = (key, value)
+
+
+OFFSET_COMMIT_KEY = message("OffsetCommitKey", None, "0-1", None, [
+    f("group", "string"), f("topic", "string"), f("partition", "int32"),
+])
+OFFSET_COMMIT_VALUE = message("OffsetCommitValue", 1, "0-4", "4+", [
+    f("offset", "int64"),
+    f("leaderEpoch", "int32", "3+", default=-1, ignorable=True),
+    f("metadata", "string"),
+    f("commitTimestamp", "int64"),
+    f("expireTimestamp", "int64", "1", default=-1, ignorable=True),
+])
+GROUP_METADATA_KEY = message("GroupMetadataKey", None, "2", None, [f("group", "string")])
+GROUP_METADATA_VALUE = message("GroupMetadataValue", 2, "0-4", "4+", [
+    f("protocolType", "string"),
+    f("generation", "int32"),
+    f("protocol", "string", nullable="0+"),
+    f("leader", "string", nullable="0+"),
+    f("currentStateTimestamp", "int64", "2+", default=-1, ignorable=True),
+    f("members", "[]MemberMetadata", fields=[
+        f("memberId", "string"),
+        f("groupInstanceId", "string", "3+", nullable="3+", default=None, ignorable=True),
+        f("clientId", "string"),
+        f("clientHost", "string"),
+        f("rebalanceTimeout", "int32", "1+", ignorable=True),
+        f("sessionTimeout", "int32"),
+        f("subscription", "bytes"),
+        f("assignment", "bytes"),
+    ]),
+])
+
+_register(0, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)
+_register(1, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)
+_register(2, GROUP_METADATA_KEY, GROUP_METADATA_VALUE)
+_register(3, _key("ConsumerGroupMetadataKey", 3, "GroupId"),
+          message("ConsumerGroupMetadataValue", 3, "0", "0+", [
+              f("Epoch", "int32"),
+          ]))
+_register(4, _key("ConsumerGroupPartitionMetadataKey", 4, "GroupId"),
+          message("ConsumerGroupPartitionMetadataValue", 4, "0", "0+", [
+              f("Topics", "[]TopicMetadata", fields=[
+                  f("TopicId", "uuid"), f("TopicName", "string"), f("NumPartitions", "int32"),
+                  f("PartitionMetadata", "[]PartitionMetadata", fields=[
+                      f("Partition", "int32"), f("Racks", "[]string"),
+                  ]),
+              ]),
+          ]))
+_register(5, _key("ConsumerGroupMemberMetadataKey", 5, "GroupId", "MemberId"),
+          message("ConsumerGroupMemberMetadataValue", 5, "0", "0+", [
+              f("InstanceId", "string", nullable="0+"),
+              f("RackId", "string", nullable="0+"),
+              f("ClientId", "string"),
+              f("ClientHost", "string"),
+              f("SubscribedTopicNames", "[]string"),
+              f("SubscribedTopicRegex", "string", nullable="0+"),
+              f("RebalanceTimeoutMs", "int32", default=-1),
+              f("ServerAssignor", "string", nullable="0+"),
+              f("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", default=None,
+                tag=0, fields=[
+                    f("SessionTimeoutMs", "int32"),
+                    f("SupportedProtocols", "[]ClassicProtocol", fields=[
+                        f("Name", "string"), f("Metadata", "bytes"),
+                    ]),
+                ]),
+          ]))
+_register(6, _key("ConsumerGroupTargetAssignmentMetadataKey", 6, "GroupId"),
+          message("ConsumerGroupTargetAssignmentMetadataValue", 6, "0", "0+", [
+              f("AssignmentEpoch", "int32"),
+          ]))
+_register(7, _key("ConsumerGroupTargetAssignmentMemberKey", 7, "GroupId", "MemberId"),
+          message("ConsumerGroupTargetAssignmentMemberValue", 7, "0", "0+", [
+              f("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+          ]))
+_register(8, _key("ConsumerGroupCurrentMemberAssignmentKey", 8, "GroupId", "MemberId"),
+          message("ConsumerGroupCurrentMemberAssignmentValue", 8, "0", "0+", [
+              f("MemberEpoch", "int32"),
+              f("PreviousMemberEpoch", "int32"),
+              f("State", "int8"),
+              f("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+              f("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+          ]))
+
+# The embedded consumer protocol (GroupMetadataValue member subscription/assignment bytes,
+# version-prefixed) -- decoded by kafka-dump-log when protocolType is "consumer".
+CONSUMER_PROTOCOL_SUBSCRIPTION = message("ConsumerProtocolSubscription", None, "0-3", None, [
+    f("Topics", "[]string"),
+    f("UserData", "bytes", nullable="0+", default=None),
+    f("OwnedPartitions", "[]TopicPartition", "1+", ignorable=True, fields=[
+        f("Topic", "string", "1+"), f("Partitions", "[]int32", "1+"),
+    ]),
+    f("GenerationId", "int32", "2+", default=-1, ignorable=True),
+    f("RackId", "string", "3+", nullable="3+", default=None, ignorable=True),
+])
+CONSUMER_PROTOCOL_ASSIGNMENT = message("ConsumerProtocolAssignment", None, "0-3", None, [
+    f("AssignedPartitions", "[]TopicPartition", fields=[
+        f("Topic", "string"), f("Partitions", "[]int32"),
+    ]),
+    f("UserData", "bytes", nullable="0+", default=None),
+])
