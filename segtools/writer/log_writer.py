@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Sequence
 
 from ..errors import FormatError, InputError
@@ -337,11 +337,10 @@ class LogWriter:
         """``ProducerStateManager.takeSnapshot``: only when the offset moved past the last one."""
         if self._last_snapshot_offset is not None and offset <= self._last_snapshot_offset:
             return
-        try:
-            from ..snapshots import write_producer_snapshot
-        except ImportError:  # segtools.snapshots not landed yet: no snapshot files
-            return
-        write_producer_snapshot(self._snapshot_path(offset), self._producers.entries())
+        from ..snapshots import ProducerSnapshotEntry, write_producer_snapshot
+
+        write_producer_snapshot(self._snapshot_path(offset),
+                                [ProducerSnapshotEntry(*astuple(e)) for e in self._producers.entries()])
         self._last_snapshot_offset = offset
 
     def _delete_snapshots(self, *, below: int | None = None, above: int | None = None) -> None:

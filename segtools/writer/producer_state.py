@@ -39,14 +39,18 @@ class CompletedTxn:
     is_aborted: bool
 
 
+def _java_long_hash_bucket(producer_id: int, table_size: int) -> int:
+    """Bucket of a ``Long`` key in a ``java.util.HashMap`` of ``table_size`` slots."""
+    value = producer_id & 0xFFFFFFFFFFFFFFFF
+    h = (value ^ (value >> 32)) & 0xFFFFFFFF          # Long.hashCode
+    return (h ^ (h >> 16)) & (table_size - 1)        # HashMap.hash + index
+
+
 class ProducerStateTracker:
     def __init__(self) -> None:
+        #: insertion-ordered (first batch seen first), like the HashMap's bucket chains
         self.producers: dict[int, ProducerState] = {}
-
-    def copy(self) -> "ProducerStateTracker":
-        other = ProducerStateTracker()
-        other.producers = dict(self.producers)
-        return other
+        self._table_size = 16  # HashMap default capacity; doubles past 0.75 load, never shrinks
 
     def ongoing_first_offsets(self) -> dict[int, int]:
         return {pid: s.current_txn_first_offset for pid, s in self.producers.items()
@@ -71,7 +75,7 @@ class ProducerStateTracker:
                             offset_delta=0)
         if batch.is_control:
             if batch.records_count == 0 or batch.control_type not in (0, 1):
-                self.producers[pid] = state
+                self._put(pid, state)
                 return None
             first = state.current_txn_first_offset
             if txn_first_offset is not None:
@@ -80,19 +84,28 @@ class ProducerStateTracker:
             if first >= 0:
                 completed = CompletedTxn(pid, first, batch.base_offset, batch.control_type == 0)
             coordinator_epoch = batch.coordinator_epoch
-            self.producers[pid] = replace(
+            self._put(pid, replace(
                 state, current_txn_first_offset=-1, timestamp=batch.max_timestamp,
                 coordinator_epoch=coordinator_epoch if coordinator_epoch is not None
-                else state.coordinator_epoch)
+                else state.coordinator_epoch))
             return completed
         current = state.current_txn_first_offset
         if batch.is_transactional and current < 0:
             current = batch.base_offset
-        self.producers[pid] = replace(
+        self._put(pid, replace(
             state, last_sequence=batch.last_sequence, last_offset=batch.last_offset,
             offset_delta=batch.last_offset - batch.base_offset, timestamp=batch.max_timestamp,
-            current_txn_first_offset=current)
+            current_txn_first_offset=current))
         return None
 
+    def _put(self, pid: int, state: ProducerState) -> None:
+        self.producers[pid] = state
+        while len(self.producers) > self._table_size * 3 // 4:
+            self._table_size *= 2
+
     def entries(self) -> list[ProducerState]:
-        return [self.producers[pid] for pid in sorted(self.producers)]
+        """Entries in the order Kafka's ``writeSnapshot`` iterates its ``HashMap<Long, _>``:
+        by bucket, then by insertion within a bucket."""
+        # sorted() is stable, so insertion order is kept within a bucket
+        return sorted(self.producers.values(),
+                      key=lambda s: _java_long_hash_bucket(s.producer_id, self._table_size))
