@@ -1,0 +1,141 @@
+"""Stage 3 of compare: the records inside divergent ranges, matched against the reference.
+
+A divergent record is lost from the surviving lineage when the reference does not hold the
+same offset with the same leader epoch (the definition truth.json uses). It is additionally
+marked ``relocated_to`` when the reference holds it again elsewhere: by producer id, epoch
+and sequence for idempotent producers, by content (key, value, headers) otherwise, as in
+FORENSICS.md S10. Acks come from the producer's own log (``acks.jsonl``), never from disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from segtools.errors import InputError
+from segtools.forensics.classify import DivergentRange
+from segtools.forensics.findings import Finding
+from segtools.forensics.model import RecordFacts
+
+
+def text_or_base64(data: bytes | None) -> str | dict[str, str] | None:
+    """CONTRACT.md section 4: UTF-8 text when it decodes, else {"base64": ...}."""
+    if data is None:
+        return None
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(bytes(data)).decode("ascii")}
+
+
+@dataclass(slots=True)
+class LostRecord:
+    broker: int
+    offset: int
+    leader_epoch: int
+    key: bytes | None
+    value: bytes | None
+    committed: bool
+    acked: bool | None
+    relocated_to: int | None = None
+    producer_id: int = -1
+    sequence: int = -1
+    log_dir: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "broker": self.broker, "offset": self.offset, "leader_epoch": self.leader_epoch,
+            "key": text_or_base64(self.key), "value": text_or_base64(self.value),
+            "committed": self.committed, "acked": self.acked,
+        }
+        if self.relocated_to is not None:
+            out["relocated_to"] = self.relocated_to
+        if self.producer_id >= 0:
+            out["producer_id"], out["sequence"] = self.producer_id, self.sequence
+        return out
+
+
+class AckIndex:
+    """Producer-side acknowledgements from ``acks.jsonl`` (CONTRACT.md section 3)."""
+
+    def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._acked: dict[tuple[str, int, int, int], bool] = {}
+        for e in entries:
+            if e.get("offset") is None or e.get("leader_epoch") is None:
+                continue
+            k = (str(e["topic"]), int(e["partition"]), int(e["offset"]), int(e["leader_epoch"]))
+            self._acked[k] = self._acked.get(k, False) or bool(e.get("ok"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "AckIndex":
+        entries = []
+        try:
+            with open(path, "rb") as fh:
+                for lineno, raw in enumerate(fh, 1):
+                    if not raw.strip():
+                        continue
+                    try:
+                        entry = json.loads(raw)
+                        if not isinstance(entry, dict):
+                            raise ValueError("not an object")
+                        entries.append(entry)
+                    except ValueError as exc:
+                        raise InputError(f"{path}: line {lineno} is not a JSON object: {exc}") from None
+        except OSError as exc:
+            raise InputError(f"cannot read acks file {path}: {exc.strerror or exc}") from exc
+        try:
+            return cls(entries)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{path}: malformed ack entry ({exc})") from None
+
+    def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]:
+        return {(o, e): ok for (t, p, o, e), ok in self._acked.items() if t == topic and p == partition}
+
+    def acked(self, topic: str, partition: int, offset: int, epoch: int) -> bool:
+        return self._acked.get((topic, partition, offset, epoch), False)
+
+
+def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int, str], Sequence[RecordFacts]],
+                 reference: Sequence[RecordFacts],
+                 acks: Mapping[tuple[int, int], bool] | None) -> tuple[list[LostRecord], list[Finding]]:
+    """Lost records per divergent range (keyed by (broker, log_dir)), with relocation and
+    committed/acked flags; plus RELOCATED / DUPLICATE findings."""
+    at = {(r.offset, r.leader_epoch) for r in reference}
+    by_producer: dict[tuple[int, int, int], int] = {}
+    by_content: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for r in reference:
+        if r.is_control:
+            continue
+        if r.producer_id >= 0 and r.sequence >= 0:
+            by_producer[(r.producer_id, r.producer_epoch, r.sequence)] = r.offset
+        by_content[r.content].append(r.offset)
+    out: list[LostRecord] = []
+    findings: list[Finding] = []
+    for rng in ranges:
+        moved = 0
+        for rec in divergent.get((rng.broker, rng.log_dir), ()):
+            if rec.is_control or not (rng.first_offset <= rec.offset <= rng.last_offset):
+                continue
+            if (rec.offset, rec.leader_epoch) in at:
+                continue
+            relocated = None
+            if rec.producer_id >= 0 and rec.sequence >= 0:
+                relocated = by_producer.get((rec.producer_id, rec.producer_epoch, rec.sequence))
+            else:
+                later = [o for o in by_content.get(rec.content, ()) if o != rec.offset]
+                relocated = later[0] if len(later) == 1 else None
+            moved += relocated is not None
+            out.append(LostRecord(
+                broker=rng.broker, log_dir=rng.log_dir, offset=rec.offset, leader_epoch=rec.leader_epoch,
+                key=rec.key, value=rec.value, committed=rng.is_committed(rec.offset),
+                acked=None if acks is None else acks.get((rec.offset, rec.leader_epoch), False),
+                relocated_to=relocated, producer_id=rec.producer_id, sequence=rec.sequence))
+        if moved:
+            findings.append(Finding("RELOCATED", f"broker {rng.broker}: {moved} divergent record(s) "
+                                    "found again in the reference lineage", offset=rng.first_offset))
+    out.sort(key=lambda x: (x.offset, x.broker, x.leader_epoch))
+    return out, findings
