@@ -1,0 +1,250 @@
+"""crc.py and codecs.py against independent references: published check values, the codec
+libraries themselves, kafka-python's codec module and the real Kafka 0.8 snappy/gzip vectors."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+import zlib
+
+import cramjam
+import lz4.frame
+import pytest
+import zstandard
+from kafka import codec as kcodec
+
+from segtools import codecs
+from segtools.codecs import COMPRESSION_NAMES, compress, decompress, xxh32
+from segtools.crc import crc32, crc32c
+from segtools.errors import CompressionError, CorruptBatchError
+
+PAYLOAD = b"".join(b"record %d with some text that compresses; " % i for i in range(3000)) + \
+    os.urandom(2000)
+MiB = 1 << 20
+
+
+# ------------------------------------------------------------------------------------ CRC
+
+def test_crc32c_check_value():
+    # FORMATS.md section 0: CRC-32C check value of "123456789"
+    assert crc32c(b"123456789") == 0xE3069283
+
+
+def test_crc32_check_value():
+    # the standard CRC-32 (IEEE) check value
+    assert crc32(b"123456789") == 0xCBF43926
+
+
+def test_crc32c_is_incremental_and_accepts_memoryview():
+    data = os.urandom(1000)
+    assert crc32c(data[400:], crc32c(data[:400])) == crc32c(data)
+    assert crc32c(memoryview(data)[10:20]) == crc32c(data[10:20])
+
+
+def test_crc32c_of_spec_worked_example_batch():
+    # FORMATS.md 1.9: the stored crc 0x965A94B1 covers bytes [21, end) of the batch
+    batch = bytes.fromhex(
+        "0000000000000000" "00000039" "00000000" "02" "965a94b1" "0000" "00000000"
+        "0000018bcfe56800" "0000018bcfe56800" "ffffffffffffffff" "ffff" "ffffffff"
+        "00000001" "0e0000000102" "6100")
+    assert len(batch) == 69
+    assert crc32c(batch[21:]) == 0x965A94B1
+
+
+# ------------------------------------------------------------------------------------ xxh32
+
+@pytest.mark.parametrize("data,expected", [
+    (b"", 0x02CC5D05),      # published xxHash32 test vectors, seed 0
+    (b"a", 0x550D7456),
+    (b"abc", 0x32D153FF),
+])
+def test_xxh32_known_vectors(data, expected):
+    assert xxh32(data) == expected
+
+
+def test_xxh32_agrees_with_lz4_library_header_checksum():
+    # liblz4 writes HC = (xxh32(descriptor) >> 8) & 0xFF; check several descriptors
+    for kwargs in ({}, {"store_size": False}, {"block_size": lz4.frame.BLOCKSIZE_MAX4MB},
+                   {"content_checksum": True, "block_linked": False}):
+        frame = lz4.frame.compress(b"abc" * 100, **kwargs)
+        flg = frame[4]
+        hc_pos = 6 + (8 if flg & 0x08 else 0)
+        assert frame[hc_pos] == (xxh32(frame[4:hc_pos]) >> 8) & 0xFF
+
+
+# ------------------------------------------------------------------------------------ names
+
+def test_compression_names():
+    assert COMPRESSION_NAMES == {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+@pytest.mark.parametrize("codec_id", [5, 6, 7])
+def test_unknown_codec_ids(codec_id):
+    with pytest.raises(CompressionError, match=f"Unknown compression type id: {codec_id}"):
+        decompress(codec_id, b"x", max_size=100)
+
+
+# ------------------------------------------------------------------------------------ compress:
+# what we write must decode with the codec libraries / kafka-python (independent readers)
+
+def test_gzip_output_is_java_like_and_standard():
+    out = compress(1, PAYLOAD)
+    assert gzip.decompress(out) == PAYLOAD
+    assert kcodec.gzip_decode(out) == PAYLOAD
+    # JDK 17 GZIPOutputStream header: deflate, no flags, mtime 0, xfl 0, OS 255
+    assert out[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+def test_snappy_output_is_xerial_framed():
+    out = compress(2, PAYLOAD)
+    assert out[:16] == b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    assert kcodec.snappy_decode(out) == PAYLOAD
+    # 32 KiB input blocks, each a raw snappy block with a BE length prefix
+    pos, blocks = 16, []
+    while pos < len(out):
+        (n,) = struct.unpack_from(">i", out, pos)
+        blocks.append(bytes(cramjam.snappy.decompress_raw(out[pos + 4:pos + 4 + n])))
+        pos += 4 + n
+    assert b"".join(blocks) == PAYLOAD
+    assert [len(b) for b in blocks[:-1]] == [32 * 1024] * (len(blocks) - 1)
+
+
+def test_lz4_output_is_kafka_frame():
+    out = compress(3, PAYLOAD, magic=2)
+    assert out[:4] == b"\x04\x22\x4d\x18"
+    assert out[4] == 0x60 and out[5] == 0x40  # Lz4BlockOutputStream FLG / BD
+    assert lz4.frame.decompress(out) == PAYLOAD
+    assert kcodec.lz4_decode(out) == PAYLOAD
+
+
+def test_lz4_magic0_writes_broken_header_checksum_kafka_3160():
+    out = compress(3, PAYLOAD, magic=0)
+    # HC over magic + FLG + BD (bytes [0,6)), as old Kafka and kafka-python's
+    # lz4_encode_old_kafka compute it
+    assert out[6] == (xxh32(out[0:6]) >> 8) & 0xFF
+    assert out[6] != (xxh32(out[4:6]) >> 8) & 0xFF
+    with pytest.raises(RuntimeError):
+        lz4.frame.decompress(out)  # a strict reader rejects it ...
+    assert decompress(3, out, magic=0, max_size=len(PAYLOAD)) == PAYLOAD  # ... we accept it
+    with pytest.raises(CompressionError, match="header checksum"):
+        decompress(3, out, magic=1, max_size=len(PAYLOAD))  # magic 1/2 verify HC
+
+
+def test_zstd_output_has_no_content_size():
+    out = compress(4, PAYLOAD)
+    params = zstandard.get_frame_parameters(out)
+    assert params.content_size == zstandard.CONTENTSIZE_UNKNOWN  # like zstd-jni streams
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(out) == PAYLOAD
+    assert kcodec.zstd_decode(out) == PAYLOAD
+
+
+def test_zstd_not_allowed_below_magic_2():
+    with pytest.raises(CompressionError, match="magic"):
+        compress(4, b"x", magic=1)
+    frame = zstandard.ZstdCompressor().compress(b"x")
+    with pytest.raises(CompressionError, match="magic"):
+        decompress(4, frame, magic=1, max_size=100)
+
+
+# ------------------------------------------------------------------------------------ decompress:
+# input produced by other writers
+
+def test_decompress_inputs_from_other_writers():
+    assert decompress(1, kcodec.gzip_encode(PAYLOAD), max_size=MiB) == PAYLOAD
+    assert decompress(2, kcodec.snappy_encode(PAYLOAD, xerial_compatible=True),
+                      max_size=MiB) == PAYLOAD
+    assert decompress(2, kcodec.snappy_encode(PAYLOAD), max_size=MiB) == PAYLOAD  # raw
+    assert decompress(3, kcodec.lz4_encode(PAYLOAD), max_size=MiB) == PAYLOAD
+    assert decompress(4, kcodec.zstd_encode(PAYLOAD), max_size=MiB) == PAYLOAD
+    # zstd frame with content size, and one produced by a streaming writer
+    assert decompress(4, zstandard.ZstdCompressor(level=19).compress(PAYLOAD),
+                      max_size=MiB) == PAYLOAD
+
+
+def test_gzip_concatenated_members_and_trailing_garbage():
+    two = gzip.compress(b"first ") + gzip.compress(b"second")
+    assert decompress(1, two, max_size=100) == b"first second"
+    # JDK GZIPInputStream stops silently at bytes that are not another member
+    assert decompress(1, gzip.compress(b"abc") + b"\x00junk", max_size=100) == b"abc"
+
+
+def test_zstd_concatenated_frames():
+    c = zstandard.ZstdCompressor()
+    assert decompress(4, c.compress(b"one ") + c.compress(b"two"), max_size=100) == b"one two"
+
+
+def test_snappy_concatenated_xerial_streams():
+    data = compress(2, b"abc" * 10) + compress(2, b"xyz" * 10)
+    assert decompress(2, data, max_size=100) == b"abc" * 10 + b"xyz" * 10
+
+
+def test_real_kafka_08_snappy_and_gzip_wrappers(realdata):
+    """The value of the 0.8.2 wrapper messages: snappy-java/JDK gzip output, not ours."""
+    lines = (realdata / "kafka-0.8-0.9-legacy-messages" / "fetch1.txt").read_bytes()
+    for name, codec_id in [("fetch1.mytopic.1p.gzip.kafka.0821", 1),
+                           ("fetch1.mytopic.1p.snappy.kafka.0821", 2),
+                           ("fetch1.mytopic.1p.snappy.kafka.0822", 2)]:
+        raw = (realdata / "kafka-0.8-0.9-legacy-messages" /
+               f"{name}.tmy-topic.p0.records.bin").read_bytes()
+        # one v0 wrapper: offset, size, crc, magic, attrs, key -1, value length, value
+        assert raw[16] == 0 and raw[17] & 7 == codec_id
+        (value_len,) = struct.unpack_from(">i", raw, 22)
+        value = raw[26:26 + value_len]
+        inner = decompress(codec_id, value, magic=0, max_size=MiB)
+        if codec_id == 2:
+            assert value.startswith(b"\x82SNAPPY\x00")
+        # every text line appears in the inner message set
+        assert all(line in inner for line in lines.splitlines() if line)
+
+
+# ------------------------------------------------------------------------------------ bombs and
+# corrupt payloads
+
+@pytest.mark.parametrize("codec_id", [1, 2, 3, 4])
+def test_bomb_is_bounded(codec_id):
+    bomb = compress(codec_id, bytes(64 * MiB))
+    assert len(bomb) < 4 * MiB
+    with pytest.raises(CompressionError, match="more than"):
+        decompress(codec_id, bomb, max_size=MiB)
+
+
+def test_snappy_raw_length_header_checked_before_allocation():
+    # a raw snappy block claiming 4 GiB output, 6 bytes long
+    hostile = b"\xff\xff\xff\xff\x0f\x00"
+    with pytest.raises(CompressionError):
+        decompress(2, hostile, max_size=MiB)
+
+
+@pytest.mark.parametrize("codec_id", [1, 2, 3, 4])
+def test_truncated_payloads_raise_compression_error(codec_id):
+    good = compress(codec_id, PAYLOAD)
+    for cut in (1, 7, len(good) // 2, len(good) - 1):
+        with pytest.raises(CompressionError) as info:
+            decompress(codec_id, good[:cut], max_size=MiB)
+        assert isinstance(info.value, CorruptBatchError)
+        assert info.value.field == "records"
+
+
+@pytest.mark.parametrize("codec_id", [1, 2, 3, 4])
+def test_garbage_payloads_raise_compression_error(codec_id):
+    for junk in (b"", b"\x00", os.urandom(64), b"\x1f\x8b" + os.urandom(40),
+                 b"\x04\x22\x4d\x18" + os.urandom(40), b"\x82SNAPPY\x00" + os.urandom(40)):
+        try:
+            decompress(codec_id, junk, max_size=MiB)
+        except CompressionError:
+            pass
+
+
+def test_gzip_corrupt_crc_is_reported():
+    good = bytearray(gzip.compress(PAYLOAD))
+    good[-6] ^= 0xFF  # stored CRC-32 of the member
+    with pytest.raises(CompressionError):
+        decompress(1, bytes(good), max_size=MiB)
+
+
+def test_none_codec_is_bounded_too():
+    assert decompress(0, b"abc", max_size=3) == b"abc"
+    with pytest.raises(CompressionError):
+        decompress(0, b"abcd", max_size=3)
+
