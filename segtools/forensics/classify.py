@@ -272,6 +272,15 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                 cause = _cause(ref, v, fork, history, committed > 0)
             elif v.log_end_offset < ref.log_end_offset:
                 codes.add("LAGGING_PREFIX")
+            hw = v.high_watermark
+            if ("TRUNCATED_BELOW_HW" in codes and not div_batches and hw is not None
+                    and ref.log_end_offset >= hw):
+                # The offsets this replica lost locally (or had not yet copied, for a copy of a
+                # running broker) are held by the reference lineage: nothing is lost (S11a).
+                codes.discard("TRUNCATED_BELOW_HW")
+                findings = [Finding("HW_ABOVE_LEO_COVERED", f.detail + f"; reference broker "
+                                    f"{ref.broker} holds them", offset=f.offset)
+                            if f.code == "TRUNCATED_BELOW_HW" else f for f in findings]
         status = rank_status(codes & {"LOG_MATCHING_VIOLATION", "COMMITTED_LOSS", "CRC_INVALID",
                                       "NON_MONOTONIC_OFFSETS", "EPOCH_REGRESSION",
                                       "TRUNCATED_BELOW_HW", "DIVERGED_UNCOMMITTED",

@@ -24,8 +24,15 @@ def test_s1_lagging_follower_and_truncated_below_hw():
     v = classify_partition([replica(1, full, hw=20), replica(3, dense([(0, 9, 0)]), hw=10)])
     assert by_broker(v)[3].status == "LAGGING_PREFIX"
     assert by_broker(v)[3].fork_offset is None
+    # HWC above LEO, but the reference holds [LEO, HWC): harmless (S11a) -- also what a copy
+    # of a running broker looks like (realdata kafka-2.5 `early`, __consumer_offsets-12)
     v2 = classify_partition([replica(1, full, hw=20), replica(3, dense([(0, 9, 0)]), hw=15)])
-    assert by_broker(v2)[3].status == "TRUNCATED_BELOW_HW"
+    assert by_broker(v2)[3].status == "LAGGING_PREFIX"
+    assert "HW_ABOVE_LEO_COVERED" in {f.code for f in by_broker(v2)[3].findings}
+    # ... and when no replica holds the committed offsets any more, it is a local loss
+    v3 = classify_partition([replica(1, full[:12], hw=12), replica(3, dense([(0, 9, 0)]), hw=15)])
+    assert by_broker(v3)[3].status == "TRUNCATED_BELOW_HW"
+    assert by_broker(v3)[1].status == "CONSISTENT"
 
 
 def test_s3_fork_in_the_middle_is_log_matching_violation():
