@@ -195,11 +195,11 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
         length = len(data)
         n = length // 12
         slots = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(data[: n * 12])]
-    for needed in (log_path, index_path):
-        if not os.path.exists(needed):
-            ctx.error("missing_log", FormatError(
-                f"cannot check {os.path.basename(path)}: {needed} does not exist", path=path))
-            return
+    if not os.path.exists(log_path):
+        ctx.error("missing_log", FormatError(
+            f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
+            path=path))
+        return
     if opts.index_sanity_check:
         abs_path = os.path.abspath(path)
         last_ts, last_offset = slots[-1] if slots else (-1, base)
@@ -225,16 +225,22 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     slots = slots[:real]
     if not slots:
         return
-    with open_readonly(index_path) as idata:
-        offset_slots = _offset_slots(idata, base)
+    # Kafka creates a missing .index and then fails; an absent index only means no lookup
+    # shortcut (position 0), so we go on with the check.
+    offset_slots: list[tuple[int, int]] = []
+    if os.path.exists(index_path):
+        with open_readonly(index_path) as idata:
+            offset_slots = _offset_slots(idata, base)
 
     # Pass 1: where every batch starts and ends (shallow).
     positions: list[int] = []
+    base_offsets: list[int] = []
     last_offsets: list[int] = []
     with SegmentReader(log_path) as reader:
         try:
             for batch in reader:
                 positions.append(batch.position)
+                base_offsets.append(batch.base_offset)
                 last_offsets.append(batch.last_offset)
         except FormatError as exc:
             ctx.error("corrupt_batch", exc.located(path=log_path))
@@ -287,8 +293,12 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
             ctx.deferred("time_index_offset_not_found", {"index_offset": offset, "log_offset": -1})
         elif last_offsets[j] != offset:
             _append(summaries.offsets_not_found, abs_path, (offset, last_offsets[j]))
+            # Kafka 3.6/3.7 indexed the offset of the max-timestamp *record* (KAFKA-16310): an
+            # offset inside the found batch is reported as Kafka does but is not corruption.
+            inside = base_offsets[j] <= offset < last_offsets[j]
             ctx.deferred("time_index_offset_not_found",
-                         {"index_offset": offset, "log_offset": last_offsets[j]})
+                         {"index_offset": offset, "log_offset": last_offsets[j],
+                          "inside_batch": inside}, is_problem=not inside)
         elif j in max_ts:
             if max_ts[j] != ts:
                 _append(summaries.timestamp_mismatches, abs_path, (ts, max_ts[j]))
