@@ -65,7 +65,7 @@ class ReplicaLog:
         self.flushed_offset = 0  # everything below is on disk (survives a power loss)
         self.recovery_checkpoint: int | None = None
         self.log_start_checkpoint: int | None = None
-        self.torn_tail: bytes | None = None  # half-written batch left by a power loss
+        self.torn_tail: SimBatch | None = None  # first batch a power loss cut: half of it stays
         self.needs_truncation = False
         # leader-side view of this follower (reset when leadership changes)
         self.fetch_offset: int | None = None

@@ -1,0 +1,667 @@
+"""The simulated cluster: brokers, replicas, the virtual clock, produce/fetch and the faults.
+
+Replication follows FORENSICS.md Part A: leaders stamp their epoch into every batch, followers
+copy batches unchanged, the leader's HW is the smallest LEO over the ISR and reaches followers one
+fetch later, ISR shrinks after ``replica_lag_time_max_ms`` of virtual time without catching up and
+grows back once a follower has reached the HW (and, with leader-epoch truncation, the start of
+the current epoch, KAFKA-7128). Follower truncation is either the leader-epoch walk (KIP-101 with
+the KIP-279 fix) or the pre-0.11 rule "truncate to your own HW", so the historical divergence
+bugs can be replayed.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from segtools.simulate.controller import NO_LEADER, Controller, Election, PartitionState
+from segtools.simulate.replica import ReplicaLog, SimBatch, SimRecord
+from segtools.simulate.scenario import Scenario, Step, TopicSpec
+
+TP = tuple[str, int]
+
+# errors a producer retries (Kafka's RetriableException subclasses)
+_RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS",
+                        "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT"})
+
+# reasons a batch disappears from a replica's log
+POWER_LOSS = "POWER_LOSS"
+TRUNCATED = "TRUNCATED"
+
+
+@dataclass
+class BrokerState:
+    broker_id: int
+    alive: bool = True
+    paused: bool = False
+    clean_shutdown: bool = False
+    broker_epoch: int = 0
+    incarnation: int = 0
+    directory_id: bytes = b""
+
+
+@dataclass
+class ProducerState:
+    name: str
+    producer_id: int
+    producer_epoch: int
+    idempotent: bool
+    transactional_id: str | None
+    sequences: dict[TP, int] = field(default_factory=dict)
+    in_transaction: bool = False
+    txn_partitions: list[TP] = field(default_factory=list)
+    txn_first_offsets: dict[TP, int] = field(default_factory=dict)
+
+
+@dataclass
+class AckLine:
+    record: SimRecord | None
+    topic: str
+    partition: int
+    key: str | None
+    value: str | None
+    acks: str
+    ok: bool
+    offset: int | None
+    leader_epoch: int | None
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "key": self.key,
+                "value": self.value, "acks": self.acks, "ok": self.ok, "offset": self.offset,
+                "leader_epoch": self.leader_epoch, "error": self.error}
+
+
+def _uuid_text(raw: bytes) -> str:
+    """Kafka's Uuid text form: base64url without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+class Cluster:
+    """Runs a scenario's steps against an in-memory model of every replica."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        spec = scenario.cluster
+        self.spec = spec
+        self.rng = random.Random(scenario.seed)
+        self.now = spec.start_time_ms
+        self.cluster_id = spec.cluster_id or _uuid_text(self.rng.randbytes(16))
+        self.brokers: dict[int, BrokerState] = {}
+        for b in spec.brokers:
+            self.brokers[b] = BrokerState(b, directory_id=self.rng.randbytes(16))
+        self.controller = Controller(self._is_alive, lambda: self.now)
+        self.topics: dict[str, TopicSpec] = {t.name: t for t in scenario.topics}
+        self.topic_ids: dict[str, bytes] = {}
+        self.partitions: dict[TP, PartitionState] = {}
+        self.replicas: dict[TP, dict[int, ReplicaLog]] = {}
+        # leader-side follower fetch state: tp -> broker -> fetch offset (None = unknown)
+        self.records: list[SimRecord] = []
+        self.batches_by_record: dict[int, SimBatch] = {}
+        self.removals: dict[tuple[int, int], set[str]] = {}  # (id(record), broker) -> reasons
+        self.acks: list[AckLine] = []
+        self.producers: dict[str, ProducerState] = {}
+        self.snapshots: list[str] = []
+        self._next_producer_id = 1000
+        self._round_robin: dict[str, int] = {}
+        self._seq = 0
+        self._value_rng = random.Random(scenario.seed ^ 0x5E6)
+        self._next_hw_ckpt = self.now + spec.high_watermark_checkpoint_interval_ms
+        self._next_flush_ckpt = self.now + spec.flush_offset_checkpoint_interval_ms
+        self._isr_check_interval = max(1, spec.replica_lag_time_max_ms // 2)
+        self._next_isr_check = self.now + self._isr_check_interval
+        self._snapshot_hook: Any = None
+        for b in spec.brokers:
+            self._register_broker(b)
+        for t in scenario.topics:
+            tid = self.rng.randbytes(16)
+            self.topic_ids[t.name] = tid
+            self.controller.events.append(("TopicRecord", 0, {"name": t.name, "topicId": tid}))
+            for p in range(t.partitions):
+                tp = (t.name, p)
+                assert t.assignment is not None
+                ps = PartitionState(t.name, p, tid, t.assignment[p], t.min_insync_replicas,
+                                    t.unclean_leader_election)
+                self.partitions[tp] = ps
+                self.replicas[tp] = {b: ReplicaLog(b) for b in ps.replicas}
+                self.controller.create_partition(ps)
+                if ps.leader != NO_LEADER:
+                    self.replicas[tp][ps.leader].assign_epoch(0, 0)
+                    ps.elections[-1].start_offset = 0
+                    ps.elections[-1].leader_epochs = [(0, 0)]
+        for i, p in enumerate(scenario.producers):
+            self.producers[p.name] = ProducerState(
+                p.name, self._next_producer_id if p.idempotent else -1, 0 if p.idempotent else -1,
+                p.idempotent, p.transactional_id)
+            if p.idempotent:
+                self._next_producer_id += 1
+
+    # ------------------------------------------------------------------ basics
+    def _is_alive(self, broker: int) -> bool:
+        return self.brokers[broker].alive
+
+    def _fetching(self, broker: int) -> bool:
+        st = self.brokers[broker]
+        return st.alive and not st.paused
+
+    def _register_broker(self, b: int) -> None:
+        st = self.brokers[b]
+        st.incarnation += 1
+        # KRaft: the broker epoch is the offset of the registration record in the metadata log
+        st.broker_epoch = len(self.controller.events)
+        self.controller.events.append(("RegisterBrokerRecord", 0, {
+            "brokerId": b, "incarnationId": self.rng.randbytes(16), "brokerEpoch": st.broker_epoch,
+            "endPoints": [{"name": "PLAINTEXT", "host": f"broker-{b}", "port": 9092,
+                           "securityProtocol": 0}],
+            "features": [], "rack": None, "fenced": True}))
+        self.controller.events.append(("UnfenceBrokerRecord", 0, {"id": b, "epoch": st.broker_epoch}))
+
+    def run(self) -> None:
+        for step in self.scenario.steps:
+            self.apply(step)
+
+    def apply(self, step: Step) -> None:
+        getattr(self, "_step_" + step.kind)(**step.args)
+        if step.kind not in ("advance", "snapshot"):
+            self.fetch_round()
+
+    # ------------------------------------------------------------------ clock
+    def _advance_clock(self, to_ms: int) -> None:
+        """Move virtual time, running the periodic tasks whose time has come in order."""
+        while True:
+            nxt = min(self._next_hw_ckpt, self._next_flush_ckpt, self._next_isr_check)
+            if nxt > to_ms:
+                break
+            self.now = nxt
+            if nxt == self._next_isr_check:
+                self._next_isr_check += self._isr_check_interval
+                self._isr_expiration()
+            if nxt == self._next_hw_ckpt:
+                self._next_hw_ckpt += self.spec.high_watermark_checkpoint_interval_ms
+                self._checkpoint_high_watermarks()
+            if nxt == self._next_flush_ckpt:
+                self._next_flush_ckpt += self.spec.flush_offset_checkpoint_interval_ms
+                self._flush_and_checkpoint()
+        self.now = to_ms
+
+    def _tick(self) -> None:
+        self._advance_clock(self.now + 1)
+
+    def _checkpoint_high_watermarks(self) -> None:
+        for tp, reps in self.replicas.items():
+            for b, r in reps.items():
+                if self.brokers[b].alive:
+                    r.hw_checkpoint = r.high_watermark
+                    r.epoch_file = list(r.epochs)  # the asynchronous epoch-cache flush lands too
+
+    def _flush_and_checkpoint(self, only: int | None = None) -> None:
+        for tp, reps in self.replicas.items():
+            for b, r in reps.items():
+                if self.brokers[b].alive and (only is None or b == only):
+                    r.flush()
+                    r.recovery_checkpoint = r.flushed_offset
+                    r.log_start_checkpoint = r.log_start_offset
+
+    def _isr_expiration(self) -> None:
+        """Kafka's isr-expiration task: drop followers that have not caught up for too long.
+        Followers that are alive and not paused fetch continuously, so they never lag here."""
+        lag = self.spec.replica_lag_time_max_ms
+        for tp, ps in self.partitions.items():
+            if ps.leader == NO_LEADER or not self.brokers[ps.leader].alive:
+                continue
+            changed = False
+            for b in list(ps.isr):
+                if b == ps.leader or self._fetching(b):
+                    continue
+                if self.now - self.replicas[tp][b].last_caught_up_ms > lag:
+                    changed |= self.controller.remove_from_isr(ps, b)
+            if changed:
+                self._maybe_increment_hw(tp, ps)
+
+    # ------------------------------------------------------------------ replication
+    def fetch_round(self, only: TP | None = None) -> None:
+        items = [(only, self.partitions[only])] if only is not None else self.partitions.items()
+        for tp, ps in items:
+            if ps.leader == NO_LEADER or not self.brokers[ps.leader].alive:
+                continue
+            if ps.leader_recovery_state != 0:
+                self.controller.recovered(ps)  # the unclean leader has finished its recovery
+            leader = self.replicas[tp][ps.leader]
+            for b in ps.replicas:
+                if b != ps.leader and self._fetching(b):
+                    self._follower_fetch(tp, ps, leader, self.replicas[tp][b])
+
+    def fetch_until_quiet(self, max_rounds: int = 6) -> None:
+        for _ in range(max_rounds):
+            before = self._fingerprint()
+            self.fetch_round()
+            if self._fingerprint() == before:
+                return
+
+    def _fingerprint(self) -> tuple[Any, ...]:
+        return tuple((tp, b, r.log_end_offset, r.high_watermark, len(self.partitions[tp].isr))
+                     for tp, reps in self.replicas.items() for b, r in reps.items())
+
+    def _follower_fetch(self, tp: TP, ps: PartitionState, leader: ReplicaLog, f: ReplicaLog) -> None:
+        if f.needs_truncation:
+            self._truncate_follower(tp, f, leader)
+            f.needs_truncation = False
+        if f.log_end_offset > leader.log_end_offset:  # OFFSET_OUT_OF_RANGE: the pre-0.11 fallback
+            self._remove(tp, f, f.truncate_to(leader.log_end_offset), TRUNCATED)
+        if f.log_end_offset < leader.log_start_offset:
+            self._remove(tp, f, f.truncate_fully_and_start_at(leader.log_start_offset), TRUNCATED)
+        fetch_offset = f.log_end_offset
+        # leader side: follower state, read (HW captured before the update), then ISR/HW
+        if fetch_offset >= leader.log_end_offset:
+            f.last_caught_up_ms = self.now
+        elif fetch_offset >= f.last_fetch_leader_leo:
+            f.last_caught_up_ms = f.last_fetch_ms
+        f.last_fetch_leader_leo = leader.log_end_offset
+        f.last_fetch_ms = self.now
+        f.fetch_offset = fetch_offset
+        hw_in_response = leader.high_watermark
+        data = leader.batches_from(fetch_offset)
+        self._maybe_expand_isr(tp, ps, leader, f)
+        self._maybe_increment_hw(tp, ps)
+        if data and data[0].base_offset < fetch_offset:
+            # our copy ends inside a leader batch (only after a divergent history): refetch it whole
+            self._remove(tp, f, f.truncate_to(data[0].base_offset), TRUNCATED)
+        for batch in data:
+            f.append(batch)
+        f.high_watermark = max(min(hw_in_response, f.log_end_offset), f.log_start_offset)
+        if leader.log_start_offset > f.log_start_offset:
+            f.set_log_start(min(leader.log_start_offset, f.log_end_offset))
+
+    def _maybe_expand_isr(self, tp: TP, ps: PartitionState, leader: ReplicaLog, f: ReplicaLog) -> None:
+        if f.broker in ps.isr or f.fetch_offset is None:
+            return
+        if f.fetch_offset < leader.high_watermark:
+            return
+        if self.spec.truncation == "leader-epoch":
+            epoch_start = next((s for e, s in leader.epochs if e == ps.leader_epoch), 0)
+            if f.fetch_offset < epoch_start:
+                return
+        self.controller.add_to_isr(ps, f.broker)
+
+    def _maybe_increment_hw(self, tp: TP, ps: PartitionState) -> None:
+        if ps.leader == NO_LEADER:
+            return
+        leader = self.replicas[tp][ps.leader]
+        if self.spec.truncation == "leader-epoch" and len(ps.isr) < ps.min_insync_replicas:
+            return  # KAFKA-15583: the HW does not move while the ISR is below min.insync.replicas
+        new_hw = leader.log_end_offset
+        for b in ps.isr:
+            if b == ps.leader:
+                continue
+            fo = self.replicas[tp][b].fetch_offset
+            if fo is None:
+                return
+            new_hw = min(new_hw, fo)
+        if new_hw > leader.high_watermark:
+            old = leader.high_watermark
+            leader.high_watermark = new_hw
+            for batch in leader.batches_from(old):
+                if batch.base_offset >= new_hw:
+                    break
+                for r in batch.records:
+                    if old <= r.offset < new_hw:
+                        r.committed = True
+
+    def _truncate_follower(self, tp: TP, f: ReplicaLog, leader: ReplicaLog) -> None:
+        if self.spec.truncation == "high-watermark" or not f.epochs:
+            target = f.high_watermark
+        else:
+            target = self._epoch_truncation_offset(f, leader)
+        self._remove(tp, f, f.truncate_to(target), TRUNCATED)
+
+    @staticmethod
+    def _epoch_truncation_offset(f: ReplicaLog, leader: ReplicaLog) -> int:
+        """KIP-101 + KIP-279: ask the leader for the end of our latest epoch; when the leader
+        answers with an epoch we do not have, step down to our largest epoch below it."""
+        epoch = f.latest_epoch()
+        while True:
+            leader_epoch, leader_end = leader.end_offset_for(epoch)
+            if leader_epoch < 0:
+                return f.log_end_offset if leader_end < 0 else min(leader_end, f.log_end_offset)
+            if f.has_epoch(leader_epoch):
+                own_end = f.end_offset_for(leader_epoch)[1]
+                return min(leader_end, own_end, f.log_end_offset)
+            lower = [e for e, _ in f.epochs if e < leader_epoch]
+            if not lower:
+                return min(leader_end, f.log_end_offset)
+            epoch = lower[-1]
+
+    def _remove(self, tp: TP, r: ReplicaLog, removed: list[SimBatch], reason: str) -> None:
+        for batch in removed:
+            for rec in batch.records:
+                self.removals.setdefault((id(rec), r.broker), set()).add(reason)
+
+    # ------------------------------------------------------------------ leadership
+    def _after_election(self, tp: TP, ps: PartitionState, election: Election | None,
+                        old_leader: int) -> None:
+        if election is None:
+            return
+        reps = self.replicas[tp]
+        if election.leader != NO_LEADER:
+            new = reps[election.leader]
+            new.assign_epoch(election.epoch, new.log_end_offset)  # KAFKA-7415
+            election.start_offset = new.log_end_offset
+            election.leader_epochs = list(new.epochs)
+            election.leader_log_start = new.log_start_offset
+            new.needs_truncation = False
+            for b, r in reps.items():
+                r.fetch_offset = None
+                r.last_caught_up_ms = self.now
+                r.last_fetch_leader_leo = 0
+                r.last_fetch_ms = self.now
+                if b != election.leader and (self.spec.truncation == "leader-epoch"
+                                             or election.leader != old_leader):
+                    r.needs_truncation = True
+
+    def _elect_after_loss(self, broker: int, reason: str) -> None:
+        """A broker left (crash or controlled shutdown): move its leaderships, shrink ISRs."""
+        for tp, ps in self.partitions.items():
+            if broker not in ps.replicas:
+                continue
+            if ps.leader == broker:
+                old = ps.leader
+                self._after_election(tp, ps, self.controller.elect(ps, reason, exclude=broker), old)
+            elif broker in ps.isr:
+                self.controller.remove_from_isr(ps, broker)
+                self._maybe_increment_hw(tp, ps)
+
+    def _elect_offline(self, reason: str) -> None:
+        for tp, ps in self.partitions.items():
+            if ps.leader == NO_LEADER:
+                self._after_election(tp, ps, self.controller.elect(ps, reason), NO_LEADER)
+
+    # ------------------------------------------------------------------ steps: faults
+    def _step_pause(self, broker: int) -> None:
+        self.brokers[broker].paused = True
+
+    def _step_resume(self, broker: int) -> None:
+        self.brokers[broker].paused = False
+
+    def _step_advance(self, ms: int) -> None:
+        self.fetch_until_quiet()
+        target = self.now + ms
+        while True:
+            nxt = min(self._next_hw_ckpt, self._next_flush_ckpt, self._next_isr_check, target)
+            self._advance_clock(nxt)
+            self.fetch_until_quiet()
+            if nxt >= target:
+                break
+
+    def _step_flush(self, broker: int) -> None:
+        if self.brokers[broker].alive:
+            self._flush_and_checkpoint(only=broker)
+
+    def _step_crash(self, broker: int, lose_unflushed: bool) -> None:
+        st = self.brokers[broker]
+        if not st.alive:
+            return
+        st.alive = False
+        st.paused = False
+        st.clean_shutdown = False
+        for tp, reps in self.replicas.items():
+            r = reps.get(broker)
+            if r is None:
+                continue
+            if lose_unflushed and r.flushed_offset < r.log_end_offset:
+                removed = r.truncate_to(r.flushed_offset)
+                if removed:
+                    r.torn_tail = removed[0]  # half of it reached the disk
+                self._remove(tp, r, removed, POWER_LOSS)
+        self.controller.events.append(("FenceBrokerRecord", 0, {"id": broker, "epoch": st.broker_epoch}))
+        self._elect_after_loss(broker, "crash")
+
+    def _step_shutdown(self, broker: int) -> None:
+        st = self.brokers[broker]
+        if not st.alive:
+            return
+        # controlled shutdown: leadership moves first, then the broker leaves the ISRs
+        self._elect_after_loss(broker, "controlled_shutdown")
+        self._checkpoint_broker_for_shutdown(broker)
+        st.alive = False
+        st.paused = False
+        st.clean_shutdown = True
+        self.controller.events.append(("FenceBrokerRecord", 0, {"id": broker, "epoch": st.broker_epoch}))
+
+    def _checkpoint_broker_for_shutdown(self, broker: int) -> None:
+        for reps in self.replicas.values():
+            r = reps.get(broker)
+            if r is None:
+                continue
+            r.flush()
+            r.hw_checkpoint = r.high_watermark
+            r.recovery_checkpoint = r.flushed_offset
+            r.log_start_checkpoint = r.log_start_offset
+            r.epoch_file = list(r.epochs)
+
+    def _step_restart(self, broker: int) -> None:
+        st = self.brokers[broker]
+        if st.alive:
+            return
+        for tp, reps in self.replicas.items():
+            r = reps.get(broker)
+            if r is None:
+                continue
+            # log recovery: the torn tail is dropped, stale epoch entries past the LEO removed,
+            # and the HW comes back from the (possibly stale) checkpoint, clamped to the log
+            r.torn_tail = None
+            r.epochs = [(e, s) for e, s in r.epoch_file if s < r.log_end_offset]
+            r.epoch_file = list(r.epochs)
+            hw = r.hw_checkpoint if r.hw_checkpoint is not None else 0
+            r.high_watermark = max(r.log_start_offset, min(hw, r.log_end_offset))
+            r.flushed_offset = r.log_end_offset if st.clean_shutdown else r.flushed_offset
+            r.needs_truncation = True
+            r.fetch_offset = None
+        st.alive = True
+        st.paused = False
+        st.clean_shutdown = False
+        self._register_broker(broker)
+        self._elect_offline("restart")
+
+    def _step_elect(self, topic: str | None, partition: int | None, leader: int | None,
+                    unclean: bool, preferred: bool) -> None:
+        for tp, ps in self.partitions.items():
+            if topic is not None and tp[0] != topic:
+                continue
+            if partition is not None and tp[1] != partition:
+                continue
+            old = ps.leader
+            if preferred:
+                pref = ps.replicas[0]
+                if ps.leader != pref and pref in ps.isr and self._is_alive(pref):
+                    self._after_election(tp, ps, self.controller.elect_leader(
+                        ps, pref, unclean=False, reason="preferred"), old)
+            elif leader is not None:
+                if leader in ps.replicas:
+                    self._after_election(tp, ps, self.controller.elect_leader(
+                        ps, leader, unclean=unclean, reason="requested"), old)
+            elif unclean and (ps.leader == NO_LEADER or not self._is_alive(ps.leader)):
+                self._after_election(tp, ps, self.controller.elect(
+                    ps, "requested_unclean", allow_unclean=True), old)
+
+    def _step_delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        tp = (topic, partition)
+        ps = self.partitions[tp]
+        if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
+            return
+        leader = self.replicas[tp][ps.leader]
+        # DeleteRecords may not pass the high watermark
+        target = min(before_offset, leader.high_watermark)
+        leader.set_log_start(target)
+
+    def _step_snapshot(self, name: str) -> None:
+        self.snapshots.append(name)
+        if self._snapshot_hook is not None:
+            self._snapshot_hook(self, name)
+
+    # ------------------------------------------------------------------ steps: producing
+    def _producer_for(self, name: str | None) -> ProducerState | None:
+        return None if name is None else self.producers[name]
+
+    def _step_begin_transaction(self, producer: str) -> None:
+        p = self.producers[producer]
+        if not p.in_transaction:
+            p.in_transaction = True
+            p.txn_partitions = []
+            p.txn_first_offsets = {}
+
+    def _step_commit_transaction(self, producer: str) -> None:
+        self._end_transaction(self.producers[producer], "COMMIT")
+
+    def _step_abort_transaction(self, producer: str) -> None:
+        self._end_transaction(self.producers[producer], "ABORT")
+
+    def _end_transaction(self, p: ProducerState, control_type: str) -> None:
+        if not p.in_transaction:
+            return
+        for tp in p.txn_partitions:
+            ps = self.partitions[tp]
+            if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
+                continue  # the coordinator would retry; the marker is missing meanwhile (S19)
+            leader = self.replicas[tp][ps.leader]
+            self._tick()
+            batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
+                             self.now, p.producer_id, p.producer_epoch, -1, True, control_type)
+            batch.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, leader.log_end_offset)
+            leader.append(batch)
+            self._maybe_increment_hw(tp, ps)
+        p.in_transaction = False
+        p.txn_partitions = []
+
+    def _step_produce(self, topic: str, partition: int | None, acks: str,
+                      values: list[str | None] | None, keys: list[str | None] | None, count: int,
+                      value_bytes: int, headers: tuple[tuple[str, str | None], ...],
+                      producer: str | None, batch_size: int, retries: int) -> None:
+        n_parts = self.topics[topic].partitions
+        planned: dict[int, list[tuple[str | None, str | None]]] = {}
+        order: list[int] = []
+        for i in range(count):
+            value = values[i] if values is not None else self._random_value(value_bytes)
+            key = keys[i] if keys is not None else None
+            if partition is not None:
+                p = partition
+            else:
+                p = self._round_robin.get(topic, 0) % n_parts
+                self._round_robin[topic] = p + 1
+            if p not in planned:
+                planned[p] = []
+                order.append(p)
+            planned[p].append((key, value))
+        prod = self._producer_for(producer)
+        for p in order:
+            recs = planned[p]
+            for i in range(0, len(recs), batch_size):
+                self._send((topic, p), recs[i:i + batch_size], acks, headers, prod, retries)
+
+    def _random_value(self, n: int) -> str:
+        alphabet = string.ascii_letters + string.digits
+        return "".join(self._value_rng.choice(alphabet) for _ in range(n))
+
+    def _send(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
+              headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
+              retries: int) -> None:
+        base_seq = -1
+        if prod is not None and prod.idempotent:
+            base_seq = prod.sequences.get(tp, 0)
+            prod.sequences[tp] = base_seq + len(recs)
+        attempt = 0
+        appended = False
+        while True:
+            ok, error, batch = self._send_once(tp, recs, acks, headers, prod, base_seq)
+            appended |= batch is not None
+            if ok or attempt >= retries or error not in _RETRIABLE:
+                break
+            attempt += 1
+            self.fetch_round()  # the producer backs off; replication goes on meanwhile
+        if prod is not None and prod.idempotent and not appended:
+            prod.sequences[tp] = base_seq  # nothing reached a log: the sequence is reused
+        for i, (key, value) in enumerate(recs):
+            rec = batch.records[i] if (batch is not None and ok) else None
+            if rec is not None and acks != "0":
+                rec.acked = True
+            show = ok and acks != "0" and rec is not None
+            self.acks.append(AckLine(rec, tp[0], tp[1], key, value, acks, ok,
+                                     rec.offset if show and rec else None,
+                                     rec.leader_epoch if show and rec else None,
+                                     None if ok else error))
+
+    def _send_once(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
+                   headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
+                   base_seq: int) -> tuple[bool, str | None, SimBatch | None]:
+        ps = self.partitions[tp]
+        if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
+            return False, "NOT_LEADER_OR_FOLLOWER", None
+        if acks == "all" and len(ps.isr) < ps.min_insync_replicas:
+            return False, "NOT_ENOUGH_REPLICAS", None
+        leader = self.replicas[tp][ps.leader]
+        batch = None
+        if prod is not None and prod.idempotent:
+            batch = self._find_duplicate(leader, prod, base_seq)
+        if batch is None:
+            self._tick()
+            base = leader.log_end_offset
+            records = []
+            for i, (key, value) in enumerate(recs):
+                self._seq += 1
+                records.append(SimRecord(tp[0], tp[1], base + i, ps.leader_epoch, key, value,
+                                         headers, self.now, acks, seq=self._seq))
+            batch = SimBatch(base, base + len(recs) - 1, ps.leader_epoch, records, self.now,
+                             compression=self.topics[tp[0]].compression)
+            if prod is not None and prod.idempotent:
+                batch.producer_id = prod.producer_id
+                batch.producer_epoch = prod.producer_epoch
+                batch.base_sequence = base_seq
+                if prod.transactional_id is not None:
+                    if not prod.in_transaction:
+                        self._step_begin_transaction(prod.name)
+                    batch.is_transactional = True
+                    if tp not in prod.txn_partitions:
+                        prod.txn_partitions.append(tp)
+                        prod.txn_first_offsets[tp] = base
+            leader.append(batch)
+            self.records.extend(records)
+            self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits at once
+        if acks != "all":
+            return True, None, batch
+        return self._await_replication(tp, ps, batch)
+
+    @staticmethod
+    def _find_duplicate(leader: ReplicaLog, prod: ProducerState, base_seq: int) -> SimBatch | None:
+        """Idempotence: a retried batch the leader already holds is answered with its offsets
+        (the broker remembers the last five batches of each producer)."""
+        seen = 0
+        for batch in reversed(leader.batches):
+            if batch.producer_id == prod.producer_id and batch.control_type is None:
+                if batch.producer_epoch == prod.producer_epoch and batch.base_sequence == base_seq:
+                    return batch
+                seen += 1
+                if seen >= 5:
+                    break
+        return None
+
+    def _await_replication(self, tp: TP, ps: PartitionState,
+                           batch: SimBatch) -> tuple[bool, str | None, SimBatch | None]:
+        """acks=all: wait until the HW passes the batch; lagging ISR members are dropped after
+        replica_lag_time_max_ms; give up after request_timeout_ms."""
+        leader_id = ps.leader
+        leader = self.replicas[tp][leader_id]
+        deadline = self.now + self.spec.request_timeout_ms
+        while True:
+            for _ in range(3):
+                if leader.high_watermark > batch.last_offset:
+                    break
+                self.fetch_round(tp)
+            if leader.high_watermark > batch.last_offset:
+                if len(ps.isr) < ps.min_insync_replicas:
+                    return False, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", batch
+                return True, None, batch
+            if ps.leader != leader_id or self.now >= deadline:
+                return False, "REQUEST_TIMED_OUT", batch
+            self._advance_clock(min(deadline, self._next_isr_check))

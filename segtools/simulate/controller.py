@@ -1,0 +1,183 @@
+"""The controller: partition leadership, leader epochs and ISR changes (FORENSICS.md A.1, A.4, A.6).
+
+It only decides; the cluster applies the consequences to replicas. Every change is also kept as a
+KRaft metadata record (``events``) so the metadata log can be written when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+NO_LEADER = -1
+RECOVERED, RECOVERING = 0, 1
+
+
+@dataclass
+class Election:
+    """One leadership change (every one raises the leader epoch, "no leader" included)."""
+
+    epoch: int
+    leader: int
+    unclean: bool
+    reason: str
+    isr: list[int]
+    start_offset: int | None = None  # the new leader's LEO when elected
+    # the new leader's epoch cache and LEO at election, to know which records it held
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    leader_log_start: int = 0
+
+    def leader_had(self, offset: int, epoch: int) -> bool:
+        if self.start_offset is None or not (self.leader_log_start <= offset < self.start_offset):
+            return False
+        held = -1
+        for e, s in self.leader_epochs:
+            if s <= offset:
+                held = e
+            else:
+                break
+        return held == epoch
+
+    def to_json(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "leader": None if self.leader == NO_LEADER else self.leader,
+                "unclean": self.unclean, "reason": self.reason, "isr": list(self.isr),
+                "start_offset": self.start_offset}
+
+
+class EventLog(list):  # type: ignore[type-arg]
+    """KRaft metadata records in order, each as (type name, version, data, virtual time)."""
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def append(self, item: tuple[str, int, dict[str, Any]]) -> None:  # type: ignore[override]
+        super().append((*item, self._clock()))
+
+
+@dataclass
+class PartitionState:
+    topic: str
+    partition: int
+    topic_id_bytes: bytes
+    replicas: tuple[int, ...]
+    min_insync_replicas: int
+    unclean_leader_election: bool
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    leader_recovery_state: int = RECOVERED
+    last_leader: int = NO_LEADER
+    elections: list[Election] = field(default_factory=list)
+
+
+class Controller:
+    """Leader election and ISR bookkeeping for every partition."""
+
+    def __init__(self, is_alive: Callable[[int], bool], clock: Callable[[], int]) -> None:
+        self.is_alive = is_alive
+        self.clock = clock
+        self.events = EventLog(clock)
+
+    def _record_change(self, ps: PartitionState, *, leader_changed: bool, isr_changed: bool,
+                       lrs_changed: bool) -> None:
+        data: dict[str, Any] = {"partitionId": ps.partition, "topicId": ps.topic_id_bytes}
+        if isr_changed:
+            data["isr"] = list(ps.isr)
+        if leader_changed:
+            data["leader"] = ps.leader
+        if lrs_changed:
+            data["leaderRecoveryState"] = ps.leader_recovery_state
+        self.events.append(("PartitionChangeRecord", 0, data))
+
+    def create_partition(self, ps: PartitionState) -> None:
+        live = [b for b in ps.replicas if self.is_alive(b)]
+        ps.isr = live or [ps.replicas[0]]
+        ps.leader = live[0] if live else NO_LEADER
+        ps.leader_epoch = 0
+        ps.partition_epoch = 0
+        ps.elections.append(Election(0, ps.leader, False, "create", list(ps.isr)))
+        if ps.leader != NO_LEADER:
+            ps.last_leader = ps.leader
+        self.events.append(("PartitionRecord", 0, {
+            "partitionId": ps.partition, "topicId": ps.topic_id_bytes,
+            "replicas": list(ps.replicas), "isr": list(ps.isr), "removingReplicas": [],
+            "addingReplicas": [], "leader": ps.leader, "leaderRecoveryState": RECOVERED,
+            "leaderEpoch": ps.leader_epoch, "partitionEpoch": ps.partition_epoch}))
+
+    def _set_leader(self, ps: PartitionState, leader: int, isr: list[int], *, unclean: bool,
+                    reason: str) -> Election:
+        isr_changed = isr != ps.isr
+        ps.leader = leader
+        ps.isr = isr
+        ps.leader_epoch += 1
+        ps.partition_epoch += 1
+        lrs_changed = False
+        if unclean and ps.leader_recovery_state != RECOVERING:
+            ps.leader_recovery_state = RECOVERING
+            lrs_changed = True
+        if leader != NO_LEADER:
+            ps.last_leader = leader
+        election = Election(ps.leader_epoch, leader, unclean, reason, list(isr))
+        ps.elections.append(election)
+        self._record_change(ps, leader_changed=True, isr_changed=isr_changed, lrs_changed=lrs_changed)
+        return election
+
+    def recovered(self, ps: PartitionState) -> None:
+        """The unclean leader finished recovering (AlterPartition: LeaderRecoveryState=RECOVERED)."""
+        if ps.leader_recovery_state == RECOVERING and ps.leader != NO_LEADER:
+            ps.leader_recovery_state = RECOVERED
+            ps.partition_epoch += 1
+            self._record_change(ps, leader_changed=False, isr_changed=False, lrs_changed=True)
+
+    def elect(self, ps: PartitionState, reason: str, *, exclude: int | None = None,
+              allow_unclean: bool | None = None) -> Election | None:
+        """Elect the first live ISR member in assignment order (never ``exclude``); when none is
+        left and unclean election is allowed, the first live replica, with the ISR forced to it.
+        Returns the election, or None when nothing changed (the partition may go offline)."""
+        isr = [b for b in ps.isr if b != exclude] or list(ps.isr)
+        for b in ps.replicas:
+            if b in isr and b != exclude and self.is_alive(b):
+                if b == ps.leader and isr == ps.isr:
+                    return None
+                return self._set_leader(ps, b, isr, unclean=False, reason=reason)
+        unclean = ps.unclean_leader_election if allow_unclean is None else allow_unclean
+        if unclean:
+            for b in ps.replicas:
+                if b != exclude and self.is_alive(b):
+                    return self._set_leader(ps, b, [b], unclean=True, reason=reason)
+        if ps.leader != NO_LEADER:
+            return self._set_leader(ps, NO_LEADER, isr, unclean=False, reason=reason)
+        if isr != ps.isr:
+            ps.isr = isr
+            ps.partition_epoch += 1
+            self._record_change(ps, leader_changed=False, isr_changed=True, lrs_changed=False)
+        return None
+
+    def elect_leader(self, ps: PartitionState, leader: int, *, unclean: bool, reason: str) -> Election | None:
+        """A requested election of a given broker: clean when it is a live ISR member, unclean
+        (ISR forced to it) only when asked for; otherwise refused (None)."""
+        if not self.is_alive(leader) or leader == ps.leader:
+            return None
+        if leader in ps.isr:
+            return self._set_leader(ps, leader, list(ps.isr), unclean=False, reason=reason)
+        if unclean:
+            return self._set_leader(ps, leader, [leader], unclean=True, reason=reason)
+        return None
+
+    def remove_from_isr(self, ps: PartitionState, broker: int) -> bool:
+        """Shrink (lagging follower, fenced or shutting-down broker); the ISR never gets empty."""
+        if broker not in ps.isr or len(ps.isr) == 1:
+            return False
+        ps.isr = [b for b in ps.isr if b != broker]
+        ps.partition_epoch += 1
+        self._record_change(ps, leader_changed=False, isr_changed=True, lrs_changed=False)
+        return True
+
+    def add_to_isr(self, ps: PartitionState, broker: int) -> None:
+        if broker in ps.isr:
+            return
+        ps.isr = [b for b in ps.replicas if b in ps.isr or b == broker]
+        ps.partition_epoch += 1
+        self._record_change(ps, leader_changed=False, isr_changed=True, lrs_changed=False)

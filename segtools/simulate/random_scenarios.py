@@ -1,0 +1,96 @@
+"""Seeded random fault schedules on small clusters (for property tests against truth.json)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
+    """A valid scenario dict drawn from ``seed``: crashes (some losing unflushed data), controlled
+    shutdowns, restarts, pauses, elections, time passing and produces with mixed acks.
+
+    ``size`` may fix: ``brokers`` (count), ``topics``, ``partitions``, ``replication_factor``,
+    ``min_insync_replicas``, ``unclean_leader_election``, ``steps``, ``truncation``,
+    ``metadata_log``, ``acks`` (a list to draw from), ``max_records`` (per produce step).
+    """
+    rng = random.Random(seed)
+    n_brokers = int(size.get("brokers") or rng.randint(2, 4))
+    brokers = list(range(1, n_brokers + 1))
+    topics = []
+    for t in range(int(size.get("topics") or rng.randint(1, 2))):
+        rf = int(size.get("replication_factor") or rng.randint(1, min(3, n_brokers)))
+        rf = min(rf, n_brokers)
+        min_isr = int(size.get("min_insync_replicas") or rng.randint(1, rf))
+        topics.append({
+            "name": f"t{t}",
+            "partitions": int(size.get("partitions") or rng.randint(1, 3)),
+            "replication_factor": rf,
+            "min_insync_replicas": min(min_isr, rf),
+            "unclean_leader_election": bool(size.get("unclean_leader_election",
+                                                     rng.random() < 0.3)),
+        })
+    acks_choices = [str(a) for a in size.get("acks", ["0", "1", "all", "all"])]
+    max_records = int(size.get("max_records", 4))
+    alive = set(brokers)
+    paused: set[int] = set()
+    steps: list[dict[str, Any]] = []
+    counter = 0
+    for _ in range(int(size.get("steps", 24))):
+        roll = rng.random()
+        dead = sorted(set(brokers) - alive)
+        if roll < 0.45 or not steps:
+            topic = rng.choice(topics)
+            n = rng.randint(1, max_records)
+            values = [f"v{counter + i}" for i in range(n)]
+            counter += n
+            step: dict[str, Any] = {"topic": topic["name"], "acks": rng.choice(acks_choices),
+                                    "values": values, "keys": [f"k{(counter + i) % 7}" for i in range(n)]}
+            if rng.random() < 0.7:
+                step["partition"] = rng.randrange(topic["partitions"])
+            if rng.random() < 0.2:
+                step["batch_size"] = rng.randint(2, 3)
+            steps.append({"produce": step})
+        elif roll < 0.57 and len(alive) > 0:
+            b = rng.choice(sorted(alive))
+            alive.discard(b)
+            paused.discard(b)
+            steps.append({"crash": {"broker": b, "lose_unflushed": rng.random() < 0.3}})
+        elif roll < 0.62 and len(alive) > 0:
+            b = rng.choice(sorted(alive))
+            alive.discard(b)
+            paused.discard(b)
+            steps.append({"shutdown": {"broker": b}})
+        elif roll < 0.75 and dead:
+            b = rng.choice(dead)
+            alive.add(b)
+            steps.append({"restart": {"broker": b}})
+        elif roll < 0.80 and alive - paused:
+            b = rng.choice(sorted(alive - paused))
+            paused.add(b)
+            steps.append({"pause": {"broker": b}})
+        elif roll < 0.85 and paused:
+            b = rng.choice(sorted(paused))
+            paused.discard(b)
+            steps.append({"resume": {"broker": b}})
+        elif roll < 0.91:
+            steps.append({"advance": {"ms": rng.choice([1000, 5000, 12000, 40000])}})
+        elif roll < 0.95:
+            steps.append({"elect": {"preferred": True}})
+        elif roll < 0.98:
+            topic = rng.choice(topics)
+            steps.append({"elect": {"topic": topic["name"], "unclean": True}})
+        else:
+            steps.append({"flush": {"broker": rng.choice(brokers)}})
+    return {
+        "name": f"random-{seed}",
+        "seed": seed,
+        "cluster": {
+            "brokers": brokers,
+            "replica_lag_time_max_ms": 10000,
+            "truncation": size.get("truncation", "leader-epoch"),
+            "metadata_log": bool(size.get("metadata_log", False)),
+        },
+        "topics": topics,
+        "steps": steps,
+    }
