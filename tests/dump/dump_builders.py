@@ -1,0 +1,156 @@
+"""Inputs for the dump tests, built with kafka-python's record builders (an independent
+implementation) or from raw bytes given in the spec -- never with segtools' own writer."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import crc32c as _crc32c
+from click.testing import CliRunner, Result
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from segtools.cli.dump import dump
+
+SEG = "00000000000000000000"
+
+# FORMATS.md 1.9: one v2 batch, offset 0, epoch 0, CreateTime 1700000000000, null key, value "a"
+SPEC_V2_BATCH = bytes.fromhex(
+    "0000000000000000" "00000039" "00000000" "02" "965a94b1" "0000" "00000000"
+    "0000018bcfe56800" "0000018bcfe56800" "ffffffffffffffff" "ffff" "ffffffff" "00000001"
+    "0e000000010261" "00")
+# FORMATS.md 2.3
+SPEC_V1_MESSAGE = bytes.fromhex(
+    "00 00 00 00 00 00 00 00 00 00 00 18 39 26 8c 33 01 00 00 00 01 8b cf e5 68 00 00 00 00 01"
+    " 6b 00 00 00 01 76")
+SPEC_V0_MESSAGE = bytes.fromhex(
+    "00 00 00 00 00 00 00 07 00 00 00 0f d2 0c bf f5 00 00 ff ff ff ff 00 00 00 01 76")
+
+
+def v2_batch(records: Sequence[tuple[bytes | None, bytes | None, int]], *, base_offset: int = 0,
+             leader_epoch: int = 0, compression: int = 0, producer_id: int = -1,
+             producer_epoch: int = -1, base_sequence: int = -1, transactional: bool = False,
+             headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None) -> bytes:
+    """A magic-2 batch from kafka-python; (key, value, timestamp) per record. Base offset and
+    partition leader epoch are outside the CRC, so they are patched in afterwards."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=compression, is_transactional=transactional,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        batch_size=1 << 24)
+    for i, (key, value, ts) in enumerate(records):
+        hdrs = list(headers[i]) if headers else []
+        assert builder.append(i, timestamp=ts, key=key, value=value, headers=hdrs) is not None
+    buf = bytearray(builder.build())
+    struct.pack_into(">q", buf, 0, base_offset)
+    struct.pack_into(">i", buf, 12, leader_epoch)
+    return bytes(buf)
+
+
+def with_attributes(batch: bytes, set_bits: int) -> bytes:
+    """Set attribute bits (e.g. 0x20 control, 0x08 LogAppendTime) and re-sign the CRC-32C with
+    the independent ``crc32c`` package."""
+    buf = bytearray(batch)
+    attrs = struct.unpack_from(">h", buf, 21)[0] | set_bits
+    struct.pack_into(">h", buf, 21, attrs)
+    struct.pack_into(">I", buf, 17, _crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+def control_batch(control_type: int, *, base_offset: int, producer_id: int, producer_epoch: int,
+                  coordinator_epoch: int, timestamp: int, leader_epoch: int = 0) -> bytes:
+    """A COMMIT (1) / ABORT (0) marker batch as the transaction coordinator writes it."""
+    key = struct.pack(">hh", 0, control_type)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    batch = v2_batch([(key, value, timestamp)], base_offset=base_offset, leader_epoch=leader_epoch,
+                     producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=-1,
+                     transactional=True)
+    return with_attributes(batch, 0x20)
+
+
+def legacy_set(records: Sequence[tuple[int, bytes | None, bytes | None, int]], *, magic: int,
+               compression: int = 0) -> bytes:
+    """kafka-python legacy message set; (offset, key, value, timestamp) per message."""
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=compression,
+                                       batch_size=1 << 24)
+    for offset, key, value, ts in records:
+        builder.append(offset, timestamp=ts, key=key, value=value)
+    return bytes(builder.build())
+
+
+def oracle_batches(data: bytes) -> list:
+    """kafka-python's view of the batches in ``data`` (the independent oracle)."""
+    records = MemoryRecords(data)
+    out = []
+    while True:
+        batch = records.next_batch()
+        if batch is None:
+            return out
+        out.append(batch)
+
+
+def simple_records_log(directory: Path, *, ts: int = 1700000000000) -> tuple[Path, list[bytes]]:
+    """DumpLogSegmentsTest.addSimpleRecords: four batches A (0-9 key+value), B (10-29 key only),
+    C (30-49 value only), D (50-59 neither), leader epoch 0, no compression."""
+    a = v2_batch([(f"message key {i}".encode(), f"message value {i}".encode(), ts + i)
+                  for i in range(10)], base_offset=0)
+    b = v2_batch([(f"message key {i}".encode(), None, ts + i) for i in range(10, 30)],
+                 base_offset=10)
+    c = v2_batch([(None, f"message value {i}".encode(), ts + i) for i in range(30, 50)],
+                 base_offset=30)
+    d = v2_batch([(None, None, ts + i) for i in range(50, 60)], base_offset=50)
+    batches = [a, b, c, d]
+    log = directory / f"{SEG}.log"
+    log.write_bytes(b"".join(batches))
+    return log, batches
+
+
+def write_indexes(directory: Path, batches: Sequence[bytes], *, base: int = 0,
+                  zero_slots: int = 0, every: int = 1) -> tuple[Path, Path]:
+    """Offset and time index entries (batch lastOffset, batch position) / (max ts so far,
+    lastOffset) for every ``every``-th batch, with ``zero_slots`` zero-filled preallocated
+    slots appended, as an unclosed segment has. Values come from kafka-python's reader."""
+    idx = bytearray()
+    tidx = bytearray()
+    position = 0
+    max_ts = -1
+    for i, raw in enumerate(batches):
+        (ob,) = oracle_batches(raw)
+        last = ob.base_offset + ob.last_offset_delta
+        if ob.max_timestamp > max_ts:
+            max_ts = ob.max_timestamp
+            max_ts_offset = last
+        if i % every == 0:
+            idx += struct.pack(">ii", last - base, position)
+            tidx += struct.pack(">qi", max_ts, max_ts_offset - base)
+        position += len(raw)
+    idx += b"\0" * (8 * zero_slots)
+    tidx += b"\0" * (12 * zero_slots)
+    name = f"{base:020d}"
+    (directory / f"{name}.index").write_bytes(bytes(idx))
+    (directory / f"{name}.timeindex").write_bytes(bytes(tidx))
+    return directory / f"{name}.index", directory / f"{name}.timeindex"
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(dump, [str(a) for a in args], catch_exceptions=False)
+
+
+def lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def tokens_alternate(line: str) -> bool:
+    """Kafka's test: whitespace-split tokens alternate ``name:`` and value."""
+    toks = line.split()
+    return len(toks) % 2 == 0 and all(t.endswith(":") for t in toks[0::2]) and \
+        not any(t.endswith(":") for t in toks[1::2])
+
+
+def concat(parts: Iterable[bytes]) -> bytes:
+    return b"".join(parts)
+
+
+__all__ = ["DefaultRecordBatch"]
