@@ -8,6 +8,7 @@ forced to the new leader alone while the old ISR did not contain it). Input is w
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -45,12 +46,22 @@ def _get(data: dict[str, Any], *names: str, default: Any = None) -> Any:
     return default
 
 
+def _short_name(type_name: str) -> str:
+    """"PARTITION_CHANGE_RECORD" or "PartitionChangeRecord" -> "PartitionChange"."""
+    if "_" in type_name or type_name.isupper():
+        words = type_name.lower().split("_")
+        name = "".join(w.capitalize() for w in words)
+    else:
+        name = type_name
+    return name.removesuffix("Record")
+
+
 def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str, int], PartitionHistory]:
     """Histories keyed by (topic name, partition). Topic ids are resolved with TopicRecord."""
     names: dict[str, str] = {}
     by_id: dict[tuple[str, int], PartitionHistory] = {}
     for type_name, _version, data in records:
-        tname = type_name.removesuffix("Record") if type_name.endswith("Record") else type_name
+        tname = _short_name(type_name)
         if tname == "Topic":
             names[str(_get(data, "topicId", "topic_id"))] = str(_get(data, "name"))
         elif tname in ("Partition", "PartitionChange"):
@@ -85,3 +96,32 @@ def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str
         hist.topic = names.get(topic_id, topic_id)
         out[(hist.topic, pid)] = hist
     return out
+
+
+def load_histories(path: str | os.PathLike[str]) -> dict[tuple[str, int], PartitionHistory]:
+    """Replay a KRaft metadata log: ``path`` is ``__cluster_metadata-0`` or a dir holding it
+    (a controller's or a combined broker's log dir). Control batches are skipped; a record
+    that does not decode is an error naming its offset."""
+    from segtools import columnar
+    from segtools.errors import InputError, SegtoolsError
+    from segtools.internal.metadata import decode_record
+
+    p = os.fspath(path)
+    if os.path.isdir(os.path.join(p, "__cluster_metadata-0")):
+        p = os.path.join(p, "__cluster_metadata-0")
+    if not os.path.isdir(p):
+        raise InputError(f"{path}: not a KRaft metadata log dir (__cluster_metadata-0)")
+    segs = sorted(f for f in os.listdir(p) if f.endswith(".log") and len(f) == 24)
+    decoded = []
+    for seg in segs:
+        for rb in columnar.iter_record_batches(os.path.join(p, seg), topic="__cluster_metadata",
+                                               partition=0):
+            for off, value, control in zip(rb.column("offset").to_pylist(), rb.column("value").to_pylist(),
+                                           rb.column("is_control").to_pylist()):
+                if control or value is None:
+                    continue
+                try:
+                    decoded.append(decode_record(value))
+                except SegtoolsError as exc:
+                    raise InputError(f"{os.path.join(p, seg)}: metadata record at offset {off}: {exc}") from None
+    return replay(decoded)

@@ -1,0 +1,63 @@
+"""`segtools compare DIR...`: divergence, truncation and lost records across replicas."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from segtools.cli.errors import TroubleError, handle_errors
+
+
+@click.command("compare")
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
+              help="Write the JSON report (CONTRACT.md section 4) to FILE.")
+@click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
+              help="Producer acks (acks.jsonl) to mark lost records as acked.")
+@click.option("--master", default=None, help="Spark master URL (default local[*], or spark-submit's).")
+@click.option("--tables", "tables_dir", type=click.Path(file_okay=False),
+              help="Also write the intermediate tables (batches, replicas, verdicts, "
+                   "divergent_records) as Parquet under DIR.")
+@click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
+              help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes.")
+@click.option("--no-spark", is_flag=True, help="Run in this process without Spark (small inputs).")
+@click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handle_errors
+def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
+            tables_dir: str | None, metadata_log: str | None, no_spark: bool, max_rows: int,
+            debug: bool) -> None:
+    """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
+    dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
+    lost, diverged or corrupt, 2 when the input cannot be used."""
+    from segtools.forensics.collect import discover_replicas
+    from segtools.forensics.elections import load_histories
+    from segtools.forensics.loss import AckIndex
+    from segtools.forensics.report import render_summary
+
+    for d in dirs:
+        if tables_dir and os.path.abspath(tables_dir).startswith(os.path.abspath(d) + os.sep):
+            raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
+    acks = AckIndex.load(acks_path) if acks_path else None
+    histories = load_histories(metadata_log) if metadata_log else None
+    specs = discover_replicas(list(dirs))
+    if no_spark:
+        from segtools.forensics.pipeline import compare_in_process
+
+        report = compare_in_process(list(dirs), acks=acks, histories=histories, specs=specs)
+    else:
+        from segtools.spark.compare_job import run_compare
+        from segtools.spark.session import get_spark
+
+        spark = get_spark(master=master, app_name="segtools-compare")
+        report = run_compare(spark, list(dirs), acks=acks, histories=histories,
+                             tables_dir=tables_dir, specs=specs)
+    click.echo(render_summary(report, max_rows=max_rows))
+    if report_path:
+        with open(report_path, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh, indent=1, sort_keys=False)
+            fh.write("\n")
+    sys.exit(report.exit_code)
