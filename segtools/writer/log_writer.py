@@ -257,6 +257,7 @@ class LogWriter:
         end_offset = self._log_start_offset
         kept: list[_Segment] = []
         for i, segment in enumerate(self._segments):
+            segment.size = os.path.getsize(segment.log_path)  # a crash may have left more bytes
             rebuild = rebuild_from is not None and (
                 i + 1 == len(self._segments) or self._segments[i + 1].base_offset > rebuild_from)
             headers, valid = segment.read_batches()
