@@ -439,8 +439,10 @@ class LogWriter:
     # ------------------------------------------------------------------ flush / recover
     def flush(self) -> int:
         """fsync every file and move the recovery point to the log end offset (returned).
-        Like the recovery-point checkpoint that follows a flush, producer snapshots below the
-        active segment's base offset are then deleted (``deleteSnapshotsBefore``)."""
+        As the recovery-point checkpoint that follows does
+        (``deleteSnapshotsAfterRecoveryPointCheckpoint``), producer snapshots are then deleted
+        below ``min(base of the segment before the active one, base of the segment before the
+        recovery point)``: those of the last two segments stay."""
         self._check_open()
         for segment in self._segments:
             for path in segment.paths:
@@ -451,8 +453,20 @@ class LogWriter:
                     finally:
                         os.close(fd)
         self._recovery_point = self._log_end_offset
-        self._delete_snapshots(below=self._segments[-1].base_offset)
+        self._delete_snapshots(below=self._min_snapshot_offset_to_retain())
         return self._recovery_point
+
+    def _lower_segment_base(self, offset: int) -> int | None:
+        """Base of the segment with the largest base offset strictly below ``offset``."""
+        lower = [s.base_offset for s in self._segments if s.base_offset < offset]
+        return lower[-1] if lower else None
+
+    def _min_snapshot_offset_to_retain(self) -> int:
+        active = self._segments[-1].base_offset
+        two_segments = self._lower_segment_base(active)
+        recovery = self._lower_segment_base(self._recovery_point)
+        return min(active if two_segments is None else two_segments,
+                   self._recovery_point if recovery is None else recovery)
 
     def recover(self, from_offset: int | None = None) -> int:
         """``LogLoader.recoverLog``: re-validate the batches of every segment holding offsets

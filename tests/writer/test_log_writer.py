@@ -411,3 +411,16 @@ def test_multi_batch_append_indexes_each_batch(tmp_path: Path) -> None:
     writer.close()
     log = walk_log(tmp_path / "t-0" / name(0, ".log"))
     assert offset_index(tmp_path / "t-0" / name(0, ".index"), 0) == expected_index(log, 1)[0]
+
+
+def test_flush_keeps_the_snapshots_of_the_last_two_segments(tmp_path: Path) -> None:
+    part = tmp_path / "t-0"
+    batches = make_batches(12)
+    writer = LogWriter(part, segment_bytes=len(batches[0]) * 3)
+    for b in batches:
+        writer.append(b)
+    assert writer.segments == [0, 9, 18, 27]
+    assert sorted(p.name[:20] for p in part.glob("*.snapshot")) == [
+        f"{o:020d}" for o in (9, 18, 27)]
+    assert writer.flush() == 36 and writer.recovery_point == 36
+    assert sorted(p.name[:20] for p in part.glob("*.snapshot")) == [f"{o:020d}" for o in (18, 27)]
