@@ -1,0 +1,228 @@
+"""`segtools dump` on real broker files (../shared/realdata), checked line by line against
+kafka-python's decode of the same bytes, fetch1.txt/fetch2.txt and the README's facts."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from dump_builders import SEG, lines, oracle_batches, run
+
+from segtools.dump.options import DumpOptions
+from segtools.dump.runner import run_dump
+from segtools.dump.text import optional_long
+
+REALDATA = Path(os.environ.get("SEGTOOLS_REALDATA",
+                               Path(__file__).resolve().parents[3] / "shared" / "realdata"))
+KRAFT = REALDATA / "kafka-3.6-kraft-flink-stack" / "logdir"
+LEGACY = REALDATA / "kafka-0.8-0.9-legacy-messages"
+
+
+def _real_logs() -> list[Path]:
+    if not REALDATA.is_dir():
+        return []
+    return sorted(p for p in REALDATA.rglob("*.log") if p.stat().st_size > 0)
+
+
+def _dump(path: Path, **opts: object) -> tuple[int, list[str], str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = run_dump([str(path)], DumpOptions(**opts), out=out, err=err)  # type: ignore[arg-type]
+    # split on "\n" only: payloads may hold other line-break characters (str.splitlines)
+    return status, out.getvalue().split("\n")[:-1], err.getvalue()
+
+
+_TS_NAMES = {0: "CreateTime", 1: "LogAppendTime"}
+_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def _sequence(base_sequence: int, delta: int) -> int:
+    if base_sequence < 0:
+        return -1
+    return base_sequence + delta if base_sequence <= 2147483647 - delta else \
+        delta - (2147483647 - base_sequence) - 1
+
+
+def _expected_lines(data: bytes) -> list[str]:
+    """The DUMP_LOG.md 3.3/3.4 templates filled with kafka-python's view of each batch."""
+    out: list[str] = []
+    position = 0
+    for b in oracle_batches(data):
+        size = b.size_in_bytes
+        last = b.base_offset + b.last_offset_delta
+        ts_name = _TS_NAMES[b.timestamp_type]
+        horizon = b.first_timestamp if b.attributes & 0x40 else None
+        out.append(
+            f"baseOffset: {b.base_offset} lastOffset: {last} count: {b.records_count} "
+            f"baseSequence: {b.base_sequence} lastSequence: {_sequence(b.base_sequence, b.last_offset_delta)} "
+            f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
+            f"partitionLeaderEpoch: {b.leader_epoch} "
+            f"isTransactional: {str(b.is_transactional).lower()} "
+            f"isControl: {str(b.is_control_batch).lower()} deleteHorizonMs: {optional_long(horizon)} "
+            f"position: {position} {ts_name}: {b.max_timestamp} size: {size} magic: {b.magic} "
+            f"compresscodec: {_CODECS[b.compression_type]} crc: {b.crc} "
+            f"isvalid: {str(b.validate_crc()).lower()}")
+        for r in b:
+            ks = -1 if r.key is None else len(r.key)
+            vs = -1 if r.value is None else len(r.value)
+            keys = ",".join(k for k, _ in r.headers)
+            line = (f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {ks} valueSize: {vs} "
+                    f"sequence: {_sequence(b.base_sequence, r.offset - b.base_offset)} "
+                    f"headerKeys: [{keys}]")
+            if b.is_control_batch:
+                version, type_id = struct.unpack_from(">hh", r.key)
+                if type_id in (0, 1):
+                    epoch = struct.unpack_from(">i", r.value, 2)[0]
+                    line += f" endTxnMarker: {['ABORT', 'COMMIT'][type_id]} coordinatorEpoch: {epoch}"
+                elif type_id == 2:
+                    line += " controlType: LEADER_CHANGE(2)"
+            else:
+                if r.key is not None:
+                    line += " key: " + bytes(r.key).decode("utf-8", "replace")
+                if r.value is not None:
+                    line += " payload: " + bytes(r.value).decode("utf-8", "replace")
+            out.append(line)
+        position += size
+    return out
+
+
+@pytest.mark.parametrize("log", _real_logs(), ids=lambda p: str(p.relative_to(REALDATA)))
+def test_real_log_matches_kafka_python(log: Path) -> None:
+    status, out, err = _dump(log, print_data_log=True)
+    data = log.read_bytes()
+    assert out[0] == f"Dumping {log}"
+    assert out[1] == f"Log starting offset: {int(log.name.split('.')[0])}"
+    expected = _expected_lines(data)
+    assert len(expected) > 0
+    assert "\n".join(out[2:]) == "\n".join(expected)
+    assert (status, err) == (0, "")
+
+
+def test_realdata_present() -> None:
+    assert len(_real_logs()) >= 50
+
+
+# ------------------------------------------------------------------ legacy 0.8/0.9 message sets
+
+def _legacy_log(tmp_path: Path, name: str) -> Path:
+    log = tmp_path / f"{SEG}.log"
+    shutil.copyfile(LEGACY / name, log)
+    return log
+
+
+@pytest.mark.parametrize("name, shallow_count", [
+    ("fetch1.mytopic.1p.nocompression.kafka.0821.tmy-topic.p0.records.bin", 42),
+    ("fetch1.mytopic.1p.gzip.kafka.0821.tmy-topic.p0.records.bin", 1),
+    ("fetch1.mytopic.1p.snappy.kafka.0821.tmy-topic.p0.records.bin", None),
+    ("fetch1.mytopic.1p.snappy.kafka.0822.tmy-topic.p0.records.bin", None),
+])
+def test_legacy_fetch1_payloads(tmp_path: Path, name: str, shallow_count: int | None) -> None:
+    log = _legacy_log(tmp_path, name)
+    texts = (LEGACY / "fetch1.txt").read_text(encoding="utf-8").splitlines()
+    status, out, err = _dump(log, print_data_log=True)
+    assert (status, err) == (0, "")
+    batch_lines = [line for line in out if line.startswith("offset: ")]
+    record_lines = [line for line in out if line.startswith("| ")]
+    if shallow_count is not None:
+        assert len(batch_lines) == shallow_count
+    assert all(line.endswith("isvalid: true") and " magic: 0 " in line for line in batch_lines)
+    assert len(record_lines) == 42
+    for i, line in enumerate(record_lines):
+        prefix = f"| offset: {i} NoTimestampType: -1 keySize: -1 valueSize: "
+        assert line.startswith(prefix)
+        assert line.endswith(f" payload: {texts[i]}")
+        assert " isValid: true crc: " in line and "} payload: " in line
+    if name.startswith("fetch1.mytopic.1p.gzip"):
+        assert batch_lines[0].startswith("offset: 41 position: 0 NoTimestampType: -1 ")
+        assert " compresscodec: gzip " in batch_lines[0]
+
+
+def test_legacy_invalid_crc_reported(tmp_path: Path) -> None:
+    good = _legacy_log(tmp_path, "fetch2.mytopic.nocompression.kafka.0900.tmy-topic.p0.records.bin")
+    status, out, _ = _dump(good, print_data_log=True)
+    assert status == 0
+    text = (LEGACY / "fetch2.txt").read_text(encoding="utf-8").rstrip("\n")
+    assert out[-1].endswith(f" payload: {text}")
+    bad_dir = tmp_path / "bad"
+    bad_dir.mkdir()
+    bad = bad_dir / f"{SEG}.log"
+    shutil.copyfile(LEGACY / "fetch2.mytopic.nocompression.invalid_crc.kafka.0900.tmy-topic.p0.records.bin", bad)
+    status, out, _ = _dump(bad, print_data_log=True)
+    assert status == 1
+    assert out[2].endswith("isvalid: false")
+    assert " isValid: false crc: " in out[3]
+    result = run(bad)
+    assert result.exit_code == 1
+
+
+def test_kafka20_subhash_values() -> None:
+    log = REALDATA / "kafka-2.0-zk-small/logdir/subhash-0" / f"{SEG}.log"
+    status, out, _ = _dump(log, print_data_log=True, skip_record_metadata=True)
+    assert status == 0
+    assert [line for line in out if "payload" in line] == [
+        " payload: subhash", " payload: reddy", " payload: kaipa"]
+
+
+# ------------------------------------------------------------------ internal-topic decoders
+
+def _metadata_files() -> list[Path]:
+    meta = KRAFT / "__cluster_metadata-0"
+    return [*sorted(meta.glob("*.log")), *sorted(meta.glob("*.checkpoint")),
+            KRAFT / "bootstrap.checkpoint"]
+
+
+@pytest.mark.parametrize("path", _metadata_files(), ids=lambda p: p.name)
+def test_cluster_metadata_decoder_on_real_files(path: Path) -> None:
+    status, out, err = _dump(path, cluster_metadata_decoder=True)
+    assert (status, err) == (0, "")
+    payloads = [line for line in out if " payload: " in line]
+    assert payloads and not any("Error at" in line for line in out)
+    assert all(" payload: {\"type\":\"" in line for line in payloads)
+    assert not any(" key: " in line for line in out)  # metadata records never show a key
+    if path.suffix == ".checkpoint":
+        assert " SnapshotHeader {\"version\":0,\"lastContainedLogTimestamp\":" in "\n".join(out)
+        assert out[-1].endswith(" SnapshotFooter {\"version\":0}")
+        if path.name != "bootstrap.checkpoint":
+            end, epoch = path.stem.split("-")
+            assert out[1] == f"Snapshot end offset: {int(end)}, epoch: {int(epoch)}"
+            assert any("\"type\":\"TOPIC_RECORD\"" in p for p in payloads)
+            assert any("\"type\":\"REGISTER_BROKER_RECORD\"" in p for p in payloads)
+        else:
+            assert out[1] == "KRaft bootstrap snapshot"
+        skipped = _dump(path, cluster_metadata_decoder=True, skip_record_metadata=True)[1]
+        assert not any(w in line for line in skipped
+                       for w in ("SnapshotHeader", "SnapshotFooter", "KRaftVersion", "KRaftVoters"))
+
+
+def test_metadata_log_topic_names_match_partition_dirs() -> None:
+    """Every topic directory of the broker appears as a TOPIC_RECORD in the metadata log or
+    the latest snapshot (an independent fact: the directory names)."""
+    names = set()
+    for path in _metadata_files():
+        for line in _dump(path, cluster_metadata_decoder=True)[1]:
+            marker = "\"type\":\"TOPIC_RECORD\",\"version\":0,\"data\":{\"name\":\""
+            if marker in line:
+                names.add(line.split(marker)[1].split("\"")[0])
+    dirs = {p.name.rsplit("-", 1)[0] for p in KRAFT.iterdir()
+            if p.is_dir() and p.name != "__cluster_metadata-0"}
+    assert dirs <= names
+
+
+def _offsets_segments() -> list[Path]:
+    return sorted(p for p in REALDATA.rglob(f"__consumer_offsets-*/{SEG}.log")
+                  if p.stat().st_size > 0)
+
+
+@pytest.mark.parametrize("log", _offsets_segments(), ids=lambda p: str(p.relative_to(REALDATA)))
+def test_offsets_decoder_on_real_segments(log: Path) -> None:
+    status, out, err = _dump(log, offsets_decoder=True)
+    assert (status, err) == (0, "")
+    records = [line for line in out if line.startswith("| ")]
+    assert records
+    for line in records:
+        assert "Error at offset" not in line and "Unknown record type" not in line
+        assert " key: {\"type\":\"" in line
+        assert " payload: {\"version\":\"" in line or line.endswith(" payload: <DELETE>")
