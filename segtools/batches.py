@@ -632,17 +632,6 @@ def _read_at(f: Any, pos: int, n: int) -> bytes:
 # -------------------------------------------------------------------- directories
 
 
-def _partition_sort_key(name: str) -> tuple[str, int, str]:
-    topic, _, part = name.rpartition("-")
-    if topic and part.isdigit():
-        return (topic, int(part), name)
-    # -delete/-future/-stray names: <topic>-<partition>.<uuid>-<suffix>
-    m = re.match(r"^(.*)-(\d+)\.[0-9a-fA-F]{32}-(delete|future|stray)$", name)
-    if m:
-        return (m.group(1), int(m.group(2)), name)
-    return (name, -1, name)
-
-
 def _segment_logs(partition_dir: str) -> list[str]:
     logs = []
     for entry in os.listdir(partition_dir):
@@ -655,37 +644,24 @@ def _segment_logs(partition_dir: str) -> list[str]:
     return [p for _, p in logs]
 
 
-def _partition_dirs(log_dir: str) -> list[str]:
-    """Partition directories of a broker log dir, sorted by topic then partition number."""
-    try:
-        from .logdir import open_log_dir
-    except ImportError:
-        open_log_dir = None
-    if open_log_dir is not None:
-        ld = open_log_dir(log_dir)
-        dirs = [(p.topic, p.partition, os.fspath(p.path)) for p in ld.partitions]
-        dirs.sort(key=lambda t: (t[0], t[1], t[2]))
-        return [d for _, _, d in dirs]
-    names = [n for n in os.listdir(log_dir)
-             if os.path.isdir(os.path.join(log_dir, n)) and "-" in n]
-    names.sort(key=_partition_sort_key)
-    return [os.path.join(log_dir, n) for n in names]
-
-
 def segment_paths(path: str | os.PathLike[str]) -> list[str]:
-    """The ``.log`` files ``read_batches`` reads for ``path``, in reading order."""
+    """The ``.log`` files ``read_batches`` reads for ``path``, in reading order.
+
+    Directories are modelled by ``segtools.logdir.open_log_dir`` (partition dirs sorted by
+    topic, partition number, state); a directory that is not named like a partition but holds
+    segment files directly is read as one partition.
+    """
+    from .logdir import open_log_dir
+
     p = os.fspath(path)
     if os.path.isfile(p):
         return [p]
     if not os.path.isdir(p):
         raise InputError(f"{p}: no such file or directory")
-    logs = _segment_logs(p)
-    if logs:
-        return logs
-    out: list[str] = []
-    for d in _partition_dirs(p):
-        out.extend(_segment_logs(d))
-    return out
+    model = open_log_dir(p)
+    if model.partitions:
+        return [log for pd in model.partitions for log in pd.log_paths]
+    return _segment_logs(p)
 
 
 def read_batches(path: str | os.PathLike[str], *, max_bytes: int | None = None,
