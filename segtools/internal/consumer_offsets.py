@@ -89,7 +89,8 @@ def decode_value(value: bytes | bytearray | memoryview | None,
     """``{"version": v, "name": "OffsetCommitValue", "data": {...}}``; None for a tombstone.
 
     ``key`` (raw key bytes or the record type) selects the schema. Without it the value is
-    tried as OffsetCommitValue, then GroupMetadataValue, and must be consumed exactly.
+    tried as GroupMetadataValue, then OffsetCommitValue, and must be consumed exactly
+    (a guess: pass the key whenever it is known).
     """
     if value is None:
         return None
@@ -101,7 +102,7 @@ def decode_value(value: bytes | bytearray | memoryview | None,
         return {"version": version, "name": value_msg.name,
                 "data": _read_body(value_msg, buf, version, "value")}
     error: SchemaError | None = None
-    for candidate in (OFFSET_COMMIT_VALUE, GROUP_METADATA_VALUE):
+    for candidate in (GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE):
         try:
             data, end = read_message(candidate, buf, version, pos=2)
         except SchemaError as e:
@@ -109,7 +110,7 @@ def decode_value(value: bytes | bytearray | memoryview | None,
             continue
         if end == len(buf):
             return {"version": version, "name": candidate.name, "data": data}
-    raise SchemaError("value is neither an OffsetCommitValue nor a GroupMetadataValue"
+    raise SchemaError("value is neither a GroupMetadataValue nor an OffsetCommitValue"
                       + (f" ({error.reason})" if error else ""), field="value")
 
 
