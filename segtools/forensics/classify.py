@@ -95,8 +95,13 @@ class PartitionVerdict:
 
 
 def _latest_epoch(v: ReplicaView) -> int:
+    """Part B: max(last batch epoch, last checkpoint epoch). The checkpoint counts even past
+    the log end: a leader records its epoch before writing, and a leader that lost its
+    unflushed tail still led that epoch."""
     e = v.epoch_map.latest_epoch()
-    return -1 if e is None else e
+    ckpt = v.facts.epoch_checkpoint
+    c = max((ep for ep, _ in ckpt), default=-1) if ckpt else -1
+    return max(-1 if e is None else e, c)
 
 
 def choose_reference(views: Sequence[ReplicaView], *, leader: int | None = None) -> ReplicaView | None:
@@ -197,7 +202,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
     topic, partition = replicas[0].topic, replicas[0].partition
     topic_id = _pick_topic_id(views, topic_id_hint or (history.topic_id if history else None))
     comparable = [v for v in views if not (topic_id and v.facts.topic_id and v.facts.topic_id != topic_id)]
-    leader = history.leader if history is not None and history.leader is not None and history.leader >= 0 else None
+    leader = history.expected_leader if history is not None else None
     ref = choose_reference(comparable, leader=leader)
     part_findings: list[Finding] = []
     verdicts: list[ReplicaVerdict] = []

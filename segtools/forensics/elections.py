@@ -33,6 +33,18 @@ class PartitionHistory:
     leader: int | None = None
     leader_epoch: int = -1
     isr: tuple[int, ...] = ()
+    last_leader: int | None = None
+
+    @property
+    def expected_leader(self) -> int | None:
+        """The current leader; for an offline partition (leader -1) the last leader when it is
+        still in the ISR (it is the only broker a clean election can pick), else the first ISR
+        member."""
+        if self.leader is not None and self.leader >= 0:
+            return self.leader
+        if self.last_leader is not None and (not self.isr or self.last_leader in self.isr):
+            return self.last_leader
+        return self.isr[0] if self.isr else None
 
     def unclean_epochs_after(self, epoch: int, up_to: int | None = None) -> list[int]:
         return sorted(e for e, el in self.elections.items()
@@ -77,6 +89,8 @@ def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str
             if tname == "Partition":
                 epoch = int(_get(data, "leaderEpoch", "leader_epoch", default=0))
                 hist.leader, hist.leader_epoch, hist.isr = leader, epoch, new_isr
+                if leader >= 0:
+                    hist.last_leader = leader
                 hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING)
                 continue
             # A PartitionChangeRecord that sets a leader (even -1) raises the epoch by one;
@@ -86,6 +100,8 @@ def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str
                 epoch = hist.leader_epoch + 1
                 forced = (leader >= 0 and new_isr == (leader,) and leader not in old_isr)
                 hist.leader, hist.leader_epoch = leader, epoch
+                if leader >= 0:
+                    hist.last_leader = leader
                 hist.elections[epoch] = Election(epoch, leader, new_isr,
                                                  recovery == RECOVERING or forced)
             elif recovery == RECOVERING and hist.leader_epoch in hist.elections:
