@@ -246,9 +246,11 @@ class Cluster:
                      for tp, reps in self.replicas.items() for b, r in reps.items())
 
     def _follower_fetch(self, tp: TP, ps: PartitionState, leader: ReplicaLog, f: ReplicaLog) -> None:
-        if f.needs_truncation:
+        if self._must_truncate(ps, f):
             self._truncate_follower(tp, f, leader)
-            f.needs_truncation = False
+        f.needs_truncation = False
+        f.known_leader = ps.leader
+        f.known_epoch = ps.leader_epoch
         if f.log_end_offset > leader.log_end_offset:  # OFFSET_OUT_OF_RANGE: the pre-0.11 fallback
             self._remove(tp, f, f.truncate_to(leader.log_end_offset), TRUNCATED)
         if f.log_end_offset < leader.log_start_offset:
@@ -310,9 +312,33 @@ class Cluster:
                     if old <= r.offset < new_hw:
                         r.committed = True
 
+    def _become_follower(self, tp: TP, ps: PartitionState, r: ReplicaLog) -> None:
+        """LeaderAndIsr reached a live follower. Before 0.11 it truncated to its own HW right
+        away, without asking the leader; the epoch-based modes truncate on the first fetch."""
+        if self.spec.truncation != "high-watermark" or not self.brokers[r.broker].alive:
+            return
+        if self._must_truncate(ps, r):
+            self._remove(tp, r, r.truncate_to(r.high_watermark), TRUNCATED)
+            r.needs_truncation = False
+            r.known_leader = ps.leader
+            r.known_epoch = ps.leader_epoch
+
+    def _must_truncate(self, ps: PartitionState, f: ReplicaLog) -> bool:
+        """Restarts always truncate. Since KAFKA-7164 (2.1) every epoch change does; before, only
+        a change of leader broker as this follower saw it (it can miss epochs while away)."""
+        if f.needs_truncation:
+            return True
+        if self.spec.truncation == "leader-epoch":
+            return f.known_epoch != ps.leader_epoch
+        return f.known_leader != ps.leader
+
     def _truncate_follower(self, tp: TP, f: ReplicaLog, leader: ReplicaLog) -> None:
-        if self.spec.truncation == "high-watermark" or not f.epochs:
+        mode = self.spec.truncation
+        if mode == "high-watermark" or not f.epochs:
             target = f.high_watermark
+        elif mode == "leader-epoch-kip101":
+            # 0.11-1.x: one OffsetsForLeaderEpoch round, no check that the epochs match (KIP-279)
+            target = min(leader.end_offset_for(f.latest_epoch())[1], f.log_end_offset)
         else:
             target = self._epoch_truncation_offset(f, leader)
         self._remove(tp, f, f.truncate_to(target), TRUNCATED)
@@ -347,19 +373,22 @@ class Cluster:
         reps = self.replicas[tp]
         if election.leader != NO_LEADER:
             new = reps[election.leader]
-            new.assign_epoch(election.epoch, new.log_end_offset)  # KAFKA-7415
+            if self.spec.truncation == "leader-epoch":
+                new.assign_epoch(election.epoch, new.log_end_offset)  # KAFKA-7415 (2.1)
             election.start_offset = new.log_end_offset
             election.leader_epochs = list(new.epochs)
             election.leader_log_start = new.log_start_offset
             new.needs_truncation = False
+            new.known_leader = election.leader
+            new.known_epoch = election.epoch
             for b, r in reps.items():
                 r.fetch_offset = None
                 r.last_caught_up_ms = self.now
                 r.last_fetch_leader_leo = 0
                 r.last_fetch_ms = self.now
-                if b != election.leader and (self.spec.truncation == "leader-epoch"
-                                             or election.leader != old_leader):
-                    r.needs_truncation = True
+            for b, r in reps.items():
+                if b != election.leader:
+                    self._become_follower(tp, ps, r)
 
     def _elect_after_loss(self, broker: int, reason: str) -> None:
         """A broker left (crash or controlled shutdown): move its leaderships, shrink ISRs."""
@@ -442,9 +471,19 @@ class Cluster:
             r.epoch_file = list(r.epochs)
 
     def _step_restart(self, broker: int) -> None:
+        """Start a stopped broker (log recovery, then follow or lead). Restarting a running broker
+        is a bounce faster than the controller's session timeout: it reloads its state from disk
+        but stays in its ISRs and keeps a pause; partitions it led elect a new leader."""
         st = self.brokers[broker]
-        if st.alive:
-            return
+        bounce = st.alive
+        if bounce:
+            for tp, ps in self.partitions.items():
+                if ps.leader == broker:
+                    st.alive = False
+                    self._after_election(tp, ps, self.controller.elect(ps, "restart", exclude=broker),
+                                         broker)
+                    st.alive = True
+            self._page_cache_survives(broker)
         for tp, reps in self.replicas.items():
             r = reps.get(broker)
             if r is None:
@@ -460,10 +499,22 @@ class Cluster:
             r.needs_truncation = True
             r.fetch_offset = None
         st.alive = True
-        st.paused = False
+        if not bounce:
+            st.paused = False
         st.clean_shutdown = False
         self._register_broker(broker)
         self._elect_offline("restart")
+        for tp, ps in self.partitions.items():
+            r = self.replicas[tp].get(broker)
+            if r is not None and ps.leader not in (broker, NO_LEADER):
+                self._become_follower(tp, ps, r)
+
+    def _page_cache_survives(self, broker: int) -> None:
+        """A bounce is not a power loss: the page cache survives, only memory is gone."""
+        for reps in self.replicas.values():
+            r = reps.get(broker)
+            if r is not None:
+                r.flushed_offset = r.log_end_offset
 
     def _step_elect(self, topic: str | None, partition: int | None, leader: int | None,
                     unclean: bool, preferred: bool) -> None:

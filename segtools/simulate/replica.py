@@ -66,7 +66,10 @@ class ReplicaLog:
         self.recovery_checkpoint: int | None = None
         self.log_start_checkpoint: int | None = None
         self.torn_tail: SimBatch | None = None  # first batch a power loss cut: half of it stays
-        self.needs_truncation = False
+        self.needs_truncation = False  # set on restart: the next fetch goes through truncation
+        # the leader / leader epoch this replica last followed (truncation runs when they change)
+        self.known_leader = -1
+        self.known_epoch = -1
         # leader-side view of this follower (reset when leadership changes)
         self.fetch_offset: int | None = None
         self.last_caught_up_ms = 0

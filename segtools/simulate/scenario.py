@@ -13,7 +13,7 @@ from typing import Any
 
 from segtools.errors import ScenarioError
 
-TRUNCATION_MODES = ("leader-epoch", "high-watermark")
+TRUNCATION_MODES = ("leader-epoch", "leader-epoch-kip101", "high-watermark")
 ACKS_VALUES = ("0", "1", "all")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 STEP_KINDS = (
