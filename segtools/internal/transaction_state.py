@@ -165,12 +165,25 @@ def scala_hash_set_order(groups: Iterable[Sequence[tuple[str, int]]]) -> list[tu
 
 
 def format_record(key: bytes | bytearray | memoryview | None,
-                  value: bytes | bytearray | memoryview | None) -> tuple[str | None, str | None]:
+                  value: bytes | bytearray | memoryview | None, *,
+                  offset: int | None = None) -> tuple[str | None, str | None]:
     """(key text, payload text) exactly as kafka-dump-log ``--transaction-log-decoder`` prints.
 
-    Raises :class:`SchemaError` where kafka-dump-log itself would abort (unknown value version
-    or state id, unreadable bytes).
+    Where kafka-dump-log itself would abort (unknown value version or state id, unreadable
+    bytes) this raises :class:`SchemaError` (``reason`` = Kafka's message), or, when
+    ``offset`` is given, returns ``("Error at offset {offset}, skipping. {reason}", None)`` so a
+    forensic dump can go on.
     """
+    try:
+        return _format(key, value)
+    except SchemaError as e:
+        if offset is None:
+            raise
+        return f"Error at offset {offset}, skipping. {e.reason}", None
+
+
+def _format(key: bytes | bytearray | memoryview | None,
+            value: bytes | bytearray | memoryview | None) -> tuple[str | None, str | None]:
     k = decode_key(key)  # type: ignore[arg-type]
     if k["version"] != KEY_VERSION:
         return f"unknown::version={k['version']}", None
