@@ -424,3 +424,37 @@ def test_flush_keeps_the_snapshots_of_the_last_two_segments(tmp_path: Path) -> N
         f"{o:020d}" for o in (9, 18, 27)]
     assert writer.flush() == 36 and writer.recovery_point == 36
     assert sorted(p.name[:20] for p in part.glob("*.snapshot")) == [f"{o:020d}" for o in (18, 27)]
+
+
+def test_log_append_time_batches_index_the_append_time(tmp_path: Path) -> None:
+    part = tmp_path / "t-0"
+    writer = LogWriter(part, index_interval_bytes=1)
+    for i in range(3):
+        # record timestamps are old; the broker's append time is what the index holds
+        writer.append(build_batch([NewRecord(None, b"x", timestamp=5)], base_offset=i,
+                                  timestamp_type="LogAppendTime", log_append_time=T0 + i))
+    writer.close()
+    assert time_index(part / name(0, ".timeindex"), 0) == [(T0 + 1, 1), (T0 + 2, 2)]
+
+
+def test_legacy_message_sets_are_indexed_by_their_wrapper_offset(tmp_path: Path) -> None:
+    from segtools.writer import build_legacy_message_set
+
+    part = tmp_path / "t-0"
+    writer = LogWriter(part, index_interval_bytes=1)
+    recs = [NewRecord(None, b"m%d" % i, timestamp=T0 + i) for i in range(4)]
+    sets = [build_legacy_message_set(recs, magic=1, base_offset=0, compression="gzip"),
+            build_legacy_message_set(recs, magic=1, base_offset=4),
+            build_legacy_message_set(recs[:1], magic=0, base_offset=8)]
+    infos = [writer.append(s) for s in sets]
+    # a compressed wrapper's offset field is its last inner offset
+    assert [(i.base_offset, i.last_offset) for i in infos] == [(3, 3), (4, 7), (8, 8)]
+    assert writer.log_end_offset == 9
+    writer.close()
+    # the uncompressed v1 set is four log entries (shallow batches) of equal size
+    entry = len(sets[1]) // 4
+    assert offset_index(part / name(0, ".index"), 0) == [
+        (4 + k, len(sets[0]) + k * entry) for k in range(5)]
+    # the wrapper's timestamp (its max, T0 + 3) at its offset 3 is never exceeded afterwards;
+    # magic 0 has no timestamp
+    assert time_index(part / name(0, ".timeindex"), 0) == [(T0 + 3, 3)]

@@ -89,3 +89,31 @@ def test_producer_snapshots_match_the_broker(realdata: Path, tmp_path: Path) -> 
         assert ours.read_bytes() == snapshot.read_bytes(), snapshot
         with_entries += snapshot.stat().st_size > 10
     assert with_entries >= 10  # idempotent producers, several with 5 entries in HashMap order
+
+
+def test_recovering_a_copy_of_real_partitions_rebuilds_the_broker_offset_index(
+        realdata: Path, tmp_path: Path) -> None:
+    import shutil
+
+    partitions = v2_partitions(realdata)
+    for n, partition in enumerate(partitions):
+        copy = tmp_path / f"c{n}-0"
+        shutil.copytree(partition, copy)
+        for f in copy.iterdir():
+            f.chmod(0o644)
+        logs = sorted(copy.glob("*.log"))
+        # a crash mid-write: a third of the first batch appended again at the end
+        head = logs[0].read_bytes()[:40]
+        with open(logs[-1], "ab") as f:
+            f.write(head)
+        for index in copy.glob("*.index"):
+            index.write_bytes(b"")  # lost, to be rebuilt
+        writer = LogWriter(copy, create=False)
+        assert writer.recover(0) == len(head)
+        for index in sorted(partition.glob("*.index")):
+            assert (copy / index.name).read_bytes()[: index.stat().st_size] == index.read_bytes(), index
+        assert [p.read_bytes() for p in sorted(copy.glob("*.log"))] == [
+            p.read_bytes() for p in sorted(partition.glob("*.log"))]
+        writer.close()
+        for index in sorted(partition.glob("*.index")):
+            assert (copy / index.name).read_bytes() == index.read_bytes(), index
