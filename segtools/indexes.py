@@ -66,7 +66,7 @@ def index_base_offset(path: PathLike) -> int:
 
 
 def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: str,
-                        strict: bool) -> np.ndarray:
+                        strict: bool, trim: bool) -> np.ndarray:
     path = os.fspath(path)
     try:
         with open(path, "rb") as fh:
@@ -84,8 +84,8 @@ def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: 
                 view = np.frombuffer(mm, dtype=dtype, count=count)
                 try:
                     # slot 0 is always kept; the first later slot with relative offset 0 is tail
-                    zeros = np.flatnonzero(view["relative_offset"][1:] == 0)
-                    end = count if zeros.size == 0 else int(zeros[0]) + 1
+                    zeros = np.flatnonzero(view["relative_offset"][1:] == 0) if trim else ()
+                    end = count if len(zeros) == 0 else int(zeros[0]) + 1
                     return view[:end].copy()
                 finally:
                     del view    # release the buffer before the mmap closes
@@ -93,23 +93,26 @@ def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: 
         raise InputError(f"cannot read {kind} file {path}: {exc.strerror or exc}") from exc
 
 
-def read_offset_index(path: PathLike, *, strict: bool = True) -> np.ndarray:
+def read_offset_index(path: PathLike, *, strict: bool = True, trim: bool = True) -> np.ndarray:
     """Entries of an offset index: structured array ``(relative_offset >i4, position >i4)``.
 
     Trimmed like Kafka: ``floor(length / 8)`` slots, stopping before the first slot after entry 0
     whose relative offset is 0 (the preallocated zero tail). Absolute offset =
     ``index_base_offset(path) + relative_offset``. With ``strict`` (default) a length that is
     not a multiple of 8 raises :class:`IndexCorruptionError`; otherwise the partial slot is ignored.
+    ``trim=False`` returns every slot, zero tail included (what Kafka's index object holds).
     """
-    return _read_fixed_entries(path, OFFSET_INDEX_DTYPE, OFFSET_INDEX_ENTRY_SIZE, "Index", strict)
+    return _read_fixed_entries(path, OFFSET_INDEX_DTYPE, OFFSET_INDEX_ENTRY_SIZE, "Index",
+                               strict, trim)
 
 
-def read_time_index(path: PathLike, *, strict: bool = True) -> np.ndarray:
+def read_time_index(path: PathLike, *, strict: bool = True, trim: bool = True) -> np.ndarray:
     """Entries of a time index: structured array ``(timestamp >i8, relative_offset >i4)``.
 
     Trimmed and checked like :func:`read_offset_index` with 12-byte slots.
     """
-    return _read_fixed_entries(path, TIME_INDEX_DTYPE, TIME_INDEX_ENTRY_SIZE, "Time index", strict)
+    return _read_fixed_entries(path, TIME_INDEX_DTYPE, TIME_INDEX_ENTRY_SIZE, "Time index",
+                               strict, trim)
 
 
 def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:

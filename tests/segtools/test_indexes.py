@@ -84,6 +84,7 @@ def test_preallocated_zero_tail_is_trimmed(realdata: Path, tmp_path: Path) -> No
     active.write_bytes(real + bytes(8 * 5000))
     expected = [struct.unpack_from(">ii", real, i) for i in range(0, len(real), 8)]
     assert read_offset_index(active).tolist() == expected
+    assert len(read_offset_index(active, trim=False)) == len(real) // 8 + 5000
 
     treal = (realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.timeindex").read_bytes()
     tactive = tmp_path / "00000000000000000000.timeindex"
