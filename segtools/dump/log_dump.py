@@ -91,10 +91,14 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                         except FormatError as exc:
                             ctx.error("corrupt_control_record", exc.located(
                                 path=path, position=batch.position, base_offset=batch.base_offset))
+                    key = payload = None
                     if print_data and not is_control:
-                        key, payload = parser.parse(record)  # type: ignore[union-attr]
-                    else:
-                        key = payload = None
+                        try:
+                            key, payload = parser.parse(record)  # type: ignore[union-attr]
+                        except FormatError as exc:  # where Kafka's tool aborts
+                            ctx.error("undecodable_record", exc.located(
+                                path=path, position=batch.position,
+                                base_offset=batch.base_offset), offset=offset)
                     sink.record(batch, record, metadata, control, key, payload)
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(

@@ -11,7 +11,7 @@ import inspect
 import struct
 from typing import Any, Callable, Protocol
 
-from segtools.errors import InputError
+from segtools.errors import InputError, SchemaError, SegtoolsError
 
 Decoder = Callable[[bytes], Any]
 
@@ -112,30 +112,28 @@ def _accepts_offset(func: Callable[..., Any]) -> bool:
 
 
 class InternalTopicParser:
-    """Adapter over a ``segtools.internal.<module>.format_record(key, value[, offset=])``
-    returning ``(key_text | None, payload_text | None)`` exactly as Kafka prints them."""
+    """Adapter over ``segtools.internal.<module>.format_record(key, value[, offset=])``, which
+    returns ``(key_text | None, payload_text | None)`` exactly as Kafka prints them and raises
+    SchemaError where Kafka's tool would abort (the dump reports it and goes on)."""
 
-    def __init__(self, module: str, *, null_key_message: str | None = None,
-                 error_template: str = "Error at offset {offset}, skipping. {message}") -> None:
+    def __init__(self, module: str) -> None:
         try:
             mod = importlib.import_module(f"segtools.internal.{module}")
             self._format: Callable[..., tuple[str | None, str | None]] = mod.format_record
         except (ImportError, AttributeError) as exc:
             raise InputError(f"decoder segtools.internal.{module} is not available: {exc}") from None
         self._with_offset = _accepts_offset(self._format)
-        self._null_key_message = null_key_message
-        self._error_template = error_template
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
-        if self._null_key_message is not None and record.key is None:
-            # Kafka throws here and aborts the whole dump; we print the same words instead.
-            return self._null_key_message.format(offset=record.offset), None
         try:
             if self._with_offset:
                 return self._format(record.key, record.value, offset=record.offset)
             return self._format(record.key, record.value)
-        except Exception as exc:  # decoders must never stop a forensic dump
-            return self._error_template.format(offset=record.offset, message=exc), None
+        except SegtoolsError:
+            raise
+        except Exception as exc:  # a decoder bug must still come out as a located error
+            raise SchemaError(f"cannot decode record at offset {record.offset}: "
+                              f"{type(exc).__name__}: {exc}", field="value") from None
 
 
 class ClusterMetadataParser:
@@ -161,10 +159,7 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
                  value_decoder_class: str | None = None) -> PayloadParser:
     """Kafka's precedence: offsets -> transaction log -> cluster metadata -> decoder classes."""
     if offsets_decoder:
-        return InternalTopicParser(
-            "consumer_offsets",
-            null_key_message="Failed to decode message at offset {offset} using offset topic "
-                             "decoder (message had a missing key)")
+        return InternalTopicParser("consumer_offsets")
     if transaction_log_decoder:
         return InternalTopicParser("transaction_state")
     if cluster_metadata_decoder:
