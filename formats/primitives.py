@@ -35,6 +35,7 @@ from construct import (
     Int64sb,
     Prefixed,
     Struct,
+    StreamError,
 )
 from construct.core import stream_read, stream_write
 
@@ -281,6 +282,16 @@ def _field_from_path(path: str | None) -> str | None:
     return ".".join(parts) or None
 
 
+class _TrackingStream(io.BytesIO):
+    """Remembers where the last read started: the start of the field that ran short."""
+
+    last_start = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.last_start = self.tell()
+        return super().read(size)
+
+
 def parse_located(
     con: Construct,
     data: bytes | bytearray | memoryview,
@@ -294,20 +305,22 @@ def parse_located(
     """Parse ``data`` with ``con``; turn any construct/decoding failure into ``error``.
 
     The raised error names the failing field (construct's path) and, as ``position``, the byte
-    position in the file where the failing read started: ``position`` (where ``data`` starts)
-    plus how far the parser had got.
+    position in the file (``position`` is where ``data`` starts): where the field that ran
+    short starts, or how far the parser had got for other failures.
     """
-    stream = io.BytesIO(bytes(data))
+    stream = _TrackingStream(bytes(data))
     try:
         return con.parse_stream(stream)
     except ConstructError as exc:
-        reached = stream.tell()   # a short read consumes what is left: the data's end
+        reached = stream.last_start if isinstance(exc, StreamError) else stream.tell()
         field = _field_from_path(getattr(exc, "path", None))
-        msg = str(exc).split("\n", 1)[-1].strip() if "\n" in str(exc) else str(exc)
+        text = str(exc)
+        msg = text.split("\n", 1)[-1].strip() if "\n" in text else text
         where = None if position is None else position + reached
         raise error(f"invalid {what}: {msg}", path=path, position=where,
                     base_offset=base_offset, field=field) from None
-    except (UnicodeDecodeError, ValueError, OverflowError, IndexError, KeyError, TypeError) as exc:
+    except (UnicodeDecodeError, ValueError, OverflowError, IndexError, KeyError, TypeError,
+            RecursionError) as exc:
         where = None if position is None else position + stream.tell()
         raise error(f"invalid {what}: {exc}", path=path, position=where,
                     base_offset=base_offset) from None
