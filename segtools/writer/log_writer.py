@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 from dataclasses import astuple, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
@@ -216,8 +217,6 @@ class LogWriter:
 
     @staticmethod
     def _read_pairs(path: str, fmt: str, base: int, *, offset_first: bool) -> list[tuple[int, int]]:
-        import struct
-
         if not os.path.exists(path):
             return []
         with open(path, "rb") as f:
@@ -238,8 +237,6 @@ class LogWriter:
 
     @staticmethod
     def _read_txn(path: str) -> list[AbortedTxnEntry]:
-        import struct
-
         if not os.path.exists(path):
             return []
         with open(path, "rb") as f:
@@ -424,7 +421,7 @@ class LogWriter:
         self._log_end_offset = max(self._log_end_offset, last_offset + 1)
         return AppendInfo(first.base_offset, last.last_offset, position, segment.base_offset)
 
-    def append_batches(self, batches: Sequence[bytes], **kwargs) -> list[AppendInfo]:
+    def append_batches(self, batches: Sequence[bytes], **kwargs: Any) -> list[AppendInfo]:
         """Append each batch separately (one ``append`` call per batch)."""
         return [self.append(b, **kwargs) for b in batches]
 
@@ -560,8 +557,11 @@ class LogWriter:
             segment = self._segments.pop(0)
             self._delete_segment_files(segment)
             deleted.append(segment.base_offset)
-        if deleted:
-            self._delete_snapshots(below=self._segments[0].base_offset)
+        # UnifiedLog.deleteProducerSnapshots: the snapshot named after each deleted segment
+        for base in deleted:
+            self._remove_file(self._snapshot_path(base))
+        remaining = self._snapshot_offsets()
+        self._last_snapshot_offset = remaining[-1] if remaining else None
         return deleted
 
     def close(self) -> None:

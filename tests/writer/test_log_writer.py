@@ -347,11 +347,17 @@ def test_delete_records_before(tmp_path: Path) -> None:
     for b in batches:
         writer.append(b)
     assert writer.segments == [0, 9, 18]
+    writer.append(make_batches(1, start=27)[0])
+    assert writer.segments == [0, 9, 18, 27]
+    snapshots = lambda: sorted(int(p.name[:20]) for p in part.glob("*.snapshot"))  # noqa: E731
+    assert snapshots() == [9, 18, 27]
     assert writer.delete_records_before(10) == [0]
-    assert writer.log_start_offset == 10 and writer.segments == [9, 18]
+    assert writer.log_start_offset == 10 and writer.segments == [9, 18, 27]
     assert not (part / name(0, ".log")).exists()
-    assert writer.delete_records_before(27) == [9]
-    assert writer.segments == [18]  # the active segment stays
+    assert snapshots() == [9, 18, 27]  # only a deleted segment's own snapshot goes
+    assert writer.delete_records_before(30) == [9, 18]
+    assert writer.segments == [27]  # the active segment stays
+    assert snapshots() == [27]
 
 
 def test_keep_deleted_files(tmp_path: Path) -> None:
