@@ -17,6 +17,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from segtools.simulate.files import batch_bytes
 from segtools.simulate.controller import NO_LEADER, Controller, Election, PartitionState
 from segtools.simulate.replica import ReplicaLog, SimBatch, SimRecord
 from segtools.simulate.scenario import Scenario, Step, TopicSpec
@@ -272,7 +273,7 @@ class Cluster:
             # our copy ends inside a leader batch (only after a divergent history): refetch it whole
             self._remove(tp, f, f.truncate_to(data[0].base_offset), TRUNCATED)
         for batch in data:
-            f.append(batch)
+            f.append(batch, batch.extra["size"], self.spec.segment_bytes)
         f.high_watermark = max(min(hw_in_response, f.log_end_offset), f.log_start_offset)
         if leader.log_start_offset > f.log_start_offset:
             f.set_log_start(min(leader.log_start_offset, f.log_end_offset))
@@ -359,6 +360,9 @@ class Cluster:
             if not lower:
                 return min(leader_end, f.log_end_offset)
             epoch = lower[-1]
+
+    def _leader_append(self, leader: ReplicaLog, batch: SimBatch) -> None:
+        leader.append(batch, len(batch_bytes(batch)), self.spec.segment_bytes)
 
     def _remove(self, tp: TP, r: ReplicaLog, removed: list[SimBatch], reason: str) -> None:
         for batch in removed:
@@ -581,7 +585,7 @@ class Cluster:
             batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
                              self.now, p.producer_id, p.producer_epoch, -1, True, control_type)
             batch.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, leader.log_end_offset)
-            leader.append(batch)
+            self._leader_append(leader, batch)
             self._maybe_increment_hw(tp, ps)
         p.in_transaction = False
         p.txn_partitions = []
@@ -676,7 +680,7 @@ class Cluster:
                     if tp not in prod.txn_partitions:
                         prod.txn_partitions.append(tp)
                         prod.txn_first_offsets[tp] = base
-            leader.append(batch)
+            self._leader_append(leader, batch)
             self.records.extend(records)
             self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits at once
         if acks != "all":

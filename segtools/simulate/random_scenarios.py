@@ -12,7 +12,9 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
 
     ``size`` may fix: ``brokers`` (count), ``topics``, ``partitions``, ``replication_factor``,
     ``min_insync_replicas``, ``unclean_leader_election``, ``steps``, ``truncation``,
-    ``metadata_log``, ``acks`` (a list to draw from), ``max_records`` (per produce step).
+    ``metadata_log``, ``acks`` (a list to draw from), ``max_records`` (per produce step),
+    ``power_loss`` (crashes may lose unflushed data; default true), ``unclean_elections``
+    (requested unclean elections; default true).
     """
     rng = random.Random(seed)
     n_brokers = int(size.get("brokers") or rng.randint(2, 4))
@@ -55,7 +57,8 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
             b = rng.choice(sorted(alive))
             alive.discard(b)
             paused.discard(b)
-            steps.append({"crash": {"broker": b, "lose_unflushed": rng.random() < 0.3}})
+            lose = bool(size.get("power_loss", True)) and rng.random() < 0.3
+            steps.append({"crash": {"broker": b, "lose_unflushed": lose}})
         elif roll < 0.62 and len(alive) > 0:
             b = rng.choice(sorted(alive))
             alive.discard(b)
@@ -79,7 +82,10 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
             steps.append({"elect": {"preferred": True}})
         elif roll < 0.98:
             topic = rng.choice(topics)
-            steps.append({"elect": {"topic": topic["name"], "unclean": True}})
+            if size.get("unclean_elections", True):
+                steps.append({"elect": {"topic": topic["name"], "unclean": True}})
+            else:
+                steps.append({"elect": {"topic": topic["name"], "preferred": True}})
         else:
             steps.append({"flush": {"broker": rng.choice(brokers)}})
     return {

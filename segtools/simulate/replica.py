@@ -66,6 +66,8 @@ class ReplicaLog:
         self.recovery_checkpoint: int | None = None
         self.log_start_checkpoint: int | None = None
         self.torn_tail: SimBatch | None = None  # first batch a power loss cut: half of it stays
+        self._segment_bases: list[int] = [0]
+        self._segment_used = 0
         self.needs_truncation = False  # set on restart: the next fetch goes through truncation
         # the leader / leader epoch this replica last followed (truncation runs when they change)
         self.known_leader = -1
@@ -131,9 +133,16 @@ class ReplicaLog:
         self.epochs.append((epoch, start_offset))
         self.epoch_file = list(self.epochs)
 
-    def append(self, batch: SimBatch) -> None:
+    def append(self, batch: SimBatch, size: int = 0, segment_bytes: int = 0) -> None:
         if batch.epoch > self.latest_epoch():
             self.assign_epoch(batch.epoch, batch.base_offset)
+        if segment_bytes and self._segment_used and self._segment_used + size > segment_bytes:
+            # roll: Kafka flushes the finished segment (what a power loss cannot take)
+            self._segment_bases.append(batch.base_offset)
+            self._segment_used = 0
+            self.flushed_offset = max(self.flushed_offset, batch.base_offset)
+        self._segment_used += size
+        batch.extra.setdefault("size", size)
         self.batches.append(batch)
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
@@ -148,6 +157,10 @@ class ReplicaLog:
             removed.append(self._pop())
         removed.reverse()
         self.log_end_offset = removed[0].base_offset if removed else offset
+        while len(self._segment_bases) > 1 and self._segment_bases[-1] > self.log_end_offset:
+            self._segment_bases.pop()
+        self._segment_used = sum(b.extra.get("size", 0) for b in self.batches
+                                 if b.base_offset >= self._segment_bases[-1])
         self.epochs = [(e, s) for e, s in self.epochs if s < self.log_end_offset]
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.flushed_offset = min(self.flushed_offset, self.log_end_offset)
@@ -162,6 +175,8 @@ class ReplicaLog:
         self.batches.clear()
         self._bases.clear()
         self.log_start_offset = self.log_end_offset = offset
+        self._segment_bases = [offset]
+        self._segment_used = 0
         self.epochs = []
         self.high_watermark = offset
         self.flushed_offset = offset
