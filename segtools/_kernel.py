@@ -156,6 +156,10 @@ def crc_ranges(buf, starts, ends, out):
 @numba.njit(cache=True, inline="always")
 def _varint(buf, p, end):
     """Zig-zag varint (32-bit, Java int wrap) -> (value, next p); next p -1 overlong, -2 EOF."""
+    if p < end:
+        b0 = np.int64(buf[p])
+        if b0 < 0x80:   # one-byte fast path: most lengths and deltas
+            return (b0 >> 1) ^ -(b0 & 1), p + 1
     raw = np.int64(0)
     shift = 0
     while True:
@@ -180,6 +184,10 @@ def _varint(buf, p, end):
 @numba.njit(cache=True, inline="always")
 def _varlong(buf, p, end):
     """Zig-zag varlong (64-bit, Java long wrap) -> (value, next p); -1 overlong, -2 EOF."""
+    if p < end:
+        b0 = np.int64(buf[p])
+        if b0 < 0x80:   # one-byte fast path: most lengths and deltas
+            return (b0 >> 1) ^ -(b0 & 1), p + 1
     raw = np.int64(0)
     shift = 0
     while True:
@@ -256,6 +264,57 @@ def _valid_utf8(buf, s, e):
 
 
 @numba.njit(cache=True)
+def _decode_headers(buf, p, rec_end, hcount, hk_off, hk_data, hv_off, hv_valid, hv_data, st):
+    """Headers of one record; cursors st[1] (headers), st[4], st[5] (key/value bytes)."""
+    nh = st[1]
+    hkpos = st[4]
+    hvpos = st[5]
+    err = ERR_NONE
+    for _h in range(hcount):
+        hklen, p2 = _varint(buf, p, rec_end)
+        if p2 < 0:
+            err = ERR_VARINT if p2 == -1 else ERR_EOF
+            break
+        p = p2
+        if hklen < 0:
+            err = ERR_HEADER_KEY
+            break
+        if p + hklen > rec_end:
+            err = ERR_EOF
+            break
+        if not _valid_utf8(buf, p, p + hklen):
+            st[8] = 1
+        hk_data[hkpos:hkpos + hklen] = buf[p:p + hklen]
+        hkpos += hklen
+        p += hklen
+        hk_off[nh + 1] = hkpos
+        hvlen, p2 = _varint(buf, p, rec_end)
+        if p2 < 0:
+            err = ERR_VARINT if p2 == -1 else ERR_EOF
+            break
+        p = p2
+        if hvlen < -1:
+            err = ERR_NEGATIVE_LENGTH
+            break
+        if hvlen >= 0:
+            if p + hvlen > rec_end:
+                err = ERR_EOF
+                break
+            hv_data[hvpos:hvpos + hvlen] = buf[p:p + hvlen]
+            hvpos += hvlen
+            p += hvlen
+            hv_valid[nh] = 1
+        else:
+            hv_valid[nh] = 0
+        hv_off[nh + 1] = hvpos
+        nh += 1
+    st[1] = nh
+    st[4] = hkpos
+    st[5] = hvpos
+    return err, p
+
+
+@numba.njit(cache=True, inline="always")
 def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base_seq, count,
                   o_offset, o_ts, o_seq, o_batch,
                   k_off, k_valid, k_data, v_off, v_valid, v_data,
@@ -267,11 +326,8 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
     """
     start = p
     row = st[0]
-    nh = st[1]
     kpos = st[2]
     vpos = st[3]
-    hkpos = st[4]
-    hvpos = st[5]
     err = ERR_NONE
     if count < 0:
         st[6] = 0
@@ -348,50 +404,15 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         if hcount < 0 or hcount > rec_end - p:
             err = ERR_HEADER_COUNT
             break
-        for _h in range(hcount):
-            hklen, p2 = _varint(buf, p, rec_end)
-            if p2 < 0:
-                err = ERR_VARINT if p2 == -1 else ERR_EOF
-                break
-            p = p2
-            if hklen < 0:
-                err = ERR_HEADER_KEY
-                break
-            if p + hklen > rec_end:
-                err = ERR_EOF
-                break
-            if not _valid_utf8(buf, p, p + hklen):
-                st[8] = 1
-            hk_data[hkpos:hkpos + hklen] = buf[p:p + hklen]
-            hkpos += hklen
-            p += hklen
-            hk_off[nh + 1] = hkpos
-            hvlen, p2 = _varint(buf, p, rec_end)
-            if p2 < 0:
-                err = ERR_VARINT if p2 == -1 else ERR_EOF
-                break
-            p = p2
-            if hvlen < -1:
-                err = ERR_NEGATIVE_LENGTH
-                break
-            if hvlen >= 0:
-                if p + hvlen > rec_end:
-                    err = ERR_EOF
-                    break
-                hv_data[hvpos:hvpos + hvlen] = buf[p:p + hvlen]
-                hvpos += hvlen
-                p += hvlen
-                hv_valid[nh] = 1
-            else:
-                hv_valid[nh] = 0
-            hv_off[nh + 1] = hvpos
-            nh += 1
+        if hcount > 0:
+            err, p = _decode_headers(buf, p, rec_end, hcount, hk_off, hk_data, hv_off,
+                                     hv_valid, hv_data, st)
         if err != ERR_NONE:
             break
         if p != rec_end:
             err = ERR_RECORD_SIZE
             break
-        h_off[row + 1] = nh
+        h_off[row + 1] = st[1]
         h_valid[row] = 1 if hcount > 0 else 0
         o_offset[row] = base_offset + off_delta
         o_ts[row] = max_ts if log_append else base_ts + ts_delta
@@ -404,11 +425,8 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         st[7] = p - start
         err = ERR_REMAINING
     st[0] = row
-    st[1] = nh
     st[2] = kpos
     st[3] = vpos
-    st[4] = hkpos
-    st[5] = hvpos
     return err
 
 
@@ -429,18 +447,12 @@ def decode_records(file_buf, dec_buf, b_src, b_start, b_end, b_base_offset, b_ba
     hk_off[0] = 0
     hv_off[0] = 0
     for b in range(b_src.shape[0]):
-        if b_src[b] == 0:
-            err = _decode_batch(file_buf, b_start[b], b_end[b], b, b_base_offset[b],
-                                b_base_ts[b], b_max_ts[b], b_log_append[b], b_base_seq[b],
-                                b_count[b], o_offset, o_ts, o_seq, o_batch, k_off, k_valid,
-                                k_data, v_off, v_valid, v_data, h_off, h_valid, hk_off, hk_data,
-                                hv_off, hv_valid, hv_data, st)
-        else:
-            err = _decode_batch(dec_buf, b_start[b], b_end[b], b, b_base_offset[b],
-                                b_base_ts[b], b_max_ts[b], b_log_append[b], b_base_seq[b],
-                                b_count[b], o_offset, o_ts, o_seq, o_batch, k_off, k_valid,
-                                k_data, v_off, v_valid, v_data, h_off, h_valid, hk_off, hk_data,
-                                hv_off, hv_valid, hv_data, st)
+        buf = file_buf if b_src[b] == 0 else dec_buf
+        err = _decode_batch(buf, b_start[b], b_end[b], b, b_base_offset[b], b_base_ts[b],
+                            b_max_ts[b], b_log_append[b], b_base_seq[b], b_count[b],
+                            o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off,
+                            v_valid, v_data, h_off, h_valid, hk_off, hk_data, hv_off, hv_valid,
+                            hv_data, st)
         if err != ERR_NONE:
             return err, b
     return ERR_NONE, -1

@@ -435,24 +435,24 @@ def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: n
                                           pa.py_buffer(data)], null_count=null_count)
 
 
-def _decode_kernel(kernel: Any, mf: _MappedFile, h: _Headers, group: list[int],
+def _decode_kernel(kernel: Any, mf: _MappedFile, h: _Headers, idx: np.ndarray,
                    payloads: dict[int, bytes]) -> _RowChunk:
-    """Run the numba kernel over the batches ``group`` (indexes into ``h``)."""
-    nb = len(group)
-    idx = np.asarray(group, dtype=np.int64)
+    """Run the numba kernel over the batches ``idx`` (indexes into ``h``, file order)."""
+    nb = len(idx)
     src = np.zeros(nb, dtype=np.int8)
     start = h.position[idx] + RECORD_BATCH_OVERHEAD
     end = h.position[idx] + 12 + h.batch_length[idx]
     parts = []
     dec_pos = 0
-    for j, i in enumerate(group):
-        data = payloads.get(i)
-        if data is not None:
-            src[j] = 1
-            start[j] = dec_pos
-            end[j] = dec_pos + len(data)
-            dec_pos += len(data)
-            parts.append(data)
+    if payloads:
+        for j, i in enumerate(idx.tolist()):
+            data = payloads.get(i)
+            if data is not None:
+                src[j] = 1
+                start[j] = dec_pos
+                end[j] = dec_pos + len(data)
+                dec_pos += len(data)
+                parts.append(data)
     dec = np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else np.zeros(0, np.uint8)
     dec.flags.writeable = False
     region = end - start
@@ -485,7 +485,7 @@ def _decode_kernel(kernel: Any, mf: _MappedFile, h: _Headers, group: list[int],
         o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
         h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st)
     if err:
-        i = group[int(bad)]
+        i = int(idx[int(bad)])
         raise record_error(int(err), path=mf.path, position=int(h.position[i]),
                            base_offset=int(h.base_offset[i]), record_index=int(st[6]),
                            byte_offset=int(st[7]), compressed=i in payloads)
@@ -521,12 +521,12 @@ def _rows_to_chunk(rows: list[tuple], batch_of_row: list[int], crc_ok: list[bool
                      None if crc_ok is None else np.asarray(crc_ok, bool))
 
 
-def _decode_python(mf: _MappedFile, h: _Headers, group: list[int], payloads: dict[int, bytes]) -> _RowChunk:
+def _decode_python(mf: _MappedFile, h: _Headers, idx: np.ndarray, payloads: dict[int, bytes]) -> _RowChunk:
     from segtools import _py_records
 
     rows: list[tuple] = []
     batch_of_row: list[int] = []
-    for i in group:
+    for i in idx.tolist():
         data = payloads.get(i)
         if data is None:
             pos = int(h.position[i])
@@ -673,44 +673,81 @@ def _ms(value: Any) -> int | None:
 
 def _iter_row_chunks(mf: _MappedFile, kernel: Any, filters: _Filters, max_rows: int,
                      max_uncompressed: int) -> Iterator[tuple[_RowChunk, _Headers]]:
+    """Decoded rows of one file in groups of at most ``max_rows`` rows / ``_CHUNK_BYTES``.
+
+    Runs of uncompressed v2 batches are cut with cumulative sums (no Python work per batch);
+    compressed batches are decompressed one by one; legacy entries go one by one through the
+    object reader.
+    """
     for h in _iter_headers(mf, kernel):
-        skip = filters.batch_skip(h)
-        group: list[int] = []
+        n = len(h)
+        region = h.batch_length + 12 - RECORD_BATCH_OVERHEAD
+        # each record takes at least 7 bytes: a hostile recordsCount cannot inflate buffers
+        cap = np.minimum(np.maximum(h.records_count, 0), region // 7)
+        codec = h.attributes & 0x07
+        kind = np.where(filters.batch_skip(h), _SKIP,
+                        np.where(h.magic < 2, _LEGACY, np.where(codec == 0, _PLAIN, _PACKED)))
+        plain = kind == _PLAIN
+        cum_cap = np.concatenate([[0], np.cumsum(np.where(plain, cap, 0))])
+        cum_bytes = np.concatenate([[0], np.cumsum(np.where(plain, region, 0))])
+        cuts = np.flatnonzero(np.diff(kind)) + 1
+        run_starts = np.concatenate([[0], cuts]).tolist()
+        run_ends = np.concatenate([cuts, [n]]).tolist()
+
+        parts: list[np.ndarray] = []
         payloads: dict[int, bytes] = {}
         rows = 0
         nbytes = 0
 
         def flush() -> _RowChunk:
+            idx = np.concatenate(parts) if len(parts) > 1 else parts[0]
             if kernel is not None:
-                return _decode_kernel(kernel, mf, h, group, payloads)
-            return _decode_python(mf, h, group, payloads)
+                return _decode_kernel(kernel, mf, h, idx, payloads)
+            return _decode_python(mf, h, idx, payloads)
 
-        for i in range(len(h)):
-            if skip[i]:
+        for s, e in zip(run_starts, run_ends):
+            k = kind[s]
+            if k == _SKIP:
                 continue
-            if h.magic[i] < 2:
-                if group:
-                    yield flush(), h
-                    group, payloads, rows, nbytes = [], {}, 0, 0
-                yield _decode_legacy(mf, h, i), h
+            if k == _LEGACY:
+                for i in range(s, e):
+                    if parts:
+                        yield flush(), h
+                        parts, payloads, rows, nbytes = [], {}, 0, 0
+                    yield _decode_legacy(mf, h, i), h
                 continue
-            length = int(h.batch_length[i]) + 12 - RECORD_BATCH_OVERHEAD
-            count = max(int(h.records_count[i]), 0)
-            codec = int(h.attributes[i]) & 0x07
-            if codec:
+            if k == _PLAIN:
+                while s < e:
+                    j_rows = int(np.searchsorted(cum_cap, cum_cap[s] + (max_rows - rows), "right")) - 1
+                    j_bytes = int(np.searchsorted(cum_bytes, cum_bytes[s] + (_CHUNK_BYTES - nbytes),
+                                                  "right")) - 1
+                    j = min(j_rows, j_bytes, e)
+                    if j <= s:
+                        if parts:              # no room left: emit, then retry with a fresh chunk
+                            yield flush(), h
+                            parts, payloads, rows, nbytes = [], {}, 0, 0
+                            continue
+                        j = s + 1              # one batch larger than a chunk: never split
+                    parts.append(np.arange(s, j, dtype=np.int64))
+                    rows += int(cum_cap[j] - cum_cap[s])
+                    nbytes += int(cum_bytes[j] - cum_bytes[s])
+                    s = j
+                continue
+            for i in range(s, e):              # compressed
                 payload = _decompress(mf, h, i, max_uncompressed)
-                length = len(payload)
-            cap = min(count, length // 7)
-            if group and (rows + cap > max_rows or nbytes + length > _CHUNK_BYTES):
-                yield flush(), h
-                group, payloads, rows, nbytes = [], {}, 0, 0
-            group.append(i)
-            if codec:
+                c = min(max(int(h.records_count[i]), 0), len(payload) // 7)
+                if parts and (rows + c > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
+                    yield flush(), h
+                    parts, payloads, rows, nbytes = [], {}, 0, 0
+                parts.append(np.array([i], dtype=np.int64))
                 payloads[i] = payload
-            rows += cap
-            nbytes += length
-        if group:
+                rows += c
+                nbytes += len(payload)
+        if parts:
             yield flush(), h
+
+
+_SKIP, _PLAIN, _PACKED, _LEGACY = 0, 1, 2, 3
 
 
 def iter_record_batches(path: str | os.PathLike[str], *, topic: str | None = None,

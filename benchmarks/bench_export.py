@@ -1,0 +1,123 @@
+"""Export benchmark: segtools export vs decode-only vs aiokafka decode + pyarrow write.
+
+    python benchmarks/bench_export.py [--quick]
+
+Each case runs in a fresh subprocess so its peak RSS (ru_maxrss) is its own; peak memory is
+reported for two input sizes to show whether it grows with the input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def make_partition(folder: Path, megabytes: int) -> tuple[int, int]:
+    """~16 KB batches of 100 records of ~150 B with keys, zstd every 4th batch."""
+    from segtools.writer import NewRecord, build_batch
+
+    pdir = folder / "bench-0"
+    pdir.mkdir(parents=True)
+    target = megabytes * 1024 * 1024
+    offset = written = 0
+    payload = os.urandom(150)
+    with open(pdir / f"{0:020d}.log", "wb") as f:
+        while written < target:
+            recs = [NewRecord(key=b"key-%08d" % (offset + i), value=payload, timestamp=1_700_000_000_000 + offset + i)
+                    for i in range(100)]
+            batch = build_batch(recs, base_offset=offset,
+                                compression="zstd" if (offset // 100) % 4 == 3 else "none")
+            f.write(batch)
+            written += len(batch)
+            offset += 100
+    return offset, written
+
+
+def _case(name: str, pdir: str, out: str) -> dict:
+    start = time.perf_counter()
+    rows = 0
+    if name == "segtools export":
+        from segtools.export import export
+
+        rows = export([pdir], out).rows
+    elif name == "segtools decode only":
+        from segtools.columnar import iter_record_batches
+
+        for rb in iter_record_batches(pdir):
+            rows += rb.num_rows
+    elif name == "aiokafka decode + pyarrow write":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from aiokafka.record.memory_records import MemoryRecords
+
+        writer = None
+        seg = next(Path(pdir).glob("*.log"))
+        data = seg.read_bytes()          # aiokafka needs the whole buffer in memory
+        records = MemoryRecords(data)
+        cols: dict[str, list] = {"key": [], "value": [], "offset": [], "timestamp": []}
+        while True:
+            batch = records.next_batch()
+            if batch is None:
+                break
+            for rec in batch:
+                cols["key"].append(rec.key)
+                cols["value"].append(rec.value)
+                cols["offset"].append(rec.offset)
+                cols["timestamp"].append(rec.timestamp)
+            if len(cols["offset"]) >= 65536:
+                table = pa.table(cols)
+                writer = writer or pq.ParquetWriter(os.path.join(out, "x.parquet"), table.schema)
+                writer.write_table(table)
+                rows += table.num_rows
+                cols = {k: [] for k in cols}
+        if cols["offset"]:
+            table = pa.table(cols)
+            writer = writer or pq.ParquetWriter(os.path.join(out, "x.parquet"), table.schema)
+            writer.write_table(table)
+            rows += table.num_rows
+        if writer:
+            writer.close()
+    elapsed = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"rows": rows, "seconds": elapsed, "peak_mb": peak_kb / 1024}
+
+
+def run_case(name: str, pdir: Path, out: Path) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    code = ("import json,sys; sys.path.insert(0, %r); import bench_export as b; "
+            "print(json.dumps(b._case(%r, %r, %r)))") % (str(Path(__file__).parent), name, str(pdir), str(out / "o"))
+    (out / "o").mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="32 and 64 MB inputs instead of 128 and 512 MB")
+    args = parser.parse_args()
+    sizes = (32, 64) if args.quick else (128, 512)
+    cases = ["segtools export", "segtools decode only", "aiokafka decode + pyarrow write"]
+    print("| case | input MB | records/s | MB/s | ratio vs aiokafka+pyarrow | peak RSS MB |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            folder = Path(tmp) / f"in{size}"
+            n, nbytes = make_partition(folder, size)
+            results = {c: run_case(c, folder / "bench-0", Path(tmp) / f"out{size}-{i}") for i, c in enumerate(cases)}
+            peer = results["aiokafka decode + pyarrow write"]
+            for case, r in results.items():
+                assert r["rows"] == n, (case, r["rows"], n)
+                rate = r["rows"] / r["seconds"]
+                print(f"| {case} | {nbytes / 2**20:.0f} | {rate:,.0f} | {nbytes / 2**20 / r['seconds']:,.1f} | "
+                      f"{rate / (peer['rows'] / peer['seconds']):.2f}x | {r['peak_mb']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
