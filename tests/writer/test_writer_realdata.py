@@ -3,7 +3,7 @@ snapshot files (the oracle is Kafka itself: files in ../shared/realdata, not wri
 
 from __future__ import annotations
 
-import os
+import shutil
 from pathlib import Path
 
 from kafka.record import MemoryRecords
@@ -93,8 +93,6 @@ def test_producer_snapshots_match_the_broker(realdata: Path, tmp_path: Path) -> 
 
 def test_recovering_a_copy_of_real_partitions_rebuilds_the_broker_offset_index(
         realdata: Path, tmp_path: Path) -> None:
-    import shutil
-
     partitions = v2_partitions(realdata)
     for n, partition in enumerate(partitions):
         copy = tmp_path / f"c{n}-0"
