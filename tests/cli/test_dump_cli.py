@@ -1,0 +1,197 @@
+"""`segtools dump` as a command: Kafka's flags, positional paths, directories, JSON outputs,
+decoder classes, exit codes and start-up imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from segtools.cli.main import cli
+
+SEG = "00000000000000000000"
+# FORMATS.md 1.9: one v2 batch, null key, value "a"
+SPEC_V2_BATCH = bytes.fromhex(
+    "0000000000000000" "00000039" "00000000" "02" "965a94b1" "0000" "00000000"
+    "0000018bcfe56800" "0000018bcfe56800" "ffffffffffffffff" "ffff" "ffffffff" "00000001"
+    "0e000000010261" "00")
+BATCH_LINE = (
+    "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 "
+    "producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
+    "deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1700000000000 size: 69 "
+    "magic: 2 compresscodec: none crc: 2522518705 isvalid: true")
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(cli, ["dump", *map(str, args)], catch_exceptions=False)
+
+
+@pytest.fixture
+def partition(tmp_path: Path) -> Path:
+    """A partition dir with the spec batch, its index files and two checkpoint-style files."""
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    (d / f"{SEG}.log").write_bytes(SPEC_V2_BATCH)
+    (d / f"{SEG}.index").write_bytes(b"")
+    (d / f"{SEG}.timeindex").write_bytes(bytes.fromhex("0000018bcfe56800 00000000"))
+    (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    (d / "partition.metadata").write_text("version: 0\ntopic_id: dRIZhvotRveXjSZwRXM2gA")
+    return d
+
+
+def test_help() -> None:
+    result = CliRunner().invoke(cli, ["dump", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--files", "--print-data-log", "--deep-iteration", "--skip-record-metadata",
+                 "--verify-index-only", "--index-sanity-check", "--max-message-size",
+                 "--max-bytes", "--key-decoder-class", "--value-decoder-class",
+                 "--offsets-decoder", "--transaction-log-decoder", "--cluster-metadata-decoder",
+                 "--output", "--quiet"):
+        assert flag in result.output
+
+
+def test_no_files_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["dump"])
+    assert result.exit_code == 2
+    assert 'Missing required argument "[files]"' in result.stderr
+
+
+def test_files_comma_list_and_positional(partition: Path) -> None:
+    log = partition / f"{SEG}.log"
+    index = partition / f"{SEG}.index"
+    result = invoke("--files", f"{log},{index}", log)
+    assert result.exit_code == 0
+    assert result.stdout.split("\n") == [
+        f"Dumping {log}", "Log starting offset: 0", BATCH_LINE,
+        f"Dumping {index}", f"{index} is empty.",
+        f"Dumping {log}", "Log starting offset: 0", BATCH_LINE, ""]
+
+
+def test_partition_dir_order(partition: Path) -> None:
+    result = invoke(partition)
+    assert result.exit_code == 0
+    dumped = [line[len("Dumping "):] for line in result.stdout.splitlines()
+              if line.startswith("Dumping ")]
+    assert [Path(p).name for p in dumped] == [
+        "leader-epoch-checkpoint", "partition.metadata",
+        f"{SEG}.log", f"{SEG}.index", f"{SEG}.timeindex"]
+    assert "epoch: 0 startOffset: 0" in result.stdout
+    assert "version: 0 topicId: dRIZhvotRveXjSZwRXM2gA" in result.stdout
+    assert "timestamp: 1700000000000 offset: 0" in result.stdout
+
+
+def test_broker_log_dir_order(tmp_path: Path) -> None:
+    for name in ("b-10", "b-2", "a-1", "__consumer_offsets-3"):
+        d = tmp_path / "logdir" / name
+        d.mkdir(parents=True)
+        (d / f"{SEG}.log").write_bytes(SPEC_V2_BATCH)
+        (d / f"{100:020d}.log").write_bytes(b"")
+    (tmp_path / "logdir" / "meta.properties").write_text("version=0\nbroker.id=1\ncluster.id=x\n")
+    result = invoke(tmp_path / "logdir")
+    dumped = [line.split("/logdir/")[1] for line in result.stdout.splitlines()
+              if line.startswith("Dumping ")]
+    assert dumped == [
+        "meta.properties",
+        f"__consumer_offsets-3/{SEG}.log", f"__consumer_offsets-3/{100:020d}.log",
+        f"a-1/{SEG}.log", f"a-1/{100:020d}.log",
+        f"b-2/{SEG}.log", f"b-2/{100:020d}.log",
+        f"b-10/{SEG}.log", f"b-10/{100:020d}.log"]
+    assert "broker.id: 1" in result.stdout
+    assert result.exit_code == 0
+
+
+def test_ndjson(partition: Path) -> None:
+    result = invoke("--output", "ndjson", "--print-data-log", partition / f"{SEG}.log")
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [o["type"] for o in objs] == ["file", "header", "batch", "record"]
+    batch, record = objs[2], objs[3]
+    assert batch["base_offset"] == 0 and batch["crc"] == 2522518705 and batch["crc_valid"]
+    assert batch["size"] == 69 and batch["compression"] == "none"
+    assert batch["max_timestamp"] == 1700000000000 and batch["timestamp_type"] == "CreateTime"
+    assert record["offset"] == 0 and record["key_size"] == -1 and record["value_size"] == 1
+    assert record["payload"] == "a" and "key" not in record
+    assert objs[1]["log_starting_offset"] == 0
+    assert result.exit_code == 0
+
+
+def test_ndjson_findings(tmp_path: Path) -> None:
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(SPEC_V2_BATCH + b"\x01\x02\x03")
+    result = invoke("--output", "ndjson", log)
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    finding = [o for o in objs if o["type"] == "finding"]
+    assert finding == [{"type": "finding", "kind": "invalid_bytes", "file": str(log),
+                        "position": 69, "size": 3,
+                        "message": f"Found 3 invalid bytes at the end of {SEG}.log"}]
+    assert result.exit_code == 1
+
+
+def test_json_one_document_per_file(partition: Path) -> None:
+    result = invoke("--output", "json", "--deep-iteration", partition / f"{SEG}.log",
+                    partition / f"{SEG}.timeindex")
+    decoder = json.JSONDecoder()
+    text, docs, pos = result.stdout, [], 0
+    while pos < len(text.rstrip()):
+        doc, end = decoder.raw_decode(text, pos)
+        docs.append(doc)
+        pos = end + 1
+    assert [d["kind"] for d in docs] == ["log", "time_index"]
+    assert docs[0]["batches"][0]["records"][0]["offset"] == 0
+    assert docs[1]["entries"] == [{"type": "time_index_entry", "timestamp": 1700000000000,
+                                   "offset": 0}]
+    assert docs[0]["findings"] == [] and result.exit_code == 0
+
+
+def test_decoder_class_module_callable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mydecoders.py").write_text(textwrap.dedent("""
+        def upper(data: bytes) -> str:
+            return data.decode().upper() + "!"
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(SPEC_V2_BATCH)
+    result = invoke("--value-decoder-class", "mydecoders:upper", log)
+    assert result.stdout.splitlines()[-1].endswith("headerKeys: [] payload: A!")
+    bad = invoke("--value-decoder-class", "mydecoders:nothing", log)
+    assert bad.exit_code == 2 and "cannot be loaded" in bad.stderr
+
+
+def test_integer_decoder_class(tmp_path: Path) -> None:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    builder.append(0, timestamp=5, key=(258).to_bytes(4, "big"), value=(-2).to_bytes(8, "big", signed=True), headers=[])
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(bytes(builder.build()))
+    result = invoke("--key-decoder-class", "org.apache.kafka.tools.api.IntegerDecoder",
+                    "--value-decoder-class", "org.apache.kafka.tools.api.LongDecoder", log)
+    assert result.stdout.splitlines()[-1].endswith("headerKeys: [] key: 258 payload: -2")
+
+
+def test_negative_max_bytes_is_usage_error(partition: Path) -> None:
+    result = invoke("--max-bytes", "-1", partition)
+    assert result.exit_code == 2
+
+
+def test_import_does_not_load_heavy_modules() -> None:
+    code = ("import sys, segtools.cli.dump, segtools.dump.runner, segtools.batches\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pyspark', 'pandas', 'numba'))\n"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.stdout.strip() == ""
+
+
+def test_console_script_end_to_end(partition: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "segtools", "dump", "--deep-iteration",
+                          str(partition / f"{SEG}.log")], capture_output=True, text=True)
+    assert out.returncode == 0
+    assert out.stdout.splitlines()[-1] == ("| offset: 0 CreateTime: 1700000000000 keySize: -1 "
+                                           "valueSize: 1 sequence: -1 headerKeys: []")
+    assert out.stderr == ""
