@@ -31,8 +31,6 @@ from construct import (
     ExplicitError,
     GreedyBytes,
     GreedyRange,
-    Int32sb,
-    Int64sb,
     Prefixed,
     Struct,
     StreamError,
@@ -44,7 +42,7 @@ from segtools.errors import FormatError
 __all__ = [
     "KafkaVarint", "Varint", "Varlong", "UnsignedVarint", "NullableBytes", "VarintString",
     "CompactArray", "CompactString", "CompactNullableString", "CompactBytes", "TaggedFields",
-    "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "Int32sb", "Int64sb",
+    "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "greedy",
 ]
 
 

@@ -42,6 +42,8 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: larger "text files" are refused rather than read into memory (real ones are kilobytes)
+MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,12 @@ def _read_text(path: PathLike, what: str) -> tuple[str, str]:
     path = os.fspath(path)
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = fh.read(MAX_TEXT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_TEXT_BYTES:
+        raise CheckpointFormatError(f"{what} is larger than {MAX_TEXT_BYTES} bytes", path=path,
+                                    position=MAX_TEXT_BYTES)
     try:
         return path, data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -98,6 +98,18 @@ def test_real_meta_properties(realdata: Path) -> None:
         {"cluster.id": "lRaQCIBoRh2xRKLuP9CAQg", "version": "0", "broker.id": "0"}
 
 
+def test_meta_properties_writer_reproduces_broker_file(realdata: Path, tmp_path: Path) -> None:
+    import calendar
+    import time as _time
+
+    path = realdata / KRAFT / "meta.properties"
+    stamp = path.read_text().splitlines()[1][1:]            # "Fri Apr 19 13:20:44 UTC 2024"
+    now = calendar.timegm(_time.strptime(stamp, "%a %b %d %H:%M:%S UTC %Y"))
+    out = tmp_path / "meta.properties"
+    write_meta_properties(out, read_meta_properties(path), now=now)
+    assert out.read_bytes() == path.read_bytes()
+
+
 def test_real_quorum_state(realdata: Path, tmp_path: Path) -> None:
     path = realdata / KRAFT / "__cluster_metadata-0/quorum-state"
     state = read_quorum_state(path)
