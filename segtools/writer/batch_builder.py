@@ -38,6 +38,7 @@ _CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
+_DELETE_HORIZON_MASK = 0x40
 _CONTROL_TYPE_IDS = {"ABORT": 0, "COMMIT": 1}
 
 _INT32_MAX = 2**31 - 1
@@ -113,9 +114,12 @@ def _finish_batch(*, base_offset: int, partition_leader_epoch: int, attributes: 
                   records_count: int, records_section: bytes) -> bytes:
     size = RECORD_BATCH_OVERHEAD + len(records_section)
     buf = bytearray(size)
-    _HEADER.pack_into(buf, 0, base_offset, size - 12, partition_leader_epoch, 2, 0, attributes,
-                      last_offset_delta, base_timestamp, max_timestamp, producer_id,
-                      producer_epoch, base_sequence, records_count)
+    try:
+        _HEADER.pack_into(buf, 0, base_offset, size - 12, partition_leader_epoch, 2, 0,
+                          attributes, last_offset_delta, base_timestamp, max_timestamp,
+                          producer_id, producer_epoch, base_sequence, records_count)
+    except struct.error as exc:  # a field outside its int8/16/32/64 range
+        raise ValueError(f"batch header field out of range: {exc}") from None
     buf[RECORD_BATCH_OVERHEAD:] = records_section
     struct.pack_into(">I", buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
     return bytes(buf)
@@ -136,6 +140,8 @@ def build_batch(
     max_timestamp: int | None = None,
     log_append_time: int | None = None,
     last_offset_delta: int | None = None,
+    offset_deltas: Sequence[int] | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """One magic-2 record batch as it sits in a ``.log`` file.
 
@@ -143,8 +149,11 @@ def build_batch(
     timestamp (-1 for an empty batch), record timestamp deltas are relative to it.
     ``max_timestamp`` defaults to the largest record timestamp for CreateTime and to
     ``log_append_time`` for LogAppendTime (the broker's stamp; record deltas are kept, as the
-    broker's validator leaves them). ``last_offset_delta`` defaults to ``len(records) - 1``;
-    pass it for an empty batch that keeps its producer's sequence range (compaction leftover).
+    broker's validator leaves them). ``offset_deltas`` (default 0, 1, 2, ...) gives the
+    records' offset deltas, e.g. the gaps compaction leaves; ``last_offset_delta`` defaults to
+    the last of them; pass it for an empty batch that keeps its producer's sequence range.
+    ``delete_horizon_ms`` (set by the log cleaner) sets attribute bit 6 and becomes the base
+    timestamp that record deltas are relative to.
     Compressed batches compress the records section with :func:`segtools.codecs.compress`,
     i.e. the stream a Java producer writes.
     """
@@ -165,11 +174,18 @@ def build_batch(
             if fallback is None:
                 fallback = int(time.time() * 1000)
             timestamps.append(fallback)
-    if base_timestamp is None:
+    if delete_horizon_ms is not None:
+        base_timestamp = delete_horizon_ms
+    elif base_timestamp is None:
         base_timestamp = timestamps[0] if timestamps else -1
+    if offset_deltas is None:
+        offset_deltas = range(len(records))
+    elif len(offset_deltas) != len(records) or any(
+            not 0 <= b < a for a, b in zip(offset_deltas[1:], offset_deltas)):
+        raise ValueError("offset_deltas must be increasing, >= 0, one per record")
 
     section = bytearray()
-    for offset_delta, (record, timestamp) in enumerate(zip(records, timestamps)):
+    for offset_delta, record, timestamp in zip(offset_deltas, records, timestamps):
         _encode_record(section, offset_delta, timestamp - base_timestamp, record.key, record.value,
                        record.headers)
     if codec != 0:
@@ -182,6 +198,8 @@ def build_batch(
         attributes |= _TIMESTAMP_TYPE_MASK
     if is_transactional:
         attributes |= _TRANSACTIONAL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= _DELETE_HORIZON_MASK
 
     if max_timestamp is None:
         if timestamp_type == "LogAppendTime":
@@ -191,7 +209,7 @@ def build_batch(
         else:
             max_timestamp = max(timestamps) if timestamps else -1
     if last_offset_delta is None:
-        last_offset_delta = len(records) - 1 if records else 0
+        last_offset_delta = offset_deltas[-1] if records else 0
     if not 0 <= last_offset_delta <= _INT32_MAX:
         raise ValueError(f"last_offset_delta out of int32 range: {last_offset_delta}")
 

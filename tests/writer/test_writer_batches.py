@@ -173,3 +173,27 @@ def test_control_type_must_be_a_marker() -> None:
     with pytest.raises(ValueError):
         build_control_batch("LEADER_CHANGE", base_offset=0, producer_id=1, producer_epoch=0,
                             timestamp=0)
+
+
+def test_compacted_batch_with_offset_gaps_and_delete_horizon() -> None:
+    records = [NewRecord(b"a", None, timestamp=1_000_500), NewRecord(b"b", b"2", timestamp=1_000_900)]
+    data = build_batch(records, base_offset=100, offset_deltas=[1, 4], last_offset_delta=5,
+                       delete_horizon_ms=1_000_000, max_timestamp=1_000_950)
+    batch = read_one(data)
+    assert batch.validate_crc()
+    assert batch.attributes & 0x40  # hasDeleteHorizonMs
+    assert batch.first_timestamp == 1_000_000  # the base timestamp field holds the horizon
+    assert batch.last_offset == 105 and batch.max_timestamp == 1_000_950
+    got = [(r.offset, r.key, r.value, r.timestamp) for r in batch]
+    assert got == [(101, b"a", None, 1_000_500), (104, b"b", b"2", 1_000_900)]
+
+
+@pytest.mark.parametrize("deltas", [[0], [1, 1], [2, 1], [-1, 0]])
+def test_bad_offset_deltas(deltas: list[int]) -> None:
+    with pytest.raises(ValueError):
+        build_batch([NewRecord(None, b"x", timestamp=0)] * 2, base_offset=0, offset_deltas=deltas)
+
+
+def test_out_of_range_header_field() -> None:
+    with pytest.raises(ValueError):
+        build_batch(RECORDS, base_offset=0, producer_epoch=40000)
