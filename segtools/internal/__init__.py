@@ -1,1 +1,12 @@
+"""Internal-topic payload schemas: decode, encode and kafka-dump-log's exact text/JSON.
 
+* :mod:`~segtools.internal.protocol` -- engine for Kafka's generated-message encoding
+  (versions, flexible versions, compact strings/arrays, tagged fields, nullable fields, uuid);
+* :mod:`~segtools.internal.json_render` -- Jackson-compatible JSON of decoded messages;
+* :mod:`~segtools.internal.metadata` (+ ``metadata_schemas``) -- KRaft ``__cluster_metadata``;
+* :mod:`~segtools.internal.consumer_offsets` (+ ``group_schemas``) -- ``__consumer_offsets``;
+* :mod:`~segtools.internal.transaction_state` -- ``__transaction_state``.
+
+Every decoder raises :class:`segtools.errors.SchemaError` on bad bytes; its ``reason`` is the
+message Kafka itself would give and its ``field`` the path of the failing field.
+"""

@@ -91,6 +91,8 @@ def java_double(value: float) -> str:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
     a = abs(value)
+    if a == 5e-324:
+        return sign + "4.9E-324"  # Double.MIN_VALUE: JDK 17's digits (not the shortest)
     digits, exp = _shortest_digits(a)   # a = 0.d1d2... * 10**exp
     if 1e-3 <= a < 1e7:
         point = exp

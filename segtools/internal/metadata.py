@@ -46,7 +46,9 @@ def decode_record(value: bytes | bytearray | memoryview) -> tuple[str, int, dict
     Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.
     """
     if value is None:
-        raise SchemaError("metadata record has a null value", field="value")
+        # the serde reads the frame version from a null buffer: the NullPointerException is
+        # reported as a failure to read the frame version
+        raise SchemaError("Error while reading frame version", field="frame version")
     data = bytes(value)
     r = Reader(data)
     frame = _frame_field(r, "frame version")
@@ -110,9 +112,6 @@ def format_record(value: bytes | bytearray | memoryview | None, *, offset: int |
     {message}`` line; otherwise raises :class:`SchemaError` (``reason`` = Kafka's message).
     """
     try:
-        if value is None:
-            # DumpLogSegments hands record.value() (null) to the serde: NullPointerException
-            raise SchemaError("null", field="value")
         name, version, data = decode_record(value)
     except SchemaError as e:
         if offset is None:

@@ -37,6 +37,7 @@ JACKSON_DOUBLES = [
     (12345678.9, "1.23456789E7"), (1.5e-10, "1.5E-10"), (123456.789, "123456.789"),
     (3.0e20, "3.0E20"), (-2.5, "-2.5"), (1.0 / 3, "0.3333333333333333"), (100.0, "100.0"),
     (1.7976931348623157e308, "1.7976931348623157E308"), (0.002, "0.002"),
+    (5e-324, "4.9E-324"),
 ]
 JACKSON_BYTES = [
     (b"", '{"b":""}'), (b"a", '{"b":"YQ=="}'), (b"ab", '{"b":"YWI="}'),
@@ -167,7 +168,10 @@ def test_metadata_error_lines_like_kafka_dump_log():
         "Error at 5, skipping. Failed to deserialize record with type 2")
     assert metadata.format_record(b"\x01" + _varint(40000), offset=6) == (
         "Error at 6, skipping. Value for type was too large.")
-    assert metadata.format_record(b"", offset=7) == "Error at 7, skipping. Error while reading frame version"
+    assert metadata.format_record(b"", offset=7) == (
+        "Error at 7, skipping. Error while reading frame version")
+    assert metadata.format_record(None, offset=7) == (
+        "Error at 7, skipping. Error while reading frame version")
     assert metadata.format_record(b"\x01\x02\x80\x80\x80\x80\x80", offset=8) == (
         "Error at 8, skipping. Error while reading version")
     with pytest.raises(SchemaError) as e:
