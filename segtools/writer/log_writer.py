@@ -514,17 +514,9 @@ class LogWriter:
         if cut < active.size:
             os.truncate(active.log_path, cut)
             active.size = cut
-        active.bytes_since_last_index_entry = 0
-        # readLargestTimestamp: the largest batch max timestamp left in the segment
-        active.max_timestamp_so_far = -1
-        active.offset_of_max_timestamp = -1
-        for header in headers:
-            if header.position >= cut:
-                break
-            if header.max_timestamp > active.max_timestamp_so_far:
-                active.max_timestamp_so_far = header.max_timestamp
-                active.offset_of_max_timestamp = header.last_offset
         self._delete_snapshots(above=offset)
+        # rebuilds producer state and each segment's max timestamp (readLargestTimestamp) and
+        # restarts the index byte counter at 0, as LogSegment.truncateTo does
         self._replay(rebuild_from=None)
         self._log_end_offset = offset
         self._recovery_point = min(self._recovery_point, offset)
