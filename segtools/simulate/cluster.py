@@ -128,6 +128,8 @@ class Cluster:
                                     t.unclean_leader_election)
                 self.partitions[tp] = ps
                 self.replicas[tp] = {b: ReplicaLog(b) for b in ps.replicas}
+                for r in self.replicas[tp].values():
+                    r.last_caught_up_ms = r.last_fetch_ms = self.now
                 self.controller.create_partition(ps)
                 if ps.leader != NO_LEADER:
                     self.replicas[tp][ps.leader].assign_epoch(0, 0)
