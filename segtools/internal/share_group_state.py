@@ -1,0 +1,117 @@
+"""``__share_group_state`` records (KIP-932 share groups, FORMATS.md section 12.3).
+
+Same framing as ``__consumer_offsets`` (``ShareCoordinatorRecordSerde``): key = int16 record
+type (0 ShareSnapshotKey, 1 ShareUpdateKey) + body read with that version; value = int16
+version + flexible body. kafka-dump-log ``--share-group-state-decoder`` (trunk only) labels
+*both* key and value numbers ``"type"``: ``{"type":"0","data":{...}}``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from segtools.errors import SchemaError
+from segtools.internal.consumer_offsets import DELETE, _read_body, _read_version
+from segtools.internal.json_render import Raw, dumps, message_json
+from segtools.internal.protocol import Message, field as f, message, write_message
+
+_KEY_FIELDS = [f("GroupId", "string"), f("TopicId", "uuid"), f("Partition", "int32")]
+_STATE_BATCH = [
+    f("FirstOffset", "int64"), f("LastOffset", "int64"), f("DeliveryState", "int8"),
+    f("DeliveryCount", "int16"),
+]
+
+RECORD_TYPES: dict[int, tuple[Message, Message]] = {
+    0: (message("ShareSnapshotKey", 0, "0", None, _KEY_FIELDS),
+        message("ShareSnapshotValue", 0, "0", "0+", [
+            f("SnapshotEpoch", "uint16"), f("StateEpoch", "int32"), f("LeaderEpoch", "int32"),
+            f("StartOffset", "int64"), f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+    1: (message("ShareUpdateKey", 1, "1", None, _KEY_FIELDS),
+        message("ShareUpdateValue", 1, "0", "0+", [
+            f("SnapshotEpoch", "uint16"), f("LeaderEpoch", "int32"), f("StartOffset", "int64"),
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+}
+
+
+class UnknownRecordTypeError(SchemaError):
+    def __init__(self, record_type: int) -> None:
+        super().__init__(f"Unknown record type {record_type}", field="key.type")
+        self.record_type = record_type
+
+
+def _schemas(record_type: int) -> tuple[Message, Message]:
+    schemas = RECORD_TYPES.get(record_type)
+    if schemas is None:
+        raise UnknownRecordTypeError(record_type)
+    return schemas
+
+
+def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``{"type": n, "name": "ShareSnapshotKey", "data": {...}}``."""
+    if key is None:
+        raise SchemaError("message had a missing key", field="key")
+    buf = bytes(key)
+    record_type = _read_version(buf, "key")
+    key_msg, _ = _schemas(record_type)
+    return {"type": record_type, "name": key_msg.name,
+            "data": _read_body(key_msg, buf, record_type, "key")}
+
+
+def decode_value(value: bytes | bytearray | memoryview | None,
+                 record_type: int) -> dict[str, Any] | None:
+    """``{"version": v, "name": ..., "data": {...}}``; None for a tombstone."""
+    if value is None:
+        return None
+    buf = bytes(value)
+    version = _read_version(buf, "value")
+    _, value_msg = _schemas(record_type)
+    return {"version": version, "name": value_msg.name,
+            "data": _read_body(value_msg, buf, version, "value")}
+
+
+def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
+    key_msg, _ = _schemas(record_type)
+    return struct.pack(">h", record_type) + write_message(key_msg, data, record_type,
+                                                          path=key_msg.name)
+
+
+def encode_value(record_type: int, version: int, data: dict[str, Any] | None) -> bytes | None:
+    if data is None:
+        return None
+    _, value_msg = _schemas(record_type)
+    return struct.pack(">h", version) + write_message(value_msg, data, version,
+                                                      path=value_msg.name)
+
+
+def format_record(key: bytes | bytearray | memoryview | None,
+                  value: bytes | bytearray | memoryview | None, *,
+                  offset: int | None = None) -> tuple[str | None, str | None]:
+    """(key text, payload text) as kafka-dump-log ``--share-group-state-decoder`` prints them;
+    error handling as :func:`segtools.internal.consumer_offsets.format_record`."""
+    if key is None:
+        where = offset if offset is not None else "?"
+        raise SchemaError(f"Failed to decode message at offset {where} using share group state "
+                          "topic decoder (message had a missing key)", field="key")
+    try:
+        k = decode_key(key)
+        record_type = k["type"]
+        key_msg, value_msg = _schemas(record_type)
+        key_text = dumps({"type": str(record_type),
+                          "data": Raw(message_json(key_msg, k["data"], record_type))})
+        if value is None:
+            return key_text, DELETE
+        v = decode_value(value, record_type)
+        assert v is not None
+        return key_text, dumps({"type": str(v["version"]),
+                                "data": Raw(message_json(value_msg, v["data"], v["version"]))})
+    except UnknownRecordTypeError as e:
+        if offset is None:
+            raise
+        return f"Unknown record type {e.record_type} at offset {offset}, skipping.", None
+    except SchemaError as e:
+        if offset is None:
+            raise
+        return f"Error at offset {offset}, skipping. {e.reason}", None
