@@ -66,7 +66,7 @@ _OFFSET_SIZE = struct.Struct(">qi")
 #: kafka-dump-log's --max-message-size default; bounds one legacy inner message.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 #: Bound on the decompressed payload of one batch (a decompression bomb stops here).
-DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
+DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 
 _READ_CHUNK = 1 << 20
 
