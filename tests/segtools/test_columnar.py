@@ -1,0 +1,328 @@
+"""Columnar reader against kafka-python (oracle) and engine against engine."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from segtools import columnar
+from segtools.errors import CorruptBatchError, FormatError, SegtoolsError
+from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
+from test_columnar_gen import (
+    CODECS,
+    Rec,
+    compressible,
+    control_batch,
+    fix_crc,
+    kp_batch,
+    oracle_batches,
+    oracle_rows,
+    random_records,
+    random_segment,
+    write_segment,
+)
+
+ENGINES = columnar.available_engines()
+ORACLE_COLUMNS = ["offset", "timestamp_ms", "timestampType", "key", "value", "headers",
+                  "leader_epoch", "batch_base_offset", "producer_id", "producer_epoch",
+                  "sequence", "is_transactional", "is_control", "crc_valid", "magic"]
+
+
+def test_numba_engine_is_available_here():
+    # the numba kernel is the point of this module; CI must exercise it, not only the fallback
+    assert ENGINES == ["numba", "python"]
+
+
+def _rows(table: pa.Table) -> list[dict]:
+    return table.select(ORACLE_COLUMNS).to_pylist()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_records_match_kafka_python_per_codec(tmp_path, engine, codec):
+    rng = random.Random(CODECS[codec])
+    data = b"".join(
+        kp_batch(random_records(rng, 40, compress=True), base_offset=100 + 50 * i,
+                 codec=CODECS[codec], leader_epoch=i)
+        for i in range(4))
+    path = write_segment(tmp_path, data)
+    table = columnar.read_records(path, engine=engine)
+    assert table.schema == RECORD_SCHEMA
+    assert _rows(table) == oracle_rows(data)
+    assert set(table.column("compression").to_pylist()) == {codec}
+    assert table.column("topic").to_pylist() == ["topic-a"] * table.num_rows
+    assert table.column("partition").to_pylist() == [3] * table.num_rows
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_segments_match_oracle_and_engines_agree(tmp_path, seed):
+    data = random_segment(random.Random(seed))
+    path = write_segment(tmp_path, data)
+    tables = {e: columnar.read_records(path, engine=e) for e in ENGINES}
+    expected = oracle_rows(data)
+    for engine, table in tables.items():
+        assert _rows(table) == expected, engine
+    assert tables["python"].equals(tables[ENGINES[0]])
+    batches = {e: columnar.scan_batches(path, engine=e) for e in ENGINES}
+    assert batches["python"].equals(batches[ENGINES[0]])
+    got = batches["python"].to_pylist()
+    want = oracle_batches(data)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert {k: g[k] for k in w} == w
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_timestamp_columns_and_log_append_time(tmp_path, engine):
+    recs = [Rec(b"a", b"1", [], 1_600_000_000_123), Rec(b"b", b"2", [], 1_600_000_000_456)]
+    data = (kp_batch(recs, base_offset=0)
+            + kp_batch(recs, base_offset=2, log_append_time=1_700_000_000_999))
+    t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
+    assert t.column("timestamp_ms").to_pylist() == [1_600_000_000_123, 1_600_000_000_456,
+                                                    1_700_000_000_999, 1_700_000_000_999]
+    us = t.column("timestamp").cast(pa.int64()).to_pylist()
+    assert us == [1_600_000_000_123_000, 1_600_000_000_456_000,
+                  1_700_000_000_999_000, 1_700_000_000_999_000]
+    assert t.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+    assert t.column("timestampType").to_pylist() == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_headers_null_when_absent_and_values_nullable(tmp_path, engine):
+    recs = [Rec(None, None, []), Rec(b"k", b"", [("h1", None), ("h2", b"\x00\xff"), ("", b"")])]
+    t = columnar.read_records(write_segment(tmp_path, kp_batch(recs, base_offset=5)), engine=engine)
+    assert t.column("headers").to_pylist() == [
+        None, [{"key": "h1", "value": None}, {"key": "h2", "value": b"\x00\xff"},
+               {"key": "", "value": b""}]]
+    assert t.column("key").to_pylist() == [None, b"k"]
+    assert t.column("value").to_pylist() == [None, b""]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sequence_wraps_like_kafka(tmp_path, engine):
+    recs = [Rec(b"k", b"v%d" % i) for i in range(4)]
+    data = kp_batch(recs, base_offset=0, producer_id=9, producer_epoch=1,
+                    base_sequence=2**31 - 2)
+    t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
+    # incrementSequence: MAX-1, MAX, then wrap to 0, 1 (FORMATS.md 1.4)
+    assert t.column("sequence").to_pylist() == [2**31 - 2, 2**31 - 1, 0, 1]
+    assert t.column("producer_id").to_pylist() == [9] * 4
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_control_batches_and_include_control(tmp_path, engine):
+    recs = [Rec(b"k", b"v")] * 3
+    data = (kp_batch(recs, base_offset=0, producer_id=7, producer_epoch=0, base_sequence=0,
+                     transactional=True)
+            + control_batch(base_offset=3, producer_id=7, producer_epoch=0, commit=True))
+    path = write_segment(tmp_path, data)
+    t = columnar.read_records(path, engine=engine)
+    assert t.column("is_control").to_pylist() == [False] * 3 + [True]
+    assert t.column("is_transactional").to_pylist() == [True] * 4
+    assert t.column("key").to_pylist()[3] == b"\x00\x00\x00\x01"        # COMMIT
+    assert t.column("value").to_pylist()[3] == b"\x00\x00\x00\x00\x00\x03"
+    t2 = columnar.read_records(path, engine=engine, include_control=False)
+    assert t2.column("offset").to_pylist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_offset_and_timestamp_filters(tmp_path, engine):
+    batches = []
+    for b in range(5):
+        recs = [Rec(b"k", b"v", [], 1_000 + 10 * (b * 4 + i)) for i in range(4)]
+        batches.append(kp_batch(recs, base_offset=b * 4))
+    path = write_segment(tmp_path, b"".join(batches))
+    t = columnar.read_records(path, engine=engine, start_offset=6, end_offset=13)
+    assert t.column("offset").to_pylist() == list(range(6, 13))
+    t = columnar.read_records(path, engine=engine, start_timestamp=1_050, end_timestamp=1_100)
+    assert t.column("timestamp_ms").to_pylist() == [1_050, 1_060, 1_070, 1_080, 1_090]
+    t = columnar.read_records(path, engine=engine, start_offset=100)
+    assert t.num_rows == 0 and t.schema == RECORD_SCHEMA
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_max_rows_chunks_concatenate_to_the_whole(tmp_path, engine):
+    data = random_segment(random.Random(99), n_batches=20)
+    path = write_segment(tmp_path, data)
+    whole = columnar.read_records(path, engine=engine)
+    chunks = list(columnar.iter_record_batches(path, engine=engine, max_rows=25))
+    assert len(chunks) > 3
+    # a chunk only exceeds max_rows when one batch alone is larger
+    assert all(c.num_rows <= 25 or c.column("batch_base_offset").unique().__len__() == 1
+               for c in chunks)
+    assert pa.Table.from_batches(chunks).equals(whole)
+    scans = list(columnar.iter_batch_batches(path, engine=engine, max_rows=3))
+    assert all(s.num_rows <= 3 for s in scans)
+    assert pa.Table.from_batches(scans, schema=BATCH_SCHEMA).equals(columnar.scan_batches(path))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_bad_crc_rows_still_emitted(tmp_path, engine):
+    recs = [Rec(b"key", compressible(random.Random(1), 50)) for _ in range(3)]
+    good = kp_batch(recs, base_offset=0)
+    bad = bytearray(kp_batch(recs, base_offset=3))
+    bad[-5] ^= 0x01        # inside the last value: structure intact, CRC wrong
+    data = good + bytes(bad)
+    t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
+    assert t.column("crc_valid").to_pylist() == [True] * 3 + [False] * 3
+    assert _rows(t) == oracle_rows(data)
+    s = columnar.scan_batches(write_segment(tmp_path, data), engine=engine)
+    assert s.column("crc_valid").to_pylist() == [True, False]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_torn_tail_stops_silently(tmp_path, engine):
+    data = b"".join(kp_batch([Rec(b"k", b"v%d" % i)], base_offset=i) for i in range(3))
+    for cut in (1, 17, 40, len(data) // 3 - 1):
+        path = write_segment(tmp_path, data[:len(data) - cut], name=f"t-{cut}")
+        t = columnar.read_records(path, engine=engine)
+        assert t.column("offset").to_pylist() == [0, 1]
+        assert columnar.scan_batches(path, engine=engine).num_rows == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_zero_filled_tail_is_corrupt_with_location(tmp_path, engine):
+    data = kp_batch([Rec(b"k", b"v")], base_offset=0)
+    path = write_segment(tmp_path, data + bytes(64))
+    with pytest.raises(CorruptBatchError) as info:
+        columnar.read_records(path, engine=engine)
+    assert info.value.position == len(data)
+    assert info.value.field == "batch_length"
+    assert "smaller than minimum record overhead (14)" in str(info.value)
+    # rows before the damage are still yielded by the iterator
+    it = columnar.iter_record_batches(path, engine=engine)
+    assert next(it).num_rows == 1
+    with pytest.raises(CorruptBatchError):
+        next(it)
+
+
+def _record_body_corruptions() -> list[tuple[str, bytes]]:
+    """Uncompressed batches whose records are structurally broken (CRC fixed afterwards so
+    only the structure is wrong)."""
+    base = bytearray(kp_batch([Rec(b"key", b"value", [("h", b"x")])] * 2, base_offset=10))
+    cases = []
+    more = bytearray(base)
+    struct.pack_into(">i", more, 57, 3)              # recordsCount larger than the records
+    cases.append(("count_too_big", more))
+    fewer = bytearray(base)
+    struct.pack_into(">i", fewer, 57, 1)             # bytes left after the declared records
+    cases.append(("count_too_small", fewer))
+    negative = bytearray(base)
+    struct.pack_into(">i", negative, 57, -1)
+    cases.append(("count_negative", negative))
+    longer = bytearray(base)
+    longer[61] = longer[61] + 2                      # first record length +1 (zig-zag)
+    cases.append(("record_length", longer))
+    overlong = bytearray(base)
+    overlong[61:66] = b"\xff\xff\xff\xff\xff"        # varint that never terminates
+    cases.append(("varint", overlong))
+    out = []
+    for name, buf in cases:
+        fix_crc(buf)
+        out.append((name, bytes(buf)))
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name,data", _record_body_corruptions(), ids=lambda v: v if isinstance(v, str) else "")
+def test_broken_records_raise_located_format_error(tmp_path, engine, name, data):
+    prefix = kp_batch([Rec(b"a", b"b")], base_offset=0)
+    path = write_segment(tmp_path, prefix + data)
+    with pytest.raises(FormatError) as info:
+        columnar.read_records(path, engine=engine)
+    err = info.value
+    assert err.position == len(prefix) and err.base_offset == 10
+    assert err.path == str(path) and err.field
+    assert "00000000000000000000.log @ position" in str(err)
+
+
+def test_engines_raise_the_same_error(tmp_path):
+    for name, data in _record_body_corruptions():
+        path = write_segment(tmp_path, data, name=f"e-{name}")
+        messages = set()
+        for engine in ENGINES:
+            with pytest.raises(FormatError) as info:
+                columnar.read_records(path, engine=engine)
+            messages.add((type(info.value), str(info.value)))
+        assert len(messages) == 1, messages
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mutated_bytes_give_only_segtools_errors_and_engines_agree(tmp_path, seed):
+    rng = random.Random(1000 + seed)
+    data = bytearray(random_segment(rng, n_batches=6))
+    for trial in range(40):
+        buf = bytearray(data)
+        for _ in range(rng.randrange(1, 6)):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            buf = buf[:rng.randrange(len(buf))]
+        path = write_segment(tmp_path, bytes(buf), name=f"m-{trial}")
+        outcomes = []
+        for engine in ENGINES:
+            try:
+                outcomes.append(("ok", columnar.read_records(path, engine=engine,
+                                                             max_uncompressed_bytes=1 << 20)))
+            except SegtoolsError as exc:
+                outcomes.append(("err", (type(exc).__name__, exc.position)))
+        if outcomes[0][0] == "ok" and outcomes[1][0] == "ok":
+            assert outcomes[0][1].equals(outcomes[1][1])
+        else:
+            assert outcomes[0] == outcomes[1]
+
+
+def test_crc_kernel_matches_segtools_crc():
+    from segtools import _kernel, crc
+
+    if not _kernel.HARDWARE_CRC_IN_KERNEL:
+        pytest.skip("no hardware CRC routine here; the per-batch crc.crc32c path is used")
+    rng = np.random.default_rng(5)
+    buf = rng.integers(0, 256, 5000, dtype=np.uint8)
+    starts = rng.integers(0, 2500, 200).astype(np.int64)
+    ends = starts + rng.integers(0, 2500, 200)
+    out = np.zeros(200, np.uint32)
+    _kernel.crc_ranges(buf, starts, ends, out)
+    raw = buf.tobytes()
+    assert [int(v) for v in out] == [crc.crc32c(raw[s:e]) for s, e in zip(starts, ends)]
+
+
+def test_invalid_utf8_header_key_replaced_like_python_engine(tmp_path):
+    builder_data = bytearray(kp_batch([Rec(b"k", b"v", [("ab", b"1")])], base_offset=0))
+    i = builder_data.index(b"ab")
+    builder_data[i] = 0xFF                            # not UTF-8
+    fix_crc(builder_data)
+    path = write_segment(tmp_path, bytes(builder_data))
+    tables = [columnar.read_records(path, engine=e) for e in ENGINES]
+    assert tables[0].column("headers").to_pylist() == [[{"key": "\ufffdb", "value": b"1"}]]
+    assert tables[0].equals(tables[-1])
+
+
+def test_numba_missing_falls_back_to_python(tmp_path):
+    import subprocess
+    import sys
+
+    path = write_segment(tmp_path, kp_batch([Rec(b"k", b"v")], base_offset=4))
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "from segtools import columnar\n"
+        "assert columnar.available_engines() == ['python'], columnar.available_engines()\n"
+        f"t = columnar.read_records({str(path)!r})\n"
+        "print(t.column('offset').to_pylist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[4]"
+
+
+def test_input_files_are_not_modified(tmp_path):
+    data = random_segment(random.Random(3))
+    path = write_segment(tmp_path, data)
+    path.chmod(0o444)
+    before = path.stat().st_mtime_ns
+    for engine in ENGINES:
+        columnar.read_records(path, engine=engine)
+        columnar.scan_batches(path, engine=engine)
+    assert path.read_bytes() == data and path.stat().st_mtime_ns == before
