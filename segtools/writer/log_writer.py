@@ -60,6 +60,8 @@ class _Segment:
         self.offset_of_max_timestamp = -1
         self.bytes_since_last_index_entry = 0
         self.last_offset: int | None = None  # last offset of the last batch in the .log
+        #: max timestamp of the first append into the segment (``rollingBasedTimestamp``)
+        self.rolling_based_timestamp: int | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -68,13 +70,19 @@ class _Segment:
     def can_convert(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= _INT32_MAX
 
-    def should_roll(self, chunk_size: int, last_offset: int, segment_bytes: int) -> bool:
-        """``LogSegment.shouldRoll`` without the time-based rule. An empty segment never rolls
-        (Kafka would replace it by an identical empty one)."""
+    def should_roll(self, chunk_size: int, last_offset: int, max_timestamp: int,
+                    segment_bytes: int, segment_ms: int | None) -> bool:
+        """``LogSegment.shouldRoll``. The time rule compares batch timestamps (no jitter; a
+        segment without timestamps never rolls on time here, Kafka would use its wall clock).
+        An empty segment never rolls (Kafka would replace it by an identical empty one)."""
         if self.size == 0:
             return False
-        return (self.size > segment_bytes - chunk_size or self.offset_index.is_full()
-                or self.time_index.is_full() or not self.can_convert(last_offset))
+        reached_roll_ms = (segment_ms is not None and self.rolling_based_timestamp is not None
+                           and self.rolling_based_timestamp >= 0
+                           and max_timestamp - self.rolling_based_timestamp > segment_ms)
+        return (self.size > segment_bytes - chunk_size or reached_roll_ms
+                or self.offset_index.is_full() or self.time_index.is_full()
+                or not self.can_convert(last_offset))
 
     def index_batch(self, batch: BatchHeader, position: int, interval: int) -> None:
         """The per-batch bookkeeping of ``LogSegment.append``/``recover``."""
@@ -141,7 +149,8 @@ class LogWriter:
 
     def __init__(self, partition_dir: str | os.PathLike[str], *, segment_bytes: int = 1073741824,
                  index_interval_bytes: int = 4096, segment_index_bytes: int = 10485760,
-                 create: bool = True, keep_deleted_files: bool = False) -> None:
+                 create: bool = True, keep_deleted_files: bool = False,
+                 segment_ms: int | None = None) -> None:
         self.dir = os.fspath(partition_dir)
         if segment_bytes < 14:
             raise ValueError("segment_bytes must be at least 14")
@@ -153,6 +162,9 @@ class LogWriter:
         #: deleted segments/snapshots are renamed to ``*.deleted`` and left there (what a
         #: broker leaves behind when it stops within ``file.delete.delay.ms``)
         self.keep_deleted_files = keep_deleted_files
+        #: ``segment.ms``: roll when an append's max timestamp is more than this after the max
+        #: timestamp of the segment's first append (None: size/index rules only)
+        self.segment_ms = segment_ms
         if not os.path.isdir(self.dir):
             if not create:
                 raise InputError(f"partition directory not found: {self.dir}")
@@ -266,6 +278,8 @@ class LogWriter:
             segment.offset_of_max_timestamp = -1
             segment.bytes_since_last_index_entry = 0
             segment.last_offset = None
+            # loadFirstBatchTimestamp: the first batch's max timestamp drives segment.ms
+            segment.rolling_based_timestamp = headers[0].max_timestamp if headers else None
             position = 0
             for header in headers:
                 if rebuild:
@@ -396,7 +410,9 @@ class LogWriter:
                 previous = header.last_offset
         last_offset = max(h.last_offset for h in headers)
         segment = self._segments[-1]
-        if segment.should_roll(len(data), last_offset, self.segment_bytes):
+        max_timestamp = max(h.max_timestamp for h in headers)
+        if segment.should_roll(len(data), last_offset, max_timestamp, self.segment_bytes,
+                               self.segment_ms):
             # UnifiedLog.maybeRoll: the roll offset is the first offset of the first batch
             # (for legacy batches the offset field, i.e. the last inner offset)
             segment = self._roll(first.base_offset)
@@ -404,6 +420,8 @@ class LogWriter:
             raise InputError(f"offsets {first.base_offset}..{last_offset} cannot be stored in "
                              f"segment {segment.base_offset} (relative offset out of int32)")
         position = segment.size
+        if position == 0:
+            segment.rolling_based_timestamp = max_timestamp
         with open(segment.log_path, "r+b") as f:
             f.seek(position)
             f.write(data)

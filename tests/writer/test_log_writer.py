@@ -464,3 +464,19 @@ def test_legacy_message_sets_are_indexed_by_their_wrapper_offset(tmp_path: Path)
     # the wrapper's timestamp (its max, T0 + 3) at its offset 3 is never exceeded afterwards;
     # magic 0 has no timestamp
     assert time_index(part / name(0, ".timeindex"), 0) == [(T0 + 3, 3)]
+
+
+def test_segment_ms_rolls_on_batch_timestamps(tmp_path: Path) -> None:
+    def batch(offset: int, ts: int) -> bytes:
+        return build_batch([NewRecord(None, b"x", timestamp=ts)], base_offset=offset)
+
+    writer = LogWriter(tmp_path / "t-0", segment_ms=1000)
+    for offset, ts in enumerate([T0, T0 + 1000, T0 + 500, T0 + 1001, T0 + 1500, T0 + 2002]):
+        writer.append(batch(offset, ts))
+    # T0 + 1001 is more than 1000 ms after the segment's first batch (T0): roll at 3;
+    # then T0 + 2002 is more than 1000 ms after T0 + 1001: roll at 5
+    assert writer.segments == [0, 3, 5]
+    writer.close()
+    reopened = LogWriter(tmp_path / "t-0", segment_ms=1000)  # first batch timestamp from the log
+    reopened.append(batch(6, T0 + 2002 + 1001))
+    assert reopened.segments == [0, 3, 5, 6]
