@@ -104,6 +104,46 @@ _register(8, _key("ConsumerGroupCurrentMemberAssignmentKey", 8, "GroupId", "Memb
               f("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
           ]))
 
+# Share groups (KIP-932, early access in 4.0): record types 9-15, values flexible from v0.
+_register(9, _key("ShareGroupPartitionMetadataKey", 9, "GroupId"),
+          message("ShareGroupPartitionMetadataValue", 9, "0", "0+", [
+              f("Topics", "[]TopicMetadata", fields=[
+                  f("TopicId", "uuid"), f("TopicName", "string"), f("NumPartitions", "int32"),
+                  f("PartitionMetadata", "[]PartitionMetadata", fields=[
+                      f("Partition", "int32"), f("Racks", "[]string"),
+                  ]),
+              ]),
+          ]))
+_register(10, _key("ShareGroupMemberMetadataKey", 10, "GroupId", "MemberId"),
+          message("ShareGroupMemberMetadataValue", 10, "0", "0+", [
+              f("RackId", "string", nullable="0+"), f("ClientId", "string"),
+              f("ClientHost", "string"), f("SubscribedTopicNames", "[]string"),
+          ]))
+_register(11, _key("ShareGroupMetadataKey", 11, "GroupId"),
+          message("ShareGroupMetadataValue", 11, "0", "0+", [f("Epoch", "int32")]))
+_register(12, _key("ShareGroupTargetAssignmentMetadataKey", 12, "GroupId"),
+          message("ShareGroupTargetAssignmentMetadataValue", 12, "0", "0+", [
+              f("AssignmentEpoch", "int32"),
+          ]))
+_register(13, _key("ShareGroupTargetAssignmentMemberKey", 13, "GroupId", "MemberId"),
+          message("ShareGroupTargetAssignmentMemberValue", 13, "0", "0+", [
+              f("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+          ]))
+_register(14, _key("ShareGroupCurrentMemberAssignmentKey", 14, "GroupId", "MemberId"),
+          message("ShareGroupCurrentMemberAssignmentValue", 14, "0", "0+", [
+              f("MemberEpoch", "int32"), f("PreviousMemberEpoch", "int32"), f("State", "int8"),
+              f("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+          ]))
+_register(15, _key("ShareGroupStatePartitionMetadataKey", 15, "GroupId"),
+          message("ShareGroupStatePartitionMetadataValue", 15, "0", "0+", [
+              f("InitializedTopics", "[]TopicPartitionsInfo", fields=[
+                  f("TopicId", "uuid"), f("TopicName", "string"), f("Partitions", "[]int32"),
+              ]),
+              f("DeletingTopics", "[]TopicInfo", fields=[
+                  f("TopicId", "uuid"), f("TopicName", "string"),
+              ]),
+          ]))
+
 # The embedded consumer protocol (GroupMetadataValue member subscription/assignment bytes,
 # version-prefixed) -- decoded by kafka-dump-log when protocolType is "consumer".
 CONSUMER_PROTOCOL_SUBSCRIPTION = message("ConsumerProtocolSubscription", None, "0-3", None, [

@@ -230,3 +230,25 @@ def test_truncations_of_real_records_raise_schema_error_only(real):
             # a shorter prefix may still parse when it ends exactly after a field: never
             # anything but SchemaError
     assert checked > 1000
+
+
+def test_consumer_group_member_with_tagged_nullable_struct():
+    # ConsumerGroupMemberMetadataValue v0 (flexible): ClassicMemberMetadata is tag 0, a
+    # nullable struct: tag, size (= struct + 1), uvarint presence marker 1, then the struct
+    classic = (struct.pack(">i", 45000) + bytes([2]) + _compact("range") + bytes([3]) + b"\x01\x02"
+               + b"\x00" + b"\x00")
+    value = (b"\x00\x00" + b"\x00" + _compact("rack-a") + _compact("client") + _compact("/10.0.0.1")
+             + bytes([2]) + _compact("orders") + b"\x00" + struct.pack(">i", 300000)
+             + _compact("uniform") + bytes([1, 0, len(classic) + 1, 1]) + classic)
+    key = b"\x00\x05" + _s16("g") + _s16("m")
+    k, v = co.format_record(key, value, offset=0)
+    assert k == '{"type":"5","data":{"groupId":"g","memberId":"m"}}'
+    assert v == ('{"version":"0","data":{"instanceId":null,"rackId":"rack-a","clientId":"client",'
+                 '"clientHost":"/10.0.0.1","subscribedTopicNames":["orders"],'
+                 '"subscribedTopicRegex":null,"rebalanceTimeoutMs":300000,'
+                 '"serverAssignor":"uniform","classicMemberMetadata":{"sessionTimeoutMs":45000,'
+                 '"supportedProtocols":[{"name":"range","metadata":"AQI="}]}}}')
+    d = co.decode_value(value, 5)
+    assert co.encode_value(5, 0, d["data"]) == value
+    d["data"]["classicMemberMetadata"] = None  # default null: the tag disappears
+    assert co.encode_value(5, 0, d["data"]) == value[:value.index(bytes([1, 0, len(classic) + 1]))] + b"\x00"
