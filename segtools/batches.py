@@ -129,7 +129,8 @@ class RecordBatch:
     @classmethod
     def from_bytes(cls, buf: bytes, *, path: str = "", position: int = 0,
                    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                   max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> "RecordBatch":
+                   max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                   segment: str | None = None) -> "RecordBatch":
         """Build a batch from its complete on-disk bytes (``buf`` = exactly one batch)."""
         if len(buf) < HEADER_SIZE_UP_TO_MAGIC:
             raise TruncatedBatchError(f"{len(buf)} bytes cannot hold a batch header "
@@ -141,18 +142,20 @@ class RecordBatch:
                                     f"{len(buf)} bytes given", path=path or None,
                                     position=position, base_offset=base_offset,
                                     field="batch_length")
+        if segment is None:
+            segment = os.path.basename(path)
         magic = struct.unpack_from(">b", buf, 16)[0]
         if magic < 2:  # Kafka: any magic below 2 (even negative) is a legacy entry
-            return cls._legacy_batch(buf, path, position, max_decompressed_size,
+            return cls._legacy_batch(buf, path, segment, position, max_decompressed_size,
                                      max_message_size)
-        return cls._v2_batch(buf, path, position, max_decompressed_size)
+        return cls._v2_batch(buf, path, segment, position, max_decompressed_size)
 
     @classmethod
-    def _v2_batch(cls, buf: bytes, path: str, position: int,
+    def _v2_batch(cls, buf: bytes, path: str, segment: str, position: int,
                   max_decompressed_size: int) -> "RecordBatch":
         self = cls.__new__(cls)
         self.path = path
-        self.segment = os.path.basename(path)
+        self.segment = segment
         self.position = position
         self.size = len(buf)
         if len(buf) < RECORD_BATCH_OVERHEAD:
@@ -198,11 +201,11 @@ class RecordBatch:
         return self
 
     @classmethod
-    def _legacy_batch(cls, buf: bytes, path: str, position: int, max_decompressed_size: int,
-                      max_message_size: int) -> "RecordBatch":
+    def _legacy_batch(cls, buf: bytes, path: str, segment: str, position: int,
+                      max_decompressed_size: int, max_message_size: int) -> "RecordBatch":
         self = cls.__new__(cls)
         self.path = path
-        self.segment = os.path.basename(path)
+        self.segment = segment
         self.position = position
         self.size = len(buf)
         try:
@@ -378,7 +381,12 @@ class RecordBatch:
                 if pos >= end:
                     raise _RecordProblem(TruncatedBatchError, "length",
                                          "Incorrect declared batch size, premature EOF reached")
-                length, pos = rv(buf, pos)
+                b = buf[pos]
+                if b < 0x80:  # one-byte varints inlined: the common case for every field
+                    length = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    length, pos = rv(buf, pos)
                 body_start = pos
                 body_end = pos + length
                 if length < 0:
@@ -395,11 +403,26 @@ class RecordBatch:
                     attributes -= 256
                 pos += 1
                 field = "timestamp_delta"
-                ts_delta, pos = read_varlong(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    ts_delta = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    ts_delta, pos = read_varlong(buf, pos)
                 field = "offset_delta"
-                offset_delta, pos = rv(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    offset_delta = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    offset_delta, pos = rv(buf, pos)
                 field = "key_length"
-                klen, pos = rv(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    klen = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    klen, pos = rv(buf, pos)
                 if klen >= 0:
                     if klen > body_end - pos:
                         raise _RecordProblem(CorruptBatchError, "key_length",
@@ -410,7 +433,12 @@ class RecordBatch:
                 else:
                     key = None
                 field = "value_length"
-                vlen, pos = rv(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    vlen = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    vlen, pos = rv(buf, pos)
                 if vlen >= 0:
                     if vlen > body_end - pos:
                         raise _RecordProblem(CorruptBatchError, "value_length",
@@ -421,7 +449,12 @@ class RecordBatch:
                 else:
                     value = None
                 field = "headers_count"
-                hcount, pos = rv(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    hcount = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    hcount, pos = rv(buf, pos)
                 if hcount < 0:
                     raise _RecordProblem(CorruptBatchError, "headers_count",
                                          f"Found invalid number of record headers {hcount}")
@@ -560,6 +593,7 @@ class SegmentReader:
 
     def __iter__(self) -> Iterator[RecordBatch]:
         path = self.path
+        segment = os.path.basename(path)
         end = self.end
         self.valid_bytes = 0
         self.batches_read = 0
@@ -599,7 +633,8 @@ class SegmentReader:
                 buf = window[rel:rel + total]
                 batch = RecordBatch.from_bytes(buf, path=path, position=pos,
                                                max_decompressed_size=self.max_decompressed_size,
-                                               max_message_size=self.max_message_size)
+                                               max_message_size=self.max_message_size,
+                                               segment=segment)
                 pos += total
                 self.valid_bytes = pos
                 self.batches_read += 1

@@ -15,8 +15,10 @@ costs at most about ``max_size`` bytes. ``compress`` writes what a Java producer
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zlib
+from functools import lru_cache
 from typing import Any
 
 from .errors import CompressionError, MissingCodecError
@@ -58,12 +60,21 @@ def codec_name(codec_id: int) -> str:
                                actual=codec_id) from None
 
 
+_MODULES: dict[str, Any] = {}
+
+
 def _import(module: str, package: str) -> Any:
+    """Import a codec library once (lazily: a missing one only matters when it is needed)."""
+    mod = _MODULES.get(module)
+    if mod is not None:
+        return mod
     try:
-        return __import__(module, fromlist=["_"])
+        mod = importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - all codecs are install requirements
         raise MissingCodecError(
             f"reading this codec needs the '{package}' package: pip install {package}") from exc
+    _MODULES[module] = mod
+    return mod
 
 
 def _too_big(codec: str, max_size: int) -> CompressionError:
@@ -129,6 +140,7 @@ def _lz4_header_checksum_position(frame: bytes | memoryview) -> int:
     return hc_pos
 
 
+@lru_cache(maxsize=64)
 def lz4_header_checksum(descriptor: bytes) -> int:
     """The correct LZ4 frame HC byte of the FLG..(dictId) descriptor bytes."""
     return (xxh32(descriptor) >> 8) & 0xFF
