@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
 from segtools.dump import text
-from segtools.errors import FormatError, InputError
+from segtools.errors import FormatError, IndexCorruptionError, InputError
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
@@ -140,8 +140,10 @@ def dump_index(ctx: "DumpContext", path: str) -> None:
                 log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
                                                       log_path)
             except FormatError as exc:
-                ctx.error("index_entry_unreadable", exc.located(path=log_path),
-                          offset=offset, index_position=position)
+                ctx.error("index_entry_unreadable", IndexCorruptionError(
+                    f"entry {i} (offset {offset}, position {position}) does not lead to a batch "
+                    f"of {os.path.basename(log_path)}: {exc.reason}", path=path, position=i * 8,
+                    field="position"), offset=offset, log_position=position)
             else:
                 if log_offset != offset:
                     mismatches.append((offset, log_offset))

@@ -107,7 +107,8 @@ def test_index_entry_past_end_of_log(tmp_path: Path) -> None:
     result = run(index)
     assert result.exit_code == 1
     assert "index points past the end of the log" in result.stderr
-    assert "@ position 10000000" in result.stderr
+    assert f"Error: {SEG}.index @ position 8 field position: entry 1 (offset 29, position " \
+           "10000000)" in result.stderr
     assert lines(result.stdout)[1:] == ["offset: 9 position: 0", "offset: 29 position: 10000000"]
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
-from dump_builders import SEG, lines, oracle_batches, run
+from dump_builders import SEG, kafka_python_lines, run
 
 from segtools.dump.options import DumpOptions
 from segtools.dump.runner import run_dump
-from segtools.dump.text import optional_long
 
 REALDATA = Path(os.environ.get("SEGTOOLS_REALDATA",
                                Path(__file__).resolve().parents[3] / "shared" / "realdata"))
@@ -35,67 +33,13 @@ def _dump(path: Path, **opts: object) -> tuple[int, list[str], str]:
     return status, out.getvalue().split("\n")[:-1], err.getvalue()
 
 
-_TS_NAMES = {0: "CreateTime", 1: "LogAppendTime"}
-_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
-def _sequence(base_sequence: int, delta: int) -> int:
-    if base_sequence < 0:
-        return -1
-    return base_sequence + delta if base_sequence <= 2147483647 - delta else \
-        delta - (2147483647 - base_sequence) - 1
-
-
-def _expected_lines(data: bytes) -> list[str]:
-    """The DUMP_LOG.md 3.3/3.4 templates filled with kafka-python's view of each batch."""
-    out: list[str] = []
-    position = 0
-    for b in oracle_batches(data):
-        size = b.size_in_bytes
-        last = b.base_offset + b.last_offset_delta
-        ts_name = _TS_NAMES[b.timestamp_type]
-        horizon = b.first_timestamp if b.attributes & 0x40 else None
-        out.append(
-            f"baseOffset: {b.base_offset} lastOffset: {last} count: {b.records_count} "
-            f"baseSequence: {b.base_sequence} lastSequence: {_sequence(b.base_sequence, b.last_offset_delta)} "
-            f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
-            f"partitionLeaderEpoch: {b.leader_epoch} "
-            f"isTransactional: {str(b.is_transactional).lower()} "
-            f"isControl: {str(b.is_control_batch).lower()} deleteHorizonMs: {optional_long(horizon)} "
-            f"position: {position} {ts_name}: {b.max_timestamp} size: {size} magic: {b.magic} "
-            f"compresscodec: {_CODECS[b.compression_type]} crc: {b.crc} "
-            f"isvalid: {str(b.validate_crc()).lower()}")
-        for r in b:
-            ks = -1 if r.key is None else len(r.key)
-            vs = -1 if r.value is None else len(r.value)
-            keys = ",".join(k for k, _ in r.headers)
-            line = (f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {ks} valueSize: {vs} "
-                    f"sequence: {_sequence(b.base_sequence, r.offset - b.base_offset)} "
-                    f"headerKeys: [{keys}]")
-            if b.is_control_batch:
-                version, type_id = struct.unpack_from(">hh", r.key)
-                if type_id in (0, 1):
-                    epoch = struct.unpack_from(">i", r.value, 2)[0]
-                    line += f" endTxnMarker: {['ABORT', 'COMMIT'][type_id]} coordinatorEpoch: {epoch}"
-                elif type_id == 2:
-                    line += " controlType: LEADER_CHANGE(2)"
-            else:
-                if r.key is not None:
-                    line += " key: " + bytes(r.key).decode("utf-8", "replace")
-                if r.value is not None:
-                    line += " payload: " + bytes(r.value).decode("utf-8", "replace")
-            out.append(line)
-        position += size
-    return out
-
-
 @pytest.mark.parametrize("log", _real_logs(), ids=lambda p: str(p.relative_to(REALDATA)))
 def test_real_log_matches_kafka_python(log: Path) -> None:
     status, out, err = _dump(log, print_data_log=True)
     data = log.read_bytes()
     assert out[0] == f"Dumping {log}"
     assert out[1] == f"Log starting offset: {int(log.name.split('.')[0])}"
-    expected = _expected_lines(data)
+    expected = kafka_python_lines(data)
     assert len(expected) > 0
     assert "\n".join(out[2:]) == "\n".join(expected)
     assert (status, err) == (0, "")
