@@ -462,3 +462,26 @@ def test_partition_and_log_dir_ordering(tmp_path):
     assert [os.path.basename(p) for p in segment_paths(logdir / "t-2")] == [
         "00000000000000000005.log", "00000000000000000020.log", "00000000000000000100.log"]
 
+
+
+def test_memory_does_not_grow_with_file_size(tmp_path):
+    """A 24 MiB segment is walked (and its records decoded) in bounded memory."""
+    import tracemalloc
+
+    one = v2_batch(record(value=b"x" * 8000) + record(offset_delta=1, value=b"y" * 8000),
+                   count=2)
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "wb") as f:
+        for _ in range(24 * 1024 * 1024 // len(one)):
+            f.write(one)
+    tracemalloc.start()
+    try:
+        n = 0
+        with SegmentReader(path) as reader:
+            for b in reader:
+                n += sum(1 for _ in b.records())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == 2 * (24 * 1024 * 1024 // len(one))
+    assert peak < 3 * 1024 * 1024  # one 1 MiB read window plus a batch, not the file
