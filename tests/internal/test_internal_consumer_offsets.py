@@ -252,3 +252,18 @@ def test_consumer_group_member_with_tagged_nullable_struct():
     assert co.encode_value(5, 0, d["data"]) == value
     d["data"]["classicMemberMetadata"] = None  # default null: the tag disappears
     assert co.encode_value(5, 0, d["data"]) == value[:value.index(bytes([1, 0, len(classic) + 1]))] + b"\x00"
+
+
+def test_offset_commit_value_v4_flexible_layout():
+    # v4 = v3 fields with a compact metadata string and an (empty) tagged-field section
+    value = (b"\x00\x04" + struct.pack(">qi", 42, 7) + _compact("meta") + struct.pack(">q", 1234)
+             + b"\x00")
+    key = b"\x00\x01" + _s16("g") + _s16("t") + struct.pack(">i", 3)
+    assert co.format_record(key, value, offset=0) == (
+        '{"type":"1","data":{"group":"g","topic":"t","partition":3}}',
+        '{"version":"4","data":{"offset":42,"leaderEpoch":7,"metadata":"meta",'
+        '"commitTimestamp":1234}}')
+    assert co.encode_value(1, 4, co.decode_value(value, key)["data"]) == value
+    # the same fields at v3 use an int16 string length and no tag section
+    v3 = b"\x00\x03" + struct.pack(">qi", 42, 7) + _s16("meta") + struct.pack(">q", 1234)
+    assert co.encode_value(1, 3, co.decode_value(value, key)["data"]) == v3
