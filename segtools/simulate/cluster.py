@@ -340,8 +340,10 @@ class Cluster:
         if mode == "high-watermark" or not f.epochs:
             target = f.high_watermark
         elif mode == "leader-epoch-kip101":
-            # 0.11-1.x: one OffsetsForLeaderEpoch round, no check that the epochs match (KIP-279)
-            target = min(leader.end_offset_for(f.latest_epoch())[1], f.log_end_offset)
+            # 0.11-1.x: one OffsetsForLeaderEpoch round, no check that the epochs match (KIP-279);
+            # an undefined answer (the leader has no epoch yet) falls back to the follower's HW
+            end = leader.end_offset_for(f.latest_epoch())[1]
+            target = f.high_watermark if end < 0 else min(end, f.log_end_offset)
         else:
             target = self._epoch_truncation_offset(f, leader)
         self._remove(tp, f, f.truncate_to(target), TRUNCATED)
@@ -354,7 +356,7 @@ class Cluster:
         while True:
             leader_epoch, leader_end = leader.end_offset_for(epoch)
             if leader_epoch < 0:
-                return f.log_end_offset if leader_end < 0 else min(leader_end, f.log_end_offset)
+                return f.high_watermark if leader_end < 0 else min(leader_end, f.log_end_offset)
             if f.has_epoch(leader_epoch):
                 own_end = f.end_offset_for(leader_epoch)[1]
                 return min(leader_end, own_end, f.log_end_offset)
@@ -395,6 +397,7 @@ class Cluster:
             for b, r in reps.items():
                 if b != election.leader:
                     self._become_follower(tp, ps, r)
+            self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits its log at once
 
     def _elect_after_loss(self, broker: int, reason: str) -> None:
         """A broker left (crash or controlled shutdown): move its leaderships, shrink ISRs."""
