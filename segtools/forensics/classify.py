@@ -274,7 +274,9 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                     codes.add("COMMITTED_LOSS" if committed else "DIVERGED_UNCOMMITTED")
                 elif committed:
                     codes.add("COMMITTED_LOSS")
-                cause = _cause(ref, v, fork, history, committed > 0)
+                first_div = div_batches[0]
+                holder_brokers = {x.broker for x in holders.get(first_div.key, [v])}
+                cause = _cause(ref, v, fork, history, committed > 0, holder_brokers)
             elif v.log_end_offset < ref.log_end_offset:
                 codes.add("LAGGING_PREFIX")
             hw = v.high_watermark
@@ -307,16 +309,31 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
 
 
 def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,
-           committed: bool) -> str | None:
-    """FORENSICS.md D.6: unclean election after the fork, else local loss of the re-elected
-    reference, else (with metadata) a protocol violation. Without metadata: undetermined."""
-    epoch_at_fork = rep.epoch_map.epoch_at(fork)
+           committed: bool, holders: set[int]) -> str | None:
+    """FORENSICS.md D.6. With the metadata log, walk the elections after the epoch of the
+    divergent records: the first one whose leader does not hold them decides -- unclean ->
+    UNCLEAN_ELECTION; clean (an ISR member, so it once held every committed record) with
+    committed records gone -> LOCAL_LOSS_REELECTED. Without metadata only local-loss evidence
+    on the reference can be used; otherwise the cause is undetermined (None)."""
+    fork_epoch = rep.epoch_map.epoch_at(fork)
     if history is not None:
-        floor = -1 if epoch_at_fork is None else epoch_at_fork
-        if history.unclean_epochs_after(floor, ref.epoch_map.latest_epoch()):
-            return "UNCLEAN_ELECTION"
+        floor = -1 if fork_epoch is None else fork_epoch
+        for epoch in sorted(history.elections):
+            el = history.elections[epoch]
+            # A leader whose epoch the replica holds batches of had the replica's earlier
+            # records then (the replica copied its log from that leader).
+            if epoch <= floor or el.leader < 0 or el.leader in holders or rep.epoch_map.has_epoch(epoch):
+                continue
+            if el.unclean:
+                return "UNCLEAN_ELECTION"
+            if committed:
+                return "LOCAL_LOSS_REELECTED"
+            return None
     hw = ref.high_watermark
-    if committed and hw is not None and hw > ref.log_end_offset:
+    # The reference once held offsets it no longer has: its HW checkpoint, or an epoch it
+    # recorded in its leader-epoch-checkpoint, lies beyond its log end (S11b, KIP-966).
+    claimed = max((start for _, start in ref.facts.epoch_checkpoint or ()), default=-1)
+    if committed and ((hw is not None and hw > ref.log_end_offset) or claimed > ref.log_end_offset):
         return "LOCAL_LOSS_REELECTED"
     if committed and history is not None:
         return "PROTOCOL_VIOLATION"
