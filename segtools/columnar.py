@@ -37,7 +37,13 @@ from segtools._columnar_codes import (
     SCAN_V2_TOO_SHORT,
     record_error,
 )
-from segtools.errors import CorruptBatchError, FormatError, InputError, SegtoolsError
+from segtools.errors import (
+    CorruptBatchError,
+    FormatError,
+    InputError,
+    SegtoolsError,
+    UnsupportedMagicError,
+)
 from segtools.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
 __all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_records",
@@ -109,17 +115,20 @@ def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | 
     if not p.exists():
         raise InputError(f"{p}: no such file or directory")
     if p.is_file():
-        t, part = None, None
+        t, part, b = None, None, None
         try:
             from segtools.logdir import parse_partition_dir_name
+            from segtools.sources import broker_id_of
 
             t, part, _state = parse_partition_dir_name(p.parent.name)
+            b = broker_id_of(p.parent.parent)   # meta.properties of the enclosing log dir
         except ImportError:
             pass
         except Exception:  # noqa: BLE001 - a segment copied out of its partition dir
-            t, part = None, None
+            t, part, b = None, None, None
         return [_Segment(str(p), topic if topic is not None else t,
-                         partition if partition is not None else part, broker)]
+                         partition if partition is not None else part,
+                         broker if broker is not None else b)]
     from segtools.sources import resolve_sources
 
     found = []
@@ -261,35 +270,15 @@ def _raise_scan_status(mf: _MappedFile, pos: int, status: int) -> None:
             path=mf.path, position=pos, base_offset=offset, field="batch_length")
 
 
-class _LegacyCursor:
-    """Walks the object reader alongside the scan to pick up legacy (magic 0/1) entries."""
+def _legacy_batch(mf: _MappedFile, pos: int, size: int) -> Any:
+    """The object reader's view of one legacy (magic 0/1) entry: its fields and records."""
+    from segtools.batches import RecordBatch
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._reader: Any = None
-        self._iter: Iterator[Any] | None = None
-
-    def at(self, position: int) -> Any:
-        if self._iter is None:
-            from segtools.batches import SegmentReader
-
-            self._reader = SegmentReader(self.path)
-            self._reader.__enter__()
-            self._iter = iter(self._reader)
-        for batch in self._iter:
-            if batch.position == position:
-                return batch
-            if batch.position > position:
-                break
-        raise FormatError("the object reader found no legacy entry here", path=self.path,
-                          position=position)
-
-    def close(self) -> None:
-        if self._reader is not None:
-            self._reader.__exit__(None, None, None)
+    return RecordBatch.from_bytes(bytes(mf.view[pos:pos + 12 + size]), path=mf.path,
+                                  position=pos)
 
 
-def _fill_legacy(h: _Headers, cursor: _LegacyCursor) -> None:
+def _fill_legacy(h: _Headers, mf: _MappedFile) -> None:
     """Columns of magic 0/1 entries from the object reader; v2 columns derived from headers."""
     h.last_offset = h.base_offset + h.last_offset_delta
     h.timestamp_type = np.where((h.attributes & 0x08) != 0, 1, 0).astype(np.int8)
@@ -298,7 +287,7 @@ def _fill_legacy(h: _Headers, cursor: _LegacyCursor) -> None:
         return
     h.legacy = {}
     for i in legacy_rows.tolist():
-        b = cursor.at(int(h.position[i]))
+        b = _legacy_batch(mf, int(h.position[i]), int(h.batch_length[i]))
         h.legacy[i] = b
         h.base_offset[i] = b.base_offset
         h.last_offset[i] = b.last_offset
@@ -320,19 +309,15 @@ def _fill_legacy(h: _Headers, cursor: _LegacyCursor) -> None:
 def _iter_headers(mf: _MappedFile, kernel: Any, max_batches: int = _SCAN_CHUNK) -> Iterator[_Headers]:
     """Header chunks of one file, in file order; raises after yielding what came before."""
     pos = 0
-    cursor = _LegacyCursor(mf.path)
-    try:
-        while True:
-            h, next_pos, status = _scan_chunk(mf, pos, kernel, max_batches)
-            _fill_legacy(h, cursor)
-            if len(h):
-                yield h
-            if status != SCAN_MORE:
-                _raise_scan_status(mf, next_pos, status)
-                return
-            pos = next_pos
-    finally:
-        cursor.close()
+    while True:
+        h, next_pos, status = _scan_chunk(mf, pos, kernel, max_batches)
+        _fill_legacy(h, mf)
+        if len(h):
+            yield h
+        if status != SCAN_MORE:
+            _raise_scan_status(mf, next_pos, status)
+            return
+        pos = next_pos
 
 
 # ------------------------------------------------------------------------------------------
@@ -686,7 +671,8 @@ def _iter_row_chunks(mf: _MappedFile, kernel: Any, filters: _Filters, max_rows: 
         cap = np.minimum(np.maximum(h.records_count, 0), region // 7)
         codec = h.attributes & 0x07
         kind = np.where(filters.batch_skip(h), _SKIP,
-                        np.where(h.magic < 2, _LEGACY, np.where(codec == 0, _PLAIN, _PACKED)))
+                        np.where(h.magic < 2, _LEGACY, np.where(
+                            h.magic > 2, _ODD, np.where(codec == 0, _PLAIN, _PACKED))))
         plain = kind == _PLAIN
         cum_cap = np.concatenate([[0], np.cumsum(np.where(plain, cap, 0))])
         cum_bytes = np.concatenate([[0], np.cumsum(np.where(plain, region, 0))])
@@ -709,6 +695,13 @@ def _iter_row_chunks(mf: _MappedFile, kernel: Any, filters: _Filters, max_rows: 
             k = kind[s]
             if k == _SKIP:
                 continue
+            if k == _ODD:
+                # Kafka walks a batch with magic > 2 as v2, but no reader decodes its records
+                if parts:
+                    yield flush(), h
+                raise UnsupportedMagicError(f"unsupported magic {int(h.magic[s])}", path=mf.path,
+                                            position=int(h.position[s]),
+                                            base_offset=int(h.base_offset[s]), field="magic")
             if k == _LEGACY:
                 for i in range(s, e):
                     if parts:
@@ -747,7 +740,7 @@ def _iter_row_chunks(mf: _MappedFile, kernel: Any, filters: _Filters, max_rows: 
             yield flush(), h
 
 
-_SKIP, _PLAIN, _PACKED, _LEGACY = 0, 1, 2, 3
+_SKIP, _PLAIN, _PACKED, _LEGACY, _ODD = 0, 1, 2, 3, 4
 
 
 def iter_record_batches(path: str | os.PathLike[str], *, topic: str | None = None,
