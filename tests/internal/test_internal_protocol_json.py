@@ -7,7 +7,6 @@ DUMP_LOG.md documents for kafka-dump-log."""
 
 from __future__ import annotations
 
-import base64
 import struct
 import uuid
 
