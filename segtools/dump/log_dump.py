@@ -13,6 +13,8 @@ from segtools.errors import FormatError, InputError
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
 
+_NO_MESSAGE_LIMIT = 2147483647
+
 
 def dump_log(ctx: "DumpContext", path: str) -> None:
     """Header line, one line per batch, record lines when deep-iterating, then the
@@ -79,7 +81,9 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                 continue
             is_control = batch.is_control
             try:
-                for record in batch.records():
+                # Kafka's dump deep-iterates legacy wrappers without a per-message limit
+                # (Integer.MAX_VALUE); the reader still bounds total decompressed bytes
+                for record in batch.records(max_message_size=_NO_MESSAGE_LIMIT):
                     offset = record.offset
                     if last_offset != -1 and offset != last_offset + 1:
                         non_consecutive.append((last_offset, offset))

@@ -313,3 +313,62 @@ def test_log_append_time_batch_uses_max_timestamp(tmp_path: Path) -> None:
     assert f" LogAppendTime: {NOW + 999} size: " in out[2]
     assert out[3].startswith(f"| offset: 0 LogAppendTime: {NOW + 999} ")
     assert out[4].startswith(f"| offset: 1 LogAppendTime: {NOW + 999} ")
+
+
+# ------------------------------------------------------------------ KRaft control records
+
+def _kraft_control_log(tmp_path: Path, records: list[tuple[int, bytes]]) -> Path:
+    from dump_builders import with_attributes
+    batch = v2_batch([(struct.pack(">hh", 0, t), value, NOW) for t, value in records])
+    log = tmp_path / "00000000000000000100-0000000003.checkpoint"
+    log.write_bytes(with_attributes(batch, 0x20))
+    return log
+
+
+def _compact(s: str) -> bytes:
+    raw = s.encode()
+    return bytes([len(raw) + 1]) + raw
+
+
+def test_kraft_control_records(tmp_path: Path) -> None:
+    dir_id = bytes(range(16))
+    voters = (struct.pack(">h", 0) + b"\x02"                     # version, 1 voter
+              + struct.pack(">i", 1) + dir_id
+              + b"\x02" + _compact("CONTROLLER") + _compact("localhost") + struct.pack(">H", 9093)
+              + b"\x00"                                           # endpoint tags
+              + struct.pack(">hh", 0, 1) + b"\x00"                # feature + its tags
+              + b"\x00"                                           # voter tags
+              + b"\x00")                                          # top-level tags
+    log = _kraft_control_log(tmp_path, [
+        (3, struct.pack(">hq", 0, 10000) + b"\x00"),
+        (5, struct.pack(">hh", 0, 1) + b"\x00"),
+        (6, voters),
+        (2, struct.pack(">hi", 0, 1) + b"\x01\x01\x00"),
+        (9, b""),
+        (4, struct.pack(">h", 0) + b"\x00"),
+    ])
+    result = run("--cluster-metadata-decoder", log)
+    assert result.exit_code == 0, result.stderr
+    out = lines(result.stdout)
+    assert out[1] == "Snapshot end offset: 100, epoch: 3"
+    suffixes = [line.split("headerKeys: [] ", 1)[1] for line in out if line.startswith("| ")]
+    assert suffixes == [
+        'SnapshotHeader {"version":0,"lastContainedLogTimestamp":10000}',
+        'KRaftVersion {"version":0,"kRaftVersion":1}',
+        'KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"AAECAwQFBgcICQoLDA0ODw",'
+        '"endpoints":[{"name":"CONTROLLER","host":"localhost","port":9093}],'
+        '"kRaftVersionFeature":{"minSupportedVersion":0,"maxSupportedVersion":1}}]}',
+        "controlType: LEADER_CHANGE(2)",
+        "controlType: UNKNOWN(9)",
+        'SnapshotFooter {"version":0}',
+    ]
+    skipped = lines(run("--cluster-metadata-decoder", "--skip-record-metadata", log).stdout)
+    assert skipped[3:] == [""] * 6
+
+
+def test_index_entry_beyond_max_message_size(tmp_path: Path) -> None:
+    log, batches = simple_records_log(tmp_path)
+    index, _ = write_indexes(tmp_path, batches)
+    result = run("--max-message-size", "100", index)
+    assert result.exit_code == 1
+    assert "no complete batch within 100 bytes (--max-message-size)" in result.stderr
