@@ -34,9 +34,9 @@ from .errors import (
 from .legacy import (
     LOG_OVERHEAD,
     RECORD_OVERHEAD_V0,
-    LegacyMessage,
     inner_record,
     parse_legacy_entry,
+    parse_legacy_header,
     read_inner_messages,
 )
 from .varint import read_varint, read_varlong
@@ -208,11 +208,16 @@ class RecordBatch:
         self.segment = segment
         self.position = position
         self.size = len(buf)
+        self._inner = None
+        self._inner_error = None
         try:
             msg = parse_legacy_entry(buf, 0)
         except FormatError as exc:
-            offset = _OFFSET_SIZE.unpack_from(buf, 0)[0]
-            raise exc.located(path=path or None, position=position, base_offset=offset)
+            # impossible key/value lengths: keep the header for shallow listing, raise the
+            # error from records()
+            msg = parse_legacy_header(buf, 0)
+            self._inner_error = exc.located(path=path or None, position=position,
+                                            base_offset=msg.offset)
         self._buf = buf
         self._legacy = msg
         self._max_decompressed_size = max_decompressed_size
@@ -238,11 +243,11 @@ class RecordBatch:
         self.base_sequence = -1
         self.last_sequence = -1
         self.last_offset = msg.offset
-        self._inner = None
-        self._inner_error = None
-        if codec == 0:
+        if codec == 0 or self._inner_error is not None:
             self.base_offset = msg.offset
             self.records_count = 1
+            if self._inner_error is not None and codec != 0:
+                self.records_count = 0
         else:
             # baseOffset of a compressed legacy entry needs the inner messages (Kafka
             # loads the full batch too); a failure is kept and raised by records().
@@ -319,11 +324,11 @@ class RecordBatch:
         if msg.magic not in (0, 1):
             raise self._error(UnsupportedMagicError, f"unsupported magic {msg.magic}",
                               field="magic")
+        if self._inner_error is not None:
+            raise self._inner_error
         if self.compression_id == 0:
             yield inner_record(msg, msg.offset, self.base_offset, None)
             return
-        if self._inner_error is not None:
-            raise self._inner_error
         inner = self._inner
         if inner is None:  # pragma: no cover - set in _legacy_batch
             return

@@ -25,6 +25,7 @@ from .errors import CompressionError, CorruptBatchError, FormatError, Unsupporte
 __all__ = [
     "LegacyMessage",
     "parse_legacy_entry",
+    "parse_legacy_header",
     "read_inner_messages",
     "RECORD_OVERHEAD_V0",
     "RECORD_OVERHEAD_V1",
@@ -73,6 +74,22 @@ class LegacyMessage:
         if self.magic == 0:
             return "NoTimestampType"
         return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
+
+
+def parse_legacy_header(buf: bytes, pos: int) -> LegacyMessage:
+    """Only the fixed fields of the entry at ``buf[pos:]`` (key and value left None).
+
+    What a shallow listing needs; used when the key/value lengths are corrupt so the walk can
+    go on (Kafka's shallow iteration does not look at them either).
+    """
+    offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+    crc, magic, attributes = _CRC_MAGIC_ATTRS.unpack_from(buf, pos + 12)
+    computed = crc32(memoryview(buf)[pos + 16:pos + LOG_OVERHEAD + size])
+    timestamp = -1
+    if magic != 0 and size >= RECORD_OVERHEAD_V1:
+        (timestamp,) = _INT64.unpack_from(buf, pos + 18)
+    return LegacyMessage(offset, size, crc, computed, crc == computed, magic, attributes,
+                         timestamp, None, None)
 
 
 def parse_legacy_entry(buf: bytes, pos: int) -> LegacyMessage:

@@ -485,3 +485,16 @@ def test_memory_does_not_grow_with_file_size(tmp_path):
         tracemalloc.stop()
     assert n == 2 * (24 * 1024 * 1024 // len(one))
     assert peak < 3 * 1024 * 1024  # one 1 MiB read window plus a batch, not the file
+
+
+def test_corrupt_legacy_key_length_does_not_stop_the_walk(tmp_path):
+    bad = bytearray(SPEC_V0)
+    struct.pack_into(">i", bad, 18, 1000)  # key length past the message end
+    path = write(tmp_path, bytes(bad) + SPEC_V1)
+    first, second = list(SegmentReader(path))
+    assert first.crc_valid is False and first.last_offset == 7 and first.magic == 0
+    with pytest.raises(CorruptBatchError) as info:
+        list(first.records())
+    assert (info.value.field, info.value.position, info.value.base_offset) == \
+        ("key_length", 0, 7)
+    assert [r.value for r in second.records()] == [b"v"]
