@@ -26,6 +26,7 @@ from .control import ControlRecord, control_type_name, decode_control_key, decod
 from .crc import crc32c
 from .errors import (
     CorruptBatchError,
+    CrcMismatchError,
     FormatError,
     InputError,
     TruncatedBatchError,
@@ -549,14 +550,17 @@ class SegmentReader:
     """Iterate the batches of one ``.log`` (or KRaft ``.checkpoint``) file.
 
     ``max_bytes`` considers only the first N bytes (kafka-dump-log ``--max-bytes``): batches
-    not entirely inside are not read. After iteration ``valid_bytes`` is the end of the last
+    not entirely inside are not read. CRC mismatches are reported in ``crc_valid``; with
+    ``strict_crc`` they raise ``CrcMismatchError`` instead. After iteration ``valid_bytes`` is the end of the last
     complete batch; ``file_size - valid_bytes`` trailing bytes are invalid (a torn tail).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int | None = None,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                 strict_crc: bool = False) -> None:
         self.path = os.fspath(path)
+        self.strict_crc = strict_crc
         try:
             st = os.stat(self.path)
         except OSError as exc:
@@ -640,6 +644,11 @@ class SegmentReader:
                                                max_decompressed_size=self.max_decompressed_size,
                                                max_message_size=self.max_message_size,
                                                segment=segment)
+                if self.strict_crc and not batch.crc_valid:
+                    raise CrcMismatchError(
+                        f"CRC mismatch, stored 0x{batch.crc:08x} computed "
+                        f"0x{batch.computed_crc:08x}", path=path, position=pos,
+                        base_offset=batch.base_offset, field="crc")
                 pos += total
                 self.valid_bytes = pos
                 self.batches_read += 1

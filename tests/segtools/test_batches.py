@@ -498,3 +498,16 @@ def test_corrupt_legacy_key_length_does_not_stop_the_walk(tmp_path):
     assert (info.value.field, info.value.position, info.value.base_offset) == \
         ("key_length", 0, 7)
     assert [r.value for r in second.records()] == [b"v"]
+
+
+def test_strict_crc_raises_crc_mismatch(tmp_path):
+    from segtools.errors import CrcMismatchError
+
+    bad = bytearray(SPEC_V2)
+    bad[-2] ^= 1  # the value byte "a" -> "`"
+    path = write(tmp_path, SPEC_V2 + bytes(bad))
+    assert [b.crc_valid for b in SegmentReader(path)] == [True, False]
+    with pytest.raises(CrcMismatchError) as info:
+        list(SegmentReader(path, strict_crc=True))
+    assert (info.value.position, info.value.field) == (69, "crc")
+    assert "stored 0x965a94b1" in str(info.value)
