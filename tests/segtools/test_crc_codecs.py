@@ -248,3 +248,14 @@ def test_none_codec_is_bounded_too():
     with pytest.raises(CompressionError):
         decompress(0, b"abcd", max_size=3)
 
+
+
+def test_real_multi_block_xerial_stream(realdata):
+    """fetch1.snappy.chunked.4k: a snappy-java stream of fetch1.txt in 4 KiB blocks."""
+    folder = realdata / "kafka-0.8-0.9-legacy-messages"
+    stream = (folder / "fetch1.snappy.chunked.4k").read_bytes()
+    text = (folder / "fetch1.txt").read_bytes()
+    assert stream.startswith(b"\x82SNAPPY\x00")
+    assert decompress(2, stream, magic=0, max_size=len(text)) == text
+    with pytest.raises(CompressionError):
+        decompress(2, stream, magic=0, max_size=len(text) - 1)
