@@ -87,43 +87,73 @@ def _first_batch_last_offset(log: bytes | mmap.mmap, position: int, limit: int,
     return int(base_offset + struct.unpack_from(">i", log, position + 23)[0])
 
 
-def _offset_slots(data: bytes | mmap.mmap, base: int) -> list[tuple[int, int]]:
-    n = len(data) // 8
-    return [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(data[: n * 8])]
+class Slots:
+    """Index slots read on demand from the (mmapped) file: a preallocated 10 MiB index of an
+    unclosed segment has a million zero slots we must not turn into Python objects.
 
+    ``self[i]`` is (absolute offset, position) for ``.index`` and (timestamp, absolute offset)
+    for ``.timeindex``."""
 
-def _real_slots(slots: list, key_index: int, base: int) -> int:
-    """Number of slots before the zero tail (first slot with offset == base after slot 0)."""
-    for i in range(1, len(slots)):
-        if slots[i][key_index] == base:
-            return i
-    return len(slots)
+    def __init__(self, data: bytes | mmap.mmap, base: int, kind: str) -> None:
+        self.data = data
+        self.base = base
+        self.time = kind == "time"
+        self.size = _TIME_ENTRY.size if self.time else _OFFSET_ENTRY.size
+        self.count = len(data) // self.size
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        if i < 0:
+            i += self.count
+        if self.time:
+            ts, rel = _TIME_ENTRY.unpack_from(self.data, i * 12)
+            return ts, self.base + rel
+        rel, pos = _OFFSET_ENTRY.unpack_from(self.data, i * 8)
+        return self.base + rel, pos
+
+    def offset(self, i: int) -> int:
+        return self[i][1 if self.time else 0]
+
+    def real(self) -> Iterator[tuple[int, int]]:
+        """Slots up to the zero tail: Kafka stops at the first slot after slot 0 whose offset
+        equals the base offset."""
+        for i in range(self.count):
+            entry = self[i]
+            if i > 0 and entry[1 if self.time else 0] == self.base:
+                return
+            yield entry
 
 
 def dump_index(ctx: "DumpContext", path: str) -> None:
     opts = ctx.options
     base = base_offset_of(path)
     log_path = sibling(path, ".log")
-    with open_readonly(path) as data:
-        length = len(data)
-        slots = _offset_slots(data, base)
     if not os.path.exists(log_path):
         ctx.error("missing_log", FormatError(
             f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
             path=path))
         return
+    with open_readonly(path) as data:
+        _dump_index_slots(ctx, path, log_path, base, Slots(data, base, "offset"), len(data))
+
+
+def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, slots: Slots,
+                      length: int) -> None:
+    opts = ctx.options
     if not slots:
         ctx.sink.note(f"{text.java_file(path)} is empty.", {"empty": True})
         return
     if opts.index_sanity_check:
         abs_path = os.path.abspath(path)
-        last_offset = slots[-1][0]
+        last_offset = slots.offset(-1)
         if last_offset < base:
-            ctx.error("index_sanity_check", FormatError(
+            ctx.error("index_sanity_check", IndexCorruptionError(
                 f"Corrupt index found, index file ({abs_path}) has non-zero size but the last "
                 f"offset is {last_offset} which is less than the base offset {base}", path=path))
         elif length % 8 != 0:
-            ctx.error("index_sanity_check", FormatError(
+            ctx.error("index_sanity_check", IndexCorruptionError(
                 f"Index file {abs_path} is corrupt, found {length} bytes which is neither "
                 f"positive nor a multiple of 8", path=path))
         else:
@@ -133,9 +163,7 @@ def dump_index(ctx: "DumpContext", path: str) -> None:
     abs_path = text.java_absolute_path(path)
     mismatches: list[tuple[int, int]] = []
     with open_readonly(log_path) as log:
-        for i, (offset, position) in enumerate(slots):
-            if offset == base and i > 0:
-                break  # start of the zero-filled preallocated tail
+        for i, (offset, position) in enumerate(slots.real()):
             try:
                 log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
                                                       log_path)
@@ -157,7 +185,7 @@ def dump_index(ctx: "DumpContext", path: str) -> None:
             ctx.deferred("index_offset_mismatch", {"index_offset": a, "log_offset": b})
 
 
-def _lookup_position(offset_slots: list[tuple[int, int]], base: int, target: int) -> int:
+def _lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, target: int) -> int:
     """OffsetIndex.lookup(target).position over all slots (zero tail included), with
     AbstractIndex's warm/cold split so the result matches Kafka even on unsorted slots."""
     entries = len(offset_slots)
@@ -167,7 +195,7 @@ def _lookup_position(offset_slots: list[tuple[int, int]], base: int, target: int
     def search(lo: int, hi: int) -> int:
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            found = offset_slots[mid][0]
+            found = offset_slots[mid][0]  # absolute offset
             if found > target:
                 hi = mid - 1
             elif found < target:
@@ -193,46 +221,29 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     base = base_offset_of(path)
     log_path = sibling(path, ".log")
     index_path = sibling(path, ".index")
-    with open_readonly(path) as data:
-        length = len(data)
-        n = length // 12
-        slots = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(data[: n * 12])]
     if not os.path.exists(log_path):
         ctx.error("missing_log", FormatError(
             f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
             path=path))
         return
-    if opts.index_sanity_check:
-        abs_path = os.path.abspath(path)
-        last_ts, last_offset = slots[-1] if slots else (-1, base)
-        if slots and last_ts < slots[0][0]:
-            ctx.error("index_sanity_check", FormatError(
-                f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
-                f"the last timestamp is {last_ts} which is less than the first timestamp "
-                f"{slots[0][0]}", path=path))
-        elif slots and last_offset < base:
-            ctx.error("index_sanity_check", FormatError(
-                f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
-                f"the last offset is {last_offset} which is less than the first offset {base}",
-                path=path))
-        elif length % 12 != 0:
-            ctx.error("index_sanity_check", FormatError(
-                f"Time index file {abs_path} is corrupt, found {length} bytes which is neither "
-                f"positive nor a multiple of 12.", path=path))
-        else:
-            ctx.sink.note(f"{text.java_file(path)} passed sanity check.", {"sanity_check": "passed"})
-        return
-
-    real = _real_slots(slots, 1, base)
-    slots = slots[:real]
+    with open_readonly(path) as data:
+        length = len(data)
+        time_slots = Slots(data, base, "time")
+        if opts.index_sanity_check:
+            _time_index_sanity_check(ctx, path, base, time_slots, length)
+            return
+        slots = list(time_slots.real())
     if not slots:
         return
     # Kafka creates a missing .index and then fails; an absent index only means no lookup
     # shortcut (position 0), so we go on with the check.
-    offset_slots: list[tuple[int, int]] = []
+    positions_for: list[int] = []
     if os.path.exists(index_path):
         with open_readonly(index_path) as idata:
-            offset_slots = _offset_slots(idata, base)
+            offset_slots = Slots(idata, base, "offset")
+            positions_for = [_lookup_position(offset_slots, base, o) for _, o in slots]
+    else:
+        positions_for = [0] * len(slots)
 
     # Pass 1: where every batch starts and ends (shallow).
     positions: list[int] = []
@@ -249,22 +260,16 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
         log_size = reader.file_size
 
     # For each entry: first batch at/after the indexed position with lastOffset >= offset.
+    first_at_least = _FirstAtLeast(last_offsets)
     targets: list[int | None] = []
-    for ts, offset in slots:
-        position = _lookup_position(offset_slots, base, offset)
+    for (ts, offset), position in zip(slots, positions_for):
         if position > log_size:
             ctx.error("index_entry_unreadable", FormatError(
                 f"offset index position {position} for offset {offset} is past the end of the "
                 f"log ({log_size} bytes)", path=index_path, position=position))
             targets.append(None)
             continue
-        start = bisect.bisect_left(positions, position)
-        found = None
-        for j in range(start, len(positions)):
-            if last_offsets[j] >= offset:
-                found = j
-                break
-        targets.append(found)
+        targets.append(first_at_least(bisect.bisect_left(positions, position), offset))
 
     # Pass 2: the max record timestamp of each batch an entry points at (deep, as Kafka).
     wanted = {j for (_, offset), j in zip(slots, targets)
@@ -314,6 +319,63 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
             ctx.sink.entry("time_index_entry", text.time_index_line(ts, offset),
                            {"timestamp": ts, "offset": offset})
         prev_ts = ts
+
+
+def _time_index_sanity_check(ctx: "DumpContext", path: str, base: int, slots: Slots,
+                             length: int) -> None:
+    """TimeIndex.sanityCheck, with Kafka's messages (the last slot may be a zero slot)."""
+    abs_path = os.path.abspath(path)
+    if len(slots):
+        first_ts = slots[0][0]
+        last_ts, last_offset = slots[-1]
+    if len(slots) and last_ts < first_ts:
+        ctx.error("index_sanity_check", IndexCorruptionError(
+            f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
+            f"the last timestamp is {last_ts} which is less than the first timestamp "
+            f"{first_ts}", path=path))
+    elif len(slots) and last_offset < base:
+        ctx.error("index_sanity_check", IndexCorruptionError(
+            f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
+            f"the last offset is {last_offset} which is less than the first offset {base}",
+            path=path))
+    elif length % 12 != 0:
+        ctx.error("index_sanity_check", IndexCorruptionError(
+            f"Time index file {abs_path} is corrupt, found {length} bytes which is neither "
+            f"positive nor a multiple of 12.", path=path))
+    else:
+        ctx.sink.note(f"{text.java_file(path)} passed sanity check.", {"sanity_check": "passed"})
+
+
+class _FirstAtLeast:
+    """first_at_least(start, x): smallest j >= start with values[j] >= x, or None.
+
+    Bisect when the values never decrease (every sane log); otherwise a sparse table of
+    block maxima keeps each query O(log n), so corrupt logs cannot make the check quadratic."""
+
+    def __init__(self, values: list[int]) -> None:
+        self.values = values
+        self.sorted = all(a <= b for a, b in zip(values, values[1:]))
+        self.levels: list[list[int]] = []
+        if not self.sorted:
+            level = values
+            width = 1
+            while width <= len(values):
+                self.levels.append(level)
+                level = [max(level[i], level[i + width]) if i + width < len(level) else level[i]
+                         for i in range(len(level))]
+                width *= 2
+
+    def __call__(self, start: int, x: int) -> int | None:
+        values, n = self.values, len(self.values)
+        if self.sorted:
+            j = bisect.bisect_left(values, x, lo=start)
+            return j if j < n else None
+        pos = start
+        for k in range(len(self.levels) - 1, -1, -1):
+            width = 1 << k
+            if pos + width <= n and self.levels[k][pos] < x:
+                pos += width
+        return pos if pos < n and values[pos] >= x else None
 
 
 def _append(summary: dict[str, list[tuple[int, int]]], path: str, pair: tuple[int, int]) -> None:
