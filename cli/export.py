@@ -51,9 +51,9 @@ def _parse_time(text: str | None, flag: str) -> int | None:
 @click.option("--topics", default=None, help="Comma list of topic names or glob patterns.")
 @click.option("--partitions", default=None, help="Comma list of partition numbers, ranges allowed (0,2,5-7).")
 @click.option("--start-offset", type=int, default=None, help="First offset to export (inclusive).")
-@click.option("--end-offset", type=int, default=None, help="Last offset to export (inclusive).")
+@click.option("--end-offset", type=int, default=None, help="Stop before this offset (exclusive, like Kafka's end offsets).")
 @click.option("--start-time", default=None, help="Earliest record timestamp: epoch ms or ISO-8601.")
-@click.option("--end-time", default=None, help="Latest record timestamp: epoch ms or ISO-8601.")
+@click.option("--end-time", default=None, help="Stop before this record timestamp (exclusive): epoch ms or ISO-8601.")
 @click.option("--skip-control/--keep-control", default=False, show_default=True,
               help="Leave out transaction markers and other control records.")
 @click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "none"]), default="snappy",
@@ -101,6 +101,10 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     click.echo(f"exported {summary.rows} {level} from {summary.partitions} partition replica(s), "
                f"{summary.segments} segment(s), {summary.bytes_read} bytes -> {len(summary.files)} "
                f"Parquet file(s) under {out_dir}")
+    if summary.crc_invalid_rows:
+        click.echo(f"warning: {summary.crc_invalid_rows} exported {level} come from batches whose CRC "
+                   "does not match (column crc_valid = false)", err=True)
+        sys.exit(1)
 
 
 class _null:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from segtools.errors import InputError
@@ -34,9 +35,9 @@ class ExportOptions:
     topics: tuple[str, ...] = ()            # glob patterns; empty = all
     partitions: tuple[int, ...] = ()        # empty = all
     start_offset: int | None = None         # inclusive
-    end_offset: int | None = None           # inclusive
+    end_offset: int | None = None           # exclusive, like Kafka's end offsets
     start_timestamp: int | None = None      # epoch ms, inclusive
-    end_timestamp: int | None = None        # epoch ms, inclusive
+    end_timestamp: int | None = None        # epoch ms, exclusive
     include_control: bool = True
     compression: str = "snappy"
     by_broker: bool = False
@@ -59,6 +60,7 @@ class ExportedFile:
     first_offset: int
     last_offset: int
     source_segment: str
+    crc_invalid_rows: int = 0          # rows from batches whose stored CRC does not match
 
 
 @dataclass
@@ -71,6 +73,10 @@ class ExportSummary:
     @property
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
+
+    @property
+    def crc_invalid_rows(self) -> int:
+        return sum(f.crc_invalid_rows for f in self.files)
 
 
 def select_sources(sources: Iterable[PartitionSource], options: ExportOptions) -> list[PartitionSource]:
@@ -97,12 +103,22 @@ def _segments_in_range(segments: tuple[str, ...], options: ExportOptions) -> lis
     for i, seg in enumerate(segments):
         base = bases[i]
         nxt = bases[i + 1] if i + 1 < len(segments) else None
-        if options.end_offset is not None and base is not None and base > options.end_offset:
+        if options.end_offset is not None and base is not None and base >= options.end_offset:
             continue
         if options.start_offset is not None and nxt is not None and nxt <= options.start_offset:
             continue
         kept.append(seg)
     return kept
+
+
+def file_stem(topic: str, partition: int, first_offset: int) -> str:
+    """Kafka Connect's ``<topic>+<partition>+<offset, 10 digits>``.
+
+    Spark and Hadoop skip files whose names begin with ``_`` or ``.`` (they take them for
+    metadata), which would hide internal topics such as ``__consumer_offsets``; those files
+    get a ``part-`` prefix."""
+    stem = f"{topic}+{partition}+{first_offset:010d}"
+    return f"part-{stem}" if stem[0] in "_." else stem
 
 
 def _partition_folder(src: PartitionSource, options: ExportOptions) -> str:
@@ -133,8 +149,6 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
 
 
 def _filter_batch_rows(rb: pa.RecordBatch, options: ExportOptions) -> pa.RecordBatch:
-    import pyarrow.compute as pc
-
     mask = None
 
     def both(cond):
@@ -144,11 +158,11 @@ def _filter_batch_rows(rb: pa.RecordBatch, options: ExportOptions) -> pa.RecordB
     if options.start_offset is not None:
         both(pc.greater_equal(rb.column("last_offset"), options.start_offset))
     if options.end_offset is not None:
-        both(pc.less_equal(rb.column("base_offset"), options.end_offset))
+        both(pc.less(rb.column("base_offset"), options.end_offset))
     if options.start_timestamp is not None:
         both(pc.greater_equal(rb.column("max_timestamp"), options.start_timestamp))
     if options.end_timestamp is not None:
-        both(pc.less_equal(rb.column("base_timestamp"), options.end_timestamp))
+        both(pc.less(rb.column("base_timestamp"), options.end_timestamp))
     if not options.include_control:
         both(pc.invert(rb.column("is_control")))
     return rb if mask is None else rb.filter(mask)
@@ -176,7 +190,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     for segment in _segments_in_range(src.segments, options):
         writer = None
         tmp_path = None
-        rows = 0
+        rows = invalid = 0
         first = last = -1
         group: list[pa.RecordBatch] = []
         group_bytes = 0
@@ -185,12 +199,13 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                 if writer is None:
                     filesystem.create_dir(folder, recursive=True)
                     first = rb.column(offset_col)[0].as_py()
-                    tmp_path = f"{folder}/.{src.topic}+{src.partition}+{first:010d}{kind}.inprogress"
+                    tmp_path = f"{folder}/.{file_stem(src.topic, src.partition, first)}{kind}.inprogress"
                     writer = pq.ParquetWriter(tmp_path, schema, compression=options.compression,
                                               filesystem=filesystem)
                 group.append(rb)
                 group_bytes += rb.nbytes
                 rows += rb.num_rows
+                invalid += rb.num_rows - pc.sum(rb.column("crc_valid")).as_py()
                 last = rb.column(offset_col)[rb.num_rows - 1].as_py()
                 if group_bytes >= ROW_GROUP_MAX_BYTES:
                     writer.write_table(pa.Table.from_batches(group, schema=schema))
@@ -200,11 +215,12 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                     writer.write_table(pa.Table.from_batches(group, schema=schema))
                 writer.close()
                 writer = None
-                final = f"{folder}/{src.topic}+{src.partition}+{first:010d}{kind}.{suffix}.parquet"
+                final = f"{folder}/{file_stem(src.topic, src.partition, first)}{kind}.{suffix}.parquet"
                 filesystem.move(tmp_path, final)
                 written.append(ExportedFile(path=final, topic=src.topic, partition=src.partition,
                                             broker=src.broker, rows=rows, first_offset=first,
-                                            last_offset=last, source_segment=segment))
+                                            last_offset=last, source_segment=segment,
+                                            crc_invalid_rows=invalid))
         finally:
             if writer is not None:  # an error mid-segment: leave no half-written file behind
                 writer.close()
