@@ -28,10 +28,15 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     try:
         header = text.log_header(name)
     except ValueError as exc:
-        raise InputError(f"{path}: {exc}") from None
+        if not name.endswith(".log"):
+            raise InputError(f"{path}: {exc}") from None
+        # Kafka's tool dies on Long.parseLong here; a renamed segment is still worth reading
+        header = None
+        sink.note(f"No base offset in the file name {name}: \"Log starting offset\" omitted",
+                  {"log_starting_offset": None}, stream="err")
     if header is not None:
         if name.endswith(".log"):
-            fields = {"log_starting_offset": int(name.split(".")[0])}
+            fields: dict[str, object] = {"log_starting_offset": int(name.split(".")[0])}
         elif name == "bootstrap.checkpoint":
             fields = {"kraft_bootstrap_snapshot": True}
         else:

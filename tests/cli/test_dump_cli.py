@@ -195,3 +195,17 @@ def test_console_script_end_to_end(partition: Path) -> None:
     assert out.stdout.splitlines()[-1] == ("| offset: 0 CreateTime: 1700000000000 keySize: -1 "
                                            "valueSize: 1 sequence: -1 headerKeys: []")
     assert out.stderr == ""
+
+
+def test_renamed_segment_is_still_dumped(tmp_path: Path) -> None:
+    log = tmp_path / "evidence-copy.log"
+    log.write_bytes(SPEC_V2_BATCH)
+    result = invoke(log)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [f"Dumping {log}", BATCH_LINE]
+    assert "No base offset in the file name evidence-copy.log" in result.stderr
+
+
+def test_version() -> None:
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.startswith("segtools ")
