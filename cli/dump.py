@@ -62,7 +62,7 @@ def _files(value: str | None) -> list[str]:
                    "ndjson: one object per batch, record, entry or finding.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display on stderr.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-@click.version_option(package_name="segtools", message="%(prog)s %(version)s")
+@click.version_option(package_name="segtools", message="segtools %(version)s")
 @handle_errors
 def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_iteration: bool,
          skip_record_metadata: bool, verify_index_only: bool, index_sanity_check: bool,
