@@ -5,8 +5,7 @@ tool does not know (checkpoints, partition.metadata, meta.properties, quorum-sta
 from __future__ import annotations
 
 import json
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from segtools.dump import text
 from segtools.errors import CheckpointFormatError, FormatError, SnapshotFormatError
@@ -48,15 +47,6 @@ def dump_producer_snapshot(ctx: "DumpContext", path: str) -> None:
         ctx.sink.entry("producer_entry", text.producer_entry_line(entry), fields)
 
 
-def _value(obj: Any, *names: str) -> Any:
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        if hasattr(obj, name):
-            return getattr(obj, name)
-    raise AttributeError(names[0])
-
-
 def dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
     try:
         _dump_text_file(ctx, path, kind)
@@ -85,12 +75,12 @@ def _dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
         entries = checkpoints.read_leader_epoch_checkpoint(path)
         sink.header(f"Leader epoch checkpoint entries: {len(entries)}", {"entries": len(entries)})
         for e in entries:
-            epoch, start = _value(e, "epoch"), _value(e, "start_offset")
+            epoch, start = e.epoch, e.start_offset
             sink.entry("leader_epoch_entry", f"epoch: {epoch} startOffset: {start}",
                        {"epoch": epoch, "start_offset": start})
     elif kind == "partition_metadata":
         pm = checkpoints.read_partition_metadata(path)
-        version, topic_id = _value(pm, "version"), _value(pm, "topic_id")
+        version, topic_id = pm.version, pm.topic_id
         sink.entry("partition_metadata", f"version: {version} topicId: {topic_id}",
                    {"version": version, "topic_id": topic_id})
     elif kind == "meta_properties":
@@ -111,4 +101,4 @@ def _dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
                        f"version: {marker.version} brokerEpoch: {marker.broker_epoch}",
                        {"version": marker.version, "broker_epoch": marker.broker_epoch})
     else:  # pragma: no cover - runner only routes the kinds above here
-        raise CheckpointFormatError(f"no reader for {kind}", path=os.fspath(path))
+        raise CheckpointFormatError(f"no reader for {kind}", path=path)

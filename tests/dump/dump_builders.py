@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import crc32c as _crc32c
 from click.testing import CliRunner, Result
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
@@ -147,10 +147,6 @@ def tokens_alternate(line: str) -> bool:
     toks = line.split()
     return len(toks) % 2 == 0 and all(t.endswith(":") for t in toks[0::2]) and \
         not any(t.endswith(":") for t in toks[1::2])
-
-
-def concat(parts: Iterable[bytes]) -> bytes:
-    return b"".join(parts)
 
 
 _TS_NAMES = {0: "CreateTime", 1: "LogAppendTime"}
