@@ -312,7 +312,9 @@ def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
 
     gzip: level 6, JDK 17 header; snappy: xerial framing, 32 KiB blocks; lz4: frame FLG 0x60,
     BD 0x40 (64 KiB independent blocks, no checksums), with the broken KAFKA-3160 header
-    checksum when ``magic`` is 0; zstd: level 3 frame without content size.
+    checksum when ``magic`` is 0; zstd: level 3 frame without content size, closed by an empty
+    last block as zstd-jni's stream does. gzip, snappy, zstd and lz4 output is byte-identical to
+    the Java client's (tests/segtools/test_crc_codecs.py runs the Java libraries).
     """
     data = bytes(data)
     if codec_id == NONE:
@@ -345,6 +347,9 @@ def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
         zstandard = _import("zstandard", "zstandard")
         cobj = zstandard.ZstdCompressor(level=3, write_content_size=False,
                                         write_checksum=False).compressobj()
-        return cobj.compress(data) + cobj.flush()
+        # zstd-jni streams: close() flushes the data blocks (ZSTD_e_flush), then ends the
+        # frame with an empty last block (ZSTD_e_end), so the frame ends in 01 00 00
+        return (cobj.compress(data) + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+                + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
     codec_name(codec_id)
     raise AssertionError("unreachable")

@@ -7,6 +7,7 @@ import gzip
 import os
 import struct
 import zlib
+from pathlib import Path
 
 import cramjam
 import lz4.frame
@@ -259,3 +260,138 @@ def test_real_multi_block_xerial_stream(realdata):
     assert decompress(2, stream, magic=0, max_size=len(text)) == text
     with pytest.raises(CompressionError):
         decompress(2, stream, magic=0, max_size=len(text) - 1)
+
+
+# ------------------------------------------------------------------------------------ Java oracle:
+# the JDK's gzip and the snappy-java / zstd-jni / lz4-java jars that ship with pyspark are the
+# libraries Kafka's Java client uses. The LZ4 framing below follows Kafka's Lz4BlockOutputStream
+# (FLG 0x60, BD 0x40, 64 KiB blocks through lz4-java's fast compressor, stored when not
+# smaller, 0 end mark; HC over bytes [0,6) when useBrokenFlagDescriptorChecksum).
+
+JAVA_ORACLE = r"""
+import java.io.*;
+import java.nio.file.*;
+import java.util.zip.*;
+import net.jpountz.lz4.*;
+import net.jpountz.xxhash.*;
+
+public class CodecOracle {
+    static byte[] kafkaLz4(byte[] data, boolean broken) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] head = {0x04, 0x22, 0x4d, 0x18, 0x60, 0x40};
+        XXHash32 xx = XXHashFactory.fastestInstance().hash32();
+        int hc = broken ? xx.hash(head, 0, 6, 0) : xx.hash(head, 4, 2, 0);
+        out.write(head, 0, 6);
+        out.write((hc >> 8) & 0xFF);
+        LZ4Compressor c = LZ4Factory.fastestInstance().fastCompressor();
+        byte[] buf = new byte[c.maxCompressedLength(65536)];
+        for (int off = 0; off < data.length; off += 65536) {
+            int n = Math.min(65536, data.length - off);
+            int m = c.compress(data, off, n, buf, 0);
+            byte[] src = buf; int srcOff = 0; int flag = 0;
+            if (m >= n) { src = data; srcOff = off; m = n; flag = 0x80000000; }
+            int word = m | flag;
+            out.write(word & 0xFF); out.write((word >> 8) & 0xFF);
+            out.write((word >> 16) & 0xFF); out.write((word >>> 24) & 0xFF);
+            out.write(src, srcOff, m);
+        }
+        out.write(new byte[4], 0, 4);  // end mark
+        return out.toByteArray();
+    }
+
+    static byte[] readKafkaLz4(byte[] f, boolean ignoreHc) throws IOException {
+        if (f[0] != 0x04 || f[1] != 0x22 || f[2] != 0x4d || f[3] != 0x18) throw new IOException("magic");
+        if ((f[4] & 0xFF) != 0x60 || (f[5] & 0xFF) != 0x40) throw new IOException("descriptor");
+        int hc = (XXHashFactory.fastestInstance().hash32().hash(f, 4, 2, 0) >> 8) & 0xFF;
+        if (!ignoreHc && hc != (f[6] & 0xFF)) throw new IOException("Stream frame descriptor corrupted");
+        LZ4SafeDecompressor d = LZ4Factory.fastestInstance().safeDecompressor();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] block = new byte[65536];
+        int pos = 7;
+        while (true) {
+            int word = (f[pos] & 0xFF) | (f[pos + 1] & 0xFF) << 8 | (f[pos + 2] & 0xFF) << 16 | (f[pos + 3] & 0xFF) << 24;
+            pos += 4;
+            if (word == 0) return out.toByteArray();
+            int n = word & 0x7FFFFFFF;
+            if ((word & 0x80000000) != 0) out.write(f, pos, n);
+            else { int m = d.decompress(f, pos, n, block, 0); out.write(block, 0, m); }
+            pos += n;
+        }
+    }
+
+    static void writeChunked(OutputStream os, byte[] p) throws IOException {
+        for (int off = 0; off < p.length; off += 100) os.write(p, off, Math.min(100, p.length - off));
+        os.close();
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Paths.get(args[0]);
+        byte[] p = Files.readAllBytes(dir.resolve("payload"));
+        ByteArrayOutputStream g = new ByteArrayOutputStream();
+        writeChunked(new BufferedOutputStream(new GZIPOutputStream(g, 8 * 1024), 16 * 1024), p);
+        Files.write(dir.resolve("java.gzip"), g.toByteArray());
+        ByteArrayOutputStream s = new ByteArrayOutputStream();
+        writeChunked(new org.xerial.snappy.SnappyOutputStream(s), p);
+        Files.write(dir.resolve("java.snappy"), s.toByteArray());
+        ByteArrayOutputStream z = new ByteArrayOutputStream();
+        writeChunked(new BufferedOutputStream(
+            new com.github.luben.zstd.ZstdOutputStreamNoFinalizer(z, 3), 16 * 1024), p);
+        Files.write(dir.resolve("java.zstd"), z.toByteArray());
+        Files.write(dir.resolve("java.lz4"), kafkaLz4(p, false));
+        Files.write(dir.resolve("java0.lz4"), kafkaLz4(p, true));
+
+        Files.write(dir.resolve("ours.gzip.out"), new GZIPInputStream(
+            new ByteArrayInputStream(Files.readAllBytes(dir.resolve("ours.gzip")))).readAllBytes());
+        Files.write(dir.resolve("ours.snappy.out"), new org.xerial.snappy.SnappyInputStream(
+            new ByteArrayInputStream(Files.readAllBytes(dir.resolve("ours.snappy")))).readAllBytes());
+        Files.write(dir.resolve("ours.zstd.out"), new com.github.luben.zstd.ZstdInputStreamNoFinalizer(
+            new ByteArrayInputStream(Files.readAllBytes(dir.resolve("ours.zstd")))).readAllBytes());
+        Files.write(dir.resolve("ours.lz4.out"), readKafkaLz4(Files.readAllBytes(dir.resolve("ours.lz4")), false));
+        Files.write(dir.resolve("ours0.lz4.out"), readKafkaLz4(Files.readAllBytes(dir.resolve("ours0.lz4")), true));
+        try {
+            readKafkaLz4(Files.readAllBytes(dir.resolve("ours0.lz4")), false);
+        } catch (IOException e) {
+            Files.write(dir.resolve("ours0.lz4.strict"), e.getMessage().getBytes());
+        }
+    }
+}
+"""
+
+
+def test_java_writers_and_readers_agree(tmp_path):
+    import shutil
+    import subprocess
+
+    import pyspark
+
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("the Java codec oracle needs Java 17 on PATH")
+    jars = Path(pyspark.__file__).parent / "jars"
+    classpath = os.pathsep.join(str(next(jars.glob(pattern))) for pattern in
+                                ("snappy-java-*.jar", "zstd-jni-*.jar", "lz4-java-*.jar"))
+    payload = PAYLOAD + bytes(70_000) + os.urandom(70_000)  # compressible and stored blocks
+    (tmp_path / "payload").write_bytes(payload)
+    for cid, name in COMPRESSION_NAMES.items():
+        if cid:
+            (tmp_path / f"ours.{name}").write_bytes(compress(cid, payload))
+    (tmp_path / "ours0.lz4").write_bytes(compress(3, payload, magic=0))
+    src = tmp_path / "CodecOracle.java"
+    src.write_text(JAVA_ORACLE)
+    subprocess.run([java, "-cp", classpath, str(src), str(tmp_path)], check=True, timeout=300,
+                   env={**os.environ, "JAVA_TOOL_OPTIONS": "-Xmx256m"})
+
+    for cid, name in COMPRESSION_NAMES.items():
+        if not cid:
+            continue
+        java_bytes = (tmp_path / f"java.{name}").read_bytes()
+        # Java's output decodes with ours, ours decodes with Java's libraries ...
+        assert decompress(cid, java_bytes, max_size=len(payload)) == payload, name
+        assert (tmp_path / f"ours.{name}.out").read_bytes() == payload, name
+        # ... and we write the same bytes as the Java client
+        assert compress(cid, payload) == java_bytes, name
+    java0 = (tmp_path / "java0.lz4").read_bytes()
+    assert compress(3, payload, magic=0) == java0
+    assert decompress(3, java0, magic=0, max_size=len(payload)) == payload
+    assert (tmp_path / "ours0.lz4.out").read_bytes() == payload
+    assert (tmp_path / "ours0.lz4.strict").read_text() == "Stream frame descriptor corrupted"
