@@ -24,6 +24,9 @@ from segtools.simulate.scenario import Scenario, Step, TopicSpec
 
 TP = tuple[str, int]
 
+_ALNUM = (string.ascii_letters + string.digits).encode("ascii")
+_VALUE_ALPHABET = bytes(_ALNUM[i % len(_ALNUM)] for i in range(256))
+
 # errors a producer retries (Kafka's RetriableException subclasses)
 _RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS",
                         "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT"})
@@ -621,8 +624,8 @@ class Cluster:
                 self._send((topic, p), recs[i:i + batch_size], acks, headers, prod, retries)
 
     def _random_value(self, n: int) -> str:
-        alphabet = string.ascii_letters + string.digits
-        return "".join(self._value_rng.choice(alphabet) for _ in range(n))
+        # seeded bytes mapped onto letters and digits: printable, so acks.jsonl stays text
+        return self._value_rng.randbytes(n).translate(_VALUE_ALPHABET).decode("ascii")
 
     def _send(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
               headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
