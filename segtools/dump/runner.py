@@ -37,7 +37,7 @@ class DumpContext:
     def error(self, kind: str, exc: BaseException, **fields: Any) -> None:
         """A corrupt or inconsistent input (exit 1), printed on stderr right away."""
         self._raise_status(EXIT_FINDINGS)
-        details: dict[str, Any] = {"message": str(exc)}
+        details: dict[str, Any] = {"problem": True, "message": str(exc)}
         if isinstance(exc, FormatError):
             details.update(position=exc.position, base_offset=exc.base_offset, field=exc.field)
         details.update(fields)
@@ -52,7 +52,8 @@ class DumpContext:
             message = f"cannot read {exc.filename}: {exc.strerror or exc}"
         else:
             message = str(exc)
-        self.sink.finding("unusable_input", {"message": message}, line=f"Error: {message}",
+        self.sink.finding("unusable_input", {"problem": True, "message": message},
+                          line=f"Error: {message}",
                           stream="err")
         if self.options.debug:
             traceback.print_exception(exc, file=self.err)
@@ -61,13 +62,15 @@ class DumpContext:
              stream: str = "err") -> None:
         """A finding whose text (if any) Kafka prints inline (e.g. the invalid-bytes trailer)."""
         self._raise_status(EXIT_FINDINGS)
-        self.sink.finding(kind, fields, line=line, stream=stream)
+        self.sink.finding(kind, {"problem": True, **fields}, line=line, stream=stream)
 
     def deferred(self, kind: str, fields: dict[str, Any], is_problem: bool = True) -> None:
-        """A finding that text mode prints in the end-of-run summary instead."""
+        """A finding that text mode prints in the end-of-run summary instead. ``is_problem``
+        False marks what Kafka reports but healthy logs show too (compaction gaps, KAFKA-16310
+        record-level time-index offsets): listed, but the exit status stays 0."""
         if is_problem:
             self._raise_status(EXIT_FINDINGS)
-        self.sink.finding(kind, fields, line=None)
+        self.sink.finding(kind, {"problem": is_problem, **fields}, line=None)
 
 
 def _dispatch(ctx: DumpContext, path: str, kind: str) -> None:

@@ -127,7 +127,7 @@ def test_ndjson_findings(tmp_path: Path) -> None:
     objs = [json.loads(line) for line in result.stdout.splitlines()]
     finding = [o for o in objs if o["type"] == "finding"]
     assert finding == [{"type": "finding", "kind": "invalid_bytes", "file": str(log),
-                        "position": 69, "size": 3,
+                        "problem": True, "position": 69, "size": 3,
                         "message": f"Found 3 invalid bytes at the end of {SEG}.log"}]
     assert result.exit_code == 1
 
@@ -209,3 +209,22 @@ def test_renamed_segment_is_still_dumped(tmp_path: Path) -> None:
 def test_version() -> None:
     result = invoke("--version")
     assert result.exit_code == 0 and result.stdout.startswith("segtools ")
+
+
+def test_ndjson_benign_findings_are_marked(tmp_path: Path) -> None:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    data = b""
+    for base in (0, 7):  # a compaction-style gap: reported like Kafka, not a problem
+        builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+        builder.append(0, timestamp=5, key=None, value=b"x", headers=[])
+        raw = bytearray(builder.build())
+        raw[0:8] = base.to_bytes(8, "big")
+        data += bytes(raw)
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(data)
+    result = invoke("--output", "ndjson", "--deep-iteration", log)
+    findings = [json.loads(line) for line in result.stdout.splitlines()
+                if json.loads(line)["type"] == "finding"]
+    assert findings == [{"type": "finding", "kind": "non_consecutive_offsets", "file": str(log),
+                         "problem": False, "previous_offset": 0, "offset": 7}]
+    assert result.exit_code == 0
