@@ -170,3 +170,26 @@ def test_offsets_decoder_on_real_segments(log: Path) -> None:
         assert "Error at offset" not in line and "Unknown record type" not in line
         assert " key: {\"type\":\"" in line
         assert " payload: {\"version\":\"" in line or line.endswith(" payload: <DELETE>")
+
+
+def test_whole_kraft_log_dir_only_flags_the_missing_segments() -> None:
+    """README: customers-0 and products-0 lost their .log (only indexes remain); everything
+    else in the broker dir is healthy, so those are the only problems reported."""
+    import json
+
+    out, err = io.StringIO(), io.StringIO()
+    status = run_dump([str(KRAFT)], DumpOptions(output="ndjson", deep_iteration=True,
+                                                quiet=True), out=out, err=err)
+    objs = [json.loads(line) for line in out.getvalue().splitlines()]
+    problems = {(o["kind"], Path(o["file"]).parent.name, Path(o["file"]).name)
+                for o in objs if o["type"] == "finding" and o["problem"]}
+    assert problems == {("missing_log", d, f"{SEG}.{ext}")
+                        for d in ("customers-0", "products-0") for ext in ("index", "timeindex")}
+    assert status == 1
+    files = [o["file"] for o in objs if o["type"] == "file"]
+    expected_files = sorted(str(p) for p in KRAFT.rglob("*") if p.is_file())
+    assert sorted(files) == expected_files
+    # 16,340 batches in the metadata log alone (README)
+    meta = [o for o in objs if o["type"] == "batch"
+            and o["file"].endswith(f"__cluster_metadata-0/{SEG}.log")]
+    assert len(meta) == 16340 and meta[-1]["last_offset"] == 17026
