@@ -128,11 +128,13 @@ class RecordBatch:
     # ---------------------------------------------------------------- construction
 
     @classmethod
-    def from_bytes(cls, buf: bytes, *, path: str = "", position: int = 0,
+    def from_bytes(cls, buf: bytes | bytearray | memoryview, *, path: str = "", position: int = 0,
                    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
                    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                    segment: str | None = None) -> "RecordBatch":
         """Build a batch from its complete on-disk bytes (``buf`` = exactly one batch)."""
+        if type(buf) is not bytes:  # keys/values must come out as bytes, not views
+            buf = bytes(buf)
         if len(buf) < HEADER_SIZE_UP_TO_MAGIC:
             raise TruncatedBatchError(f"{len(buf)} bytes cannot hold a batch header "
                                       f"({HEADER_SIZE_UP_TO_MAGIC} bytes up to magic)",
@@ -575,7 +577,7 @@ class SegmentReader:
         self.max_decompressed_size = max_decompressed_size
         self.valid_bytes: int = 0
         self.batches_read: int = 0
-        self._file: Any = None
+        self._files: set[Any] = set()  # open handles of live iterations
 
     @property
     def end(self) -> int:
@@ -596,9 +598,10 @@ class SegmentReader:
         self.close()
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Close the file handles of iterations still in progress."""
+        for f in list(self._files):
+            f.close()
+        self._files.clear()
 
     def __iter__(self) -> Iterator[RecordBatch]:
         path = self.path
@@ -610,13 +613,14 @@ class SegmentReader:
             f = open(path, "rb", buffering=0)  # read-only: input files are evidence
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-        self.close()
-        self._file = f
+        self._files.add(f)
         window = b""
         window_start = 0
         pos = 0
         try:
             while end - pos > HEADER_SIZE_UP_TO_MAGIC:
+                if f.closed:
+                    raise InputError(f"{path}: the reader was closed during iteration")
                 if pos + HEADER_SIZE_UP_TO_MAGIC > window_start + len(window):
                     window = _read_at(f, pos, min(max(_READ_CHUNK, HEADER_SIZE_UP_TO_MAGIC),
                                                   end - pos))
@@ -655,8 +659,7 @@ class SegmentReader:
                 yield batch
         finally:
             f.close()
-            if self._file is f:
-                self._file = None
+            self._files.discard(f)
 
     def records(self) -> Iterator[Record]:
         """Every record of every batch (deep iteration)."""
@@ -666,6 +669,8 @@ class SegmentReader:
 
 def _read_at(f: Any, pos: int, n: int) -> bytes:
     """Read up to ``n`` bytes at ``pos`` (fewer only at end of file)."""
+    if f.closed:
+        raise InputError(f"{f.name}: the reader was closed during iteration")
     f.seek(pos)
     parts = []
     got = 0

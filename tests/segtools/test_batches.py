@@ -511,3 +511,18 @@ def test_strict_crc_raises_crc_mismatch(tmp_path):
         list(SegmentReader(path, strict_crc=True))
     assert (info.value.position, info.value.field) == (69, "crc")
     assert "stored 0x965a94b1" in str(info.value)
+
+
+def test_two_iterations_and_close(tmp_path):
+    path = write(tmp_path, SPEC_V2 + SPEC_V1 + SPEC_V0)
+    reader = SegmentReader(path)
+    a, b = iter(reader), iter(reader)
+    assert next(a).magic == 2 and next(b).magic == 2
+    assert [x.magic for x in a] == [1, 0] and [x.magic for x in b] == [1, 0]
+    c = iter(SegmentReader(path, max_bytes=69 + 36 + 1))
+    with SegmentReader(path) as r:
+        it = iter(r)
+        next(it)
+    with pytest.raises(InputError, match="closed"):
+        next(it)  # a closed reader says so instead of an I/O ValueError
+    assert [x.magic for x in c] == [2, 1]
