@@ -178,7 +178,7 @@ def test_whole_kraft_log_dir_only_flags_the_missing_segments() -> None:
     import json
 
     out, err = io.StringIO(), io.StringIO()
-    status = run_dump([str(KRAFT)], DumpOptions(output="ndjson", deep_iteration=True,
+    status = run_dump([str(KRAFT)], DumpOptions(output="ndjson",
                                                 quiet=True), out=out, err=err)
     objs = [json.loads(line) for line in out.getvalue().splitlines()]
     problems = {(o["kind"], Path(o["file"]).parent.name, Path(o["file"]).name)
