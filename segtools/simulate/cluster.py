@@ -79,6 +79,13 @@ class AckLine:
                 "leader_epoch": self.leader_epoch, "error": self.error}
 
 
+def _next_after(t: int, limit: int, interval: int) -> int:
+    """The first time of a periodic task (now due at ``t``) that is after ``limit``."""
+    if t > limit:
+        return t
+    return t + ((limit - t) // interval + 1) * interval
+
+
 def _uuid_text(raw: bytes) -> str:
     """Kafka's Uuid text form: base64url without padding."""
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
@@ -175,23 +182,54 @@ class Cluster:
             self.fetch_round()
 
     # ------------------------------------------------------------------ clock
-    def _advance_clock(self, to_ms: int) -> None:
-        """Move virtual time, running the periodic tasks whose time has come in order."""
+    def _advance_clock(self, to_ms: int, *, stop_on_isr_change: bool = False) -> bool:
+        """Move virtual time, running the periodic tasks whose time has come, in order.
+
+        Returns True when it stopped early because an ISR shrank (``stop_on_isr_change``).
+        Once a checkpoint of each kind ran with nothing left that could change (no follower
+        waiting to be dropped from an ISR), the remaining periodic runs would only rewrite the
+        same values, so time jumps straight to ``to_ms``: long advances stay cheap."""
+        quiet_hw = quiet_flush = False
         while True:
             nxt = min(self._next_hw_ckpt, self._next_flush_ckpt, self._next_isr_check)
             if nxt > to_ms:
                 break
+            if quiet_hw and quiet_flush and not self._stuck_isr_members():
+                self._next_hw_ckpt = _next_after(self._next_hw_ckpt, to_ms,
+                                                 self.spec.high_watermark_checkpoint_interval_ms)
+                self._next_flush_ckpt = _next_after(self._next_flush_ckpt, to_ms,
+                                                    self.spec.flush_offset_checkpoint_interval_ms)
+                self._next_isr_check = _next_after(self._next_isr_check, to_ms,
+                                                   self._isr_check_interval)
+                break
             self.now = nxt
+            shrunk = False
             if nxt == self._next_isr_check:
                 self._next_isr_check += self._isr_check_interval
-                self._isr_expiration()
+                shrunk = self._isr_expiration()
+                if shrunk:
+                    quiet_hw = quiet_flush = False
             if nxt == self._next_hw_ckpt:
                 self._next_hw_ckpt += self.spec.high_watermark_checkpoint_interval_ms
                 self._checkpoint_high_watermarks()
+                quiet_hw = True
             if nxt == self._next_flush_ckpt:
                 self._next_flush_ckpt += self.spec.flush_offset_checkpoint_interval_ms
                 self._flush_and_checkpoint()
+                quiet_flush = True
+            if shrunk and stop_on_isr_change:
+                return True
         self.now = to_ms
+        return False
+
+    def _stuck_isr_members(self) -> bool:
+        """Is some ISR follower of a live leader not fetching (so a later ISR check may drop it)?"""
+        for ps in self.partitions.values():
+            if ps.leader != NO_LEADER and self.brokers[ps.leader].alive:
+                for b in ps.isr:
+                    if b != ps.leader and not self._fetching(b):
+                        return True
+        return False
 
     def _tick(self) -> None:
         self._advance_clock(self.now + 1)
@@ -211,10 +249,11 @@ class Cluster:
                     r.recovery_checkpoint = r.flushed_offset
                     r.log_start_checkpoint = r.log_start_offset
 
-    def _isr_expiration(self) -> None:
+    def _isr_expiration(self) -> bool:
         """Kafka's isr-expiration task: drop followers that have not caught up for too long.
         Followers that are alive and not paused fetch continuously, so they never lag here."""
         lag = self.spec.replica_lag_time_max_ms
+        shrunk = False
         for tp, ps in self.partitions.items():
             if ps.leader == NO_LEADER or not self.brokers[ps.leader].alive:
                 continue
@@ -225,7 +264,9 @@ class Cluster:
                 if self.now - self.replicas[tp][b].last_caught_up_ms > lag:
                     changed |= self.controller.remove_from_isr(ps, b)
             if changed:
+                shrunk = True
                 self._maybe_increment_hw(tp, ps)
+        return shrunk
 
     # ------------------------------------------------------------------ replication
     def fetch_round(self, only: TP | None = None) -> None:
@@ -427,14 +468,12 @@ class Cluster:
         self.brokers[broker].paused = False
 
     def _step_advance(self, ms: int) -> None:
+        """Time passes; live, unpaused followers fetch all along (after every ISR change too)."""
         self.fetch_until_quiet()
         target = self.now + ms
-        while True:
-            nxt = min(self._next_hw_ckpt, self._next_flush_ckpt, self._next_isr_check, target)
-            self._advance_clock(nxt)
+        while self.now < target:
+            self._advance_clock(target, stop_on_isr_change=True)
             self.fetch_until_quiet()
-            if nxt >= target:
-                break
 
     def _step_flush(self, broker: int) -> None:
         if self.brokers[broker].alive:
@@ -727,4 +766,4 @@ class Cluster:
                 return True, None, batch
             if ps.leader != leader_id or self.now >= deadline:
                 return False, "REQUEST_TIMED_OUT", batch
-            self._advance_clock(min(deadline, self._next_isr_check))
+            self._advance_clock(deadline, stop_on_isr_change=True)

@@ -16,6 +16,10 @@ from segtools.errors import ScenarioError
 TRUNCATION_MODES = ("leader-epoch", "leader-epoch-kip101", "high-watermark")
 ACKS_VALUES = ("0", "1", "all")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+MAX_RECORDS_PER_STEP = 1_000_000
+MAX_BYTES_PER_STEP = 64 * 1024 * 1024
+MAX_STEPS = 100_000
+MAX_MS = 10 * 365 * 86_400_000  # ten years of virtual time per value
 STEP_KINDS = (
     "produce", "pause", "resume", "advance", "crash", "shutdown", "restart", "elect",
     "delete_records", "snapshot", "flush", "begin_transaction", "commit_transaction",
@@ -80,11 +84,13 @@ def _err(where: str, msg: str) -> ScenarioError:
     return ScenarioError(f"{where}: {msg}")
 
 
-def _int(value: Any, where: str, *, minimum: int | None = None) -> int:
+def _int(value: Any, where: str, *, minimum: int | None = None, maximum: int = 2**62) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _err(where, f"expected an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise _err(where, f"must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise _err(where, f"must be <= {maximum}, got {value}")
     return value
 
 
@@ -156,6 +162,8 @@ def parse_scenario(data: Any, *, source: str = "scenario") -> Scenario:
     steps_raw = top.get("steps") or []
     if not isinstance(steps_raw, list):
         raise _err("steps", "expected a list")
+    if len(steps_raw) > MAX_STEPS:
+        raise _err("steps", f"{len(steps_raw)} steps, at most {MAX_STEPS}")
     ctx = _Ctx(cluster, {t.name: t for t in topics}, {p.name: p for p in producers})
     steps = tuple(_parse_step(s, i, ctx) for i, s in enumerate(steps_raw))
     return Scenario(name, seed, cluster, tuple(topics), tuple(producers), steps)
@@ -170,7 +178,9 @@ def _parse_cluster(c: dict[str, Any]) -> ClusterSpec:
     brokers_raw = c.get("brokers")
     if not isinstance(brokers_raw, list) or not brokers_raw:
         raise _err("cluster.brokers", "expected a non-empty list of broker ids")
-    brokers = tuple(_int(b, "cluster.brokers", minimum=0) for b in brokers_raw)
+    if len(brokers_raw) > 1000:
+        raise _err("cluster.brokers", f"{len(brokers_raw)} brokers, at most 1000")
+    brokers = tuple(_int(b, "cluster.brokers", minimum=0, maximum=2**31 - 1) for b in brokers_raw)
     if len(set(brokers)) != len(brokers):
         raise _err("cluster.brokers", "broker ids must be unique")
     kw: dict[str, Any] = {"brokers": brokers}
@@ -179,7 +189,9 @@ def _parse_cluster(c: dict[str, Any]) -> ClusterSpec:
                          ("request_timeout_ms", 1), ("high_watermark_checkpoint_interval_ms", 1),
                          ("flush_offset_checkpoint_interval_ms", 1)):
         if key in c:
-            kw[key] = _int(c[key], f"cluster.{key}", minimum=minimum)
+            kw[key] = _int(c[key], f"cluster.{key}", minimum=minimum,
+                           maximum=(2**62 if key == "start_time_ms" else MAX_MS) if key.endswith("_ms")
+                           else 2**31 - 1)
     if "truncation" in c:
         if c["truncation"] not in TRUNCATION_MODES:
             raise _err("cluster.truncation", f"expected one of {', '.join(TRUNCATION_MODES)}, got {c['truncation']!r}")
@@ -219,7 +231,7 @@ def _parse_topic(t: dict[str, Any], i: int, cluster: ClusterSpec, rng: random.Ra
     name = _str(t.get("name"), f"{where}.name")
     if any(ch in name for ch in "/\\ ") or name in (".", ".."):
         raise _err(f"{where}.name", f"not a valid topic name: {name!r}")
-    partitions = _int(t.get("partitions", 1), f"{where}.partitions", minimum=1)
+    partitions = _int(t.get("partitions", 1), f"{where}.partitions", minimum=1, maximum=10_000)
     rf_default = min(3, len(cluster.brokers))
     rf = _int(t.get("replication_factor", rf_default), f"{where}.replication_factor", minimum=1)
     if rf > len(cluster.brokers):
@@ -358,6 +370,10 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
         if keys is not None and len(keys) != count:
             raise _err(f"{where}.keys", f"{len(keys)} keys for {count} records")
         value_bytes = _int(args.get("value_bytes", 8), f"{where}.value_bytes", minimum=0)
+        # bounded memory: everything produced stays in the model until the files are written
+        if count > MAX_RECORDS_PER_STEP or count * max(value_bytes, 1) > MAX_BYTES_PER_STEP:
+            raise _err(where, f"{count} records of {value_bytes} bytes is more than one step may "
+                              f"produce ({MAX_RECORDS_PER_STEP} records, {MAX_BYTES_PER_STEP} bytes)")
         producer = args.get("producer")
         if producer is not None and producer not in ctx.producers:
             raise _err(f"{where}.producer", f"unknown producer {producer!r}")
@@ -381,7 +397,7 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
         out = {"broker": _broker(args, where, ctx)}
     elif kind == "advance":
         _check_keys(args, {"ms"}, where)
-        out = {"ms": _int(args.get("ms"), f"{where}.ms", minimum=0)}
+        out = {"ms": _int(args.get("ms"), f"{where}.ms", minimum=0, maximum=MAX_MS)}
     elif kind == "elect":
         _check_keys(args, {"topic", "partition", "leader", "unclean", "preferred"}, where)
         topic, part = _topic_partition(args, where, ctx, required=False)

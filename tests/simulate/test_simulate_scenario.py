@@ -98,3 +98,32 @@ def test_random_scenarios_are_valid(seed):
     sc = parse_scenario(random_scenario(seed))
     assert sc.steps
     assert random_scenario(seed) == random_scenario(seed)
+
+
+@pytest.mark.parametrize("data, where", [
+    (with_steps({"produce": {"topic": "orders", "count": 10**9}}), "steps[0] (produce)"),
+    (with_steps({"produce": {"topic": "orders", "count": 1000, "value_bytes": 10**6}}), "steps[0] (produce)"),
+    (with_steps({"advance": {"ms": 10**15}}), "steps[0] (advance).ms"),
+    ({**BASE, "topics": [{"name": "a", "partitions": 10**6}]}, "topics[0].partitions"),
+])
+def test_sizes_are_bounded(data, where):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(data)
+    assert where in str(info.value)
+
+
+def test_long_advances_are_cheap():
+    import time
+
+    from segtools.simulate import run
+
+    sc = {**BASE, "cluster": {"brokers": [1, 2, 3], "high_watermark_checkpoint_interval_ms": 1},
+          "steps": [{"produce": {"topic": "orders", "acks": "all", "values": ["a"]}},
+                    {"pause": {"broker": 3}},
+                    {"advance": {"ms": 9 * 365 * 86_400_000}},
+                    {"produce": {"topic": "orders", "acks": "all", "values": ["b"]}}]}
+    start = time.perf_counter()
+    r = run(sc, None)
+    assert time.perf_counter() - start < 2
+    assert all(a["ok"] for a in r.acks)
+    assert all(3 not in p.isr for p in r.cluster.partitions.values())  # the paused one was dropped
