@@ -4,6 +4,7 @@ exit codes (0 clean, 1 findings, 2 unusable input or usage)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -103,7 +104,21 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
     )
     from segtools.dump.runner import run_dump
 
-    status = run_dump(all_paths, options, out=sys.stdout, err=sys.stderr)
-    sys.stdout.flush()
+    try:
+        status = run_dump(all_paths, options, out=sys.stdout, err=sys.stderr)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`segtools dump ... | head`): stop quietly, no traceback and no
+        # second error when Python flushes stdout at exit
+        _silence_stdout()
+        sys.exit(2)
     if status:
         sys.exit(status)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (e.g. CliRunner)
+        pass

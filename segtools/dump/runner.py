@@ -166,6 +166,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             _dispatch(ctx, path, kind)
         except FormatError as exc:
             ctx.error("corrupt_file", exc.located(path=path))
+        except BrokenPipeError:
+            raise  # our output is gone, not our input: the command stops
         except (SegtoolsError, OSError) as exc:
             ctx.trouble(exc)
         sink.end_file()

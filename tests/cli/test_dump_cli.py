@@ -228,3 +228,16 @@ def test_ndjson_benign_findings_are_marked(tmp_path: Path) -> None:
     assert findings == [{"type": "finding", "kind": "non_consecutive_offsets", "file": str(log),
                          "problem": False, "previous_offset": 0, "offset": 7}]
     assert result.exit_code == 0
+
+
+def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(SPEC_V2_BATCH * 3000)
+    proc = subprocess.Popen([sys.executable, "-m", "segtools", "dump", "--deep-iteration",
+                             str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 2
+    assert err == ""
