@@ -115,9 +115,22 @@ def choose_reference(views: Sequence[ReplicaView], *, leader: int | None = None)
         led = [v for v in candidates if v.broker == leader]
         if led:
             return max(led, key=lambda v: (_latest_epoch(v), v.log_end_offset))
-    return max(candidates, key=lambda v: (_latest_epoch(v), v.log_end_offset,
+    # Same latest epoch starting at different offsets: the later start is the spliced copy
+    # (S3, S6), so the earlier start wins before log end offsets are compared.
+    # Starts below the highest log start are clipped to it: retention rewrites the first epoch
+    # entry (S14, S15), which is no splice.
+    floor = max(v.log_start_offset for v in candidates)
+    return max(candidates, key=lambda v: (_latest_epoch(v), -max(_latest_start(v), floor), v.log_end_offset,
                                           -1 if v.high_watermark is None else v.high_watermark,
                                           -v.broker))
+
+
+def _latest_start(v: ReplicaView) -> int:
+    epoch = _latest_epoch(v)
+    start = v.epoch_map.start_of(epoch)
+    if start is None:
+        start = next((s for e, s in v.facts.epoch_checkpoint or () if e == epoch), v.log_end_offset)
+    return start
 
 
 def _pick_topic_id(views: Sequence[ReplicaView], hint: str | None) -> str | None:
@@ -217,6 +230,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
             holders[b.key].append(v)
 
     ref_latest = ref.epoch_map.latest_epoch()
+    tails: list[tuple[ReplicaView, list[BatchFacts]]] = []
     for v in views:
         codes = {f.code for f in v.findings}
         findings = list(v.findings)
@@ -255,19 +269,27 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
             if div_batches:
                 fork = min(t, bad[0].base_offset) if bad else t
                 bounds = []
-                records = committed = 0
+                records = committed = control = 0
                 for b in div_batches:
                     first = b.base_offset if id(b) in bad_ids else max(b.base_offset, t)
                     hw = [x.high_watermark for x in holders.get(b.key, [v]) if x.high_watermark is not None]
-                    bound = max(hw) if hw else -1
+                    # Below the fork a reconciled replica's HW checkpoint speaks for the lineage
+                    # it follows now, not for its spliced batch (S6): committed is unknown there.
+                    bound = -1 if id(b) in bad_ids else (max(hw) if hw else -1)
                     bounds.append((first, b.last_offset, bound))
                     n = _records_in(b, first)
+                    if b.is_control:
+                        control += n
+                        continue
                     records += n
                     if bound > first:
                         committed += min(n, min(b.last_offset + 1, bound) - first)
                 divergent = {"first_offset": fork, "last_offset": div_batches[-1].last_offset
                              if not suffix else v.log_end_offset - 1,
                              "records": records, "committed_records": committed}
+                if control:
+                    divergent["control_records"] = control
+                tails.append((v, div_batches))
                 ranges.append(DivergentRange(v.broker, v.facts.log_dir, fork,
                                              divergent["last_offset"], bounds))
                 if suffix:
@@ -302,6 +324,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
     part_findings.extend(_benign_notes(views, ref))
     part_findings.extend(_crc_replication(views))
     part_findings.extend(_producer_duplicates(ref))
+    part_findings.extend(_lost_txn_markers(ref, tails))
     return PartitionVerdict(topic=topic, partition=partition, topic_id=topic_id,
                             reference_broker=ref.broker, replicas=verdicts,
                             divergent_ranges=ranges, findings=part_findings,
@@ -369,6 +392,27 @@ def _crc_replication(views: Sequence[ReplicaView]) -> list[Finding]:
         kind = "replicated" if len(brokers) == len(present[key]) and len(brokers) > 1 else "local"
         out.append(Finding("CRC_INVALID", f"({kind}) batch [{key[0]}..{key[1]}] epoch {key[2]} "
                            f"on brokers {sorted(brokers)}", offset=key[0]))
+    return out
+
+
+def _lost_txn_markers(ref: ReplicaView, tails: Sequence[tuple[ReplicaView, list[BatchFacts]]]) -> list[Finding]:
+    """S19: transactional data in the reference with no later marker from that producer,
+    while a divergent tail holds the marker (read_committed consumers hang at the LSO)."""
+    open_txn: dict[tuple[int, int], int] = {}
+    for b in ref.batches:
+        key = (b.producer_id, b.producer_epoch)
+        if b.is_control:
+            open_txn.pop(key, None)
+        elif b.is_transactional and key not in open_txn:
+            open_txn[key] = b.base_offset
+    out = []
+    for (pid, pepoch), first in sorted(open_txn.items(), key=lambda x: x[1]):
+        holders = sorted({v.broker for v, batches in tails
+                          if any(b.is_control and b.producer_id == pid and b.base_offset > first for b in batches)})
+        if holders:
+            out.append(Finding("TXN_MARKER_LOST", f"producer {pid} epoch {pepoch}: transaction from "
+                               f"offset {first} has no marker in the reference; marker only on "
+                               f"broker(s) {holders}", offset=first))
     return out
 
 
