@@ -85,10 +85,16 @@ def read_uvarlong(buf: Buffer, pos: int) -> tuple[int, int]:
 
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Zig-zag signed 32-bit varint (``ByteUtils.readVarint``)."""
-    if pos < len(buf):
+    try:  # fast paths: most lengths and deltas fit one or two bytes
         b = buf[pos]
-        if b < 0x80:  # fast path: most lengths and deltas fit one byte
+        if b < 0x80:
             return (b >> 1) ^ -(b & 1), pos + 1
+        c = buf[pos + 1]
+        if c < 0x80:
+            raw = (b & 0x7F) | (c << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    except IndexError:
+        pass  # the general path below reports the truncation
     raw, pos = _read_unsigned(buf, pos, 5, "varint")
     raw &= 0xFFFFFFFF  # Java keeps only 32 bits of a 5-byte varint
     return (raw >> 1) ^ -(raw & 1), pos
@@ -96,10 +102,16 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 
 def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
     """Zig-zag signed 64-bit varint (``ByteUtils.readVarlong``)."""
-    if pos < len(buf):
+    try:
         b = buf[pos]
         if b < 0x80:
             return (b >> 1) ^ -(b & 1), pos + 1
+        c = buf[pos + 1]
+        if c < 0x80:
+            raw = (b & 0x7F) | (c << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    except IndexError:
+        pass
     raw, pos = _read_unsigned(buf, pos, 10, "varlong")
     raw &= 0xFFFFFFFFFFFFFFFF
     return (raw >> 1) ^ -(raw & 1), pos
