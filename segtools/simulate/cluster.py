@@ -546,7 +546,8 @@ class Cluster:
             r.epoch_file = list(r.epochs)
             hw = r.hw_checkpoint if r.hw_checkpoint is not None else 0
             r.high_watermark = max(r.log_start_offset, min(hw, r.log_end_offset))
-            r.flushed_offset = r.log_end_offset if st.clean_shutdown else r.flushed_offset
+            # what survived the stop is on disk now (a process crash keeps the page cache)
+            r.flushed_offset = r.log_end_offset
             r.needs_truncation = True
             r.fetch_offset = None
         st.alive = True

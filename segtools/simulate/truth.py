@@ -68,7 +68,10 @@ def truth(cluster: "Cluster") -> dict[str, Any]:
             lost.append({
                 "offset": rec.offset, "leader_epoch": rec.leader_epoch, "key": rec.key,
                 "value": rec.value, "acks": rec.acks, "acked": rec.acked,
-                "committed": rec.committed, "cause": _cause(cluster, rec, ps.elections, final_id)})
+                "committed": rec.committed, "cause": _cause(cluster, rec, ps.elections, final_id),
+                # brokers whose final log still holds it (the evidence a detector can find)
+                "on_brokers": sorted(b for b, r in reps.items()
+                                     if r.has_record(rec.offset, rec.leader_epoch))})
         lost.sort(key=lambda d: (d["offset"], d["leader_epoch"]))
         out[f"{tp[0]}-{tp[1]}"] = {
             "topic": tp[0], "partition": tp[1],

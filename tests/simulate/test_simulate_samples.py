@@ -93,3 +93,23 @@ def test_c_durability_matrix():
     acks = [json.loads(x) for x in (gen("c-durability-acks-all") / "acks.jsonl").read_text().splitlines()]
     a = {x["value"]: x for x in acks if x["topic"] == "rf3-min2"}
     assert not a["a2"]["ok"] and not a["a3"]["ok"]  # min.insync 2 refused to acknowledge them
+
+
+def test_metadata_log_through_segtools_dump():
+    from click.testing import CliRunner
+
+    from segtools.cli.main import cli
+
+    log = gen("S7-simple-unclean-election") / "controller" / "__cluster_metadata-0" / "00000000000000000000.log"
+    result = CliRunner().invoke(cli, ["dump", "--cluster-metadata-decoder", "--files", str(log)])
+    assert result.exit_code == 0, result.output
+    changes = [line for line in result.output.splitlines() if "PARTITION_CHANGE_RECORD" in line]
+    assert any('"leaderRecoveryState":1' in line and '"leader":2' in line for line in changes)
+    assert sum("REGISTER_BROKER_RECORD" in line for line in result.output.splitlines()) == 3
+
+
+def test_lost_records_name_the_brokers_still_holding_them():
+    t = truth_of("S7-simple-unclean-election")["orders-0"]
+    assert t["lost"] and all(x["on_brokers"] == [1] for x in t["lost"])
+    t = truth_of("S11b-last-replica-standing")["orders-0"]
+    assert t["lost"] and all(x["on_brokers"] == [] for x in t["lost"])  # gone everywhere
