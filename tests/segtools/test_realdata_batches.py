@@ -35,7 +35,7 @@ def _kafka_python_view(raw: bytes):
         # validate before iterating: kafka-python's legacy validate_crc() is wrong after its
         # deep iteration has decompressed the wrapper
         batches.append((kb, kb.validate_crc()))
-        records.extend((r.offset, r.key, r.value, list(r.headers or []))
+        records.extend((r.offset, r.timestamp, r.key, r.value, list(r.headers or []))
                        for r in kb)
     return batches, records
 
@@ -50,7 +50,9 @@ def test_every_real_batch_file_parses_with_valid_crcs_and_matches_kafka_python(r
         with SegmentReader(path) as reader:
             batches = list(reader)
             assert reader.valid_bytes == reader.file_size == len(raw), path
-        records = [(r.offset, r.key, r.value, r.headers) for b in batches for r in b.records()]
+        # kafka-python reports no timestamp (None) for magic 0 messages; Kafka's -1
+        records = [(r.offset, None if r.magic == 0 else r.timestamp, r.key, r.value, r.headers)
+                   for b in batches for r in b.records()]
         if "invalid_crc" not in path.name:
             assert all(b.crc_valid for b in batches), path
         kbatches, krecords = _kafka_python_view(raw)
@@ -59,6 +61,17 @@ def test_every_real_batch_file_parses_with_valid_crcs_and_matches_kafka_python(r
             # kafka-python's CRC check agrees with ours (only the invalid_crc vector fails)
             assert kvalid == b.crc_valid == ("invalid_crc" not in path.name), path
             assert b.crc == (kb.crc if b.magic == 2 else kb._crc)
+            if b.magic == 2:
+                assert (b.base_offset, b.last_offset_delta, b.last_offset, b.records_count,
+                        b.partition_leader_epoch, b.producer_id, b.producer_epoch,
+                        b.base_sequence, b.last_sequence, b.base_timestamp, b.max_timestamp,
+                        b.is_transactional, b.is_control, b.compression_id,
+                        b.timestamp_type == "LogAppendTime", b.size) == \
+                    (kb.base_offset, kb.last_offset_delta, kb.last_offset, kb.records_count,
+                     kb.leader_epoch, kb.producer_id, kb.producer_epoch, kb.base_sequence,
+                     kb.last_sequence, kb.first_timestamp, kb.max_timestamp,
+                     kb.is_transactional, kb.is_control_batch, kb.compression_type,
+                     kb.timestamp_type == 1, kb.size_in_bytes), path
             assert b.magic == kb.magic
         assert records == krecords, path
         totals["files"] += 1
