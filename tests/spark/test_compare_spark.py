@@ -1,0 +1,157 @@
+"""The Spark path: the kafka_segments data source against kafka-python, and the compare job
+against the in-process detection core, truth.json and real broker data."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from segtools.forensics.elections import load_histories
+from segtools.forensics.loss import AckIndex
+from segtools.forensics.pipeline import compare_in_process
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+GENERATED = REPO / "samples" / "generated"
+SPARK_KAFKA = [("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"),
+               ("offset", "bigint"), ("timestamp", "timestamp"), ("timestampType", "int"),
+               ("headers", "array<struct<key:string,value:binary>>")]
+
+
+def _kafka_python_batches(partition_dir: Path):
+    from kafka.record import MemoryRecords
+
+    out = []
+    for seg in sorted(partition_dir.glob("*.log")):
+        records = MemoryRecords(seg.read_bytes())
+        while (b := records.next_batch()) is not None:
+            out.append((b.base_offset, b.leader_epoch, b.crc, [(r.offset, r.key, r.value) for r in b]))
+    return out
+
+
+def test_data_source_levels_match_kafka_python(spark, realdata):
+    import segtools.spark
+
+    segtools.spark.register(spark)
+    log_dir = realdata / "kafka-2.5-zk-first-topic" / "final"
+    oracle = {p: _kafka_python_batches(log_dir / p) for p in ("first_topic-0", "first_topic-1", "new_topic-0")}
+    batches = (spark.read.format("kafka_segments").option("level", "batches").load(str(log_dir))
+               .where("topic in ('first_topic', 'new_topic')").collect())
+    records = spark.read.format("kafka_segments").load(str(log_dir / "first_topic-0"))
+    assert records.dtypes[:8] == SPARK_KAFKA
+    got_batches = {}
+    for r in batches:
+        got_batches.setdefault(f"{r.topic}-{r.partition}", []).append(
+            (r.base_offset, r.partition_leader_epoch, r.crc, r.crc_valid, r.broker))
+    for name, expected in oracle.items():
+        rows = sorted(got_batches[name])
+        assert [(b, e, c) for b, e, c, _, _ in rows] == [(b, e, c) for b, e, c, _ in expected]
+        assert all(valid and broker == 0 for *_, valid, broker in rows)   # broker.id=0
+    got_records = sorted((r.offset, r.key, bytes(r.value)) for r in records.collect())
+    assert got_records == [rec for *_, recs in oracle["first_topic-0"] for rec in recs]
+    assert records.rdd.getNumPartitions() == 1        # one InputPartition per segment
+
+
+def _spark_vs_local(spark, folder: Path, sample: Path):
+    from segtools.spark.compare_job import run_compare
+
+    controller = sample / "controller"
+    histories = load_histories(controller) if controller.is_dir() else None
+    acks = AckIndex.load(sample / "acks.jsonl")
+    distributed = run_compare(spark, [str(folder)], acks=acks, histories=histories)
+    local = compare_in_process([str(folder)], acks=acks, histories=histories)
+    return distributed, local
+
+
+@pytest.mark.parametrize("name", ["S7-simple-unclean-election", "b-unclean-stale-return",
+                                  "S19-txn-marker-lost",
+                                  "S5-kip279-fast-unclean-failovers/snapshots/before-101-returns"])
+def test_spark_compare_agrees_with_in_process_on_samples(spark, name):
+    folder = GENERATED / name
+    sample = GENERATED / name.split("/")[0]
+    distributed, local = _spark_vs_local(spark, folder, sample)
+    assert distributed.to_json() == local.to_json()
+    assert any(p.lost for p in distributed.partitions) or name.startswith("S19")
+    assert distributed.exit_code == 1
+
+
+def test_spark_compare_agrees_on_random_scenarios(spark, tmp_path):
+    import sys
+
+    from segtools.simulate import random_scenario, run
+
+    sys.path.insert(0, str(REPO / "tests" / "forensics"))
+    from forensics_helpers import check_against_truth, disk_records_by_replica
+
+    lost = 0
+    for seed in (7, 21, 30):          # scenarios with unclean elections and power losses
+        scenario = random_scenario(seed)
+        scenario["cluster"]["metadata_log"] = True
+        root = tmp_path / f"s{seed}"
+        result = run(scenario, str(root))
+        distributed, local = _spark_vs_local(spark, root, root)
+        assert distributed.to_json() == local.to_json()
+        assert check_against_truth(distributed, result.truth, disk_records_by_replica(root),
+                                   with_metadata=True) == []
+        lost += sum(len(p.lost) for p in distributed.partitions)
+    assert lost > 0
+
+
+def test_cli_on_real_data_early_vs_final_and_a_flipped_byte(spark, realdata, tmp_path):
+    from segtools.cli.compare import compare
+
+    src = realdata / "kafka-2.5-zk-first-topic"
+    runner = CliRunner()
+    report = tmp_path / "report.json"
+    res = runner.invoke(compare, [str(src / "early"), str(src / "final"), "--report", str(report),
+                                  "--tables", str(tmp_path / "tables")])
+    assert res.exit_code == 0, res.output
+    parts = json.loads(report.read_text())["partitions"]
+    statuses = {r["status"] for p in parts for r in p["replicas"]}
+    assert statuses == {"CONSISTENT", "LAGGING_PREFIX"}
+    first0 = next(p for p in parts if (p["topic"], p["partition"]) == ("first_topic", 0))
+    by_dir = {Path(r["log_dir"]).name: r for r in first0["replicas"]}
+    assert (by_dir["early"]["status"], by_dir["early"]["log_end_offset"]) == ("LAGGING_PREFIX", 10)
+    assert (by_dir["final"]["status"], by_dir["final"]["log_end_offset"]) == ("CONSISTENT", 11)
+    assert first0["lost_records"] == []
+    for table in ("batches", "replicas", "verdicts"):
+        assert list((tmp_path / "tables" / table).glob("*.parquet")), table
+
+    # a copy of `final` with one byte of batch 3's value flipped: that batch is reported
+    copy = tmp_path / "final-copy"
+    shutil.copytree(src / "final", copy)
+    seg = copy / "first_topic-0" / "00000000000000000000.log"
+    os.chmod(seg, 0o644)
+    oracle = _kafka_python_batches(src / "final" / "first_topic-0")
+    data = bytearray(seg.read_bytes())
+    positions, pos = [], 0
+    while pos < len(data):
+        positions.append(pos)
+        pos += int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+    flip_at = positions[4] - 2                       # last value byte of the batch at index 3
+    data[flip_at] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    res = runner.invoke(compare, [str(src / "final"), str(copy), "--report", str(report)])
+    assert res.exit_code == 1, res.output
+    first0 = next(p for p in json.loads(report.read_text())["partitions"]
+                  if (p["topic"], p["partition"]) == ("first_topic", 0))
+    bad = next(r for r in first0["replicas"] if Path(r["log_dir"]).name == "final-copy")
+    assert bad["status"] == "CRC_INVALID"
+    crc = next(f for f in bad["findings"] if f["code"] == "CRC_INVALID")
+    assert (crc["offset"], crc["position"], crc["segment"]) == (oracle[3][0], positions[3], seg.name)
+    good = next(r for r in first0["replicas"] if Path(r["log_dir"]).name == "final")
+    assert good["status"] == "CONSISTENT"
+
+
+def test_cli_unusable_input_exits_2(tmp_path):
+    from segtools.cli.compare import compare
+
+    res = CliRunner().invoke(compare, [str(tmp_path), "--no-spark"])
+    assert res.exit_code == 2
+    assert "no Kafka partition" in res.output and "Traceback" not in res.output
