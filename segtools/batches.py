@@ -47,6 +47,7 @@ __all__ = [
     "RecordBatch",
     "SegmentReader",
     "read_batches",
+    "iter_batches",
     "iter_records",
     "segment_paths",
     "V2_HEADER",
@@ -728,6 +729,10 @@ def read_batches(path: str | os.PathLike[str], *, max_bytes: int | None = None,
         with SegmentReader(seg, max_bytes=max_bytes, max_message_size=max_message_size,
                            max_decompressed_size=max_decompressed_size) as reader:
             yield from reader
+
+
+#: fastavro-style name for the batch granularity (CONVENTIONS.md "Concrete practices" 2)
+iter_batches = read_batches
 
 
 def iter_records(path: str | os.PathLike[str], **kw: Any) -> Iterator[Record]:

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import CorruptBatchError
+from .errors import CorruptBatchError, FormatError
 from .varint import read_uvarint
 
 __all__ = [
@@ -127,7 +127,7 @@ class _FlexReader:
     def uvarint(self, field: str) -> int:
         try:
             v, self.pos = read_uvarint(self.buf, self.pos)
-        except CorruptBatchError:
+        except FormatError:  # too long, or the value ends inside the varint
             raise _error(f"{self.what}: bad unsigned varint at value byte {self.pos}",
                          f"control.value.{field}") from None
         return v

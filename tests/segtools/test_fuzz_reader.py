@@ -262,3 +262,55 @@ def test_bomb_with_default_limit_is_refused():
     batch = RecordBatch.from_bytes(_v2(payload, 1, attributes=4))
     with pytest.raises(CompressionError):
         list(batch.records())
+
+
+# ------------------------------------------------------------------------- decoders on their own
+
+from segtools.codecs import compress as _compress  # noqa: E402
+from segtools.codecs import decompress as _decompress  # noqa: E402
+from segtools.control import decode_control_key, decode_control_value  # noqa: E402
+
+_COMPRESSED = {cid: _compress(cid, b"some payload " * 500) for cid in (1, 2, 3, 4)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_mutated_compressed_payloads_raise_only_compression_error(data):
+    cid = data.draw(st.sampled_from([1, 2, 3, 4]))
+    payload = bytearray(_COMPRESSED[cid])
+    for pos, value in data.draw(st.lists(st.tuples(st.integers(0, len(payload) - 1),
+                                                   st.integers(0, 255)), min_size=1,
+                                         max_size=4)):
+        payload[pos] = value
+    cut = data.draw(st.integers(0, len(payload)))
+    magic = data.draw(st.sampled_from([0, 1, 2]))
+    try:
+        out = _decompress(cid, bytes(payload[:cut]), magic=magic, max_size=64 * 1024)
+    except CompressionError:
+        return
+    assert len(out) <= 64 * 1024
+
+
+@settings(max_examples=300, deadline=None)
+@given(type_id=st.integers(-2, 8), value=st.one_of(st.none(), st.binary(max_size=80)))
+def test_random_control_values_raise_only_corrupt_batch_error(type_id, value):
+    from segtools.errors import CorruptBatchError
+
+    try:
+        decoded = decode_control_value(type_id, value)
+    except CorruptBatchError as exc:
+        assert exc.field and exc.field.startswith("control.")
+        return
+    assert decoded is None or isinstance(decoded, dict)
+
+
+@given(st.one_of(st.none(), st.binary(max_size=6)))
+def test_random_control_keys(key):
+    from segtools.errors import CorruptBatchError
+
+    try:
+        k = decode_control_key(key)
+    except CorruptBatchError:
+        assert key is None or len(key) < 4 or key[0] >= 0x80  # short, or negative version
+        return
+    assert key is not None and len(key) >= 4 and k.version >= 0
