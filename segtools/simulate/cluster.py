@@ -58,6 +58,9 @@ class ProducerState:
     in_transaction: bool = False
     txn_partitions: list[TP] = field(default_factory=list)
     txn_first_offsets: dict[TP, int] = field(default_factory=dict)
+    # sends whose response never came back (``in_flight: true``): resent by a ``resend`` step
+    pending: list[tuple[TP, list[tuple[str | None, str | None]], str,
+                        tuple[tuple[str, str | None], ...], int, SimBatch | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Cluster:
         self.producers: dict[str, ProducerState] = {}
         self.snapshots: list[str] = []
         self._next_producer_id = 1000
+        self._anonymous = ProducerState("", -1, -1, False, None)
         self._round_robin: dict[str, int] = {}
         self._seq = 0
         self._value_rng = random.Random(scenario.seed ^ 0x5E6)
@@ -175,6 +179,7 @@ class Cluster:
     def run(self) -> None:
         for step in self.scenario.steps:
             self.apply(step)
+        self.finish()
 
     def apply(self, step: Step) -> None:
         getattr(self, "_step_" + step.kind)(**step.args)
@@ -641,7 +646,8 @@ class Cluster:
     def _step_produce(self, topic: str, partition: int | None, acks: str,
                       values: list[str | None] | None, keys: list[str | None] | None, count: int,
                       value_bytes: int, headers: tuple[tuple[str, str | None], ...],
-                      producer: str | None, batch_size: int, retries: int) -> None:
+                      producer: str | None, batch_size: int, retries: int,
+                      in_flight: bool = False) -> None:
         n_parts = self.topics[topic].partitions
         planned: dict[int, list[tuple[str | None, str | None]]] = {}
         order: list[int] = []
@@ -658,10 +664,52 @@ class Cluster:
                 order.append(p)
             planned[p].append((key, value))
         prod = self._producer_for(producer)
+        if in_flight and prod is None:
+            prod = self._anonymous
         for p in order:
             recs = planned[p]
             for i in range(0, len(recs), batch_size):
-                self._send((topic, p), recs[i:i + batch_size], acks, headers, prod, retries)
+                if in_flight:
+                    self._send_in_flight((topic, p), recs[i:i + batch_size], acks, headers, prod)
+                else:
+                    self._send((topic, p), recs[i:i + batch_size], acks, headers, prod, retries)
+
+    def _send_in_flight(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
+                        headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None) -> None:
+        """The request reaches the leader (appended) but its response is lost: the producer
+        will resend it (same sequence numbers when idempotent) at a ``resend`` step."""
+        assert prod is not None
+        base_seq = self._next_sequence(tp, prod, len(recs))
+        ok, error, batch = self._send_once(tp, recs, acks, headers, prod, base_seq, wait=False)
+        if batch is None and prod.idempotent:
+            prod.sequences[tp] = base_seq
+        prod.pending.append((tp, recs, acks, headers, base_seq, batch))
+
+    def _step_resend(self, producer: str | None) -> None:
+        prod = self._anonymous if producer is None else self.producers[producer]
+        pending, prod.pending = prod.pending, []
+        for tp, recs, acks, headers, base_seq, first in pending:
+            batch = self._send(tp, recs, acks, headers, prod, 0, base_seq=base_seq)
+            if first is not None and batch is not None and batch is not first:
+                for old, new in zip(first.records, batch.records):
+                    old.resent_as = new  # the same send written again (RELOCATED / DUPLICATE)
+
+    def finish(self) -> None:
+        """Sends still waiting for a response when the scenario ends time out."""
+        for prod in [self._anonymous, *self.producers.values()]:
+            for tp, recs, acks, headers, base_seq, _ in prod.pending:
+                for key, value in recs:
+                    self.acks.append(AckLine(None, tp[0], tp[1], key, value, acks, False, None,
+                                             None, "REQUEST_TIMED_OUT"))
+            prod.pending = []
+
+    @staticmethod
+    def _next_sequence(tp: TP, prod: ProducerState | None, n: int) -> int:
+        if prod is None or not prod.idempotent:
+            return -1
+        base_seq = prod.sequences.get(tp, 0)
+        prod.sequences[tp] = base_seq + n
+        return base_seq
 
     def _random_value(self, n: int) -> str:
         # seeded bytes mapped onto letters and digits: printable, so acks.jsonl stays text
@@ -669,11 +717,10 @@ class Cluster:
 
     def _send(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
               headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
-              retries: int) -> None:
-        base_seq = -1
-        if prod is not None and prod.idempotent:
-            base_seq = prod.sequences.get(tp, 0)
-            prod.sequences[tp] = base_seq + len(recs)
+              retries: int, *, base_seq: int | None = None) -> SimBatch | None:
+        resend = base_seq is not None
+        if base_seq is None:
+            base_seq = self._next_sequence(tp, prod, len(recs))
         attempt = 0
         appended = False
         while True:
@@ -683,7 +730,7 @@ class Cluster:
                 break
             attempt += 1
             self.fetch_round()  # the producer backs off; replication goes on meanwhile
-        if prod is not None and prod.idempotent and not appended:
+        if prod is not None and prod.idempotent and not appended and not resend:
             prod.sequences[tp] = base_seq  # nothing reached a log: the sequence is reused
         for i, (key, value) in enumerate(recs):
             rec = batch.records[i] if (batch is not None and ok) else None
@@ -694,10 +741,11 @@ class Cluster:
                                      rec.offset if show and rec else None,
                                      rec.leader_epoch if show and rec else None,
                                      None if ok else error))
+        return batch
 
     def _send_once(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
                    headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
-                   base_seq: int) -> tuple[bool, str | None, SimBatch | None]:
+                   base_seq: int, *, wait: bool = True) -> tuple[bool, str | None, SimBatch | None]:
         ps = self.partitions[tp]
         if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
             return False, "NOT_LEADER_OR_FOLLOWER", None
@@ -731,7 +779,7 @@ class Cluster:
             self._leader_append(leader, batch)
             self.records.extend(records)
             self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits at once
-        if acks != "all":
+        if acks != "all" or not wait:
             return True, None, batch
         return self._await_replication(tp, ps, batch)
 

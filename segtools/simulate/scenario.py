@@ -23,7 +23,7 @@ MAX_MS = 10 * 365 * 86_400_000  # ten years of virtual time per value
 STEP_KINDS = (
     "produce", "pause", "resume", "advance", "crash", "shutdown", "restart", "elect",
     "delete_records", "snapshot", "flush", "begin_transaction", "commit_transaction",
-    "abort_transaction",
+    "abort_transaction", "resend",
 )
 
 
@@ -352,7 +352,7 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
     out: dict[str, Any]
     if kind == "produce":
         _check_keys(args, {"topic", "partition", "acks", "values", "keys", "count", "value_bytes",
-                           "headers", "producer", "batch_size", "retries"}, where)
+                           "headers", "producer", "batch_size", "retries", "in_flight"}, where)
         topic, part = _topic_partition(args, where, ctx, required=True)
         acks = str(args.get("acks", "all"))
         if acks == "-1":
@@ -384,7 +384,8 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
                "headers": _parse_headers(args.get("headers"), f"{where}.headers"),
                "producer": producer,
                "batch_size": _int(args.get("batch_size", 1), f"{where}.batch_size", minimum=1),
-               "retries": _int(args.get("retries", 0), f"{where}.retries", minimum=0)}
+               "retries": _int(args.get("retries", 0), f"{where}.retries", minimum=0, maximum=100),
+               "in_flight": _bool(args.get("in_flight", False), f"{where}.in_flight")}
     elif kind in ("pause", "resume", "restart", "shutdown"):
         _check_keys(args, {"broker"}, where)
         out = {"broker": _broker(args, where, ctx)}
@@ -427,6 +428,12 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
         if any(ch in name for ch in "/\\") or name in (".", ".."):
             raise _err(f"{where}.name", f"not a valid directory name: {name!r}")
         out = {"name": name}
+    elif kind == "resend":
+        _check_keys(args, {"producer"}, where)
+        producer = args.get("producer")
+        if producer is not None and producer not in ctx.producers:
+            raise _err(f"{where}.producer", f"unknown producer {producer!r}")
+        out = {"producer": producer}
     else:  # transactions
         _check_keys(args, {"producer"}, where)
         producer = args.get("producer")

@@ -50,6 +50,18 @@ def _cause(cluster: "Cluster", rec: "SimRecord", elections: list[Election], fina
     return UNCOMMITTED
 
 
+def _relocated_to(rec: "SimRecord", final: Any) -> int | None:
+    """Offset in the final log of a later copy of the same send (producer resend), if any."""
+    seen = 0
+    nxt = rec.resent_as
+    while nxt is not None and seen < 100:
+        if final is not None and final.has_record(nxt.offset, nxt.leader_epoch):
+            return nxt.offset
+        nxt = nxt.resent_as
+        seen += 1
+    return None
+
+
 def truth(cluster: "Cluster") -> dict[str, Any]:
     by_tp: dict[tuple[str, int], list["SimRecord"]] = {}
     for rec in cluster.records:
@@ -69,6 +81,7 @@ def truth(cluster: "Cluster") -> dict[str, Any]:
                 "offset": rec.offset, "leader_epoch": rec.leader_epoch, "key": rec.key,
                 "value": rec.value, "acks": rec.acks, "acked": rec.acked,
                 "committed": rec.committed, "cause": _cause(cluster, rec, ps.elections, final_id),
+                "relocated_to": _relocated_to(rec, final),
                 # brokers whose final log still holds it (the evidence a detector can find)
                 "on_brokers": sorted(b for b, r in reps.items()
                                      if r.has_record(rec.offset, rec.leader_epoch))})

@@ -249,3 +249,21 @@ def test_same_scenario_and_seed_give_byte_identical_output(tmp_path):
     sc["seed"] = 8
     run(sc, tmp_path / "three")
     assert _tree(tmp_path / "three") != one  # the seed matters (topic ids, cluster id, values)
+
+
+def test_s10_resend_after_failover_relocates_or_duplicates(tmp_path):
+    out = tmp_path / "out"
+    simulate(SCENARIOS / "S10-retry-after-failover.yaml", out)
+    truth, acks, logs = load_out(out)
+    leader = logs[(2, "orders-0")]
+    old = logs[(1, "orders-0")]
+    # idempotent: the same send sits at offsets 2..3 under epoch 0 on the dead leader and under
+    # epoch 1 on the new one; truth lists the old copies as lost but relocated
+    assert [old[o][0] for o in (2, 3)] == [0, 0] and [leader[o][0] for o in (2, 3)] == [1, 1]
+    assert [(x["offset"], x["relocated_to"], x["acks"]) for x in truth["orders-0"]["lost"]] == \
+        [(2, 2, "all"), (3, 3, "all")]
+    # non-idempotent: the first attempt was replicated, the resend wrote p0 a second time
+    dup = logs[(2, "orders-1")]
+    assert [dup[o][2] for o in sorted(dup)] == [b"p0", b"p0"]
+    assert truth["orders-1"]["lost"] == []
+    assert check_acks_against_logs(out) == 6
