@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import crc32c as _crc32c
 from click.testing import CliRunner, Result
@@ -160,8 +160,12 @@ def _sequence(base_sequence: int, delta: int) -> int:
         delta - (2147483647 - base_sequence) - 1
 
 
-def kafka_python_lines(data: bytes) -> list[str]:
-    """The DUMP_LOG.md 3.3/3.4 templates filled with kafka-python's view of each batch."""
+def kafka_python_lines(data: bytes, decode: "Callable[[bytes], str] | None" = None) -> list[str]:
+    """The DUMP_LOG.md 3.3/3.4 templates filled with kafka-python's view of each batch.
+
+    ``decode`` renders key/value bytes (Java's StringDecoder); by default only valid UTF-8 is
+    accepted, so a test must pass a JVM-backed decoder for binary payloads."""
+    decode = decode or (lambda raw: raw.decode("utf-8"))
     out: list[str] = []
     position = 0
     for b in oracle_batches(data):
@@ -195,9 +199,46 @@ def kafka_python_lines(data: bytes) -> list[str]:
                     line += " controlType: LEADER_CHANGE(2)"
             else:
                 if r.key is not None:
-                    line += " key: " + bytes(r.key).decode("utf-8", "replace")
+                    line += " key: " + decode(bytes(r.key))
                 if r.value is not None:
-                    line += " payload: " + bytes(r.value).decode("utf-8", "replace")
+                    line += " payload: " + decode(bytes(r.value))
             out.append(line)
         position += size
     return out
+
+
+JAVA_STRING_ORACLE = """
+import java.nio.charset.StandardCharsets;
+import java.nio.file.*;
+
+public class Utf8Oracle {
+    public static void main(String[] args) throws Exception {
+        StringBuilder out = new StringBuilder();
+        for (String line : Files.readAllLines(Paths.get(args[0]))) {
+            byte[] bytes = java.util.HexFormat.of().parseHex(line.trim());
+            String s = new String(bytes, StandardCharsets.UTF_8);
+            for (int i = 0; i < s.length(); i++) out.append(String.format("%04x", (int) s.charAt(i)));
+            out.append('\\n');
+        }
+        Files.writeString(Paths.get(args[1]), out.toString());
+    }
+}
+"""
+
+
+def java_strings(values: Sequence[bytes], workdir: Path) -> dict[bytes, str]:
+    """``new String(bytes, UTF_8)`` computed by the JVM itself, for each distinct value."""
+    import shutil
+    import subprocess
+
+    java = shutil.which("java")
+    if java is None:
+        raise AssertionError("Java 17 must be on PATH for the StringDecoder oracle")
+    distinct = sorted(set(values))
+    (workdir / "Utf8Oracle.java").write_text(JAVA_STRING_ORACLE)
+    (workdir / "in.txt").write_text("".join(v.hex() + "\n" for v in distinct))
+    subprocess.run([java, str(workdir / "Utf8Oracle.java"), str(workdir / "in.txt"),
+                    str(workdir / "out.txt")], check=True, timeout=300, capture_output=True)
+    units = (workdir / "out.txt").read_text().split("\n")[:-1]
+    assert len(units) == len(distinct)
+    return {v: bytes.fromhex(u).decode("utf-16-be", "surrogatepass") for v, u in zip(distinct, units)}
