@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from segtools.control import (
     ABORT, COMMIT, KRAFT_VERSION, KRAFT_VOTERS, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
     control_type_name, decode_control_key, decode_control_value,
 )
+# Jackson's escaping (e.g. \u001F upper-case), as Kafka's JsonConverter output is printed
+from segtools.internal.json_render import dumps as jackson_dumps
 
 #: the label DumpLogSegments prints before the JSON of each KRaft control value
 _KRAFT_LABELS = {
@@ -32,7 +33,7 @@ def describe_control(key: bytes | None, value: bytes | None) -> tuple[str, dict[
     label = _KRAFT_LABELS.get(type_id)
     if label is not None:
         data = decode_control_value(type_id, value)
-        shown = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        shown = jackson_dumps(data)
         return f" {label} {shown}", {"control_type": name, "data": data}
     # LEADER_CHANGE is deliberately not decoded by Kafka's tool, unknown ids print as UNKNOWN
     return f" controlType: {name}({type_id})", {"control_type": name, "type_id": type_id}
