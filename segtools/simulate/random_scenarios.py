@@ -14,7 +14,8 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
     ``min_insync_replicas``, ``unclean_leader_election``, ``steps``, ``truncation``,
     ``metadata_log``, ``acks`` (a list to draw from), ``max_records`` (per produce step),
     ``power_loss`` (crashes may lose unflushed data; default true), ``unclean_elections``
-    (requested unclean elections; default true).
+    (requested unclean elections; default true), ``producers`` (in-flight sends, resends and
+    transactions besides plain and idempotent produces; default true).
     """
     rng = random.Random(seed)
     n_brokers = int(size.get("brokers") or rng.randint(2, 4))
@@ -34,6 +35,8 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
         })
     acks_choices = [str(a) for a in size.get("acks", ["0", "1", "all", "all"])]
     max_records = int(size.get("max_records", 4))
+    features = bool(size.get("producers", True))
+    in_flight: set[str] = set()
     alive = set(brokers)
     paused: set[int] = set()
     steps: list[dict[str, Any]] = []
@@ -52,6 +55,24 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
                 step["partition"] = rng.randrange(topic["partitions"])
             if rng.random() < 0.2:
                 step["batch_size"] = rng.randint(2, 3)
+            extra = rng.random()
+            if extra < 0.15:
+                step["producer"] = "idem"  # idempotent: producer id and sequences
+                step["acks"] = "all"
+            elif extra < 0.25 and features:
+                step["producer"] = "idem" if rng.random() < 0.5 else "plain"
+                if step["producer"] == "idem":
+                    step["acks"] = "all"
+                step["in_flight"] = True   # response lost; resent by a later resend step
+                in_flight.add(step["producer"])
+            elif extra < 0.30 and features and "partition" in step:
+                step["producer"] = "tx"
+                step["acks"] = "all"
+                steps.append({"begin_transaction": {"producer": "tx"}})
+                steps.append({"produce": step})
+                end = "commit_transaction" if rng.random() < 0.6 else "abort_transaction"
+                steps.append({end: {"producer": "tx"}})
+                continue
             steps.append({"produce": step})
         elif roll < 0.57 and len(alive) > 0:
             b = rng.choice(sorted(alive))
@@ -86,6 +107,8 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
                 steps.append({"elect": {"topic": topic["name"], "unclean": True}})
             else:
                 steps.append({"elect": {"topic": topic["name"], "preferred": True}})
+        elif in_flight and roll < 0.99:
+            steps.append({"resend": {"producer": in_flight.pop()}})
         else:
             steps.append({"flush": {"broker": rng.choice(brokers)}})
     return {
@@ -98,5 +121,7 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
             "metadata_log": bool(size.get("metadata_log", False)),
         },
         "topics": topics,
+        "producers": [{"name": "idem", "idempotent": True}, {"name": "plain"},
+                      {"name": "tx", "transactional_id": f"tx-{seed}"}],
         "steps": steps,
     }
