@@ -311,12 +311,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=None, help="size of each throughput file")
     parser.add_argument("--repeat", type=int, default=None, help="best of R timings")
     parser.add_argument("--memory-sizes", default=None,
-                        help="comma list of MB for the memory table (default 64,256; quick 16,64)")
+                        help="comma list of MB for the memory table; 0 = one batch, the baseline "
+                             "(default 0,64,256; quick 0,16,64)")
     parser.add_argument("--keep", default=None, help="write files here and keep them")
     args = parser.parse_args(argv)
     size_mb = args.size_mb or (32 if args.quick else 256)
     repeat = args.repeat or (1 if args.quick else 3)
-    mem_sizes = [int(s) for s in (args.memory_sizes or ("16,64" if args.quick else "64,256")).split(",")]
+    mem_sizes = [int(s) for s in (args.memory_sizes or ("0,16,64" if args.quick else "0,64,256")).split(",")]
 
     workdir = args.keep or tempfile.mkdtemp(prefix="segtools-bench-")
     os.makedirs(workdir, exist_ok=True)
@@ -354,11 +355,12 @@ def main(argv: list[str] | None = None) -> int:
             os.makedirs(d, exist_ok=True)
             path = os.path.join(d, LOG_NAME)
             if not os.path.exists(path):
-                mem_case.generate(path, mb << 20, random.Random(7))
+                mem_case.generate(path, max(1, mb << 20), random.Random(7))
             paths.append(path)
         for mc in MEMORY_CASES:
             mem_rows.append([mc.name] + [f"{peak_rss_mb(mc.reader, p):.0f} MB" for p in paths])
-        _print_table([f"peak RSS ({mem_case.name})"] + [f"{mb} MB segment" for mb in mem_sizes],
+        _print_table([f"peak RSS ({mem_case.name})"]
+                     + [f"{mb} MB segment" if mb else "1 batch (baseline)" for mb in mem_sizes],
                      mem_rows)
     finally:
         if not args.keep:

@@ -105,18 +105,19 @@ def _be64(buf, p):
 
 
 @numba.njit(_nrt=False, cache=True)
-def scan_headers(buf, pos, end, max_batches, position, base_offset, batch_length,
+def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, batch_length,
                  partition_leader_epoch, magic, crc, attributes, last_offset_delta,
                  base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
                  records_count):
-    """Walk batches from ``pos``; fill at most ``max_batches`` rows. Returns (n, next_pos, status).
+    """Walk batches from ``pos``; fill at most ``max_batches`` rows and stop at the first batch
+    starting at or after ``stop_pos``. Returns (n, next_pos, status).
 
     Legacy entries (magic < 2 as a signed byte, as Kafka decides) get position, offset, length
     and magic only; their other columns are left for the object reader to fill.
     """
     n = 0
     while True:
-        if n >= max_batches:
+        if n >= max_batches or (n > 0 and pos >= stop_pos):
             return n, pos, SCAN_MORE
         if pos >= end - 17:
             return n, pos, SCAN_END

@@ -37,7 +37,8 @@ BATCH_FIELDS = ("position", "base_offset", "batch_length", "partition_leader_epo
                 "producer_id", "producer_epoch", "base_sequence", "records_count")
 
 
-def scan_headers(buf: Any, pos: int, end: int, max_batches: int) -> tuple[dict[str, list[int]], int, int]:
+def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
+                 stop_pos: int) -> tuple[dict[str, list[int]], int, int]:
     """Walk batches from ``pos`` like FileLogInputStream; returns (columns, next_pos, status).
 
     Same contract as :func:`segtools._kernel.scan_headers`; legacy entries get only position,
@@ -46,7 +47,7 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int) -> tuple[dict[s
     cols: dict[str, list[int]] = {name: [] for name in BATCH_FIELDS}
     n = 0
     while True:
-        if n >= max_batches:
+        if n >= max_batches or (n > 0 and pos >= stop_pos):
             return cols, pos, SCAN_MORE
         if pos >= end - 17:
             return cols, pos, SCAN_END

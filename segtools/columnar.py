@@ -51,6 +51,9 @@ __all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_re
 
 #: batches per header-scan call (bounds the per-chunk header columns to a few MB)
 _SCAN_CHUNK = 65536
+#: file bytes per header-scan call; the pages of a finished chunk are dropped from our mapping
+#: so resident memory does not grow with the file (page cache is the kernel's business)
+_SCAN_BYTES = 16 * 1024 * 1024
 #: record bytes (compressed or not) gathered into one output chunk; keeps every binary column
 #: far below Arrow's 2 GiB offset limit (CONVENTIONS.md pitfall 7)
 _CHUNK_BYTES = 64 * 1024 * 1024
@@ -161,6 +164,19 @@ class _MappedFile:
         self.array.flags.writeable = False
         self.view = memoryview(self._mmap) if self._mmap is not None else memoryview(b"")
 
+    def release(self, start: int, end: int) -> None:
+        """Drop our page mappings of [start, end) (whole pages only); rereads fault them in
+        again from the page cache, so this is safe whoever still looks at the bytes."""
+        if self._mmap is None or not hasattr(self._mmap, "madvise"):
+            return
+        first = start - start % mmap.PAGESIZE
+        last = end - end % mmap.PAGESIZE
+        if last > first:
+            try:
+                self._mmap.madvise(mmap.MADV_DONTNEED, first, last - first)
+            except (OSError, ValueError):
+                pass
+
     def close(self) -> None:
         # numpy/memoryview exports must go before the map can close
         self.array = np.zeros(0, dtype=np.uint8)
@@ -221,10 +237,11 @@ _HEADER_DTYPES = {
 
 
 def _scan_chunk(mf: _MappedFile, pos: int, kernel: Any, max_batches: int) -> tuple[_Headers, int, int]:
+    stop_pos = pos + _SCAN_BYTES
     if kernel is not None:
         out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
         n, next_pos, status = kernel.scan_headers(
-            mf.array, pos, mf.size, max_batches, out["position"], out["base_offset"],
+            mf.array, pos, mf.size, max_batches, stop_pos, out["position"], out["base_offset"],
             out["batch_length"], out["partition_leader_epoch"], out["magic"], out["crc"],
             out["attributes"], out["last_offset_delta"], out["base_timestamp"],
             out["max_timestamp"], out["producer_id"], out["producer_epoch"],
@@ -233,7 +250,8 @@ def _scan_chunk(mf: _MappedFile, pos: int, kernel: Any, max_batches: int) -> tup
     else:
         from segtools import _py_records
 
-        lists, next_pos, status = _py_records.scan_headers(mf.view, pos, mf.size, max_batches)
+        lists, next_pos, status = _py_records.scan_headers(mf.view, pos, mf.size, max_batches,
+                                                             stop_pos)
         cols = {name: np.asarray(lists[name], dtype=dt) for name, dt in _HEADER_DTYPES.items()}
     headers = _Headers(**cols)
     headers.crc_valid = _check_crcs(mf, headers, kernel)
@@ -314,6 +332,7 @@ def _iter_headers(mf: _MappedFile, kernel: Any, max_batches: int = _SCAN_CHUNK) 
         _fill_legacy(h, mf)
         if len(h):
             yield h
+        mf.release(pos, next_pos)
         if status != SCAN_MORE:
             _raise_scan_status(mf, next_pos, status)
             return
