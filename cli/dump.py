@@ -104,6 +104,15 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
     )
     from segtools.dump.runner import run_dump
 
+    # Java's PrintStream writes '?' for characters the terminal charset cannot encode; a
+    # non-UTF-8 locale must not turn a payload into a UnicodeEncodeError
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # pragma: no cover - exotic streams
+                pass
     try:
         status = run_dump(all_paths, options, out=sys.stdout, err=sys.stderr)
         sys.stdout.flush()

@@ -241,3 +241,17 @@ def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 2
     assert err == ""
+
+
+def test_non_utf8_terminal_gets_question_marks(tmp_path: Path) -> None:
+    """Java's PrintStream prints '?' for unencodable characters; so do we (no traceback)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    builder.append(0, timestamp=5, key=None, value="€".encode() + b"\xed\xa0\x80", headers=[])
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(bytes(builder.build()))
+    out = subprocess.run([sys.executable, "-m", "segtools", "dump", "--print-data-log", str(log)],
+                         capture_output=True, env={**os.environ, "PYTHONIOENCODING": "latin-1"})
+    assert out.returncode == 0 and out.stderr == b""
+    # euro sign and the single U+FFFD Java makes of an encoded surrogate: one '?' each
+    assert out.stdout.endswith(b"headerKeys: [] payload: ??\n")
