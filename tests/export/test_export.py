@@ -221,3 +221,15 @@ def test_internal_topic_files_stay_visible_to_spark(realdata, tmp_path):
     export([realdata / "kafka-2.0-zk-small/logdir"], str(tmp_path / "out"), ExportOptions(topics=("__*",)))
     names = sorted(p.name for p in (tmp_path / "out").rglob("*.parquet"))
     assert names and all(n.startswith("part-__consumer_offsets+") for n in names)
+
+
+def test_read_records_to_pandas_for_notebooks(realdata):
+    import segtools
+
+    log_dir = realdata / "kafka-2.0-zk-small/logdir"
+    df = segtools.read_records(log_dir / "subhash-0").to_pandas()
+    expected = _kp_decode((log_dir / "subhash-0/00000000000000000000.log").read_bytes())
+    assert list(df["offset"]) == [e[0] for e in expected]
+    assert [v.decode() for v in df["value"]] == ["subhash", "reddy", "kaipa"]   # realdata README
+    assert set(df["topic"]) == {"subhash"} and set(df["partition"]) == {0}
+    assert str(df["timestamp"].dt.tz) == "UTC"
