@@ -1,4 +1,5 @@
-"""The simulated cluster: brokers, replicas, the virtual clock, produce/fetch and the faults.
+"""The simulated cluster: replicas, the virtual clock, fetching, HW/ISR and leadership.
+Broker faults live in ``broker.py``, producing in ``producer.py`` (mixins of :class:`Cluster`).
 
 Replication follows FORENSICS.md Part A: leaders stamp their epoch into every batch, followers
 copy batches unchanged, the leader's HW is the smallest LEO over the ISR and reaches followers one
@@ -13,73 +14,21 @@ from __future__ import annotations
 
 import base64
 import random
-import string
-from dataclasses import dataclass, field
 from typing import Any
 
-from segtools.simulate.files import batch_bytes
+from segtools.simulate.broker import POWER_LOSS, BrokerState, BrokerSteps
 from segtools.simulate.controller import NO_LEADER, Controller, Election, PartitionState
+from segtools.simulate.files import batch_bytes
+from segtools.simulate.producer import AckLine, ProducerState, ProducerSteps
 from segtools.simulate.replica import ReplicaLog, SimBatch, SimRecord
 from segtools.simulate.scenario import Scenario, Step, TopicSpec
 
+__all__ = ["Cluster", "BrokerState", "ProducerState", "AckLine", "POWER_LOSS", "TRUNCATED"]
+
 TP = tuple[str, int]
 
-_ALNUM = (string.ascii_letters + string.digits).encode("ascii")
-_VALUE_ALPHABET = bytes(_ALNUM[i % len(_ALNUM)] for i in range(256))
-
-# errors a producer retries (Kafka's RetriableException subclasses)
-_RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS",
-                        "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT"})
-
-# reasons a batch disappears from a replica's log
-POWER_LOSS = "POWER_LOSS"
+# why a batch left a replica's log (power loss: see broker.py)
 TRUNCATED = "TRUNCATED"
-
-
-@dataclass
-class BrokerState:
-    broker_id: int
-    alive: bool = True
-    paused: bool = False
-    clean_shutdown: bool = False
-    broker_epoch: int = 0
-    incarnation: int = 0
-    directory_id: bytes = b""
-
-
-@dataclass
-class ProducerState:
-    name: str
-    producer_id: int
-    producer_epoch: int
-    idempotent: bool
-    transactional_id: str | None
-    sequences: dict[TP, int] = field(default_factory=dict)
-    in_transaction: bool = False
-    txn_partitions: list[TP] = field(default_factory=list)
-    txn_first_offsets: dict[TP, int] = field(default_factory=dict)
-    # sends whose response never came back (``in_flight: true``): resent by a ``resend`` step
-    pending: list[tuple[TP, list[tuple[str | None, str | None]], str,
-                        tuple[tuple[str, str | None], ...], int, SimBatch | None]] = field(default_factory=list)
-
-
-@dataclass
-class AckLine:
-    record: SimRecord | None
-    topic: str
-    partition: int
-    key: str | None
-    value: str | None
-    acks: str
-    ok: bool
-    offset: int | None
-    leader_epoch: int | None
-    error: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "key": self.key,
-                "value": self.value, "acks": self.acks, "ok": self.ok, "offset": self.offset,
-                "leader_epoch": self.leader_epoch, "error": self.error}
 
 
 def _next_after(t: int, limit: int, interval: int) -> int:
@@ -94,7 +43,7 @@ def _uuid_text(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-class Cluster:
+class Cluster(BrokerSteps, ProducerSteps):
     """Runs a scenario's steps against an in-memory model of every replica."""
 
     def __init__(self, scenario: Scenario) -> None:
@@ -465,13 +414,7 @@ class Cluster:
             if ps.leader == NO_LEADER:
                 self._after_election(tp, ps, self.controller.elect(ps, reason), NO_LEADER)
 
-    # ------------------------------------------------------------------ steps: faults
-    def _step_pause(self, broker: int) -> None:
-        self.brokers[broker].paused = True
-
-    def _step_resume(self, broker: int) -> None:
-        self.brokers[broker].paused = False
-
+    # ------------------------------------------------------------------ steps: time, elections, records
     def _step_advance(self, ms: int) -> None:
         """Time passes; live, unpaused followers fetch all along (after every ISR change too)."""
         self.fetch_until_quiet()
@@ -479,99 +422,6 @@ class Cluster:
         while self.now < target:
             self._advance_clock(target, stop_on_isr_change=True)
             self.fetch_until_quiet()
-
-    def _step_flush(self, broker: int) -> None:
-        if self.brokers[broker].alive:
-            self._flush_and_checkpoint(only=broker)
-
-    def _step_crash(self, broker: int, lose_unflushed: bool) -> None:
-        st = self.brokers[broker]
-        if not st.alive:
-            return
-        st.alive = False
-        st.paused = False
-        st.clean_shutdown = False
-        for tp, reps in self.replicas.items():
-            r = reps.get(broker)
-            if r is None:
-                continue
-            if lose_unflushed and r.flushed_offset < r.log_end_offset:
-                removed = r.truncate_to(r.flushed_offset)
-                if removed:
-                    r.torn_tail = removed[0]  # half of it reached the disk
-                self._remove(tp, r, removed, POWER_LOSS)
-        self.controller.events.append(("FenceBrokerRecord", 0, {"id": broker, "epoch": st.broker_epoch}))
-        self._elect_after_loss(broker, "crash")
-
-    def _step_shutdown(self, broker: int) -> None:
-        st = self.brokers[broker]
-        if not st.alive:
-            return
-        # controlled shutdown: leadership moves first, then the broker leaves the ISRs
-        self._elect_after_loss(broker, "controlled_shutdown")
-        self._checkpoint_broker_for_shutdown(broker)
-        st.alive = False
-        st.paused = False
-        st.clean_shutdown = True
-        self.controller.events.append(("FenceBrokerRecord", 0, {"id": broker, "epoch": st.broker_epoch}))
-
-    def _checkpoint_broker_for_shutdown(self, broker: int) -> None:
-        for reps in self.replicas.values():
-            r = reps.get(broker)
-            if r is None:
-                continue
-            r.flush()
-            r.hw_checkpoint = r.high_watermark
-            r.recovery_checkpoint = r.flushed_offset
-            r.log_start_checkpoint = r.log_start_offset
-            r.epoch_file = list(r.epochs)
-
-    def _step_restart(self, broker: int) -> None:
-        """Start a stopped broker (log recovery, then follow or lead). Restarting a running broker
-        is a bounce faster than the controller's session timeout: it reloads its state from disk
-        but stays in its ISRs and keeps a pause; partitions it led elect a new leader."""
-        st = self.brokers[broker]
-        bounce = st.alive
-        if bounce:
-            for tp, ps in self.partitions.items():
-                if ps.leader == broker:
-                    st.alive = False
-                    self._after_election(tp, ps, self.controller.elect(ps, "restart", exclude=broker),
-                                         broker)
-                    st.alive = True
-            self._page_cache_survives(broker)
-        for tp, reps in self.replicas.items():
-            r = reps.get(broker)
-            if r is None:
-                continue
-            # log recovery: the torn tail is dropped, stale epoch entries past the LEO removed,
-            # and the HW comes back from the (possibly stale) checkpoint, clamped to the log
-            r.torn_tail = None
-            r.epochs = [(e, s) for e, s in r.epoch_file if s < r.log_end_offset]
-            r.epoch_file = list(r.epochs)
-            hw = r.hw_checkpoint if r.hw_checkpoint is not None else 0
-            r.high_watermark = max(r.log_start_offset, min(hw, r.log_end_offset))
-            # what survived the stop is on disk now (a process crash keeps the page cache)
-            r.flushed_offset = r.log_end_offset
-            r.needs_truncation = True
-            r.fetch_offset = None
-        st.alive = True
-        if not bounce:
-            st.paused = False
-        st.clean_shutdown = False
-        self._register_broker(broker)
-        self._elect_offline("restart")
-        for tp, ps in self.partitions.items():
-            r = self.replicas[tp].get(broker)
-            if r is not None and ps.leader not in (broker, NO_LEADER):
-                self._become_follower(tp, ps, r)
-
-    def _page_cache_survives(self, broker: int) -> None:
-        """A bounce is not a power loss: the page cache survives, only memory is gone."""
-        for reps in self.replicas.values():
-            r = reps.get(broker)
-            if r is not None:
-                r.flushed_offset = r.log_end_offset
 
     def _step_elect(self, topic: str | None, partition: int | None, leader: int | None,
                     unclean: bool, preferred: bool) -> None:
@@ -608,211 +458,3 @@ class Cluster:
         self.snapshots.append(name)
         if self._snapshot_hook is not None:
             self._snapshot_hook(self, name)
-
-    # ------------------------------------------------------------------ steps: producing
-    def _producer_for(self, name: str | None) -> ProducerState | None:
-        return None if name is None else self.producers[name]
-
-    def _step_begin_transaction(self, producer: str) -> None:
-        p = self.producers[producer]
-        if not p.in_transaction:
-            p.in_transaction = True
-            p.txn_partitions = []
-            p.txn_first_offsets = {}
-
-    def _step_commit_transaction(self, producer: str) -> None:
-        self._end_transaction(self.producers[producer], "COMMIT")
-
-    def _step_abort_transaction(self, producer: str) -> None:
-        self._end_transaction(self.producers[producer], "ABORT")
-
-    def _end_transaction(self, p: ProducerState, control_type: str) -> None:
-        if not p.in_transaction:
-            return
-        for tp in p.txn_partitions:
-            ps = self.partitions[tp]
-            if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
-                continue  # the coordinator would retry; the marker is missing meanwhile (S19)
-            leader = self.replicas[tp][ps.leader]
-            self._tick()
-            batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
-                             self.now, p.producer_id, p.producer_epoch, -1, True, control_type)
-            batch.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, leader.log_end_offset)
-            self._leader_append(leader, batch)
-            self._maybe_increment_hw(tp, ps)
-        p.in_transaction = False
-        p.txn_partitions = []
-
-    def _step_produce(self, topic: str, partition: int | None, acks: str,
-                      values: list[str | None] | None, keys: list[str | None] | None, count: int,
-                      value_bytes: int, headers: tuple[tuple[str, str | None], ...],
-                      producer: str | None, batch_size: int, retries: int,
-                      in_flight: bool = False) -> None:
-        n_parts = self.topics[topic].partitions
-        planned: dict[int, list[tuple[str | None, str | None]]] = {}
-        order: list[int] = []
-        for i in range(count):
-            value = values[i] if values is not None else self._random_value(value_bytes)
-            key = keys[i] if keys is not None else None
-            if partition is not None:
-                p = partition
-            else:
-                p = self._round_robin.get(topic, 0) % n_parts
-                self._round_robin[topic] = p + 1
-            if p not in planned:
-                planned[p] = []
-                order.append(p)
-            planned[p].append((key, value))
-        prod = self._producer_for(producer)
-        if in_flight and prod is None:
-            prod = self._anonymous
-        for p in order:
-            recs = planned[p]
-            for i in range(0, len(recs), batch_size):
-                if in_flight:
-                    self._send_in_flight((topic, p), recs[i:i + batch_size], acks, headers, prod)
-                else:
-                    self._send((topic, p), recs[i:i + batch_size], acks, headers, prod, retries)
-
-    def _send_in_flight(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
-                        headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None) -> None:
-        """The request reaches the leader (appended) but its response is lost: the producer
-        will resend it (same sequence numbers when idempotent) at a ``resend`` step."""
-        assert prod is not None
-        base_seq = self._next_sequence(tp, prod, len(recs))
-        ok, error, batch = self._send_once(tp, recs, acks, headers, prod, base_seq, wait=False)
-        if batch is None and prod.idempotent:
-            prod.sequences[tp] = base_seq
-        prod.pending.append((tp, recs, acks, headers, base_seq, batch))
-
-    def _step_resend(self, producer: str | None) -> None:
-        prod = self._anonymous if producer is None else self.producers[producer]
-        pending, prod.pending = prod.pending, []
-        for tp, recs, acks, headers, base_seq, first in pending:
-            batch = self._send(tp, recs, acks, headers, prod, 0, base_seq=base_seq)
-            if first is not None and batch is not None and batch is not first:
-                for old, new in zip(first.records, batch.records):
-                    old.resent_as = new  # the same send written again (RELOCATED / DUPLICATE)
-
-    def finish(self) -> None:
-        """Sends still waiting for a response when the scenario ends time out."""
-        for prod in [self._anonymous, *self.producers.values()]:
-            for tp, recs, acks, headers, base_seq, _ in prod.pending:
-                for key, value in recs:
-                    self.acks.append(AckLine(None, tp[0], tp[1], key, value, acks, False, None,
-                                             None, "REQUEST_TIMED_OUT"))
-            prod.pending = []
-
-    @staticmethod
-    def _next_sequence(tp: TP, prod: ProducerState | None, n: int) -> int:
-        if prod is None or not prod.idempotent:
-            return -1
-        base_seq = prod.sequences.get(tp, 0)
-        prod.sequences[tp] = base_seq + n
-        return base_seq
-
-    def _random_value(self, n: int) -> str:
-        # seeded bytes mapped onto letters and digits: printable, so acks.jsonl stays text
-        return self._value_rng.randbytes(n).translate(_VALUE_ALPHABET).decode("ascii")
-
-    def _send(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
-              headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
-              retries: int, *, base_seq: int | None = None) -> SimBatch | None:
-        resend = base_seq is not None
-        if base_seq is None:
-            base_seq = self._next_sequence(tp, prod, len(recs))
-        attempt = 0
-        appended = False
-        while True:
-            ok, error, batch = self._send_once(tp, recs, acks, headers, prod, base_seq)
-            appended |= batch is not None
-            if ok or attempt >= retries or error not in _RETRIABLE:
-                break
-            attempt += 1
-            self.fetch_round()  # the producer backs off; replication goes on meanwhile
-        if prod is not None and prod.idempotent and not appended and not resend:
-            prod.sequences[tp] = base_seq  # nothing reached a log: the sequence is reused
-        for i, (key, value) in enumerate(recs):
-            rec = batch.records[i] if (batch is not None and ok) else None
-            if rec is not None and acks != "0":
-                rec.acked = True
-            show = ok and acks != "0" and rec is not None
-            self.acks.append(AckLine(rec, tp[0], tp[1], key, value, acks, ok,
-                                     rec.offset if show and rec else None,
-                                     rec.leader_epoch if show and rec else None,
-                                     None if ok else error))
-        return batch
-
-    def _send_once(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
-                   headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
-                   base_seq: int, *, wait: bool = True) -> tuple[bool, str | None, SimBatch | None]:
-        ps = self.partitions[tp]
-        if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
-            return False, "NOT_LEADER_OR_FOLLOWER", None
-        if acks == "all" and len(ps.isr) < ps.min_insync_replicas:
-            return False, "NOT_ENOUGH_REPLICAS", None
-        leader = self.replicas[tp][ps.leader]
-        batch = None
-        if prod is not None and prod.idempotent:
-            batch = self._find_duplicate(leader, prod, base_seq)
-        if batch is None:
-            self._tick()
-            base = leader.log_end_offset
-            records = []
-            for i, (key, value) in enumerate(recs):
-                self._seq += 1
-                records.append(SimRecord(tp[0], tp[1], base + i, ps.leader_epoch, key, value,
-                                         headers, self.now, acks, seq=self._seq))
-            batch = SimBatch(base, base + len(recs) - 1, ps.leader_epoch, records, self.now,
-                             compression=self.topics[tp[0]].compression)
-            if prod is not None and prod.idempotent:
-                batch.producer_id = prod.producer_id
-                batch.producer_epoch = prod.producer_epoch
-                batch.base_sequence = base_seq
-                if prod.transactional_id is not None:
-                    if not prod.in_transaction:
-                        self._step_begin_transaction(prod.name)
-                    batch.is_transactional = True
-                    if tp not in prod.txn_partitions:
-                        prod.txn_partitions.append(tp)
-                        prod.txn_first_offsets[tp] = base
-            self._leader_append(leader, batch)
-            self.records.extend(records)
-            self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits at once
-        if acks != "all" or not wait:
-            return True, None, batch
-        return self._await_replication(tp, ps, batch)
-
-    @staticmethod
-    def _find_duplicate(leader: ReplicaLog, prod: ProducerState, base_seq: int) -> SimBatch | None:
-        """Idempotence: a retried batch the leader already holds is answered with its offsets
-        (the broker remembers the last five batches of each producer)."""
-        seen = 0
-        for batch in reversed(leader.batches):
-            if batch.producer_id == prod.producer_id and batch.control_type is None:
-                if batch.producer_epoch == prod.producer_epoch and batch.base_sequence == base_seq:
-                    return batch
-                seen += 1
-                if seen >= 5:
-                    break
-        return None
-
-    def _await_replication(self, tp: TP, ps: PartitionState,
-                           batch: SimBatch) -> tuple[bool, str | None, SimBatch | None]:
-        """acks=all: wait until the HW passes the batch; lagging ISR members are dropped after
-        replica_lag_time_max_ms; give up after request_timeout_ms."""
-        leader_id = ps.leader
-        leader = self.replicas[tp][leader_id]
-        deadline = self.now + self.spec.request_timeout_ms
-        while True:
-            for _ in range(3):
-                if leader.high_watermark > batch.last_offset:
-                    break
-                self.fetch_round(tp)
-            if leader.high_watermark > batch.last_offset:
-                if len(ps.isr) < ps.min_insync_replicas:
-                    return False, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", batch
-                return True, None, batch
-            if ps.leader != leader_id or self.now >= deadline:
-                return False, "REQUEST_TIMED_OUT", batch
-            self._advance_clock(deadline, stop_on_isr_change=True)
