@@ -43,9 +43,12 @@ XERIAL_BLOCK_SIZE = 32 * 1024  # SnappyOutputStream.DEFAULT_BLOCK_SIZE
 
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 
-# Input fed to the zstd decompressor per call. One 4-byte RLE block can expand to 128 KiB,
-# so this bounds the overshoot past max_size to about 2 MiB.
+# Input fed to the zstd decompressor per call. A 4-byte RLE block can expand to 128 KiB
+# (x32768), so a call gets at most (room left under max_size) / 131072 input bytes (output of
+# one call <= a quarter of the room), and never
+# less than 64: the output stops within about 2 MiB past max_size.
 _ZSTD_INPUT_CHUNK = 64
+_ZSTD_MAX_EXPANSION_SHIFT = 17
 
 # Java GZIPOutputStream header (JDK >= 16 writes OS = 255 "unknown"); mtime 0, no flags.
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -291,7 +294,9 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
             while not obj.eof:
                 if pos >= len(src):
                     raise _corrupt("zstd", "frame truncated")
-                chunk = src[pos:pos + _ZSTD_INPUT_CHUNK]
+                step = max(_ZSTD_INPUT_CHUNK,
+                           (max_size - len(out)) >> _ZSTD_MAX_EXPANSION_SHIFT)
+                chunk = src[pos:pos + step]
                 pos += len(chunk)
                 out += obj.decompress(chunk)
                 if len(out) > max_size:
