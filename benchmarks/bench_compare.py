@@ -1,0 +1,174 @@
+"""Scaling benchmark of `segtools compare` on Spark: 3 replicas of a few partitions, growing
+total data size; reports wall time, throughput per core, driver memory and growth.
+
+    python benchmarks/bench_compare.py                 # --quick sizes (24, 48, 96 MB total)
+    python benchmarks/bench_compare.py --full          # 1, 2 and 4 GB total
+    python benchmarks/bench_compare.py --sizes 200,400 --master local[2] --json out.json
+
+Data: per partition, broker 1 leads (epoch 0 then epoch 2), broker 2 lags by a few batches,
+broker 3 holds a divergent uncommitted tail in epoch 1 (so stage 3 decodes records). The
+inputs are written once per size under --workdir and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+
+PARTITIONS = 4
+RECORDS_PER_BATCH = 64
+VALUE_BYTES = 1000
+TAIL_BATCHES = 5
+
+
+def _write_cluster(root: str, total_bytes: int) -> dict[str, int]:
+    from segtools.checkpoints import (write_leader_epoch_checkpoint, write_meta_properties,
+                                      write_offset_checkpoint)
+    from segtools.writer import LogWriter, NewRecord, build_batch
+
+    per_partition = total_bytes // 3 // PARTITIONS
+    batch_bytes = RECORDS_PER_BATCH * (VALUE_BYTES + 20) + 61
+    n_batches = max(2 * TAIL_BATCHES + 2, per_partition // batch_bytes)
+    hw: dict[int, dict[tuple[str, int], int]] = {1: {}, 2: {}, 3: {}}
+    for broker in (1, 2, 3):
+        d = os.path.join(root, f"broker-{broker}")
+        os.makedirs(d, exist_ok=True)
+        write_meta_properties(os.path.join(d, "meta.properties"), {"version": "0", "broker.id": str(broker)})
+    ts = 1_700_000_000_000
+    for p in range(PARTITIONS):
+        tp = ("bench", p)
+        writers = {b: LogWriter(os.path.join(root, f"broker-{b}", f"bench-{p}"), segment_bytes=128 << 20)
+                   for b in (1, 2, 3)}
+        offset = 0
+        prefix = n_batches - 2 * TAIL_BATCHES
+        for i in range(n_batches):
+            base = offset
+            if i < prefix:
+                targets, epoch = (1, 2, 3), 0
+            else:
+                targets, epoch = ((1, 2) if i < n_batches - TAIL_BATCHES else (1,)), 2
+            recs = [NewRecord(f"k{base + j}".encode(), os.urandom(VALUE_BYTES // 2).hex().encode(), (), ts + base + j)
+                    for j in range(RECORDS_PER_BATCH)]
+            raw = build_batch(recs, base_offset=base, partition_leader_epoch=epoch)
+            for b in targets:
+                writers[b].append(raw)
+            if i == prefix:
+                # broker 3's divergent tail: epoch 1 at the same offsets, never replicated
+                for t in range(TAIL_BATCHES):
+                    b3 = base + t * RECORDS_PER_BATCH
+                    trecs = [NewRecord(f"x{b3 + j}".encode(), b"divergent", (), ts + b3 + j)
+                             for j in range(RECORDS_PER_BATCH)]
+                    writers[3].append(build_batch(trecs, base_offset=b3, partition_leader_epoch=1))
+            offset += RECORDS_PER_BATCH
+        leo = {b: w.log_end_offset for b, w in writers.items()}
+        for w in writers.values():
+            w.close()
+        common = prefix * RECORDS_PER_BATCH
+        hw[1][tp], hw[2][tp], hw[3][tp] = leo[2], leo[2], common
+        lec = {1: [(0, 0), (2, common)], 2: [(0, 0), (2, common)], 3: [(0, 0), (1, common)]}
+        for b in (1, 2, 3):
+            write_leader_epoch_checkpoint(os.path.join(root, f"broker-{b}", f"bench-{p}", "leader-epoch-checkpoint"), lec[b])
+    for b in (1, 2, 3):
+        d = os.path.join(root, f"broker-{b}")
+        write_offset_checkpoint(os.path.join(d, "replication-offset-checkpoint"), hw[b])
+        write_offset_checkpoint(os.path.join(d, "recovery-point-offset-checkpoint"), hw[b])
+        write_offset_checkpoint(os.path.join(d, "log-start-offset-checkpoint"), {})
+        if b != 3:
+            open(os.path.join(d, ".kafka_cleanshutdown"), "w").close()
+    return {"batches_per_partition": n_batches}
+
+
+def _dir_bytes(root: str) -> int:
+    return sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(root) for f in fs if f.endswith(".log"))
+
+
+def _jvm_peak_rss_mb(spark) -> float | None:
+    try:
+        pid = spark.sparkContext._gateway.proc.pid  # local mode: the spark-submit JVM
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (AttributeError, OSError):
+        return None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--full", action="store_true", help="1, 2 and 4 GB total (default: --quick sizes)")
+    ap.add_argument("--sizes", help="comma-separated total sizes in MB")
+    ap.add_argument("--master", default=None, help="Spark master (default local[*])")
+    ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "segtools-bench-compare"))
+    ap.add_argument("--json", help="write results as JSON to this file")
+    ap.add_argument("--keep", action="store_true", help="keep generated inputs")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1024, 2048, 4096] if args.full else [24, 48, 96])
+
+    from segtools.spark.compare_job import run_compare
+    from segtools.spark.session import get_spark
+
+    spark = get_spark(master=args.master, app_name="segtools-bench-compare",
+                      config={"spark.driver.memory": "2g"})
+    cores = spark.sparkContext.defaultParallelism
+    # Warm-up: JVM JIT and Python worker start-up are paid once per session, not per size.
+    warm = os.path.join(args.workdir, "warmup")
+    if not os.path.isdir(os.path.join(warm, "broker-3")):
+        shutil.rmtree(warm, ignore_errors=True)
+        _write_cluster(warm, 4 << 20)
+    t0 = time.perf_counter()
+    run_compare(spark, [warm])
+    print(f"warm-up (cold session) {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    results = []
+    for mb in sizes:
+        root = os.path.join(args.workdir, f"{mb}MB")
+        if not os.path.isdir(os.path.join(root, "broker-3")):
+            shutil.rmtree(root, ignore_errors=True)
+            t0 = time.perf_counter()
+            _write_cluster(root, mb << 20)
+            print(f"generated {mb} MB in {time.perf_counter() - t0:.1f}s under {root}", file=sys.stderr)
+        data = _dir_bytes(root)
+        t0 = time.perf_counter()
+        report = run_compare(spark, [root])
+        wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        from segtools.forensics.pipeline import compare_in_process
+
+        same = compare_in_process([root]).to_json() == report.to_json()
+        in_process = time.perf_counter() - t0
+        statuses = sorted({r.status for p in report.partitions for r in p.verdict.replicas})
+        lost = sum(len(p.lost) for p in report.partitions)
+        results.append({
+            "total_mb": round(data / 2**20, 1), "wall_s": round(wall, 2), "cores": cores,
+            "mb_per_s_per_core": round(data / 2**20 / wall / cores, 2),
+            "driver_python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "driver_jvm_peak_rss_mb": _jvm_peak_rss_mb(spark),
+            "statuses": statuses, "lost_records": lost,
+            "in_process_wall_s": round(in_process, 2), "same_report_as_in_process": same,
+        })
+        print(json.dumps(results[-1]), file=sys.stderr)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    for prev, cur in zip(results, results[1:]):
+        cur["growth_time_vs_data"] = round((cur["wall_s"] / prev["wall_s"]) / (cur["total_mb"] / prev["total_mb"]), 2)
+    header = (f"{'total MB':>9} {'wall s':>8} {'MB/s/core':>10} {'py RSS MB':>10} {'JVM RSS MB':>11} "
+              f"{'growth':>7} {'1-proc s':>9}  statuses")
+    print(header)
+    for r in results:
+        print(f"{r['total_mb']:>9} {r['wall_s']:>8} {r['mb_per_s_per_core']:>10} {r['driver_python_peak_rss_mb']:>10} "
+              f"{round(r['driver_jvm_peak_rss_mb'] or 0):>11} {r.get('growth_time_vs_data', '-'):>7} "
+              f"{r['in_process_wall_s']:>9}  {','.join(r['statuses'])}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
