@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from segtools.errors import ScenarioError
 TRUNCATION_MODES = ("leader-epoch", "leader-epoch-kip101", "high-watermark")
 ACKS_VALUES = ("0", "1", "all")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_RECORDS_PER_STEP = 1_000_000
 MAX_BYTES_PER_STEP = 64 * 1024 * 1024
 MAX_STEPS = 100_000
@@ -133,6 +135,8 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{os.fspath(path)}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{os.fspath(path)}: not valid YAML: nested too deeply") from None
     return parse_scenario(data, source=os.fspath(path))
 
 
@@ -229,8 +233,9 @@ def _parse_topic(t: dict[str, Any], i: int, cluster: ClusterSpec, rng: random.Ra
     _check_keys(t, {"name", "partitions", "replication_factor", "min_insync_replicas",
                     "unclean_leader_election", "assignment", "compression"}, where)
     name = _str(t.get("name"), f"{where}.name")
-    if any(ch in name for ch in "/\\ ") or name in (".", ".."):
-        raise _err(f"{where}.name", f"not a valid topic name: {name!r}")
+    if not _TOPIC_NAME.fullmatch(name) or len(name) > 249 or name in (".", ".."):
+        # Kafka's Topic.validate: ASCII letters, digits, '.', '_', '-', at most 249 characters
+        raise _err(f"{where}.name", f"not a valid Kafka topic name: {name!r}")
     partitions = _int(t.get("partitions", 1), f"{where}.partitions", minimum=1, maximum=10_000)
     rf_default = min(3, len(cluster.brokers))
     rf = _int(t.get("replication_factor", rf_default), f"{where}.replication_factor", minimum=1)

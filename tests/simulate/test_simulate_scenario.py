@@ -127,3 +127,48 @@ def test_long_advances_are_cheap():
     assert time.perf_counter() - start < 2
     assert all(a["ok"] for a in r.acks)
     assert all(3 not in p.isr for p in r.cluster.partitions.values())  # the paused one was dropped
+
+
+def test_kafka_topic_name_rule():
+    for bad in ("a b", "a/b", "ü", "x" * 250, ".."):
+        with pytest.raises(ScenarioError, match="topic name"):
+            parse_scenario({**BASE, "topics": [{"name": bad}]})
+    parse_scenario({**BASE, "topics": [{"name": "Orders_v2.x-1"}]})
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.text(max_size=6),
+                  st.sampled_from(["all", "orders", "leader-epoch", "high-watermark"]))
+_value = st.recursive(_leaf, lambda c: st.one_of(st.lists(c, max_size=3),
+                                                 st.dictionaries(st.text(max_size=8), c, max_size=3)),
+                      max_leaves=8)
+_step_kinds = st.sampled_from(["produce", "crash", "restart", "pause", "resume", "advance",
+                               "elect", "delete_records", "snapshot", "flush", "resend",
+                               "shutdown", "commit_transaction", "bogus"])
+_step_args = st.dictionaries(st.sampled_from(["topic", "partition", "acks", "values", "keys",
+                                              "count", "broker", "ms", "leader", "unclean",
+                                              "preferred", "before_offset", "name", "producer",
+                                              "lose_unflushed", "in_flight", "batch_size"]),
+                             _value, max_size=4)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.dictionaries(_step_kinds, _step_args, min_size=1, max_size=1), max_size=6),
+       cluster=st.dictionaries(st.sampled_from(["brokers", "truncation", "segment_bytes",
+                                                "replica_lag_time_max_ms", "metadata_log"]),
+                               _value, max_size=3),
+       topic=st.dictionaries(st.sampled_from(["name", "partitions", "replication_factor",
+                                              "min_insync_replicas", "assignment"]), _value,
+                             max_size=3))
+def test_hostile_scenarios_fail_only_with_scenario_error(steps, cluster, topic):
+    from segtools.simulate import run
+
+    data = {"cluster": {"brokers": [1, 2, 3], **cluster},
+            "topics": [{"name": "orders", **topic}], "steps": steps}
+    try:
+        sc = parse_scenario(data)
+    except ScenarioError:
+        return
+    run(sc, None)  # whatever validated must also run
