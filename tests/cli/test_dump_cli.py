@@ -178,11 +178,28 @@ def test_negative_max_bytes_is_usage_error(partition: Path) -> None:
     assert result.exit_code == 2
 
 
-def test_import_does_not_load_heavy_modules() -> None:
-    code = ("import sys, segtools.cli.dump, segtools.dump.runner, segtools.batches\n"
-            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('pyspark', 'pandas', 'numba'))\n"
-            "print(','.join(heavy))")
+def test_dump_path_does_not_load_heavy_modules(partition: Path) -> None:
+    """Importing the command and dumping every kind of file (samples with txnindex, snapshot,
+    indexes, checkpoints; a KRaft dir with the metadata decoder) never loads pyspark, pandas
+    or numba."""
+    samples = Path(__file__).resolve().parents[2] / "samples" / "dump"
+    kraft = Path(__file__).resolve().parents[3] / "shared" / "realdata" / \
+        "kafka-3.6-kraft-flink-stack" / "logdir" / "__cluster_metadata-0"
+    code = textwrap.dedent(f"""
+        import io, sys
+        import segtools.cli.dump
+        heavy = lambda: sorted(m for m in sys.modules if m.split('.')[0] in
+                               ('pyspark', 'pandas', 'numba'))
+        assert heavy() == [], heavy()
+        from segtools.dump import DumpOptions, run_dump
+        for opts in (DumpOptions(deep_iteration=True), DumpOptions(offsets_decoder=True),
+                     DumpOptions(transaction_log_decoder=True, output="ndjson")):
+            run_dump([{str(samples)!r}, {str(partition)!r}], opts, out=io.StringIO(),
+                     err=io.StringIO())
+        run_dump([{str(kraft)!r}], DumpOptions(cluster_metadata_decoder=True, output="json"),
+                 out=io.StringIO(), err=io.StringIO())
+        print(','.join(heavy()))
+    """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.stdout.strip() == ""
