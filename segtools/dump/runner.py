@@ -19,6 +19,10 @@ from segtools.dump.sinks import Sink, TextSink
 from segtools.errors import FormatError, SegtoolsError
 
 
+class InternalError(SegtoolsError):
+    """An unexpected exception inside a dumper (a segtools bug), reported per file."""
+
+
 class DumpContext:
     """What every dumper needs: options, the sink, summaries, the payload parser and status."""
 
@@ -104,7 +108,7 @@ def make_sink(output: str, out: TextIO, err: TextIO) -> Sink:
     raise ValueError(f"unknown output {output!r}")
 
 
-def _progress(err: TextIO, out: TextIO, enabled: bool) -> Callable[[int, int, str], None]:
+def _progress(err: TextIO, enabled: bool) -> Callable[[int, int, str], None]:
     if not enabled:
         return lambda i, n, name: None
 
@@ -146,11 +150,10 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
     for p in paths:
         try:
             files += path_rules.expand(p)
-        except OSError as exc:
+        except OSError:
             files.append(p)  # reported as unusable when dumped
-            del exc
     # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
-    progress = _progress(err, out, not options.quiet and len(files) > 1
+    progress = _progress(err, not options.quiet and len(files) > 1
                          and _isatty(err) and not _isatty(out))
 
     for i, path in enumerate(files):
@@ -170,6 +173,11 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             raise  # our output is gone, not our input: the command stops
         except (SegtoolsError, OSError) as exc:
             ctx.trouble(exc)
+        except Exception as exc:  # a bug must cost one file, not the whole forensic run
+            if options.debug:
+                raise
+            ctx.trouble(InternalError(f"internal error while dumping {path}: "
+                                      f"{type(exc).__name__}: {exc} (rerun with --debug)"))
         sink.end_file()
     progress(len(files), len(files), "")
     sink.summary(ctx.summaries)

@@ -123,3 +123,23 @@ def test_debug_shows_traceback(tmp_path: Path) -> None:
     assert plain.exit_code == 1 and "Traceback" not in plain.stderr
     debug = run("--debug", log)
     assert debug.exit_code == 1 and "Traceback" in debug.stderr
+
+
+def test_internal_error_costs_one_file(tmp_path: Path, monkeypatch) -> None:
+    import pytest
+
+    from segtools.dump import index_dump
+    log = _log(tmp_path, [(None, b"x")])
+    txn = tmp_path / f"{SEG}.txnindex"
+    txn.write_bytes(b"")
+
+    def boom(ctx, path):  # a bug in one dumper
+        raise KeyError("bug")
+
+    monkeypatch.setattr(index_dump, "dump_txn_index", boom)
+    result = run(txn, log)
+    assert result.exit_code == 2
+    assert "internal error while dumping" in result.stderr and "KeyError" in result.stderr
+    assert lines(result.stdout)[-1].startswith("baseOffset: 0 ")  # the next file still dumped
+    with pytest.raises(KeyError):
+        run("--debug", txn)
