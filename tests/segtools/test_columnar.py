@@ -326,3 +326,18 @@ def test_input_files_are_not_modified(tmp_path):
         columnar.read_records(path, engine=engine)
         columnar.scan_batches(path, engine=engine)
     assert path.read_bytes() == data and path.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("codec", ["lz4", "zstd", "gzip"])
+def test_highly_compressed_batch_and_decompression_limit(tmp_path, engine, codec):
+    from segtools.errors import CompressionError
+
+    big = Rec(b"k", b"\x00" * (3 << 20))            # 3 MiB of zeros: ratio far above 32
+    data = kp_batch([big, Rec(b"k2", b"tail")], base_offset=0, codec=CODECS[codec])
+    path = write_segment(tmp_path, data)
+    t = columnar.read_records(path, engine=engine)
+    assert _rows(t) == oracle_rows(data)
+    with pytest.raises(CompressionError) as info:
+        columnar.read_records(path, engine=engine, max_uncompressed_bytes=1 << 20)
+    assert info.value.position == 0 and info.value.base_offset == 0
