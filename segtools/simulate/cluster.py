@@ -61,9 +61,7 @@ class Cluster(BrokerSteps, ProducerSteps):
         self.topic_ids: dict[str, bytes] = {}
         self.partitions: dict[TP, PartitionState] = {}
         self.replicas: dict[TP, dict[int, ReplicaLog]] = {}
-        # leader-side follower fetch state: tp -> broker -> fetch offset (None = unknown)
         self.records: list[SimRecord] = []
-        self.batches_by_record: dict[int, SimBatch] = {}
         self.removals: dict[tuple[int, int], set[str]] = {}  # (id(record), broker) -> reasons
         self.acks: list[AckLine] = []
         self.producers: dict[str, ProducerState] = {}
@@ -97,7 +95,6 @@ class Cluster(BrokerSteps, ProducerSteps):
                 if ps.leader != NO_LEADER:
                     self.replicas[tp][ps.leader].assign_epoch(0, 0)
                     ps.elections[-1].start_offset = 0
-                    ps.elections[-1].leader_epochs = [(0, 0)]
         for i, p in enumerate(scenario.producers):
             self.producers[p.name] = ProducerState(
                 p.name, self._next_producer_id if p.idempotent else -1, 0 if p.idempotent else -1,
@@ -382,7 +379,7 @@ class Cluster(BrokerSteps, ProducerSteps):
             if self.spec.truncation == "leader-epoch":
                 new.assign_epoch(election.epoch, new.log_end_offset)  # KAFKA-7415 (2.1)
             election.start_offset = new.log_end_offset
-            election.leader_epochs = list(new.epochs)
+            election.leader_batches = list(new.batches)
             election.leader_log_start = new.log_start_offset
             new.needs_truncation = False
             new.known_leader = election.leader

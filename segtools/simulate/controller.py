@@ -6,6 +6,7 @@ KRaft metadata record (``events``) so the metadata log can be written when asked
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -23,20 +24,20 @@ class Election:
     reason: str
     isr: list[int]
     start_offset: int | None = None  # the new leader's LEO when elected
-    # the new leader's epoch cache and LEO at election, to know which records it held
-    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    # the new leader's batches and log start at election, to know which records it held
+    leader_batches: list[Any] = field(default_factory=list)
     leader_log_start: int = 0
 
     def leader_had(self, offset: int, epoch: int) -> bool:
+        """Did the elected leader's log hold ``offset`` written in ``epoch``? (Looked up in the
+        batches themselves: after old divergence bugs the epoch cache can disagree with them.)"""
         if self.start_offset is None or not (self.leader_log_start <= offset < self.start_offset):
             return False
-        held = -1
-        for e, s in self.leader_epochs:
-            if s <= offset:
-                held = e
-            else:
-                break
-        return held == epoch
+        i = bisect.bisect_right(self.leader_batches, offset, key=lambda b: b.base_offset) - 1
+        if i < 0:
+            return False
+        batch = self.leader_batches[i]
+        return batch.last_offset >= offset and batch.epoch == epoch
 
     def to_json(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "leader": None if self.leader == NO_LEADER else self.leader,
