@@ -372,3 +372,20 @@ def test_index_entry_beyond_max_message_size(tmp_path: Path) -> None:
     result = run("--max-message-size", "100", index)
     assert result.exit_code == 1
     assert "no complete batch within 100 bytes (--max-message-size)" in result.stderr
+
+
+def test_vector9_empty_segment(tmp_path: Path) -> None:
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(b"")
+    result = run("--cluster-metadata-decoder", log)
+    assert result.stdout == f"Dumping {log}\nLog starting offset: 0\n"
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_vector12_non_zero_starting_offset(tmp_path: Path) -> None:
+    log = tmp_path / "00000000000000000001.log"
+    log.write_bytes(v2_batch([(None, b"x", NOW)], base_offset=1))
+    out = lines(run("--print-data-log", log).stdout)
+    assert out[1] == "Log starting offset: 1"
+    assert sum(line.startswith("baseOffset: 1 ") for line in out) == 1
+    assert sum(" payload: " in line for line in out) == 1
