@@ -128,6 +128,8 @@ def load_histories(path: str | os.PathLike[str]) -> dict[tuple[str, int], Partit
     if not os.path.isdir(p):
         raise InputError(f"{path}: not a KRaft metadata log dir (__cluster_metadata-0)")
     segs = sorted(f for f in os.listdir(p) if f.endswith(".log") and len(f) == 24)
+    if not segs and os.path.basename(os.path.normpath(p)) != "__cluster_metadata-0":
+        raise InputError(f"{path}: no KRaft metadata log (__cluster_metadata-0) here")
     decoded = []
     for seg in segs:
         for rb in columnar.iter_record_batches(os.path.join(p, seg), topic="__cluster_metadata",

@@ -115,6 +115,7 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
         by_content[r.content].append(r.offset)
     out: list[LostRecord] = []
     findings: list[Finding] = []
+    seen_dups: set[tuple[Any, ...]] = set()
     for rng in ranges:
         moved = 0
         for rec in divergent.get((rng.broker, rng.log_dir), ()):
@@ -137,5 +138,15 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
         if moved:
             findings.append(Finding("RELOCATED", f"broker {rng.broker}: {moved} divergent record(s) "
                                     "found again in the reference lineage", offset=rng.first_offset))
+        # S10 variant: a non-idempotent retry whose content now sits twice in the lineage
+        for rec in divergent.get((rng.broker, rng.log_dir), ()):
+            if rec.producer_id >= 0 or rec.is_control or (rec.key is None and rec.value is None):
+                continue
+            again = sorted(set(by_content.get(rec.content, ())))
+            if len(again) > 1 and (rec.content, tuple(again)) not in seen_dups:
+                seen_dups.add((rec.content, tuple(again)))
+                findings.append(Finding("DUPLICATE", f"content of broker {rng.broker}'s divergent "
+                                        f"offset {rec.offset} appears at reference offsets {again}",
+                                        offset=again[0]))
     out.sort(key=lambda x: (x.offset, x.broker, x.leader_epoch))
     return out, findings
