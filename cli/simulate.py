@@ -11,16 +11,22 @@ from segtools.cli.errors import handle_errors
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="New or empty directory for broker-<id>/, controller/, acks.jsonl, truth.json.")
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def simulate(scenario: str, out_dir: str, debug: bool) -> None:
+def simulate(scenario: str, out_dir: str, seed: int | None, debug: bool) -> None:
     """Run the replicated-cluster SCENARIO (YAML/JSON, CONTRACT.md section 3) into DIR.
 
     The same scenario and seed always give byte-identical output.
     """
-    from segtools.simulate import simulate as run_file
+    import dataclasses
 
-    result = run_file(scenario, out_dir)
+    from segtools.simulate import load_scenario, run
+
+    parsed = load_scenario(scenario)
+    if seed is not None:
+        parsed = dataclasses.replace(parsed, seed=seed)
+    result = run(parsed, out_dir)
     lost = sum(len(p["lost"]) for p in result.truth.values())
     acked = sum(1 for a in result.acks if a["ok"])
     click.echo(f"{len(result.acks)} records produced, {acked} acknowledged, {lost} lost; "

@@ -39,3 +39,17 @@ def test_refuses_a_non_empty_output_dir(tmp_path):
     result = CliRunner().invoke(cli, ["simulate", str(sc), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2 and "not empty" in result.output
     assert (tmp_path / "out" / "keep.txt").read_text() == "x"
+
+
+def test_seed_override_changes_generated_values_only(tmp_path):
+    sc = tmp_path / "s.yaml"
+    sc.write_text("seed: 1\ncluster: {brokers: [1]}\ntopics: [{name: t, replication_factor: 1}]\n"
+                  "steps: [{produce: {topic: t, acks: 1, count: 2, value_bytes: 12}}]\n")
+    runner = CliRunner()
+    values = []
+    for i, extra in enumerate([[], ["--seed", "1"], ["--seed", "2"]]):
+        out = tmp_path / f"o{i}"
+        assert runner.invoke(cli, ["simulate", str(sc), "--out", str(out), *extra]).exit_code == 0
+        values.append([json.loads(x)["value"] for x in (out / "acks.jsonl").read_text().splitlines()])
+    assert values[0] == values[1] != values[2]
+    assert all(len(v) == 12 for v in values[2])
