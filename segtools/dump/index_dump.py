@@ -1,5 +1,5 @@
-"""`.index`, `.timeindex` and `.txnindex` as kafka-dump-log checks and prints them
-(DUMP_LOG.md sections 4-6).
+"""`.index` and `.txnindex` as kafka-dump-log checks and prints them (DUMP_LOG.md sections 4
+and 6), and the index-file helpers time_index_dump.py shares.
 
 Kafka opens indexes with ``entries = floor(length / entry size)``, zero-filled preallocated
 tail included, and stops at the first slot whose offset equals the base offset after slot 0.
@@ -9,7 +9,6 @@ slot", so the raw slots are read here with ``struct``.
 
 from __future__ import annotations
 
-import bisect
 import mmap
 import os
 import struct
@@ -185,7 +184,7 @@ def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, s
             ctx.deferred("index_offset_mismatch", {"index_offset": a, "log_offset": b})
 
 
-def _lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, target: int) -> int:
+def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, target: int) -> int:
     """OffsetIndex.lookup(target).position over all slots (zero tail included), with
     AbstractIndex's warm/cold split so the result matches Kafka even on unsorted slots."""
     entries = len(offset_slots)
@@ -212,174 +211,6 @@ def _lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, tar
     else:
         slot = search(0, first_hot)
     return 0 if slot == -1 else offset_slots[slot][1]
-
-
-def dump_time_index(ctx: "DumpContext", path: str) -> None:
-    from segtools.batches import SegmentReader
-
-    opts = ctx.options
-    base = base_offset_of(path)
-    log_path = sibling(path, ".log")
-    index_path = sibling(path, ".index")
-    if not os.path.exists(log_path):
-        ctx.error("missing_log", FormatError(
-            f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
-            path=path))
-        return
-    with open_readonly(path) as data:
-        length = len(data)
-        time_slots = Slots(data, base, "time")
-        if opts.index_sanity_check:
-            _time_index_sanity_check(ctx, path, base, time_slots, length)
-            return
-        slots = list(time_slots.real())
-    if not slots:
-        return
-    # Kafka creates a missing .index and then fails; an absent index only means no lookup
-    # shortcut (position 0), so we go on with the check.
-    positions_for: list[int] = []
-    if os.path.exists(index_path):
-        with open_readonly(index_path) as idata:
-            offset_slots = Slots(idata, base, "offset")
-            positions_for = [_lookup_position(offset_slots, base, o) for _, o in slots]
-    else:
-        positions_for = [0] * len(slots)
-
-    # Pass 1: where every batch starts and ends (shallow).
-    positions: list[int] = []
-    base_offsets: list[int] = []
-    last_offsets: list[int] = []
-    with SegmentReader(log_path) as reader:
-        try:
-            for batch in reader:
-                positions.append(batch.position)
-                base_offsets.append(batch.base_offset)
-                last_offsets.append(batch.last_offset)
-        except FormatError as exc:
-            ctx.error("corrupt_batch", exc.located(path=log_path))
-        log_size = reader.file_size
-
-    # For each entry: first batch at/after the indexed position with lastOffset >= offset.
-    first_at_least = _FirstAtLeast(last_offsets)
-    targets: list[int | None] = []
-    for (ts, offset), position in zip(slots, positions_for):
-        if position > log_size:
-            ctx.error("index_entry_unreadable", FormatError(
-                f"offset index position {position} for offset {offset} is past the end of the "
-                f"log ({log_size} bytes)", path=index_path, position=position))
-            targets.append(None)
-            continue
-        targets.append(first_at_least(bisect.bisect_left(positions, position), offset))
-
-    # Pass 2: the max record timestamp of each batch an entry points at (deep, as Kafka).
-    wanted = {j for (_, offset), j in zip(slots, targets)
-              if j is not None and last_offsets[j] == offset}
-    max_ts: dict[int, int] = {}
-    if wanted:
-        last_wanted = max(wanted)
-        with SegmentReader(log_path) as reader:
-            try:
-                for j, batch in enumerate(reader):
-                    if j in wanted:
-                        best = -1
-                        for record in batch.records():
-                            if record.timestamp > best:
-                                best = record.timestamp
-                        max_ts[j] = best
-                    if j >= last_wanted:
-                        break
-            except FormatError as exc:
-                ctx.error("corrupt_records", exc.located(path=log_path))
-
-    abs_path = text.java_absolute_path(path)
-    summaries = ctx.summaries
-    prev_ts = -1
-    for (ts, offset), j in zip(slots, targets):
-        if j is None:
-            _append(summaries.offsets_not_found, abs_path, (offset, -1))
-            ctx.deferred("time_index_offset_not_found", {"index_offset": offset, "log_offset": -1})
-        elif last_offsets[j] != offset:
-            _append(summaries.offsets_not_found, abs_path, (offset, last_offsets[j]))
-            # Kafka 3.6/3.7 indexed the offset of the max-timestamp *record* (KAFKA-16310): an
-            # offset inside the found batch is reported as Kafka does but is not corruption.
-            inside = base_offsets[j] <= offset < last_offsets[j]
-            ctx.deferred("time_index_offset_not_found",
-                         {"index_offset": offset, "log_offset": last_offsets[j],
-                          "inside_batch": inside}, is_problem=not inside)
-        elif j in max_ts:
-            if max_ts[j] != ts:
-                _append(summaries.timestamp_mismatches, abs_path, (ts, max_ts[j]))
-                ctx.deferred("time_index_timestamp_mismatch",
-                             {"index_timestamp": ts, "log_timestamp": max_ts[j]})
-            if prev_ts >= ts:
-                _append(summaries.out_of_order_timestamps, abs_path, (ts, prev_ts))
-                ctx.deferred("time_index_out_of_order",
-                             {"index_timestamp": ts, "previous_timestamp": prev_ts})
-        if not opts.verify_index_only:
-            ctx.sink.entry("time_index_entry", text.time_index_line(ts, offset),
-                           {"timestamp": ts, "offset": offset})
-        prev_ts = ts
-
-
-def _time_index_sanity_check(ctx: "DumpContext", path: str, base: int, slots: Slots,
-                             length: int) -> None:
-    """TimeIndex.sanityCheck, with Kafka's messages (the last slot may be a zero slot)."""
-    abs_path = os.path.abspath(path)
-    if len(slots):
-        first_ts = slots[0][0]
-        last_ts, last_offset = slots[-1]
-    if len(slots) and last_ts < first_ts:
-        ctx.error("index_sanity_check", IndexCorruptionError(
-            f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
-            f"the last timestamp is {last_ts} which is less than the first timestamp "
-            f"{first_ts}", path=path))
-    elif len(slots) and last_offset < base:
-        ctx.error("index_sanity_check", IndexCorruptionError(
-            f"Corrupt time index found, time index file ({abs_path}) has non-zero size but "
-            f"the last offset is {last_offset} which is less than the first offset {base}",
-            path=path))
-    elif length % 12 != 0:
-        ctx.error("index_sanity_check", IndexCorruptionError(
-            f"Time index file {abs_path} is corrupt, found {length} bytes which is neither "
-            f"positive nor a multiple of 12.", path=path))
-    else:
-        ctx.sink.note(f"{text.java_file(path)} passed sanity check.", {"sanity_check": "passed"})
-
-
-class _FirstAtLeast:
-    """first_at_least(start, x): smallest j >= start with values[j] >= x, or None.
-
-    Bisect when the values never decrease (every sane log); otherwise a sparse table of
-    block maxima keeps each query O(log n), so corrupt logs cannot make the check quadratic."""
-
-    def __init__(self, values: list[int]) -> None:
-        self.values = values
-        self.sorted = all(a <= b for a, b in zip(values, values[1:]))
-        self.levels: list[list[int]] = []
-        if not self.sorted:
-            level = values
-            width = 1
-            while width <= len(values):
-                self.levels.append(level)
-                level = [max(level[i], level[i + width]) if i + width < len(level) else level[i]
-                         for i in range(len(level))]
-                width *= 2
-
-    def __call__(self, start: int, x: int) -> int | None:
-        values, n = self.values, len(self.values)
-        if self.sorted:
-            j = bisect.bisect_left(values, x, lo=start)
-            return j if j < n else None
-        pos = start
-        for k in range(len(self.levels) - 1, -1, -1):
-            width = 1 << k
-            if pos + width <= n and self.levels[k][pos] < x:
-                pos += width
-        return pos if pos < n and values[pos] >= x else None
-
-
-def _append(summary: dict[str, list[tuple[int, int]]], path: str, pair: tuple[int, int]) -> None:
-    summary.setdefault(path, []).append(pair)
 
 
 def dump_txn_index(ctx: "DumpContext", path: str) -> None:

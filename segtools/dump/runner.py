@@ -78,14 +78,14 @@ class DumpContext:
 
 
 def _dispatch(ctx: DumpContext, path: str, kind: str) -> None:
-    from segtools.dump import index_dump, log_dump, state_dump
+    from segtools.dump import index_dump, log_dump, state_dump, time_index_dump
 
     if kind in ("log", "kraft_snapshot"):
         log_dump.dump_log(ctx, path)
     elif kind == "index":
         index_dump.dump_index(ctx, path)
     elif kind == "time_index":
-        index_dump.dump_time_index(ctx, path)
+        time_index_dump.dump_time_index(ctx, path)
     elif kind == "txn_index":
         index_dump.dump_txn_index(ctx, path)
     elif kind == "producer_snapshot":

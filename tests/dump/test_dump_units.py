@@ -8,7 +8,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from segtools.dump.index_dump import Slots, _FirstAtLeast, _lookup_position
+from segtools.dump.index_dump import Slots, lookup_position
+from segtools.dump.time_index_dump import _FirstAtLeast
 from segtools.dump.paths import file_kind
 from segtools.dump.text import decrement_sequence, java_absolute_path, java_file, optional_long
 
@@ -41,7 +42,7 @@ def test_lookup_is_largest_lower_bound_on_sorted_index(rels: list[int], target: 
     slots = Slots(data, base, "offset")
     lower = [r for r in rels if base + r <= target]
     expected = lower[-1] * 10 if lower else 0
-    assert _lookup_position(slots, base, target) == expected
+    assert lookup_position(slots, base, target) == expected
     if zero_slots:
         # unique sorted offsets: only slot 0 may hold relative offset 0, so the tail is exact
         assert list(Slots(data + b"\0" * 8 * zero_slots, base, "offset").real()) == \
