@@ -7,9 +7,10 @@ Library use::
 
 Modules: ``runner`` (paths -> dispatch -> summaries -> exit status), ``paths`` (directory
 expansion and file kinds), ``log_dump`` (.log/.checkpoint), ``index_dump`` (.index,
-.timeindex, .txnindex), ``state_dump`` (producer .snapshot and text state files), ``text``
-(Kafka's exact line templates), ``sinks``/``json_out`` (text, json, ndjson output),
-``parsers`` (key/payload decoders), ``control`` (control-record wording), ``options``.
+.txnindex, index helpers), ``time_index_dump`` (.timeindex), ``state_dump`` (producer
+.snapshot and text state files), ``text`` (Kafka's exact line templates), ``sinks``/``json_out``
+(text, json, ndjson output), ``parsers`` (key/payload decoders), ``java_utf8`` (Java's
+UTF-8 replacement rules), ``control`` (control-record wording), ``options``.
 Heavy libraries (pyspark, pandas, numba) are never imported here.
 """
 
