@@ -30,6 +30,10 @@ def get_spark(master: str | None = None, *, app_name: str = "segtools",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
+    if active is None and not under_submit and "spark.driver.extraJavaOptions" not in (config or {}):
+        # Keep the terminal for our summary: Spark's INFO/WARN start-up chatter goes nowhere
+        # unless the user configured logging (SPARK_CONF_DIR) themselves.
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
     for key, value in {**defaults, **(config or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -39,3 +43,24 @@ def get_spark(master: str | None = None, *, app_name: str = "segtools",
 
     register(spark)
     return spark
+
+
+_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log4j() -> str:
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), "segtools-log4j2.properties")
+    if not os.path.exists(path):
+        with open(path + f".{os.getpid()}", "w", encoding="utf-8") as fh:
+            fh.write(_LOG4J2)
+        os.replace(path + f".{os.getpid()}", path)
+    return path
