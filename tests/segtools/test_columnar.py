@@ -341,3 +341,25 @@ def test_highly_compressed_batch_and_decompression_limit(tmp_path, engine, codec
     with pytest.raises(CompressionError) as info:
         columnar.read_records(path, engine=engine, max_uncompressed_bytes=1 << 20)
     assert info.value.position == 0 and info.value.base_offset == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("window", [64, 150, 1000, 4096])
+def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, window):
+    # batches straddle window ends and many are larger than the window
+    data = random_segment(random.Random(77), n_batches=15)
+    path = write_segment(tmp_path, data)
+    want_rows = columnar.read_records(path, engine=engine)
+    want_batches = columnar.scan_batches(path, engine=engine)
+    monkeypatch.setattr(columnar, "_SCAN_BYTES", window)
+    assert columnar.read_records(path, engine=engine).equals(want_rows)
+    assert columnar.scan_batches(path, engine=engine).equals(want_batches)
+    # torn tails and zero tails are judged at the file end, not at a window end
+    last = want_batches.column("size")[-1].as_py()
+    for cut in (1, last // 2, last - 1):
+        torn = write_segment(tmp_path, data[:-cut], name=f"torn-{cut}")
+        assert columnar.scan_batches(torn, engine=engine).num_rows == want_batches.num_rows - 1
+    zero = write_segment(tmp_path, data + bytes(100), name="zero-9")
+    with pytest.raises(CorruptBatchError) as info:
+        columnar.scan_batches(zero, engine=engine)
+    assert info.value.position == len(data)
