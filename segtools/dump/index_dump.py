@@ -179,7 +179,7 @@ def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, s
                                {"offset": offset, "position": position})
     if mismatches:
         mismatches.reverse()  # Kafka prepends: newest first
-        ctx.summaries.index_mismatches[abs_path] = mismatches
+        ctx.summaries.set_newest_first("index_mismatches", abs_path, mismatches)
         for a, b in mismatches:
             ctx.deferred("index_offset_mismatch", {"index_offset": a, "log_offset": b})
 

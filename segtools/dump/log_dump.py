@@ -122,7 +122,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
 
     if non_consecutive:
         non_consecutive.reverse()  # Kafka prepends to a List: newest first
-        ctx.summaries.non_consecutive[abs_path] = non_consecutive
+        ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
         for a, b in non_consecutive:
             # gaps are normal after compaction; only offsets that do not increase are corruption
             ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},

@@ -52,13 +52,37 @@ class Summaries:
     """The maps kafka-dump-log prints to stderr after all files, keyed by absolute path.
 
     Index mismatches and non-consecutive pairs are kept newest first (Kafka prepends to a
-    Scala List); time-index errors in discovery order (Kafka appends to an ArrayBuffer)."""
+    Scala List); time-index errors in discovery order (Kafka appends to an ArrayBuffer).
+    ``puts`` records, per map, the keys of Kafka's ``put`` calls so the summaries can be
+    printed in Scala HashMap order (scala_order.py)."""
 
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     out_of_order_timestamps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    puts: dict[str, list[str]] = field(default_factory=dict)
+
+    def set_newest_first(self, name: str, path: str, pairs: list[tuple[int, int]]) -> None:
+        """Index mismatches / non-consecutive pairs of one file: Kafka puts once per pair and
+        keeps prepending when the same file is dumped again."""
+        target = getattr(self, name)
+        target[path] = pairs + target.get(path, [])
+        self.puts.setdefault(name, []).extend([path] * len(pairs))
+
+    def append(self, name: str, path: str, pair: tuple[int, int]) -> None:
+        """A time-index error: Kafka puts the file's buffer once, when it is created."""
+        target = getattr(self, name)
+        if path not in target:
+            target[path] = []
+            self.puts.setdefault(name, []).append(path)
+        target[path].append(pair)
+
+    def ordered(self, name: str) -> list[tuple[str, list[tuple[int, int]]]]:
+        from segtools.dump.scala_order import scala_hashmap_order
+
+        target = getattr(self, name)
+        return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
 
     def is_empty(self) -> bool:
         return not any((self.index_mismatches, self.timestamp_mismatches,

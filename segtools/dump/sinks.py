@@ -82,15 +82,15 @@ class TextSink(Sink):
     def summary(self, summaries: Summaries) -> None:
         """Kafka's end-of-run stderr blocks, in Kafka's order (DUMP_LOG.md section 8)."""
         lines: list[str] = []
-        for path, pairs in summaries.index_mismatches.items():
+        for path, pairs in summaries.ordered("index_mismatches"):
             lines += text.index_mismatch_lines(path, pairs)
-        for path, pairs in summaries.timestamp_mismatches.items():
+        for path, pairs in summaries.ordered("timestamp_mismatches"):
             lines += text.timestamp_mismatch_lines(path, pairs)
-        for path, pairs in summaries.out_of_order_timestamps.items():
+        for path, pairs in summaries.ordered("out_of_order_timestamps"):
             lines += text.out_of_order_lines(path, pairs)
-        for pairs in summaries.offsets_not_found.values():
+        for _, pairs in summaries.ordered("offsets_not_found"):
             lines += text.offset_not_found_lines(pairs)
-        for path, pairs in summaries.non_consecutive.items():
+        for path, pairs in summaries.ordered("non_consecutive"):
             lines += text.non_consecutive_lines(path, pairs)
         if lines:
             self.out.flush()

@@ -102,10 +102,10 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     prev_ts = -1
     for (ts, offset), j in zip(slots, targets):
         if j is None:
-            _append(summaries.offsets_not_found, abs_path, (offset, -1))
+            summaries.append("offsets_not_found", abs_path, (offset, -1))
             ctx.deferred("time_index_offset_not_found", {"index_offset": offset, "log_offset": -1})
         elif last_offsets[j] != offset:
-            _append(summaries.offsets_not_found, abs_path, (offset, last_offsets[j]))
+            summaries.append("offsets_not_found", abs_path, (offset, last_offsets[j]))
             # Kafka 3.6/3.7 indexed the offset of the max-timestamp *record* (KAFKA-16310): an
             # offset inside the found batch is reported as Kafka does but is not corruption.
             inside = base_offsets[j] <= offset < last_offsets[j]
@@ -114,11 +114,11 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
                           "inside_batch": inside}, is_problem=not inside)
         elif j in max_ts:
             if max_ts[j] != ts:
-                _append(summaries.timestamp_mismatches, abs_path, (ts, max_ts[j]))
+                summaries.append("timestamp_mismatches", abs_path, (ts, max_ts[j]))
                 ctx.deferred("time_index_timestamp_mismatch",
                              {"index_timestamp": ts, "log_timestamp": max_ts[j]})
             if prev_ts >= ts:
-                _append(summaries.out_of_order_timestamps, abs_path, (ts, prev_ts))
+                summaries.append("out_of_order_timestamps", abs_path, (ts, prev_ts))
                 ctx.deferred("time_index_out_of_order",
                              {"index_timestamp": ts, "previous_timestamp": prev_ts})
         if not opts.verify_index_only:
@@ -182,7 +182,3 @@ class _FirstAtLeast:
             if pos + width <= n and self.levels[k][pos] < x:
                 pos += width
         return pos if pos < n and values[pos] >= x else None
-
-
-def _append(summary: dict[str, list[tuple[int, int]]], path: str, pair: tuple[int, int]) -> None:
-    summary.setdefault(path, []).append(pair)
