@@ -145,7 +145,7 @@ def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, s
         ctx.sink.note(f"{text.java_file(path)} is empty.", {"empty": True})
         return
     if opts.index_sanity_check:
-        abs_path = os.path.abspath(path)
+        abs_path = text.java_absolute_path(path)
         last_offset = slots.offset(-1)
         if last_offset < base:
             ctx.error("index_sanity_check", IndexCorruptionError(

@@ -130,7 +130,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
 def _time_index_sanity_check(ctx: "DumpContext", path: str, base: int, slots: Slots,
                              length: int) -> None:
     """TimeIndex.sanityCheck, with Kafka's messages (the last slot may be a zero slot)."""
-    abs_path = os.path.abspath(path)
+    abs_path = text.java_absolute_path(path)
     if len(slots):
         first_ts = slots[0][0]
         last_ts, last_offset = slots[-1]
