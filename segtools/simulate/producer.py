@@ -136,8 +136,7 @@ class ProducerSteps(_Base):
         assert prod is not None
         base_seq = self._next_sequence(tp, prod, len(recs))
         ok, error, batch = self._send_once(tp, recs, acks, headers, prod, base_seq, wait=False)
-        if batch is None and prod.idempotent:
-            prod.sequences[tp] = base_seq
+        # the sequence stays taken even when no leader took the batch: the resend reuses it
         prod.pending.append((tp, recs, acks, headers, base_seq, batch))
 
     def _step_resend(self, producer: str | None) -> None:
@@ -209,7 +208,7 @@ class ProducerSteps(_Base):
         leader = self.replicas[tp][ps.leader]
         batch = None
         if prod is not None and prod.idempotent:
-            batch = self._find_duplicate(leader, prod, base_seq)
+            batch = self._find_duplicate(leader, prod, base_seq, len(recs))
         if batch is None:
             self._tick()
             base = leader.log_end_offset
@@ -239,13 +238,15 @@ class ProducerSteps(_Base):
         return self._await_replication(tp, ps, batch)
 
     @staticmethod
-    def _find_duplicate(leader: ReplicaLog, prod: ProducerState, base_seq: int) -> SimBatch | None:
+    def _find_duplicate(leader: ReplicaLog, prod: ProducerState, base_seq: int,
+                        count: int) -> SimBatch | None:
         """Idempotence: a retried batch the leader already holds is answered with its offsets
         (the broker remembers the last five batches of each producer)."""
         seen = 0
         for batch in reversed(leader.batches):
             if batch.producer_id == prod.producer_id and batch.control_type is None:
-                if batch.producer_epoch == prod.producer_epoch and batch.base_sequence == base_seq:
+                if (batch.producer_epoch == prod.producer_epoch and batch.base_sequence == base_seq
+                        and len(batch.records) == count):
                     return batch
                 seen += 1
                 if seen >= 5:

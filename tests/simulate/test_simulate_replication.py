@@ -267,3 +267,22 @@ def test_s10_resend_after_failover_relocates_or_duplicates(tmp_path):
     assert [dup[o][2] for o in sorted(dup)] == [b"p0", b"p0"]
     assert truth["orders-1"]["lost"] == []
     assert check_acks_against_logs(out) == 6
+
+
+def test_resend_of_a_send_no_leader_took_keeps_its_sequence():
+    """An in-flight send to an offline partition keeps its sequence numbers; later sends take
+    new ones, so the resend cannot be mistaken for (and answered with) another batch."""
+    sc = {"name": "seq", "seed": 1, "cluster": {"brokers": [1, 2]},
+          "topics": [{"name": "t", "replication_factor": 1, "assignment": {0: [1]}}],
+          "producers": [{"name": "p", "idempotent": True}],
+          "steps": [{"crash": {"broker": 1}},
+                    {"produce": {"topic": "t", "acks": "all", "values": ["a"], "producer": "p",
+                                 "in_flight": True}},
+                    {"restart": {"broker": 1}},
+                    {"produce": {"topic": "t", "acks": "all", "values": ["b", "c"], "producer": "p",
+                                 "batch_size": 2}},
+                    {"resend": {"producer": "p"}}]}
+    r = run(sc, None)
+    assert [(a["value"], a["offset"]) for a in r.acks] == [("b", 0), ("c", 1), ("a", 2)]
+    batches = r.cluster.replicas[("t", 0)][1].batches
+    assert [(b.base_sequence, len(b.records)) for b in batches] == [(1, 2), (0, 1)]
