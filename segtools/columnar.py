@@ -19,6 +19,7 @@ magic 0/1 entries are read through the object reader (:mod:`segtools.batches`).
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -751,12 +752,15 @@ class _Filters:
 
 
 def _ms(value: Any) -> int | None:
-    """Timestamp filter value in epoch ms: int ms, datetime or pandas/Arrow timestamp."""
+    """Timestamp filter value in epoch ms: int ms or datetime (naive = UTC; pandas Timestamp
+    is a datetime)."""
     if value is None:
         return None
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    if hasattr(value, "timestamp"):
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:      # naive means UTC, as everywhere in segtools output
+            value = value.replace(tzinfo=datetime.timezone.utc)
         return int(round(value.timestamp() * 1000))
     raise InputError(f"timestamp filter must be epoch milliseconds or a datetime, got {value!r}")
 

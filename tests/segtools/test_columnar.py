@@ -363,3 +363,18 @@ def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, 
     with pytest.raises(CorruptBatchError) as info:
         columnar.scan_batches(zero, engine=engine)
     assert info.value.position == len(data)
+
+
+def test_timestamp_filters_accept_datetimes_naive_as_utc(tmp_path):
+    import datetime
+
+    recs = [Rec(b"k", b"v", [], 1_700_000_000_000 + i * 1000) for i in range(5)]
+    path = write_segment(tmp_path, kp_batch(recs, base_offset=0))
+    start = datetime.datetime(2023, 11, 14, 22, 13, 21)                 # = ...001000 ms UTC
+    end = datetime.datetime(2023, 11, 14, 22, 13, 23, tzinfo=datetime.timezone.utc)
+    t = columnar.read_records(path, start_timestamp=start, end_timestamp=end)
+    assert t.column("offset").to_pylist() == [1, 2]
+    with pytest.raises(SegtoolsError):
+        columnar.read_records(path, start_timestamp="yesterday")
+    with pytest.raises(SegtoolsError):
+        columnar.read_records(path, engine="fortran")
