@@ -1,5 +1,17 @@
 """`--output ndjson` (one object per line, each with "type") and `--output json` (one document
-per file). Field names are the snake_case forms of Kafka's names."""
+per file). Field names are the snake_case forms of Kafka's names.
+
+ndjson types: ``file`` (file, kind), ``header`` (log_starting_offset | snapshot_end_offset +
+snapshot_epoch | kraft_bootstrap_snapshot), ``batch`` (position, size, magic, base_offset,
+last_offset, v2 header fields, timestamp_type, max_timestamp, compression, crc, crc_valid),
+``record`` (offset, batch_base_offset, timestamp_type, timestamp, key_size, value_size,
+sequence + header_keys (v2) or crc + crc_valid (v0/v1), control, key/payload as the decoder
+printed them), ``index_entry``, ``time_index_entry``, ``aborted_txn``, ``producer_entry``,
+``checkpoint_entry``/``leader_epoch_entry``/``partition_metadata``/``property``/
+``quorum_state``/``clean_shutdown``, ``note`` and ``finding`` (kind, problem, message and the
+facts of the finding). json: ``{"type": "file", "file", "kind", "header", "batches": [{...,
+"records": [...]}], "entries", "notes", "findings"}`` per file.
+"""
 
 from __future__ import annotations
 
