@@ -603,18 +603,30 @@ def _decode_python(mf: _SegmentFile, h: _Headers, idx: np.ndarray, payloads: dic
     return _rows_to_chunk(rows, batch_of_row)
 
 
-def _decode_legacy(mf: _SegmentFile, h: _Headers, i: int) -> _RowChunk:
-    """Rows of one legacy entry (its inner messages when compressed) via the object reader."""
-    batch = h.legacy[i]  # type: ignore[index]
-    rows = []
-    crc_ok = []
-    try:
-        for r in batch.records():
-            rows.append((r.offset, r.timestamp, -1, r.key, r.value, r.headers or None))
-            crc_ok.append(r.crc_valid is not False)
-    except FormatError as exc:
-        raise exc.located(path=mf.path, position=int(h.position[i]), base_offset=int(h.base_offset[i]))
-    return _rows_to_chunk(rows, [i] * len(rows), crc_ok)
+def _decode_legacy(mf: _SegmentFile, h: _Headers, first: int, last: int,
+                   max_rows: int) -> Iterator[_RowChunk]:
+    """Rows of legacy entries ``first..last`` (inner messages of compressed wrappers) via the
+    object reader, gathered into chunks of about ``max_rows`` rows."""
+    rows: list[tuple] = []
+    batch_of_row: list[int] = []
+    crc_ok: list[bool] = []
+    for i in range(first, last):
+        batch = h.legacy[i]  # type: ignore[index]
+        try:
+            for r in batch.records():
+                rows.append((r.offset, r.timestamp, -1, r.key, r.value, r.headers or None))
+                crc_ok.append(r.crc_valid is not False)
+                batch_of_row.append(i)
+        except FormatError as exc:
+            if rows:
+                yield _rows_to_chunk(rows, batch_of_row, crc_ok)
+            raise exc.located(path=mf.path, position=int(h.position[i]),
+                              base_offset=int(h.base_offset[i]))
+        if len(rows) >= max_rows:
+            yield _rows_to_chunk(rows, batch_of_row, crc_ok)
+            rows, batch_of_row, crc_ok = [], [], []
+    if rows:
+        yield _rows_to_chunk(rows, batch_of_row, crc_ok)
 
 
 #: lz4 only: first output bound tried. python-lz4 pre-allocates ``max_length`` per call, which
@@ -812,11 +824,11 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                                             position=int(h.position[s]),
                                             base_offset=int(h.base_offset[s]), field="magic")
             if k == _LEGACY:
-                for i in range(s, e):
-                    if parts:
-                        yield flush(), h
-                        parts, payloads, rows, nbytes = [], {}, 0, 0
-                    yield _decode_legacy(mf, h, i), h
+                if parts:
+                    yield flush(), h
+                    parts, payloads, rows, nbytes = [], {}, 0, 0
+                for rc in _decode_legacy(mf, h, s, e, max_rows):
+                    yield rc, h
                 continue
             if k == _PLAIN:
                 while s < e:

@@ -205,3 +205,12 @@ def test_large_segment_is_read_in_bounded_chunks(tmp_path):
     first_offsets = [b.column("offset")[0].as_py() for b in columnar.iter_record_batches(path, max_rows=10_000)]
     assert first_offsets == sorted(first_offsets)
     assert pa.Table.from_batches(list(columnar.iter_record_batches(path))).num_rows == offset
+
+
+def test_consecutive_legacy_entries_share_output_chunks(tmp_path):
+    data = _legacy_set(1, 0, 0, [b"m%d" % i for i in range(250)])
+    path = write_segment(tmp_path, data)
+    sizes = [b.num_rows for b in columnar.iter_record_batches(path, max_rows=100)]
+    assert sizes == [100, 100, 50]
+    t = columnar.read_records(path)
+    assert t.column("offset").to_pylist() == list(range(250))
