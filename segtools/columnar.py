@@ -252,6 +252,8 @@ _HEADER_DTYPES = {
 
 def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int) -> tuple[_Headers, int, int]:
     """Headers of the window from window offset ``rel``: (headers, next window offset, status)."""
+    # an entry takes at least 26 bytes (12 + RECORD_OVERHEAD_V0), which bounds the row count
+    max_batches = max(1, min(max_batches, (sf.filled - rel) // 26 + 1))
     if kernel is not None:
         out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
         n, next_rel, status = kernel.scan_headers(

@@ -378,3 +378,35 @@ def test_timestamp_filters_accept_datetimes_naive_as_utc(tmp_path):
         columnar.read_records(path, start_timestamp="yesterday")
     with pytest.raises(SegtoolsError):
         columnar.read_records(path, engine="fortran")
+
+
+def _repeated_segment(tmp_path, name: str, size: int):
+    rng = random.Random(8)
+    template = bytearray(kp_batch(random_records(rng, 50, compress=False), base_offset=0))
+    out = bytearray()
+    offset = 0
+    while len(out) < size:
+        struct.pack_into(">q", template, 0, offset)      # base offset: not under the CRC
+        out += template
+        offset += 50
+    return write_segment(tmp_path, bytes(out), name=name), offset
+
+
+def test_traced_memory_does_not_grow_with_the_segment(tmp_path, monkeypatch):
+    import tracemalloc
+
+    monkeypatch.setattr(columnar, "_SCAN_BYTES", 1 << 20)
+    peaks = []
+    for name, size in (("small-0", 4 << 20), ("large-0", 16 << 20)):
+        path, records = _repeated_segment(tmp_path, name, size)
+        for fn in (columnar.iter_record_batches, columnar.iter_batch_batches):
+            next(iter(fn(path)))          # warm: kernels loaded, caches filled
+        tracemalloc.start()
+        seen = sum(b.num_rows for b in columnar.iter_record_batches(path, max_rows=4096))
+        seen_batches = sum(b.num_rows for b in columnar.iter_batch_batches(path))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert seen == records and seen_batches == records // 50
+    # numpy buffers (traced) are bounded by the window and max_rows, not by the file
+    assert peaks[1] < peaks[0] * 1.5 + (1 << 20), peaks
+    assert peaks[1] < 24 << 20, peaks
