@@ -42,7 +42,7 @@ class BrokerSteps(_Base):
         if self.brokers[broker].alive:
             self._flush_and_checkpoint(only=broker)
 
-    def _step_crash(self, broker: int, lose_unflushed: bool) -> None:
+    def _step_crash(self, broker: int, lose_unflushed: bool, wipe_disk: bool = False) -> None:
         st = self.brokers[broker]
         if not st.alive:
             return
@@ -53,11 +53,19 @@ class BrokerSteps(_Base):
             r = reps.get(broker)
             if r is None:
                 continue
-            if lose_unflushed and r.flushed_offset < r.log_end_offset:
+            if wipe_disk:
+                # the disk is replaced: no log, no checkpoints (FORENSICS.md S12)
+                self._remove(tp, r, r.truncate_fully_and_start_at(0), POWER_LOSS)
+                r.epoch_file = []
+                r.hw_checkpoint = r.recovery_checkpoint = r.log_start_checkpoint = None
+                r.torn_tail = None
+            elif lose_unflushed and r.flushed_offset < r.log_end_offset:
                 removed = r.truncate_to(r.flushed_offset)
                 if removed:
                     r.torn_tail = removed[0]  # half of it reached the disk
                 self._remove(tp, r, removed, POWER_LOSS)
+        if wipe_disk:
+            st.directory_id = self.rng.randbytes(16)  # a freshly formatted log dir
         self.controller.events.append(("FenceBrokerRecord", 0, {"id": broker, "epoch": st.broker_epoch}))
         self._elect_after_loss(broker, "crash")
 

@@ -395,9 +395,10 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
         _check_keys(args, {"broker"}, where)
         out = {"broker": _broker(args, where, ctx)}
     elif kind == "crash":
-        _check_keys(args, {"broker", "lose_unflushed"}, where)
+        _check_keys(args, {"broker", "lose_unflushed", "wipe_disk"}, where)
         out = {"broker": _broker(args, where, ctx),
-               "lose_unflushed": _bool(args.get("lose_unflushed", False), f"{where}.lose_unflushed")}
+               "lose_unflushed": _bool(args.get("lose_unflushed", False), f"{where}.lose_unflushed"),
+               "wipe_disk": _bool(args.get("wipe_disk", False), f"{where}.wipe_disk")}
     elif kind == "flush":
         _check_keys(args, {"broker"}, where)
         out = {"broker": _broker(args, where, ctx)}

@@ -286,3 +286,18 @@ def test_resend_of_a_send_no_leader_took_keeps_its_sequence():
     assert [(a["value"], a["offset"]) for a in r.acks] == [("b", 0), ("c", 1), ("a", 2)]
     batches = r.cluster.replicas[("t", 0)][1].batches
     assert [(b.base_sequence, len(b.records)) for b in batches] == [(1, 2), (0, 1)]
+
+
+def test_s12_wiped_disk_restarts_the_log_from_empty(tmp_path):
+    out = tmp_path / "out"
+    simulate(SCENARIOS / "S12-empty-disk-leader.yaml", out)
+    truth = json.loads((out / "truth.json").read_text())
+    before = out / "snapshots" / "before-rejoin"
+    leader = records_by_offset(str(before / "broker-1" / "orders-0"))
+    stale = records_by_offset(str(before / "broker-2" / "orders-0"))
+    epoch = truth["orders-0"]["leader_epoch"]
+    assert sorted(leader) == [0, 1, 2] and {e for e, _, _ in leader.values()} == {epoch}
+    assert (before / "broker-1" / "orders-0" / "leader-epoch-checkpoint").read_text() == f"0\n1\n{epoch} 0\n"
+    assert sorted(stale) == list(range(10)) and {e for e, _, _ in stale.values()} == {0}
+    lost = truth["orders-0"]["lost"]
+    assert [x["offset"] for x in lost] == list(range(10)) and all(x["committed"] for x in lost)
