@@ -108,7 +108,9 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
             else:
                 steps.append({"elect": {"topic": topic["name"], "preferred": True}})
         elif in_flight and roll < 0.99:
-            steps.append({"resend": {"producer": in_flight.pop()}})
+            name = sorted(in_flight)[0]  # sorted: set order of strings varies between processes
+            in_flight.discard(name)
+            steps.append({"resend": {"producer": name}})
         else:
             steps.append({"flush": {"broker": rng.choice(brokers)}})
     return {
