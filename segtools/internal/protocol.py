@@ -25,6 +25,7 @@ from dataclasses import dataclass, field as _dc_field
 from typing import Any, Iterable, Sequence
 
 from segtools.errors import SchemaError
+from segtools.varint import encode_uvarint
 
 MAX_VERSION = 32767
 UNKNOWN_TAGGED_FIELDS = "_unknownTaggedFields"  # dict key holding [(tag, bytes), ...] when present
@@ -432,13 +433,8 @@ def decode_message(msg: Message, data: bytes | bytearray | memoryview, version: 
 
 
 def uvarint(value: int) -> bytes:
-    value &= 0xFFFFFFFF
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    """Unsigned varint of the low 32 bits, as ByteUtils.writeUnsignedVarint."""
+    return encode_uvarint(value & 0xFFFFFFFF)
 
 
 class _WriteError(Exception):

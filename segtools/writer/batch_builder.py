@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..crc import crc32c
+from ..varint import encode_varlong
 
 __all__ = [
     "NewRecord",
@@ -74,12 +75,7 @@ def codec_id_of(compression: str | int) -> int:
 
 def encode_varint(value: int, out: bytearray) -> None:
     """Append ``value`` as a zig-zag varlong (also valid for 32-bit varints)."""
-    raw = (value << 1) ^ (value >> 63)
-    raw &= 0xFFFFFFFFFFFFFFFF
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
+    out += encode_varlong(value)
 
 
 def _encode_nullable(data: bytes | None, out: bytearray) -> None:
