@@ -487,6 +487,15 @@ class _RowChunk:
     record_crc_ok: np.ndarray | None = None   # legacy inner-message CRCs
 
 
+def _pool_empty(n: int, dtype: Any) -> np.ndarray:
+    """Uninitialised array in Arrow's memory pool (mimalloc/jemalloc): chunk after chunk it
+    reuses the same memory, where glibc's heap kept growing with the file (its mmap threshold
+    rises after the first large free)."""
+    dt = np.dtype(dtype)
+    buf = pa.allocate_buffer(max(1, n) * dt.itemsize)
+    return np.frombuffer(buf, dtype=dt, count=n)
+
+
 def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: np.ndarray,
                          typ: pa.DataType = pa.binary()) -> pa.Array:
     valid_bool = valid[:n].astype(bool)
@@ -521,24 +530,25 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
     cap_rows = int(np.minimum(np.maximum(counts, 0), region // 7).sum())
     total = int(region.sum())
-    o_offset = np.empty(cap_rows, np.int64)
-    o_ts = np.empty(cap_rows, np.int64)
-    o_seq = np.empty(cap_rows, np.int32)
-    o_batch = np.empty(cap_rows, np.int32)
-    k_off = np.empty(cap_rows + 1, np.int32)
-    v_off = np.empty(cap_rows + 1, np.int32)
-    h_off = np.empty(cap_rows + 1, np.int32)
-    k_valid = np.empty(cap_rows, np.uint8)
-    v_valid = np.empty(cap_rows, np.uint8)
-    h_valid = np.empty(cap_rows, np.uint8)
+    empty = _pool_empty
+    o_offset = empty(cap_rows, np.int64)
+    o_ts = empty(cap_rows, np.int64)
+    o_seq = empty(cap_rows, np.int32)
+    o_batch = empty(cap_rows, np.int32)
+    k_off = empty(cap_rows + 1, np.int32)
+    v_off = empty(cap_rows + 1, np.int32)
+    h_off = empty(cap_rows + 1, np.int32)
+    k_valid = empty(cap_rows, np.uint8)
+    v_valid = empty(cap_rows, np.uint8)
+    h_valid = empty(cap_rows, np.uint8)
     cap_headers = total // 2
-    hk_off = np.empty(cap_headers + 1, np.int32)
-    hv_off = np.empty(cap_headers + 1, np.int32)
-    hv_valid = np.empty(cap_headers, np.uint8)
-    k_data = np.empty(total, np.uint8)
-    v_data = np.empty(total, np.uint8)
-    hk_data = np.empty(total, np.uint8)
-    hv_data = np.empty(total, np.uint8)
+    hk_off = empty(cap_headers + 1, np.int32)
+    hv_off = empty(cap_headers + 1, np.int32)
+    hv_valid = empty(cap_headers, np.uint8)
+    k_data = empty(total, np.uint8)
+    v_data = empty(total, np.uint8)
+    hk_data = empty(total, np.uint8)
+    hv_data = empty(total, np.uint8)
     st = np.zeros(9, np.int64)
     err, bad = kernel.decode_records(
         mf.array, dec, src, start, end, h.base_offset[idx], h.base_timestamp[idx],
