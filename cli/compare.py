@@ -41,6 +41,8 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     for d in dirs:
         if tables_dir and os.path.abspath(tables_dir).startswith(os.path.abspath(d) + os.sep):
             raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
+    if tables_dir and no_spark:
+        raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
     specs = discover_replicas(list(dirs))

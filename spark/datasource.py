@@ -23,6 +23,7 @@ Options (all strings)
     only those dirs and stamps ``id`` as ``broker`` (used by compare). ``start_offset`` /
     ``end_offset``: record offsets to keep (records level; segments outside are skipped).
     ``errors``: ``raise`` (default) or ``stop`` (end a segment at unreadable bytes).
+    ``topics`` / ``partitions``: comma lists; other segments are never opened.
 
 Examples
     >>> import segtools.spark
@@ -227,7 +228,13 @@ class KafkaSegmentsReader(DataSourceReader):
             for pdir in rmap:
                 parts.extend(plan_segments(pdir, replica_map={pdir: rmap[pdir]}))
             return parts
-        return plan_segments(path, broker=int(broker) if broker else None, replica_map=rmap)
+        parts = plan_segments(path, broker=int(broker) if broker else None, replica_map=rmap)
+        # Pruning by options, not pushFilters: a reader implementing pushFilters fails on
+        # sessions where spark.sql.python.filterPushdown.enabled is off (the default).
+        topics = {t.strip() for t in self.options.get("topics", "").split(",") if t.strip()}
+        partitions = {int(x) for x in self.options.get("partitions", "").split(",") if x.strip()}
+        return [p for p in parts if (not topics or p.topic in topics)
+                and (not partitions or p.partition in partitions)]
 
     def read(self, partition: SegmentPartition) -> Iterator[Any]:
         start = self.options.get("start_offset")

@@ -56,6 +56,11 @@ def test_data_source_levels_match_kafka_python(spark, realdata):
     got_records = sorted((r.offset, r.key, bytes(r.value)) for r in records.collect())
     assert got_records == [rec for *_, recs in oracle["first_topic-0"] for rec in recs]
     assert records.rdd.getNumPartitions() == 1        # one InputPartition per segment
+    # a file:// URI goes through pyarrow's filesystem layer; topics/partitions prune segments
+    via_uri = (spark.read.format("kafka_segments").option("topics", "first_topic").option("partitions", "0")
+               .load((log_dir).as_uri()))
+    assert via_uri.rdd.getNumPartitions() == 1
+    assert sorted((r.offset, r.key, bytes(r.value)) for r in via_uri.collect()) == got_records
 
 
 def _spark_vs_local(spark, folder: Path, sample: Path):

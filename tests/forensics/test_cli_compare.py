@@ -1,0 +1,57 @@
+"""`segtools compare --no-spark`: report JSON shape (CONTRACT.md section 4), summary, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from segtools.cli.main import cli
+
+GENERATED = Path(__file__).resolve().parents[2] / "samples" / "generated"
+REPLICA_KEYS = {"broker", "log_start_offset", "log_end_offset", "high_watermark", "status",
+                "fork_offset", "cause", "divergent"}
+LOST_KEYS = {"broker", "offset", "leader_epoch", "key", "value", "committed", "acked"}
+
+
+def test_report_shape_and_exit_1_on_loss(tmp_path):
+    sample = GENERATED / "S7-simple-unclean-election"
+    report = tmp_path / "r.json"
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--report", str(report),
+                                   "--acks", str(sample / "acks.jsonl"),
+                                   "--metadata-log", str(sample / "controller")])
+    assert res.exit_code == 1, res.output
+    doc = json.loads(report.read_text())
+    assert set(doc) == {"partitions"}
+    part = doc["partitions"][0]
+    assert {"topic", "partition", "topic_id", "reference_broker", "replicas", "lost_records"} <= set(part)
+    truth = json.loads((sample / "truth.json").read_text())["orders-0"]
+    assert part["topic_id"] == truth["topic_id"] and part["reference_broker"] == truth["leader"]
+    for r in part["replicas"]:
+        assert REPLICA_KEYS <= set(r)
+    lost = part["lost_records"]
+    assert lost and all(LOST_KEYS <= set(x) for x in lost)
+    assert all(isinstance(x["acked"], bool) for x in lost)          # --acks given
+    bad = next(r for r in part["replicas"] if r["status"] == "COMMITTED_LOSS")
+    assert set(bad["divergent"]) >= {"first_offset", "last_offset", "records", "committed_records"}
+    assert bad["divergent"]["records"] == len([x for x in lost if x["broker"] == bad["broker"]])
+    # terminal summary: problems first
+    lines = res.output.splitlines()
+    assert lines[0].split()[:4] == ["partition", "broker", "ref", "status"]
+    assert "COMMITTED_LOSS" in lines[1]
+
+
+def test_benign_sample_exits_0_and_acked_is_null_without_acks(tmp_path):
+    report = tmp_path / "r.json"
+    res = CliRunner().invoke(cli, ["compare", str(GENERATED / "S15-delete-records-log-start"), "--no-spark",
+                                   "--report", str(report)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(report.read_text())
+    assert {r["status"] for p in doc["partitions"] for r in p["replicas"]} <= {"CONSISTENT", "LAGGING_PREFIX"}
+
+
+def test_tables_inside_input_is_refused(tmp_path):
+    sample = GENERATED / "S0-healthy-baseline"
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--tables", str(sample / "t")])
+    assert res.exit_code == 2 and not (sample / "t").exists()
