@@ -104,7 +104,7 @@ def _be64(buf, p):
     return v
 
 
-@numba.njit(_nrt=False, cache=True)
+@numba.njit(_nrt=False, cache=True, nogil=True)
 def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, batch_length,
                  partition_leader_epoch, magic, crc, attributes, last_offset_delta,
                  base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
@@ -150,7 +150,7 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, ba
         pos += 12 + size
 
 
-@numba.njit(_nrt=False, cache=True)
+@numba.njit(_nrt=False, cache=True, nogil=True)
 def crc_ranges(buf, starts, ends, out):
     """out[i] = CRC-32C(buf[starts[i]:ends[i]]) through the crc32c package's hardware routine."""
     base = buf.ctypes.data
@@ -446,7 +446,7 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
     return err
 
 
-@numba.njit(_nrt=False, cache=True)
+@numba.njit(_nrt=False, cache=True, nogil=True)
 def decode_records(file_buf, dec_buf, b_src, b_start, b_end, b_base_offset, b_base_ts,
                    b_max_ts, b_log_append, b_base_seq, b_count,
                    o_offset, o_ts, o_seq, o_batch,

@@ -143,12 +143,27 @@ def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | 
     return found
 
 
+_READ_AHEAD: Any = None   # one background reader thread, created on first use
+#: read the next window in the background while the current one is checked and decoded
+_PREFETCH = True
+
+
+def _read_ahead_executor() -> Any:
+    global _READ_AHEAD
+    if _READ_AHEAD is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _READ_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segtools-read")
+    return _READ_AHEAD
+
+
 class _SegmentFile:
-    """A segment opened read-only and read through one reusable window buffer.
+    """A segment opened read-only and read through a reusable window (two buffers, so the
+    next window can be read while the current one is in use).
 
     ``pread`` into a fixed buffer beats ``mmap`` here: mapping page-cache pages costs more than
     copying them (measured on this VM: 3.0 ms to map+touch 32 MB vs 2.6 ms to read it), and
-    resident memory stays at one window whatever the file size. ``array`` (read-only uint8)
+    resident memory stays at two windows whatever the file size. ``array`` (read-only uint8)
     and ``view`` hold file bytes [base, base + filled).
     """
 
@@ -165,31 +180,72 @@ class _SegmentFile:
             os.close(self._fd)
             raise InputError(f"{path}: cannot stat: {exc.strerror or exc}") from exc
         self._window = max(64, window if window is not None else _SCAN_BYTES)
-        self._buf = np.empty(0, dtype=np.uint8)
+        self._bufs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._cur = 0
+        self._pending: tuple[int, int, int, Any] | None = None   # pos, want, buffer, future
         self.base = 0
         self.filled = 0
-        self.array = self._buf
+        self.array = self._bufs[0]
         self.view = memoryview(b"")
 
-    def load(self, pos: int, need: int = 0) -> None:
-        """Read file bytes from ``pos``: a window, or ``need`` bytes if that is more."""
-        want = min(max(self._window, need), self.size - pos)
-        if self._buf.shape[0] < want:
-            self._buf = np.empty(max(want, self._window), dtype=np.uint8)
-        target = memoryview(self._buf)
+    def _buffer(self, index: int, size: int) -> np.ndarray:
+        if self._bufs[index].shape[0] < size:
+            self._bufs[index] = np.empty(max(size, self._window), dtype=np.uint8)
+        return self._bufs[index]
+
+    def _read(self, buf: np.ndarray, pos: int, want: int) -> int:
+        """pread ``want`` bytes at ``pos`` into ``buf``; fewer only at (a shrunk) EOF."""
+        target = memoryview(buf)
         got = 0
         while got < want:
-            try:
-                n = os.preadv(self._fd, [target[got:want]], pos + got)
-            except OSError as exc:
-                raise InputError(f"{self.path}: read failed at {pos + got}: "
-                                 f"{exc.strerror or exc}") from exc
-            if n <= 0:      # the file shrank under us: treat what we have as the end
+            n = os.preadv(self._fd, [target[got:want]], pos + got)
+            if n <= 0:
                 break
             got += n
+        return got
+
+    def prefetch(self, pos: int) -> None:
+        """Start reading the window at ``pos`` into the spare buffer."""
+        if not _PREFETCH or self._pending is not None or pos >= self.size:
+            return
+        want = min(self._window, self.size - pos)
+        spare = 1 - self._cur
+        buf = self._buffer(spare, want)
+        future = _read_ahead_executor().submit(self._read, buf, pos, want)
+        self._pending = (pos, want, spare, future)
+
+    def _collect(self) -> tuple[int, int, int, int] | None:
+        """Wait for the background read: (pos, want, buffer, got), or None."""
+        if self._pending is None:
+            return None
+        pos, want, index, future = self._pending
+        self._pending = None
+        try:
+            got = future.result()
+        except OSError as exc:
+            raise InputError(f"{self.path}: read failed at {pos}: {exc.strerror or exc}") from exc
+        return pos, want, index, got
+
+    def load(self, pos: int, need: int = 0) -> None:
+        """Make file bytes from ``pos`` current: a window, or ``need`` bytes if that is more."""
+        want = min(max(self._window, need), self.size - pos)
+        done = self._collect()
+        if done is not None and done[0] == pos and done[1] >= want:
+            _pos, _want, index, got = done
+        else:
+            index = self._cur if done is None else done[2]   # a buffer nobody looks at now
+            if done is None and self.filled:
+                index = 1 - self._cur
+            buf = self._buffer(index, want)
+            try:
+                got = self._read(buf, pos, want)
+            except OSError as exc:
+                raise InputError(f"{self.path}: read failed at {pos}: "
+                                 f"{exc.strerror or exc}") from exc
+        self._cur = index
         self.base = pos
         self.filled = got
-        self.array = self._buf[:got]
+        self.array = self._bufs[index][:got]
         self.array.flags.writeable = False
         self.view = memoryview(self.array)
 
@@ -198,6 +254,12 @@ class _SegmentFile:
         return self.base + self.filled >= self.size
 
     def close(self) -> None:
+        if self._pending is not None:   # never close the fd under a running read
+            try:
+                self._pending[3].result()
+            except OSError:
+                pass
+            self._pending = None
         self.view = memoryview(b"")
         os.close(self._fd)
 
@@ -270,9 +332,7 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int) -> tu
                                                            sf.filled)
         cols = {name: np.asarray(lists[name], dtype=dt) for name, dt in _HEADER_DTYPES.items()}
     cols["position"] = cols["position"] + sf.base
-    headers = _Headers(**cols, base=sf.base)
-    headers.crc_valid = _check_crcs(sf, headers, kernel)
-    return headers, int(next_rel), int(status)
+    return _Headers(**cols, base=sf.base), int(next_rel), int(status)
 
 
 def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
@@ -344,25 +404,41 @@ def _fill_legacy(h: _Headers, mf: _SegmentFile) -> None:
                                "LogAppendTime": 1}[b.timestamp_type]
 
 
+def _scan_window(sf: _SegmentFile, kernel: Any, rel: int, max_batches: int) -> tuple[list[_Headers], int, int]:
+    """Header chunks of the loaded window from ``rel``: (chunks, next window offset, status).
+    CRCs and legacy fields are not filled yet (see :func:`_finish_chunk`)."""
+    chunks = []
+    while True:
+        h, rel, status = _scan_chunk(sf, rel, kernel, max_batches)
+        if len(h):
+            chunks.append(h)
+        if status != SCAN_MORE:
+            return chunks, rel, status
+
+
+def _finish_chunk(sf: _SegmentFile, h: _Headers, kernel: Any) -> _Headers:
+    h.crc_valid = _check_crcs(sf, h, kernel)
+    _fill_legacy(h, sf)
+    return h
+
+
 def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK) -> Iterator[_Headers]:
     """Header chunks of one file in file order, walked like FileLogInputStream. Each chunk's
     bytes stay in ``sf``'s window until the consumer asks for the next chunk. Raises after
-    yielding what came before the damage."""
-    pos = 0
+    yielding what came before the damage.
+
+    A window's headers are walked first (cheap), so the read of the next window can start in
+    the background while this one's CRCs are computed and its records decoded."""
+    sf.load(0)
     while True:
-        sf.load(pos)
-        rel = 0
-        while True:
-            h, next_rel, status = _scan_chunk(sf, rel, kernel, max_batches)
-            _fill_legacy(h, sf)
-            if len(h):
-                yield h
-            rel = next_rel
-            if status == SCAN_MORE:
-                continue
-            break
+        chunks, rel, status = _scan_window(sf, kernel, 0, max_batches)
         next_pos = sf.base + rel
-        if status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT):
+        fatal = status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT)
+        if not fatal and not sf.at_eof and rel > 0:
+            sf.prefetch(next_pos)
+        for h in chunks:
+            yield _finish_chunk(sf, h, kernel)
+        if fatal:
             _raise_scan_status(sf, next_pos, status)
         if sf.at_eof:
             return            # SCAN_END or a torn tail: Kafka stops here without an error
@@ -373,17 +449,15 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK)
             if size < 14 or next_pos + 12 + size > sf.size:
                 return
             sf.load(next_pos, 12 + size)
-            rel = 0
-            h, next_rel, status = _scan_chunk(sf, 0, kernel, 1)
-            _fill_legacy(h, sf)
-            if len(h):
-                yield h
+            chunks, next_rel, status = _scan_window(sf, kernel, 0, 1)
+            for h in chunks:
+                yield _finish_chunk(sf, h, kernel)
             if status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT):
                 _raise_scan_status(sf, sf.base + next_rel, status)
             if next_rel == 0:    # the file shrank while we read it
                 return
             next_pos = sf.base + next_rel
-        pos = next_pos
+        sf.load(next_pos)
 
 
 # ------------------------------------------------------------------------------------------

@@ -345,13 +345,15 @@ def test_highly_compressed_batch_and_decompression_limit(tmp_path, engine, codec
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("window", [64, 150, 1000, 4096])
-def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, window):
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, window, prefetch):
     # batches straddle window ends and many are larger than the window
     data = random_segment(random.Random(77), n_batches=15)
     path = write_segment(tmp_path, data)
     want_rows = columnar.read_records(path, engine=engine)
     want_batches = columnar.scan_batches(path, engine=engine)
     monkeypatch.setattr(columnar, "_SCAN_BYTES", window)
+    monkeypatch.setattr(columnar, "_PREFETCH", prefetch)
     assert columnar.read_records(path, engine=engine).equals(want_rows)
     assert columnar.scan_batches(path, engine=engine).equals(want_batches)
     # torn tails and zero tails are judged at the file end, not at a window end
