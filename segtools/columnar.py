@@ -150,11 +150,13 @@ _PREFETCH = True
 
 def _read_ahead_executor() -> Any:
     global _READ_AHEAD
-    if _READ_AHEAD is None:
+    # a forked child (Spark's Python workers) inherits the executor but not its thread
+    if _READ_AHEAD is None or _READ_AHEAD[0] != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
 
-        _READ_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segtools-read")
-    return _READ_AHEAD
+        _READ_AHEAD = (os.getpid(), ThreadPoolExecutor(max_workers=1,
+                                                       thread_name_prefix="segtools-read"))
+    return _READ_AHEAD[1]
 
 
 class _SegmentFile:

@@ -412,3 +412,24 @@ def test_traced_memory_does_not_grow_with_the_segment(tmp_path, monkeypatch):
     # numpy buffers (traced) are bounded by the window and max_rows, not by the file
     assert peaks[1] < peaks[0] * 1.5 + (1 << 20), peaks
     assert peaks[1] < 24 << 20, peaks
+
+
+def test_read_ahead_works_in_a_forked_child(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    monkeypatch.setattr(columnar, "_SCAN_BYTES", 256)   # many windows: read-ahead in use
+    data = random_segment(random.Random(12))
+    path = write_segment(tmp_path, data)
+    want = columnar.read_records(path).num_rows      # parent creates the reader thread
+    pid = os.fork()
+    if pid == 0:                                     # child: must not wait on a dead thread
+        ok = False
+        try:
+            signal.signal(signal.SIGALRM, lambda *a: os._exit(3))
+            signal.alarm(30)
+            ok = columnar.read_records(path).num_rows == want
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
