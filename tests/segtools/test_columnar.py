@@ -214,6 +214,9 @@ def _record_body_corruptions() -> list[tuple[str, bytes]]:
     negative = bytearray(base)
     struct.pack_into(">i", negative, 57, -1)
     cases.append(("count_negative", negative))
+    huge = bytearray(base)
+    struct.pack_into(">i", huge, 57, 2**31 - 1)     # must not size buffers by the count
+    cases.append(("count_huge", huge))
     longer = bytearray(base)
     longer[61] = longer[61] + 2                      # first record length +1 (zig-zag)
     cases.append(("record_length", longer))
@@ -433,3 +436,15 @@ def test_read_ahead_works_in_a_forked_child(tmp_path, monkeypatch):
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_per_batch_crc_fallback_gives_the_same_tables(tmp_path, monkeypatch):
+    from segtools import _kernel
+
+    data = bytearray(random_segment(random.Random(21)))
+    data[-3] ^= 0x40                       # one bad CRC among good ones
+    path = write_segment(tmp_path, bytes(data))
+    want = columnar.scan_batches(path)
+    assert not all(want.column("crc_valid").to_pylist())
+    monkeypatch.setattr(_kernel, "HARDWARE_CRC_IN_KERNEL", False)
+    assert columnar.scan_batches(path).equals(want)
