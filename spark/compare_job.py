@@ -44,14 +44,17 @@ def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str
         import pandas as pd
 
         from segtools.forensics.classify import classify_partition
-        from segtools.forensics.collect import ReplicaSpec, replica_facts
+        from segtools.forensics.collect import ReplicaSpec, replica_facts, segment_errors, unread_segments
 
         topic, partition = str(pdf["topic"].iloc[0]), int(pdf["partition"].iloc[0])
         facts = []
         for rid, rows in pdf.groupby("broker", sort=True):
             spec = ReplicaSpec.from_dict(specs[int(rid)])
-            real = rows[rows["base_offset"].notna()]
-            facts.append(replica_facts(spec, real.to_dict("records")))
+            real = rows[rows["base_offset"].notna()].to_dict("records")
+            # the data source stops a segment at unreadable bytes (errors=stop); recover the
+            # reader's message for those segments only, so the report equals the in-process one
+            error = segment_errors(spec, unread_segments(spec, real))
+            facts.append(replica_facts(spec, real, error))
         verdict = classify_partition(facts, history=histories.get((topic, partition)))
         return pd.DataFrame({"topic": [topic], "partition": [partition], "verdict": [_pack(verdict)]})
 

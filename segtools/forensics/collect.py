@@ -153,7 +153,7 @@ def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
         epoch_checkpoint=spec.epoch_checkpoint, clean_shutdown=spec.clean_shutdown,
         first_segment_base=_segment_base(spec.segments[0][0]) if spec.segments else None,
         active_segment_base=_segment_base(spec.segments[-1][0]) if spec.segments else None,
-        read_error=read_error or ("; ".join(spec.problems) if spec.problems else None))
+        read_error=read_error, checkpoint_error="; ".join(spec.problems) if spec.problems else None)
     # Bytes a segment holds past its last complete batch: a torn tail in the active segment,
     # unreadable bytes anywhere else.
     ends: dict[str, int] = {}
@@ -167,6 +167,31 @@ def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
                 facts.torn_tail_bytes = size - end
                 facts.torn_tail_segment, facts.torn_tail_position = name, end
             else:
+                facts.unreadable_before_tail = True
                 msg = f"{name} @ position {end}: {size - end} bytes after the last readable batch"
                 facts.read_error = f"{facts.read_error}; {msg}" if facts.read_error else msg
     return facts
+
+
+def unread_segments(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Segment paths with bytes past their last complete batch (torn tail or a read error)."""
+    ends: dict[str, int] = {}
+    for r in batch_rows:
+        name = str(r["segment"])
+        ends[name] = max(ends.get(name, 0), int(r["position"]) + int(r["size"]))
+    return [path for path, size in spec.segments if size > ends.get(os.path.basename(path), 0)]
+
+
+def segment_errors(spec: ReplicaSpec, paths: Iterable[str]) -> str | None:
+    """The reader's own error message for segments that stopped early (None for a plain torn
+    tail), in segment order, joined like the in-process scan does."""
+    from segtools import columnar
+
+    errors = []
+    for path in paths:
+        try:
+            for _ in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition):
+                pass
+        except SegtoolsError as exc:
+            errors.append(str(exc))
+    return "; ".join(errors) if errors else None

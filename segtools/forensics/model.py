@@ -85,6 +85,8 @@ class ReplicaFacts:
     torn_tail_segment: str | None = None
     torn_tail_position: int | None = None
     read_error: str | None = None                # a reader error that stopped the scan
+    checkpoint_error: str | None = None          # a checkpoint/metadata file that did not parse
+    unreadable_before_tail: bool = False         # unread bytes in a segment other than the last
 
     @property
     def replica_id(self) -> str:

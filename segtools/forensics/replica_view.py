@@ -67,7 +67,16 @@ def build_view(facts: ReplicaFacts) -> ReplicaView:
                                 "complete batch", segment=facts.torn_tail_segment,
                                 position=facts.torn_tail_position))
     if facts.read_error:
-        findings.append(Finding("READ_ERROR", facts.read_error))
+        if facts.unreadable_before_tail or facts.clean_shutdown:
+            # The reader stopped at bytes that are no batch (a corrupt length or magic) before
+            # the active segment's end, or after a clean shutdown: corruption, not a torn tail.
+            findings.append(Finding("CRC_INVALID", f"unreadable: {facts.read_error}"))
+        else:
+            # Kafka's recovery truncates the active segment at such bytes (CorruptRecordException)
+            findings.append(Finding("TORN_TAIL", f"recovery would cut here: {facts.read_error}",
+                                    segment=facts.torn_tail_segment, position=facts.torn_tail_position))
+    if facts.checkpoint_error:
+        findings.append(Finding("READ_ERROR", facts.checkpoint_error))
 
     prev: BatchFacts | None = None
     for b in kept:

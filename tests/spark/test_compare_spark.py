@@ -169,3 +169,23 @@ def test_cli_unusable_input_exits_2(tmp_path):
     res = CliRunner().invoke(compare, [str(tmp_path), "--no-spark"])
     assert res.exit_code == 2
     assert "no Kafka partition" in res.output and "Traceback" not in res.output
+
+
+def test_spark_compare_agrees_on_damaged_replicas(spark, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "forensics"))
+    from test_corrupt_inputs import _copy, corrupt_length
+
+    from segtools.spark.compare_job import run_compare
+
+    root = _copy(tmp_path)
+    (root / "broker-2" / ".kafka_cleanshutdown").write_text("")
+    corrupt_length(root / "broker-2" / "orders-0" / "00000000000000000000.log", 3)
+    with open(root / "broker-3" / "orders-0" / "00000000000000000000.log", "ab") as fh:
+        fh.write(b"\x00\x00\x00\x00\x00\x00\x00\x09garbage-bytes")
+    (root / "broker-3" / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    distributed = run_compare(spark, [str(root)])
+    assert distributed.to_json() == compare_in_process([str(root)]).to_json()
+    reps = {r.broker: r.status for p in distributed.partitions for r in p.verdict.replicas}
+    assert reps[2] == "CRC_INVALID" and distributed.exit_code == 1
