@@ -213,3 +213,10 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
                 for p in reports for r in p.verdict.replicas]
         _write_small_table(os.path.join(tables_dir, "verdicts"), rows)
     return report
+
+
+if __name__ == "__main__":  # pragma: no cover - entry point for spark-submit
+    # spark-submit $(python -c 'import segtools.spark.compare_job as m; print(m.__file__)') DIR...
+    from segtools.cli.compare import compare
+
+    compare(prog_name="segtools compare")
