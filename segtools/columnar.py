@@ -564,9 +564,10 @@ class _RowChunk:
 
 
 def _pool_empty(n: int, dtype: Any) -> np.ndarray:
-    """Uninitialised array in Arrow's memory pool (mimalloc/jemalloc): chunk after chunk it
-    reuses the same memory, where glibc's heap kept growing with the file (its mmap threshold
-    rises after the first large free)."""
+    """Uninitialised array in Arrow's default memory pool: chunk after chunk it reuses the same
+    memory, where glibc's heap kept growing with the file (its mmap threshold rises after the
+    first large free). Measured on a 64 MB segment: peak RSS 373 MB with mimalloc (flat at
+    256 MB), 309 MB with jemalloc but half the speed, so the default pool stays."""
     dt = np.dtype(dtype)
     buf = pa.allocate_buffer(max(1, n) * dt.itemsize)
     return np.frombuffer(buf, dtype=dt, count=n)
