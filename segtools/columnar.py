@@ -573,6 +573,19 @@ def _pool_empty(n: int, dtype: Any) -> np.ndarray:
     return np.frombuffer(buf, dtype=dt, count=n)
 
 
+def _arena(specs: list[tuple[int, Any]]) -> list[np.ndarray]:
+    """Uninitialised arrays carved from one pool allocation (one allocation per chunk instead
+    of seventeen: each large one cost ~0.1 ms); 64-byte aligned like Arrow's own buffers."""
+    layout = []
+    size = 0
+    for n, dtype in specs:
+        dt = np.dtype(dtype)
+        layout.append((size, n, dt))
+        size += -(-(max(n, 1) * dt.itemsize) // 64) * 64
+    buf = pa.allocate_buffer(max(size, 64))
+    return [np.frombuffer(buf, dtype=dt, count=n, offset=off) for off, n, dt in layout]
+
+
 def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: np.ndarray,
                          typ: pa.DataType = pa.binary()) -> pa.Array:
     valid_bool = valid[:n].astype(bool)
@@ -607,25 +620,14 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
     cap_rows = int(np.minimum(np.maximum(counts, 0), region // 7).sum())
     total = int(region.sum())
-    empty = _pool_empty
-    o_offset = empty(cap_rows, np.int64)
-    o_ts = empty(cap_rows, np.int64)
-    o_seq = empty(cap_rows, np.int32)
-    o_batch = empty(cap_rows, np.int32)
-    k_off = empty(cap_rows + 1, np.int32)
-    v_off = empty(cap_rows + 1, np.int32)
-    h_off = empty(cap_rows + 1, np.int32)
-    k_valid = empty(cap_rows, np.uint8)
-    v_valid = empty(cap_rows, np.uint8)
-    h_valid = empty(cap_rows, np.uint8)
     cap_headers = total // 2
-    hk_off = empty(cap_headers + 1, np.int32)
-    hv_off = empty(cap_headers + 1, np.int32)
-    hv_valid = empty(cap_headers, np.uint8)
-    k_data = empty(total, np.uint8)
-    v_data = empty(total, np.uint8)
-    hk_data = empty(total, np.uint8)
-    hv_data = empty(total, np.uint8)
+    (o_offset, o_ts, o_seq, o_batch, k_off, v_off, h_off, k_valid, v_valid, h_valid,
+     hk_off, hv_off, hv_valid, k_data, v_data, hk_data, hv_data) = _arena([
+        (cap_rows, np.int64), (cap_rows, np.int64), (cap_rows, np.int32), (cap_rows, np.int32),
+        (cap_rows + 1, np.int32), (cap_rows + 1, np.int32), (cap_rows + 1, np.int32),
+        (cap_rows, np.uint8), (cap_rows, np.uint8), (cap_rows, np.uint8),
+        (cap_headers + 1, np.int32), (cap_headers + 1, np.int32), (cap_headers, np.uint8),
+        (total, np.uint8), (total, np.uint8), (total, np.uint8), (total, np.uint8)])
     st = np.zeros(9, np.int64)
     err, bad = kernel.decode_records(
         mf.array, dec, src, start, end, h.base_offset[idx], h.base_timestamp[idx],
