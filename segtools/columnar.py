@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,16 +74,52 @@ _KERNEL: Any = None
 _KERNEL_TRIED = False
 
 
+#: FORMATS.md 1.9 worked example: one batch, null key, value "a", crc 0x965A94B1
+_WORKED_EXAMPLE = bytes.fromhex(
+    "0000000000000000000000390000000002965a94b10000000000000000018bcfe568000000018bcfe568"
+    "00ffffffffffffffffffffffffffff000000010e00000001026100")
+
+
+class _InMemory:
+    """The attributes of :class:`_SegmentFile` the kernels read, over bytes in memory."""
+
+    def __init__(self, data: bytes) -> None:
+        self.path = "<self-test>"
+        self.array = np.frombuffer(data, dtype=np.uint8)
+        self.view = memoryview(data)
+        self.base = 0
+        self.filled = self.size = len(data)
+
+
+def _kernel_works(kernel: Any) -> bool:
+    """Compile (or load from cache) every kernel on the spec's worked example and check the
+    answer, so a broken numba/llvmlite install means the python engine, not a crash later."""
+    sf = _InMemory(_WORKED_EXAMPLE)
+    h, _next, _status = _scan_chunk(sf, 0, kernel, 4)  # type: ignore[arg-type]
+    _finish_chunk(sf, h, kernel)  # type: ignore[arg-type]
+    rc = _decode_kernel(kernel, sf, h, np.arange(len(h), dtype=np.int64), {})  # type: ignore[arg-type]
+    return (len(h) == 1 and bool(h.crc_valid[0]) and rc.value.to_pylist() == [b"a"]
+            and rc.key.to_pylist() == [None] and rc.timestamp_ms.tolist() == [1_700_000_000_000])
+
+
 def _load_kernel() -> Any:
     global _KERNEL, _KERNEL_TRIED
     if not _KERNEL_TRIED:
         _KERNEL_TRIED = True
+        _KERNEL = None
         try:
             from segtools import _kernel
-        except ImportError:  # numba missing or broken: the python engine takes over
-            _KERNEL = None
-        else:
-            _KERNEL = _kernel
+
+            if _kernel_works(_kernel):
+                _KERNEL = _kernel
+            else:  # pragma: no cover - would mean a miscompiled kernel
+                warnings.warn("segtools: numba kernel self-test failed; using the python engine",
+                              RuntimeWarning, stacklevel=2)
+        except ImportError:  # numba missing: the python engine takes over
+            pass
+        except Exception as exc:  # noqa: BLE001 - numba/llvmlite broken in some other way
+            warnings.warn(f"segtools: numba kernel unusable ({type(exc).__name__}: {exc}); "
+                          "using the python engine", RuntimeWarning, stacklevel=2)
     return _KERNEL
 
 

@@ -448,3 +448,24 @@ def test_per_batch_crc_fallback_gives_the_same_tables(tmp_path, monkeypatch):
     assert not all(want.column("crc_valid").to_pylist())
     monkeypatch.setattr(_kernel, "HARDWARE_CRC_IN_KERNEL", False)
     assert columnar.scan_batches(path).equals(want)
+
+
+def test_broken_kernel_falls_back_with_a_warning(tmp_path, monkeypatch):
+    def broken(kernel):
+        raise RuntimeError("LLVM ERROR: simulated")
+
+    monkeypatch.setattr(columnar, "_KERNEL_TRIED", False)
+    monkeypatch.setattr(columnar, "_KERNEL", None)
+    monkeypatch.setattr(columnar, "_kernel_works", broken)
+    with pytest.warns(RuntimeWarning, match="python engine"):
+        assert columnar.available_engines() == ["python"]
+    path = write_segment(tmp_path, kp_batch([Rec(b"k", b"v")], base_offset=2))
+    assert columnar.read_records(path).column("offset").to_pylist() == [2]
+    with pytest.raises(SegtoolsError):
+        columnar.read_records(path, engine="numba")
+
+
+def test_kernel_self_test_passes_on_the_spec_example():
+    from segtools import _kernel
+
+    assert columnar._kernel_works(_kernel)
