@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from segtools.forensics.collect import ReplicaSpec
 from segtools.forensics.elections import PartitionHistory
-from segtools.forensics.loss import AckIndex
+from segtools.forensics.loss import AckIndex, apply_lost_evidence
 from segtools.forensics.report import CompareReport, PartitionReport
 
 _VERDICT_SCHEMA = "topic string, partition int, verdict binary"
@@ -113,8 +113,9 @@ def _stage3_fn(specs: Mapping[int, dict[str, Any]], verdicts: Mapping[tuple[str,
                 reference = recs
             else:
                 by_replica[key] = recs
-        acked = None if acks is None else acks.get((topic, partition), {})
-        lost, findings = lost_records(verdict.divergent_ranges, by_replica, reference, acked)
+        acked = None if acks is None else acks[(topic, partition)][0]
+        by_ack = set() if acks is None else acks[(topic, partition)][1]
+        lost, findings = lost_records(verdict.divergent_ranges, by_replica, reference, acked, by_ack)
         return pd.DataFrame({"topic": [topic], "partition": [partition], "lost": [_pack((lost, findings))]})
 
     return match
@@ -190,7 +191,8 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
         b_verdicts = sc.broadcast({k: verdicts[k] for k in loaded if loaded[k].divergent_ranges})
         acked = None
         if acks is not None:
-            acked = {k: acks.for_partition(*k) for k in loaded if loaded[k].divergent_ranges}
+            acked = {k: (acks.for_partition(*k), acks.committed_for_partition(*k))
+                     for k in loaded if loaded[k].divergent_ranges}
         b_acks = sc.broadcast(acked)
         read = _read_ranges_fn(spec_dicts)
         records = task_df.mapInPandas(lambda it: read(it), _RECORD_COLUMNS)
@@ -205,6 +207,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
     reports = []
     for key in sorted(loaded):
         lost, findings = lost_by_tp.get(key, ([], []))
+        apply_lost_evidence(loaded[key], lost)
         reports.append(PartitionReport(loaded[key], lost, findings))
     report = CompareReport(reports)
     if tables_dir:

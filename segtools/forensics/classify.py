@@ -32,6 +32,7 @@ class DivergentRange:
     first_offset: int
     last_offset: int
     committed_bounds: list[tuple[int, int, int]] = field(default_factory=list)
+    cause_if_committed: str | None = None    # the cause should stage 3 prove a record committed
 
     def is_committed(self, offset: int) -> bool:
         for base, last, bound in self.committed_bounds:
@@ -299,6 +300,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                 first_div = div_batches[0]
                 holder_brokers = {x.broker for x in holders.get(first_div.key, [v])}
                 cause = _cause(ref, v, fork, history, committed > 0, holder_brokers)
+                ranges[-1].cause_if_committed = _cause(ref, v, fork, history, True, holder_brokers)
             elif v.log_end_offset < ref.log_end_offset:
                 codes.add("LAGGING_PREFIX")
             hw = v.high_watermark

@@ -64,11 +64,19 @@ class AckIndex:
 
     def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
         self._acked: dict[tuple[str, int, int, int], bool] = {}
+        self._acked_all: set[tuple[str, int, int, int]] = set()
         for e in entries:
             if e.get("offset") is None or e.get("leader_epoch") is None:
                 continue
             k = (str(e["topic"]), int(e["partition"]), int(e["offset"]), int(e["leader_epoch"]))
             self._acked[k] = self._acked.get(k, False) or bool(e.get("ok"))
+            if e.get("ok") and str(e.get("acks")) in ("all", "-1"):
+                self._acked_all.add(k)
+
+    def committed_for_partition(self, topic: str, partition: int) -> set[tuple[int, int]]:
+        """(offset, epoch) acknowledged under acks=all: the leader acks those only once the HW
+        passed them, so they were committed whatever the (lagging) HW checkpoints say."""
+        return {(o, e) for (t, p, o, e) in self._acked_all if t == topic and p == partition}
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "AckIndex":
@@ -101,7 +109,8 @@ class AckIndex:
 
 def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int, str], Sequence[RecordFacts]],
                  reference: Sequence[RecordFacts],
-                 acks: Mapping[tuple[int, int], bool] | None) -> tuple[list[LostRecord], list[Finding]]:
+                 acks: Mapping[tuple[int, int], bool] | None,
+                 committed_by_ack: set[tuple[int, int]] | frozenset = frozenset()) -> tuple[list[LostRecord], list[Finding]]:
     """Lost records per divergent range (keyed by (broker, log_dir)), with relocation and
     committed/acked flags; plus RELOCATED / DUPLICATE findings."""
     at = {(r.offset, r.leader_epoch) for r in reference}
@@ -132,7 +141,8 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
             moved += relocated is not None
             out.append(LostRecord(
                 broker=rng.broker, log_dir=rng.log_dir, offset=rec.offset, leader_epoch=rec.leader_epoch,
-                key=rec.key, value=rec.value, committed=rng.is_committed(rec.offset),
+                key=rec.key, value=rec.value,
+                committed=rng.is_committed(rec.offset) or (rec.offset, rec.leader_epoch) in committed_by_ack,
                 acked=None if acks is None else acks.get((rec.offset, rec.leader_epoch), False),
                 relocated_to=relocated, producer_id=rec.producer_id, sequence=rec.sequence))
         if moved:
@@ -150,3 +160,24 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
                                         offset=again[0]))
     out.sort(key=lambda x: (x.offset, x.broker, x.leader_epoch))
     return out, findings
+
+
+def apply_lost_evidence(verdict: Any, lost: Sequence[LostRecord]) -> None:
+    """Fold stage 3's evidence back into the stage 2 verdict: records proven committed by
+    acks=all acknowledgements raise ``committed_records`` and turn DIVERGED_UNCOMMITTED
+    into COMMITTED_LOSS (with the cause stage 2 computed for that case)."""
+    from segtools.forensics.findings import rank_status
+
+    for rv in verdict.replicas:
+        if not rv.divergent:
+            continue
+        mine = [x for x in lost if x.broker == rv.broker and x.log_dir == rv.log_dir]
+        committed = sum(1 for x in mine if x.committed)
+        if committed <= rv.divergent["committed_records"]:
+            continue
+        rv.divergent["committed_records"] = committed
+        if rv.status == "DIVERGED_UNCOMMITTED":
+            rv.status = rank_status({"COMMITTED_LOSS"})
+            rng = next((r for r in verdict.divergent_ranges
+                        if (r.broker, r.log_dir) == (rv.broker, rv.log_dir)), None)
+            rv.cause = rng.cause_if_committed if rng is not None else rv.cause

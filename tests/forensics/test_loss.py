@@ -61,3 +61,28 @@ def test_ack_index_reads_acks_jsonl_and_rejects_garbage(tmp_path):
         AckIndex.load(bad)
     with pytest.raises(InputError):
         AckIndex.load(tmp_path / "missing.jsonl")
+
+
+def test_acks_all_acknowledgement_proves_commitment_beyond_a_stale_hw_checkpoint():
+    from segtools.forensics.classify import classify_partition
+    from segtools.forensics.loss import apply_lost_evidence
+
+    from forensics_helpers import dense, replica
+
+    # S8 shape: A's tail [505..509]@e3 above its (stale) HWC 505; B leads e4 from 505
+    a = replica(1, dense([(480, 509, 3)]), hw=505, clean=False)
+    b = replica(2, dense([(480, 504, 3)]), hw=505, lec=[(3, 480), (4, 505)])
+    verdict = classify_partition([a, b])
+    rv = next(r for r in verdict.replicas if r.broker == 1)
+    assert rv.status == "DIVERGED_UNCOMMITTED"
+    divergent = {(1, ""): [rec(o, 3, b"v%d" % o) for o in range(505, 510)]}
+    # acks=1 acknowledgements say nothing about commitment
+    lost, _ = lost_records(verdict.divergent_ranges, divergent, [], {(505, 3): True}, set())
+    apply_lost_evidence(verdict, lost)
+    assert rv.status == "DIVERGED_UNCOMMITTED" and not any(x.committed for x in lost)
+    # an acks=all acknowledgement does: the leader acked only after the HW passed the record
+    lost, _ = lost_records(verdict.divergent_ranges, divergent, [], {(505, 3): True, (506, 3): True},
+                           {(505, 3), (506, 3)})
+    apply_lost_evidence(verdict, lost)
+    assert [x.offset for x in lost if x.committed] == [505, 506]
+    assert (rv.status, rv.divergent["committed_records"]) == ("COMMITTED_LOSS", 2)
