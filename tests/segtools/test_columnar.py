@@ -8,6 +8,8 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from segtools import columnar
 from segtools.errors import CorruptBatchError, FormatError, SegtoolsError
@@ -469,3 +471,32 @@ def test_kernel_self_test_passes_on_the_spec_example():
     from segtools import _kernel
 
     assert columnar._kernel_works(_kernel)
+
+
+_FUZZ_BASES = [random_segment(random.Random(500 + i), n_batches=5) for i in range(3)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_hypothesis_hostile_bytes_only_segtools_errors(tmp_path, data):
+    base = bytearray(data.draw(st.sampled_from(_FUZZ_BASES)))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(base) - 1))
+        base[at:at + 4] = data.draw(st.binary(min_size=1, max_size=4))
+    if data.draw(st.booleans()):
+        base = base[:data.draw(st.integers(0, len(base)))]
+    path = write_segment(tmp_path, bytes(base), name="fz-0")
+    outcomes = []
+    for engine in ENGINES:
+        try:
+            t = columnar.read_records(path, engine=engine, max_uncompressed_bytes=1 << 20)
+            s = columnar.scan_batches(path, engine=engine)
+            outcomes.append(("ok", t, s))
+        except SegtoolsError as exc:
+            assert exc.position is None or 0 <= exc.position <= len(base)
+            outcomes.append(("err", type(exc).__name__, str(exc)))
+    assert outcomes[0][0] == outcomes[1][0]
+    if outcomes[0][0] == "ok":
+        assert outcomes[0][1].equals(outcomes[1][1]) and outcomes[0][2].equals(outcomes[1][2])
+    else:
+        assert outcomes[0] == outcomes[1]
