@@ -61,8 +61,9 @@ def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str
     return classify
 
 
-def _read_ranges_fn(specs: Mapping[int, dict[str, Any]]):
-    """mapInPandas function: drill-down tasks -> decoded records of those offset ranges."""
+def _read_ranges_fn(specs: Mapping[int, dict[str, Any]], filters: Mapping[tuple[str, int], Any] | None = None):
+    """mapInPandas function: drill-down tasks -> decoded records of those offset ranges
+    (reference ranges: only the records the partition's ReferenceFilter keeps)."""
 
     def read(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
@@ -74,6 +75,9 @@ def _read_ranges_fn(specs: Mapping[int, dict[str, Any]]):
             for t in tasks.itertuples(index=False):
                 spec = ReplicaSpec.from_dict(specs[int(t.replica_id)])
                 recs = read_range(spec, int(t.first), int(t.last))
+                if filters is not None:
+                    keep = filters.get((t.topic, int(t.partition)))
+                    recs = [r for r in recs if keep is not None and keep.keep(r)]
                 if not recs:
                     continue
                 yield pd.DataFrame({
@@ -172,30 +176,52 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
 
     # ---- stage 3: drill-down inside divergent ranges only
     by_key = {(s.topic, s.partition, s.broker, s.log_dir): s.replica_id for s in specs}
-    tasks = []
+    div_tasks, ref_tasks = [], []
     for (topic, partition), v in loaded.items():
         if not v.divergent_ranges:
             continue
         for rng in v.divergent_ranges:
-            tasks.append((topic, partition, by_key[(topic, partition, rng.broker, rng.log_dir)],
-                          rng.first_offset, rng.last_offset))
+            div_tasks.append((topic, partition, by_key[(topic, partition, rng.broker, rng.log_dir)],
+                              rng.first_offset, rng.last_offset))
         ref = next(r for r in v.replicas if r.is_reference)
         lo = min(rng.first_offset for rng in v.divergent_ranges)
         if ref.log_end_offset > lo:
-            tasks.append((topic, partition, by_key[(topic, partition, ref.broker, ref.log_dir)],
-                          lo, ref.log_end_offset - 1))
+            ref_tasks.append((topic, partition, by_key[(topic, partition, ref.broker, ref.log_dir)],
+                              lo, ref.log_end_offset - 1))
     lost_by_tp: dict[tuple[str, int], tuple[list, list]] = {}
-    if tasks:
-        task_df = spark.createDataFrame(tasks, "topic string, partition int, replica_id int, first long, last long")
-        task_df = task_df.repartition(min(len(tasks), max(1, sc.defaultParallelism)))
+    if div_tasks:
+        task_schema = "topic string, partition int, replica_id int, first long, last long"
+        slots = max(1, sc.defaultParallelism)
         b_verdicts = sc.broadcast({k: verdicts[k] for k in loaded if loaded[k].divergent_ranges})
         acked = None
         if acks is not None:
             acked = {k: (acks.for_partition(*k), acks.committed_for_partition(*k))
                      for k in loaded if loaded[k].divergent_ranges}
         b_acks = sc.broadcast(acked)
-        read = _read_ranges_fn(spec_dicts)
-        records = task_df.mapInPandas(lambda it: read(it), _RECORD_COLUMNS)
+        read_div = _read_ranges_fn(spec_dicts)
+        div_df = spark.createDataFrame(div_tasks, task_schema).repartition(min(len(div_tasks), slots))
+        div_records = div_df.mapInPandas(lambda it: read_div(it), _RECORD_COLUMNS).cache()
+        records = div_records
+        if ref_tasks:
+            # 3a: per partition, what of the reference range matters (digests, not records)
+            def build_filter(pdf):
+                import pandas as pd
+
+                from segtools.forensics.loss import ReferenceFilter
+                from segtools.forensics.pipeline import record_facts_from_rows
+
+                keep = ReferenceFilter(record_facts_from_rows(pdf.to_dict("records")))
+                return pd.DataFrame({"topic": [str(pdf["topic"].iloc[0])],
+                                     "partition": [int(pdf["partition"].iloc[0])], "lost": [_pack(keep)]})
+
+            filters = {(r.topic, r.partition): pickle.loads(bytes(r.lost)) for r in
+                       div_records.groupBy("topic", "partition").applyInPandas(build_filter, _LOST_SCHEMA).collect()}
+            b_filters = sc.broadcast(filters)
+            def read_ref_filtered(it):
+                return _read_ranges_fn(b_specs.value, b_filters.value)(it)
+
+            ref_df = spark.createDataFrame(ref_tasks, task_schema).repartition(min(len(ref_tasks), slots))
+            records = div_records.unionByName(ref_df.mapInPandas(read_ref_filtered, _RECORD_COLUMNS))
         if tables_dir:
             records.write.mode("overwrite").parquet(os.path.join(tables_dir, "divergent_records"))
 
@@ -204,6 +230,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
 
         for r in records.groupBy("topic", "partition").applyInPandas(stage3, _LOST_SCHEMA).collect():
             lost_by_tp[(r.topic, r.partition)] = pickle.loads(bytes(r.lost))
+        div_records.unpersist()
     reports = []
     for key in sorted(loaded):
         lost, findings = lost_by_tp.get(key, ([], []))

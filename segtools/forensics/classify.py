@@ -8,6 +8,7 @@ this stage marks as divergent (``DivergentRange``).
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -35,9 +36,11 @@ class DivergentRange:
     cause_if_committed: str | None = None    # the cause should stage 3 prove a record committed
 
     def is_committed(self, offset: int) -> bool:
-        for base, last, bound in self.committed_bounds:
-            if base <= offset <= last:
-                return offset < bound
+        # bounds are in offset order (LMV batches below the fork, then the suffix)
+        bounds = self.committed_bounds
+        i = bisect.bisect_right(bounds, (offset, float("inf"), float("inf"))) - 1
+        if i >= 0 and bounds[i][0] <= offset <= bounds[i][1]:
+            return offset < bounds[i][2]
         return False
 
 
@@ -292,7 +295,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                     divergent["control_records"] = control
                 tails.append((v, div_batches))
                 ranges.append(DivergentRange(v.broker, v.facts.log_dir, fork,
-                                             divergent["last_offset"], bounds))
+                                             divergent["last_offset"], sorted(bounds)))
                 if suffix:
                     codes.add("COMMITTED_LOSS" if committed else "DIVERGED_UNCOMMITTED")
                 elif committed:

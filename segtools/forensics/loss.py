@@ -181,3 +181,39 @@ def apply_lost_evidence(verdict: Any, lost: Sequence[LostRecord]) -> None:
             rng = next((r for r in verdict.divergent_ranges
                         if (r.broker, r.log_dir) == (rv.broker, rv.log_dir)), None)
             rv.cause = rng.cause_if_committed if rng is not None else rv.cause
+
+
+class ReferenceFilter:
+    """Which reference records stage 3 needs: those at a divergent offset (to tell "held at
+    the same offset and epoch"), and those that could be a relocated or duplicated copy of a
+    divergent record (same producer id/epoch/sequence, or same content). Everything else in
+    the reference range is dropped where it is read, so a long reference range never has to
+    sit in one place."""
+
+    def __init__(self, divergent: Iterable[RecordFacts]) -> None:
+        self.offsets: set[int] = set()
+        self.producers: set[tuple[int, int, int]] = set()
+        self.contents: set[bytes] = set()
+        for r in divergent:
+            self.offsets.add(r.offset)
+            if r.producer_id >= 0 and r.sequence >= 0:
+                self.producers.add((r.producer_id, r.producer_epoch, r.sequence))
+            self.contents.add(content_digest(r))
+
+    def keep(self, r: RecordFacts) -> bool:
+        return (r.offset in self.offsets
+                or (r.producer_id, r.producer_epoch, r.sequence) in self.producers
+                or content_digest(r) in self.contents)
+
+
+def content_digest(r: RecordFacts) -> bytes:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for part in (r.key, r.value):
+        h.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
+    for k, v in r.headers:
+        kb = k.encode("utf-8", "surrogatepass")
+        h.update(len(kb).to_bytes(4, "big") + kb)
+        h.update(b"\x00" if v is None else b"\x01" + len(v).to_bytes(4, "big") + v)
+    return h.digest()

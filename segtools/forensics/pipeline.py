@@ -12,7 +12,7 @@ from segtools.errors import SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
 from segtools.forensics.collect import ReplicaSpec, discover_replicas, replica_facts
 from segtools.forensics.elections import PartitionHistory
-from segtools.forensics.loss import AckIndex, apply_lost_evidence, lost_records
+from segtools.forensics.loss import AckIndex, ReferenceFilter, apply_lost_evidence, lost_records
 from segtools.forensics.model import RecordFacts
 from segtools.forensics.report import CompareReport, PartitionReport
 
@@ -79,7 +79,9 @@ def drill_down(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec], acks: Ac
     ref_spec = by_key.get((verdict.reference_broker, verdict.reference_log_dir))
     ref_rv = next(r for r in verdict.replicas if r.is_reference)
     lo = min(r.first_offset for r in verdict.divergent_ranges)
-    reference = read(ref_spec, lo, ref_rv.log_end_offset - 1) if ref_spec is not None else []
+    keep = ReferenceFilter(r for recs in divergent.values() for r in recs)
+    reference = [r for r in read(ref_spec, lo, ref_rv.log_end_offset - 1) if keep.keep(r)] \
+        if ref_spec is not None else []
     acked = acks.for_partition(verdict.topic, verdict.partition) if acks is not None else None
     by_ack = acks.committed_for_partition(verdict.topic, verdict.partition) if acks is not None else set()
     lost, findings = lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack)

@@ -86,3 +86,14 @@ def test_acks_all_acknowledgement_proves_commitment_beyond_a_stale_hw_checkpoint
     apply_lost_evidence(verdict, lost)
     assert [x.offset for x in lost if x.committed] == [505, 506]
     assert (rv.status, rv.divergent["committed_records"]) == ("COMMITTED_LOSS", 2)
+
+
+def test_reference_filter_keeps_only_what_matching_needs():
+    from segtools.forensics.loss import ReferenceFilter
+
+    keep = ReferenceFilter([rec(10, 3, b"x", key=b"k"), rec(11, 3, b"y", pid=7, seq=4)])
+    assert keep.keep(rec(10, 4, b"other"))                 # same offset: the "held?" check
+    assert keep.keep(rec(20, 4, b"x", key=b"k"))           # same content elsewhere
+    assert keep.keep(rec(21, 4, b"changed", pid=7, seq=4))  # same producer sequence
+    assert not keep.keep(rec(22, 4, b"x"))                  # key differs: other content
+    assert not keep.keep(rec(23, 4, b"y", pid=7, seq=5))
