@@ -96,4 +96,4 @@ def test_reference_filter_keeps_only_what_matching_needs():
     assert keep.keep(rec(20, 4, b"x", key=b"k"))           # same content elsewhere
     assert keep.keep(rec(21, 4, b"changed", pid=7, seq=4))  # same producer sequence
     assert not keep.keep(rec(22, 4, b"x"))                  # key differs: other content
-    assert not keep.keep(rec(23, 4, b"y", pid=7, seq=5))
+    assert not keep.keep(rec(23, 4, b"z", pid=7, seq=5))
