@@ -62,7 +62,6 @@ DEFAULT_MAX_UNCOMPRESSED = 256 * 1024 * 1024
 
 _COMPRESSION_NAMES = ["none", "gzip", "snappy", "lz4", "zstd",
                       "unknown(5)", "unknown(6)", "unknown(7)"]
-_TIMESTAMP_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
 
 def available_engines() -> list[str]:
