@@ -500,3 +500,81 @@ def test_hypothesis_hostile_bytes_only_segtools_errors(tmp_path, data):
         assert outcomes[0][1].equals(outcomes[1][1]) and outcomes[0][2].equals(outcomes[1][2])
     else:
         assert outcomes[0] == outcomes[1]
+
+
+def _patched(data: bytes, **fields: int) -> bytes:
+    """A v2 batch with header fields overwritten (FORMATS.md 1.1 offsets), CRC recomputed."""
+    where = {"magic": (16, ">b"), "attributes": (21, ">h"), "base_timestamp": (27, ">q"),
+             "max_timestamp": (35, ">q"), "records_count": (57, ">i")}
+    buf = bytearray(data)
+    for name, value in fields.items():
+        off, fmt = where[name]
+        struct.pack_into(fmt, buf, off, value)
+    fix_crc(buf)
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_empty_batch_after_compaction(tmp_path, engine):
+    one = kp_batch([Rec(b"k", b"v")], base_offset=0)
+    # header only: recordsCount 0 and no record bytes (batch_length 49)
+    empty = bytearray(one[:61])
+    struct.pack_into(">qi", empty, 0, 1, 49)
+    struct.pack_into(">i", empty, 57, 0)
+    fix_crc(empty)
+    path = write_segment(tmp_path, one + bytes(empty) + kp_batch([Rec(b"k", b"w")], base_offset=2))
+    t = columnar.read_records(path, engine=engine)
+    assert t.column("offset").to_pylist() == [0, 2]
+    s = columnar.scan_batches(path, engine=engine)
+    assert s.column("records_count").to_pylist() == [1, 0, 1]
+    assert s.column("size").to_pylist()[1] == 61 and all(s.column("crc_valid").to_pylist())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_delete_horizon_batch(tmp_path, engine):
+    recs = [Rec(b"k", b"v", [], 1_700_000_000_000 + i) for i in range(3)]
+    data = _patched(kp_batch(recs, base_offset=0), attributes=0x40)
+    t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
+    assert _rows(t) == oracle_rows(data)
+    s = columnar.scan_batches(write_segment(tmp_path, data), engine=engine)
+    assert s.column("has_delete_horizon").to_pylist() == [True]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unknown_codec_and_magic_raise_located_errors(tmp_path, engine):
+    from segtools.errors import CompressionError, UnsupportedMagicError
+
+    good = kp_batch([Rec(b"k", b"v")], base_offset=0)
+    bad_codec = _patched(kp_batch([Rec(b"k", b"v")], base_offset=1), attributes=6)
+    path = write_segment(tmp_path, good + bad_codec, name="codec-0")
+    with pytest.raises(CompressionError) as info:
+        columnar.read_records(path, engine=engine)
+    assert info.value.position == len(good) and info.value.base_offset == 1
+    assert columnar.scan_batches(path, engine=engine).column("compression").to_pylist() == [
+        "none", "unknown(6)"]
+    magic3 = _patched(kp_batch([Rec(b"k", b"v")], base_offset=1), magic=3)
+    path = write_segment(tmp_path, good + magic3, name="magic-0")
+    with pytest.raises(UnsupportedMagicError) as info:
+        columnar.read_records(path, engine=engine)
+    assert info.value.position == len(good) and info.value.field == "magic"
+    assert columnar.scan_batches(path, engine=engine).column("magic").to_pylist() == [2, 3]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_v2_batch_shorter_than_its_header(tmp_path, engine):
+    good = kp_batch([Rec(b"k", b"v")], base_offset=0)
+    short = bytearray(good[:40])
+    struct.pack_into(">i", short, 8, 28)           # 40 bytes in all: magic 2, < 61
+    path = write_segment(tmp_path, good + bytes(short))
+    with pytest.raises(CorruptBatchError) as info:
+        columnar.scan_batches(path, engine=engine)
+    assert info.value.position == len(good) and info.value.field == "batch_length"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_garbage_timestamps_stay_visible(tmp_path, engine):
+    recs = [Rec(b"k", b"v", [], 0)]
+    data = _patched(kp_batch(recs, base_offset=0), base_timestamp=2**62)
+    t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
+    assert t.column("timestamp_ms").to_pylist() == [2**62]
+    assert t.column("timestamp").to_pylist() == [None]     # not representable in microseconds
