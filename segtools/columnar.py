@@ -635,9 +635,12 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
                    payloads: dict[int, bytes]) -> _RowChunk:
     """Run the numba kernel over the batches ``idx`` (indexes into ``h``, file order)."""
     nb = len(idx)
+    # a run of uncompressed batches is a contiguous range: slices, not gathers
+    contiguous = nb > 0 and int(idx[-1]) - int(idx[0]) + 1 == nb
+    sel: Any = slice(int(idx[0]), int(idx[-1]) + 1) if contiguous else idx
     src = np.zeros(nb, dtype=np.int8)
-    start = h.position[idx] - h.base + RECORD_BATCH_OVERHEAD
-    end = h.position[idx] - h.base + 12 + h.batch_length[idx]
+    start = h.position[sel] - h.base + RECORD_BATCH_OVERHEAD
+    end = h.position[sel] - h.base + 12 + h.batch_length[sel]
     parts = []
     dec_pos = 0
     if payloads:
@@ -652,7 +655,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     dec = np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else np.zeros(0, np.uint8)
     dec.flags.writeable = False
     region = end - start
-    counts = h.records_count[idx]
+    counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
     cap_rows = int(np.minimum(np.maximum(counts, 0), region // 7).sum())
     total = int(region.sum())
@@ -666,8 +669,8 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
         (total, np.uint8), (total, np.uint8), (total, np.uint8), (total, np.uint8)])
     st = np.zeros(9, np.int64)
     err, bad = kernel.decode_records(
-        mf.array, dec, src, start, end, h.base_offset[idx], h.base_timestamp[idx],
-        h.max_timestamp[idx], (h.attributes[idx] & 0x08) != 0, h.base_sequence[idx], counts,
+        mf.array, dec, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
+        h.max_timestamp[sel], (h.attributes[sel] & 0x08) != 0, h.base_sequence[sel], counts,
         o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
         h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st)
     if err:
@@ -691,7 +694,10 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
         HEADER_TYPE, n,
         [pa.py_buffer(np.packbits(hv_bool, bitorder="little")) if h_nulls else None,
          pa.py_buffer(h_off[:n + 1])], null_count=h_nulls, children=[structs])
-    batch = idx[o_batch[:n]].astype(np.int32) if n else np.zeros(0, np.int32)
+    if contiguous:
+        batch = o_batch[:n] + np.int32(idx[0])
+    else:
+        batch = idx[o_batch[:n]].astype(np.int32) if n else np.zeros(0, np.int32)
     return _RowChunk(o_offset[:n], o_ts[:n], o_seq[:n], batch, key, value, headers)
 
 
