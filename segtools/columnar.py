@@ -52,8 +52,10 @@ __all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_re
 
 #: batches per header-scan call (bounds the per-chunk header columns to a few MB)
 _SCAN_CHUNK = 65536
-#: bytes read per window; resident memory is about one window whatever the file size
+#: bytes read per window; resident memory is about two windows (current + read-ahead)
+#: whatever the file size
 _SCAN_BYTES = 16 * 1024 * 1024
+_HAVE_PREADV = hasattr(os, "preadv")
 #: record bytes (compressed or not) gathered into one output chunk; keeps every binary column
 #: far below Arrow's 2 GiB offset limit (CONVENTIONS.md pitfall 7)
 _CHUNK_BYTES = 64 * 1024 * 1024
@@ -236,7 +238,12 @@ class _SegmentFile:
         target = memoryview(buf)
         got = 0
         while got < want:
-            n = os.preadv(self._fd, [target[got:want]], pos + got)
+            if _HAVE_PREADV:
+                n = os.preadv(self._fd, [target[got:want]], pos + got)
+            else:  # pragma: no cover - platforms without preadv (one extra copy)
+                chunk = os.pread(self._fd, want - got, pos + got)
+                n = len(chunk)
+                target[got:got + n] = chunk
             if n <= 0:
                 break
             got += n
