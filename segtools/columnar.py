@@ -240,7 +240,7 @@ class _SegmentFile:
         while got < want:
             if _HAVE_PREADV:
                 n = os.preadv(self._fd, [target[got:want]], pos + got)
-            else:  # pragma: no cover - platforms without preadv (one extra copy)
+            else:  # platforms without preadv: one extra copy
                 chunk = os.pread(self._fd, want - got, pos + got)
                 n = len(chunk)
                 target[got:got + n] = chunk

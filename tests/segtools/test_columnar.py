@@ -359,6 +359,7 @@ def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, 
     want_batches = columnar.scan_batches(path, engine=engine)
     monkeypatch.setattr(columnar, "_SCAN_BYTES", window)
     monkeypatch.setattr(columnar, "_PREFETCH", prefetch)
+    monkeypatch.setattr(columnar, "_HAVE_PREADV", prefetch)   # also cover the pread fallback
     assert columnar.read_records(path, engine=engine).equals(want_rows)
     assert columnar.scan_batches(path, engine=engine).equals(want_batches)
     # torn tails and zero tails are judged at the file end, not at a window end
