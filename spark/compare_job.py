@@ -158,7 +158,13 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
     index = presence if batches is None else batches.unionByName(presence, allowMissingColumns=True)
     if tables_dir:
         if batches is not None:
-            batches.write.mode("overwrite").parquet(os.path.join(tables_dir, "batches"))
+            # the scan stamps a per-run replica id in `broker`; the table carries the real one
+            from pyspark.sql import functions as F
+
+            ids = spark.createDataFrame([(s.replica_id, s.broker, s.log_dir) for s in specs],
+                                        "replica_id int, broker int, log_dir string")
+            (batches.withColumnRenamed("broker", "replica_id").join(F.broadcast(ids), "replica_id")
+             .write.mode("overwrite").parquet(os.path.join(tables_dir, "batches")))
         _write_small_table(os.path.join(tables_dir, "replicas"),
                            [{k: (json.dumps(v) if isinstance(v, (list, dict)) else v)
                              for k, v in s.to_dict().items()} for s in specs])

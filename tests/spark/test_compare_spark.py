@@ -136,6 +136,12 @@ def test_cli_on_real_data_early_vs_final_and_a_flipped_byte(spark, realdata, tmp
     assert first0["lost_records"] == []
     for table in ("batches", "replicas", "verdicts"):
         assert list((tmp_path / "tables" / table).glob("*.parquet")), table
+    import pyarrow.parquet as pq
+
+    index = pq.read_table(tmp_path / "tables" / "batches").to_pylist()
+    mine = sorted((r["base_offset"], r["crc"]) for r in index
+                  if r["topic"] == "first_topic" and r["partition"] == 0 and r["log_dir"].endswith("final"))
+    assert mine == sorted((b, c) for b, _, c, _ in _kafka_python_batches(src / "final" / "first_topic-0"))
 
     # a copy of `final` with one byte of batch 3's value flipped: that batch is reported
     copy = tmp_path / "final-copy"
