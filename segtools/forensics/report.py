@@ -48,9 +48,12 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
     rows = []
     for p in report.partitions:
         v = p.verdict
-        lost_by = {}
+        lost_by: dict[int, int] = {}
+        acked_by: dict[int, int] = {}
         for x in p.lost:
             lost_by[x.broker] = lost_by.get(x.broker, 0) + 1
+            acked_by[x.broker] = acked_by.get(x.broker, 0) + bool(x.acked)
+        acks_known = any(x.acked is not None for x in p.lost)
         for r in v.replicas:
             d = r.divergent or {}
             rows.append((rank.get(r.status, 0), f"{v.topic}-{v.partition}", r.broker,
@@ -58,10 +61,11 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
                          "-" if r.high_watermark is None else r.high_watermark,
                          "-" if r.fork_offset is None else r.fork_offset,
                          d.get("records", 0), d.get("committed_records", 0), lost_by.get(r.broker, 0),
-                         r.cause or ""))
+                         acked_by.get(r.broker, 0) if acks_known else "-",
+                         r.cause or ("undetermined" if r.status == "COMMITTED_LOSS" else "")))
     rows.sort(key=lambda x: (x[0], x[1], x[2]))
     header = ("partition", "broker", "ref", "status", "start", "LEO", "HWC", "fork", "divergent",
-              "committed", "lost", "cause")
+              "committed", "lost", "acked", "cause")
     shown = [tuple(str(c) for c in row[1:]) for row in (rows if max_rows is None else rows[:max_rows])]
     widths = [max([len(h)] + [len(r[i]) for r in shown]) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
