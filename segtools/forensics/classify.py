@@ -326,6 +326,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
             fork_offset=fork, cause=cause, reconciled=reconciled, is_reference=v is ref,
             divergent=divergent, findings=findings))
 
+    part_findings.extend(_restarted_from_empty(ref, views, verdicts))
     part_findings.extend(_benign_notes(views, ref))
     part_findings.extend(_crc_replication(views))
     part_findings.extend(_producer_duplicates(ref))
@@ -366,6 +367,27 @@ def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHist
     if committed and history is not None:
         return "PROTOCOL_VIOLATION"
     return None
+
+
+def _restarted_from_empty(ref: ReplicaView, views: Sequence[ReplicaView],
+                          verdicts: Sequence[ReplicaVerdict]) -> list[Finding]:
+    """S12 (KAFKA-14139): the reference's log starts over at its first offset under a high
+    epoch while other replicas hold lower epochs at the same offsets -- an empty disk became
+    leader and everyone else will truncate to it."""
+    if not ref.batches or not ref.epoch_map.entries:
+        return []
+    first_epoch, first_start = ref.epoch_map.entries[0]
+    out = []
+    for rv, v in zip(verdicts, views):
+        if v is ref or rv.fork_offset is None or rv.fork_offset > first_start:
+            continue
+        theirs = v.epoch_map.epoch_at(first_start)
+        if theirs is not None and theirs < first_epoch and v.log_end_offset > first_start:
+            out.append(Finding("LOG_RESTARTED_FROM_EMPTY", f"reference broker {ref.broker} starts "
+                               f"again at offset {first_start} in epoch {first_epoch}; broker "
+                               f"{v.broker} holds epoch {theirs} there (empty disk elected?)",
+                               offset=first_start))
+    return out
 
 
 def _benign_notes(views: Sequence[ReplicaView], ref: ReplicaView) -> list[Finding]:

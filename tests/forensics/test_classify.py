@@ -182,3 +182,17 @@ def test_non_monotonic_offsets_inside_one_replica():
     r = replica(1, [(0, 4, 0, "a"), (5, 9, 0, "b"), (7, 12, 0, "c")], hw=0)
     v = classify_partition([r])
     assert by_broker(v)[1].status == "NON_MONOTONIC_OFFSETS"
+
+
+def test_s12_empty_disk_elected_leader_loses_everything():
+    new_leader = replica(1, dense([(0, 4, 7)]), hw=5, lec=[(7, 0)])
+    old = replica(2, dense([(0, 39, 2), (40, 89, 3)]), hw=88)
+    v = classify_partition([new_leader, old])
+    r = by_broker(v)[2]
+    assert v.reference_broker == 1
+    assert (r.status, r.fork_offset, r.divergent["committed_records"]) == ("COMMITTED_LOSS", 0, 88)
+    assert any(f.code == "LOG_RESTARTED_FROM_EMPTY" for f in v.findings)
+    # a plain unclean election later in the log is not that signature
+    v7 = classify_partition([replica(1, dense([(0, 9, 5), (10, 14, 6)]), hw=15),
+                             replica(2, dense([(0, 19, 5)]), hw=18)])
+    assert not any(f.code == "LOG_RESTARTED_FROM_EMPTY" for f in v7.findings)
