@@ -87,7 +87,7 @@ def epoch_entries_from_batches(batches: Iterable[BatchFacts]) -> list[tuple[int,
 
 
 def build_epoch_map(batches: Sequence[BatchFacts], log_end_offset: int,
-                    checkpoint: Sequence[tuple[int, int]] | None) -> EpochMap:
+                    checkpoint: Sequence[tuple[int, int]] | None, log_start_offset: int = 0) -> EpochMap:
     """Epoch map from the batches, reconciled with the leader-epoch-checkpoint (S14)."""
     entries = epoch_entries_from_batches(batches)
     notes: list[tuple[str, str]] = []
@@ -96,9 +96,11 @@ def build_epoch_map(batches: Sequence[BatchFacts], log_end_offset: int,
         ckpt = list(checkpoint)
         last_batch_epoch = entries[-1][0] if entries else None
         first_start = entries[0][1] if entries else log_end_offset
-        for epoch, start in ckpt:
+        for i, (epoch, start) in enumerate(ckpt):
             if epoch in from_batches:
-                if start != from_batches[epoch] and start > first_start:
+                # retention rewrites the first entry to (epoch, new log start): not a finding
+                rewritten = i == 0 and start <= max(log_start_offset, first_start)
+                if start != from_batches[epoch] and start > first_start and not rewritten:
                     notes.append(("CKPT_EPOCH_START_DIFFERS",
                                   f"epoch {epoch}: checkpoint {start}, batches {from_batches[epoch]}"))
                 continue

@@ -107,7 +107,7 @@ def build_view(facts: ReplicaFacts) -> ReplicaView:
         first = leo
     log_start = max(first, facts.log_start_checkpoint or 0)
     log_start = min(log_start, leo)
-    epoch_map = build_epoch_map(kept, leo, facts.epoch_checkpoint)
+    epoch_map = build_epoch_map(kept, leo, facts.epoch_checkpoint, log_start)
     for code, detail in epoch_map.notes:
         findings.append(Finding(code, detail))
     if facts.high_watermark is not None and facts.high_watermark > leo:
