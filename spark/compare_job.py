@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from segtools.forensics.collect import ReplicaSpec
 from segtools.forensics.elections import PartitionHistory
@@ -37,10 +37,10 @@ def _pack(obj: Any) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str, int], PartitionHistory]):
+def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str, int], PartitionHistory]) -> Callable[[Any], Any]:
     """applyInPandas function: one partition's batch rows -> one verdict row."""
 
-    def classify(pdf):  # pandas.DataFrame -> pandas.DataFrame
+    def classify(pdf: Any) -> Any:  # pandas.DataFrame -> pandas.DataFrame
         import pandas as pd
 
         from segtools.forensics.classify import classify_partition
@@ -61,7 +61,7 @@ def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str
     return classify
 
 
-def _read_ranges_fn(specs: Mapping[int, dict[str, Any]], filters: Mapping[tuple[str, int], Any] | None = None):
+def _read_ranges_fn(specs: Mapping[int, dict[str, Any]], filters: Mapping[tuple[str, int], Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """mapInPandas function: drill-down tasks -> decoded records of those offset ranges
     (reference ranges: only the records the partition's ReferenceFilter keeps)."""
 
@@ -95,10 +95,11 @@ def _read_ranges_fn(specs: Mapping[int, dict[str, Any]], filters: Mapping[tuple[
 
 
 def _stage3_fn(specs: Mapping[int, dict[str, Any]], verdicts: Mapping[tuple[str, int], bytes],
-               acks: Mapping[tuple[str, int], dict[tuple[int, int], bool]] | None):
+               acks: Mapping[tuple[str, int], tuple[dict[tuple[int, int], bool], set[tuple[int, int]]]] | None,
+               ) -> Callable[[Any], Any]:
     """applyInPandas function: one partition's drill-down records -> its lost records."""
 
-    def match(pdf):
+    def match(pdf: Any) -> Any:
         import pandas as pd
 
         from segtools.forensics.loss import lost_records
@@ -173,7 +174,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
     b_specs = sc.broadcast(spec_dicts)
     b_hist = sc.broadcast(histories)
 
-    def stage2(pdf):
+    def stage2(pdf: Any) -> Any:
         return _stage2_fn(b_specs.value, b_hist.value)(pdf)
 
     verdict_rows = index.groupBy("topic", "partition").applyInPandas(stage2, _VERDICT_SCHEMA).collect()
@@ -210,7 +211,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
         records = div_records
         if ref_tasks:
             # 3a: per partition, what of the reference range matters (digests, not records)
-            def build_filter(pdf):
+            def build_filter(pdf: Any) -> Any:
                 import pandas as pd
 
                 from segtools.forensics.loss import ReferenceFilter
@@ -223,7 +224,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
             filters = {(r.topic, r.partition): pickle.loads(bytes(r.lost)) for r in
                        div_records.groupBy("topic", "partition").applyInPandas(build_filter, _LOST_SCHEMA).collect()}
             b_filters = sc.broadcast(filters)
-            def read_ref_filtered(it):
+            def read_ref_filtered(it: Iterator[Any]) -> Iterator[Any]:
                 return _read_ranges_fn(b_specs.value, b_filters.value)(it)
 
             ref_df = spark.createDataFrame(ref_tasks, task_schema).repartition(min(len(ref_tasks), slots))
@@ -231,7 +232,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
         if tables_dir:
             records.write.mode("overwrite").parquet(os.path.join(tables_dir, "divergent_records"))
 
-        def stage3(pdf):
+        def stage3(pdf: Any) -> Any:
             return _stage3_fn(b_specs.value, b_verdicts.value, b_acks.value)(pdf)
 
         for r in records.groupBy("topic", "partition").applyInPandas(stage3, _LOST_SCHEMA).collect():

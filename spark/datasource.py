@@ -59,7 +59,7 @@ class SegmentPartition(InputPartition):
     next_base_offset: int | None   # base offset of the next segment, for offset pruning
 
 
-def _open_fs(path: str):
+def _open_fs(path: str) -> tuple[Any, str]:
     """(filesystem, path inside it) for a local path or any URI pyarrow understands."""
     from pyarrow import fs as pafs
 
