@@ -96,7 +96,9 @@ def demo(out_dir: str, master: str | None, debug: bool) -> None:
 
     report = out / "report.json"
     _banner("3/4 compare the three replicas on Spark")
-    args = [str(cluster), "--report", str(report), "--acks", str(cluster / "acks.jsonl")]
+    args = [str(cluster / f"broker-{b}") for b in (1, 2, 3)]
+    args += ["--report", str(report), "--acks", str(cluster / "acks.jsonl"),
+             "--metadata-log", str(cluster / "controller" / "__cluster_metadata-0")]
     if master:
         args += ["--master", master]
     code = _run(compare, args)
