@@ -22,6 +22,7 @@ import pickle
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from segtools.forensics.collect import ReplicaSpec
+from segtools.forensics.consumer_groups import attach_group_findings
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.loss import AckIndex, apply_lost_evidence
 from segtools.forensics.report import CompareReport, PartitionReport
@@ -61,7 +62,8 @@ def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str
     return classify
 
 
-def _read_ranges_fn(specs: Mapping[int, dict[str, Any]], filters: Mapping[tuple[str, int], Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _read_ranges_fn(specs: Mapping[int, dict[str, Any]], filters: Mapping[tuple[str, int], Any] | None = None,
+                    ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """mapInPandas function: drill-down tasks -> decoded records of those offset ranges
     (reference ranges: only the records the partition's ReferenceFilter keeps)."""
 
@@ -133,6 +135,33 @@ def _write_small_table(folder: str, rows: list[dict[str, Any]]) -> None:
 
     os.makedirs(folder, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), os.path.join(folder, "part-00000.parquet"))
+
+
+def _group_commits(spark: Any, verdicts: Any, specs: Sequence[ReplicaSpec], b_specs: Any) -> dict:
+    """S21 input: offset commits of the surviving __consumer_offsets replicas, decoded on the
+    workers; only (group, topic, partition) -> last commit reaches the driver."""
+    from segtools.forensics.consumer_groups import merge_commits
+    from segtools.forensics.pipeline import consumer_offsets_sources
+
+    sources = consumer_offsets_sources(list(verdicts), specs)
+    if not sources:
+        return {}
+
+    def decode(frames: Iterator[Any]) -> Iterator[Any]:
+        import pandas as pd
+
+        from segtools.forensics.collect import ReplicaSpec
+        from segtools.forensics.pipeline import read_commits
+
+        for tasks in frames:
+            for t in tasks.itertuples(index=False):
+                commits = read_commits(ReplicaSpec.from_dict(b_specs.value[int(t.replica_id)]), int(t.end))
+                yield pd.DataFrame({"commits": [_pack(commits)]})
+
+    tasks = spark.createDataFrame([(s.replica_id, end) for s, end in sources], "replica_id int, end long")
+    tasks = tasks.repartition(min(len(sources), max(1, spark.sparkContext.defaultParallelism)))
+    rows = tasks.mapInPandas(decode, "commits binary").collect()
+    return merge_commits(pickle.loads(bytes(r.commits)) for r in rows)
 
 
 def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: AckIndex | None = None,
@@ -243,6 +272,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
         lost, findings = lost_by_tp.get(key, ([], []))
         apply_lost_evidence(loaded[key], lost)
         reports.append(PartitionReport(loaded[key], lost, findings))
+    attach_group_findings(reports, _group_commits(spark, loaded.values(), specs, b_specs))
     report = CompareReport(reports)
     if tables_dir:
         rows = [{"topic": p.verdict.topic, "partition": p.verdict.partition,

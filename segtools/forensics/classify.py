@@ -88,6 +88,7 @@ class PartitionVerdict:
     divergent_ranges: list[DivergentRange]
     findings: list[Finding]
     reference_log_dir: str = ""
+    reference_epochs: list[tuple[int, int]] = field(default_factory=list)   # the surviving lineage
 
     @property
     def problem(self) -> bool:
@@ -334,7 +335,8 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
     return PartitionVerdict(topic=topic, partition=partition, topic_id=topic_id,
                             reference_broker=ref.broker, replicas=verdicts,
                             divergent_ranges=ranges, findings=part_findings,
-                            reference_log_dir=ref.facts.log_dir)
+                            reference_log_dir=ref.facts.log_dir,
+                            reference_epochs=list(ref.epoch_map.entries))
 
 
 def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,

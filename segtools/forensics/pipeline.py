@@ -11,6 +11,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from segtools.errors import SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
 from segtools.forensics.collect import ReplicaSpec, discover_replicas, replica_facts
+from segtools.forensics.consumer_groups import (CONSUMER_OFFSETS, Commits, attach_group_findings,
+                                                commits_from_records, merge_commits)
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.loss import AckIndex, ReferenceFilter, apply_lost_evidence, lost_records
 from segtools.forensics.model import RecordFacts
@@ -110,4 +112,27 @@ def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckInde
         history = (histories or {}).get((topic, partition))
         verdict = classify_partition(facts, history=history)
         reports.append(drill_down(verdict, group, acks))
+    attach_group_findings(reports, merge_commits(
+        read_commits(spec, end) for spec, end in consumer_offsets_sources([r.verdict for r in reports], specs)))
     return CompareReport(reports)
+
+
+def read_commits(spec: ReplicaSpec, end: int) -> Commits:
+    """Offset commits held by one __consumer_offsets replica (S21)."""
+    return commits_from_records((r.offset, r.key, r.value) for r in read_range(spec, 0, end - 1)
+                                if not r.is_control)
+
+
+def consumer_offsets_sources(verdicts: Sequence[PartitionVerdict],
+                             specs: Sequence[ReplicaSpec]) -> list[tuple[ReplicaSpec, int]]:
+    """The reference replica of each __consumer_offsets partition, with its log end offset."""
+    by_key = {(s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
+    out = []
+    for v in verdicts:
+        if v.topic != CONSUMER_OFFSETS:
+            continue
+        ref = next((r for r in v.replicas if r.is_reference), None)
+        spec = by_key.get((v.topic, v.partition, v.reference_broker, v.reference_log_dir))
+        if ref is not None and spec is not None and ref.log_end_offset > 0:
+            out.append((spec, ref.log_end_offset))
+    return out

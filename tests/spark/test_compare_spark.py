@@ -195,3 +195,18 @@ def test_spark_compare_agrees_on_damaged_replicas(spark, tmp_path):
     assert distributed.to_json() == compare_in_process([str(root)]).to_json()
     reps = {r.broker: r.status for p in distributed.partitions for r in p.verdict.replicas}
     assert reps[2] == "CRC_INVALID" and distributed.exit_code == 1
+
+
+def test_spark_reports_groups_that_consumed_lost_records(spark, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "forensics"))
+    from test_consumer_groups import s7_with_groups
+
+    from segtools.spark.compare_job import run_compare
+
+    root = s7_with_groups(tmp_path)
+    distributed = run_compare(spark, [str(root)])
+    assert distributed.to_json() == compare_in_process([str(root)]).to_json()
+    codes = [f["code"] for p in distributed.to_json()["partitions"] for f in p["findings"]]
+    assert codes.count("GROUP_CONSUMED_DIVERGENT") == 2
