@@ -100,6 +100,7 @@ def _jvm_peak_rss_mb(spark) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global RECORDS_PER_BATCH
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="1, 2 and 4 GB total (default: --quick sizes)")
     ap.add_argument("--sizes", help="comma-separated total sizes in MB")
@@ -107,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "segtools-bench-compare"))
     ap.add_argument("--json", help="write results as JSON to this file")
     ap.add_argument("--keep", action="store_true", help="keep generated inputs")
+    ap.add_argument("--records-per-batch", type=int, default=RECORDS_PER_BATCH,
+                    help="smaller batches = more headers to scan per GB (default %(default)s)")
     args = ap.parse_args(argv)
+    RECORDS_PER_BATCH = args.records_per_batch
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1024, 2048, 4096] if args.full else [24, 48, 96])
 
     from segtools.spark.compare_job import run_compare
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"warm-up (cold session) {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     results = []
     for mb in sizes:
-        root = os.path.join(args.workdir, f"{mb}MB")
+        root = os.path.join(args.workdir, f"{mb}MB-{RECORDS_PER_BATCH}rpb")
         if not os.path.isdir(os.path.join(root, "broker-3")):
             shutil.rmtree(root, ignore_errors=True)
             t0 = time.perf_counter()
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         statuses = sorted({r.status for p in report.partitions for r in p.verdict.replicas})
         lost = sum(len(p.lost) for p in report.partitions)
         results.append({
-            "total_mb": round(data / 2**20, 1), "wall_s": round(wall, 2), "cores": cores,
+            "total_mb": round(data / 2**20, 1), "records_per_batch": RECORDS_PER_BATCH, "wall_s": round(wall, 2), "cores": cores,
             "mb_per_s_per_core": round(data / 2**20 / wall / cores, 2),
             "driver_python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "driver_jvm_peak_rss_mb": _jvm_peak_rss_mb(spark),
