@@ -38,25 +38,34 @@ def _pack(obj: Any) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _stage2_fn(specs: Mapping[int, dict[str, Any]], histories: Mapping[tuple[str, int], PartitionHistory]) -> Callable[[Any], Any]:
+def classify_rows(topic: str, partition: int, rids: Sequence[int], rows_by_rid: Mapping[int, list[dict[str, Any]]],
+                  specs: Mapping[int, dict[str, Any]], history: PartitionHistory | None) -> Any:
+    """Stage 2 for one partition from its batch rows (replicas without rows are empty logs)."""
+    from segtools.forensics.classify import classify_partition
+    from segtools.forensics.collect import ReplicaSpec, replica_facts, segment_errors, unread_segments
+
+    facts = []
+    for rid in sorted(rids):
+        spec = ReplicaSpec.from_dict(specs[rid])
+        rows = rows_by_rid.get(rid, [])
+        # the data source stops a segment at unreadable bytes (errors=stop); recover the
+        # reader's message for those segments only, so the report equals the in-process one
+        error = segment_errors(spec, unread_segments(spec, rows))
+        facts.append(replica_facts(spec, rows, error))
+    return classify_partition(facts, history=history)
+
+
+def _stage2_fn(specs: Mapping[int, dict[str, Any]], rids_by_tp: Mapping[tuple[str, int], list[int]],
+               histories: Mapping[tuple[str, int], PartitionHistory]) -> Callable[[Any], Any]:
     """applyInPandas function: one partition's batch rows -> one verdict row."""
 
     def classify(pdf: Any) -> Any:  # pandas.DataFrame -> pandas.DataFrame
         import pandas as pd
 
-        from segtools.forensics.classify import classify_partition
-        from segtools.forensics.collect import ReplicaSpec, replica_facts, segment_errors, unread_segments
-
         topic, partition = str(pdf["topic"].iloc[0]), int(pdf["partition"].iloc[0])
-        facts = []
-        for rid, rows in pdf.groupby("broker", sort=True):
-            spec = ReplicaSpec.from_dict(specs[int(rid)])
-            real = rows[rows["base_offset"].notna()].to_dict("records")
-            # the data source stops a segment at unreadable bytes (errors=stop); recover the
-            # reader's message for those segments only, so the report equals the in-process one
-            error = segment_errors(spec, unread_segments(spec, real))
-            facts.append(replica_facts(spec, real, error))
-        verdict = classify_partition(facts, history=histories.get((topic, partition)))
+        rows = {int(rid): g.to_dict("records") for rid, g in pdf.groupby("broker", sort=True)}
+        verdict = classify_rows(topic, partition, rids_by_tp[(topic, partition)], rows, specs,
+                                histories.get((topic, partition)))
         return pd.DataFrame({"topic": [topic], "partition": [partition], "verdict": [_pack(verdict)]})
 
     return classify
@@ -183,9 +192,9 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
     if replica_map:
         batches = (spark.read.format("kafka_segments").option("level", "batches")
                    .option("replica_map", json.dumps(replica_map)).option("errors", "stop").load())
-    presence = spark.createDataFrame([(s.topic, s.partition, s.replica_id) for s in specs],
-                                     "topic string, partition int, broker int")
-    index = presence if batches is None else batches.unionByName(presence, allowMissingColumns=True)
+    rids_by_tp: dict[tuple[str, int], list[int]] = {}
+    for s in specs:
+        rids_by_tp.setdefault((s.topic, s.partition), []).append(s.replica_id)
     if tables_dir:
         if batches is not None:
             # the scan stamps a per-run replica id in `broker`; the table carries the real one
@@ -201,13 +210,20 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
 
     # ---- stage 2: per-partition classification; only verdicts reach the driver
     b_specs = sc.broadcast(spec_dicts)
+    b_rids = sc.broadcast(rids_by_tp)
     b_hist = sc.broadcast(histories)
 
     def stage2(pdf: Any) -> Any:
-        return _stage2_fn(b_specs.value, b_hist.value)(pdf)
+        return _stage2_fn(b_specs.value, b_rids.value, b_hist.value)(pdf)
 
-    verdict_rows = index.groupBy("topic", "partition").applyInPandas(stage2, _VERDICT_SCHEMA).collect()
-    verdicts = {(r.topic, r.partition): bytes(r.verdict) for r in verdict_rows}
+    verdicts: dict[tuple[str, int], bytes] = {}
+    if batches is not None:
+        for r in batches.groupBy("topic", "partition").applyInPandas(stage2, _VERDICT_SCHEMA).collect():
+            verdicts[(r.topic, r.partition)] = bytes(r.verdict)
+    # partitions whose replicas hold no batch at all: nothing to scan, classify here
+    for tp, rids in rids_by_tp.items():
+        if tp not in verdicts:
+            verdicts[tp] = _pack(classify_rows(tp[0], tp[1], rids, {}, spec_dicts, histories.get(tp)))
     loaded = {k: pickle.loads(v) for k, v in verdicts.items()}
 
     # ---- stage 3: drill-down inside divergent ranges only
