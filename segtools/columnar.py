@@ -779,12 +779,22 @@ _FIRST_GUESS_RATIO = 32
 
 
 def _decompress(mf: _SegmentFile, h: _Headers, i: int, max_uncompressed: int) -> bytes:
-    from segtools import codecs
+    return _decompress_task(*_compressed_payload(mf, h, i), max_uncompressed)
 
+
+def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, int, str, int, int]:
+    """The compressed records section of batch ``i``, copied out of the read window (so a
+    worker thread never reads a window that may be recycled), with what errors need."""
     pos = int(h.position[i])
     rel = pos - h.base
-    data = mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])]
-    codec = int(h.attributes[i]) & 0x07
+    data = bytes(mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])])
+    return data, int(h.attributes[i]) & 0x07, mf.path, pos, int(h.base_offset[i])
+
+
+def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: int,
+                     max_uncompressed: int) -> bytes:
+    from segtools import codecs
+
     guess = max_uncompressed
     if codec == _LZ4:
         guess = min(max_uncompressed, max(_FIRST_GUESS_MIN, _FIRST_GUESS_RATIO * len(data)))
@@ -797,13 +807,82 @@ def _decompress(mf: _SegmentFile, h: _Headers, i: int, max_uncompressed: int) ->
             # too big for the first guess (or corrupt: then this raises the same error)
             return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
     except FormatError as exc:
-        raise exc.located(path=mf.path, position=pos, base_offset=int(h.base_offset[i]))
+        raise exc.located(path=path, position=pos, base_offset=base_offset)
     except SegtoolsError:
         raise
     except Exception as exc:  # noqa: BLE001 - a codec library's own error on hostile bytes
         raise CorruptBatchError(f"cannot decompress {_COMPRESSION_NAMES[codec]} records: {exc}",
-                                path=mf.path, position=pos, base_offset=int(h.base_offset[i]),
+                                path=path, position=pos, base_offset=base_offset,
                                 field="records") from exc
+
+
+#: Compressed batches are decompressed ahead of the decoder on worker threads, in groups of
+#: ``_GROUP`` batches (one hand-off per batch cost more than it saved), at most
+#: ``_GROUPS_AHEAD`` groups in flight. The codecs release the GIL, so with a spare core
+#: decompression overlaps record decoding; the bound keeps a run of bombs to at most
+#: ``_GROUP * _GROUPS_AHEAD`` payloads of at most ``max_uncompressed`` bytes each.
+_GROUP = 8
+_GROUPS_AHEAD = 4
+_POOL: Any = None
+_POOL_PID = 0
+
+
+def _decompress_pool() -> Any:
+    """The worker pool, or None on a single core. A pool inherited through fork() has no
+    threads in the child (Spark forks its Python workers), so each process makes its own."""
+    global _POOL, _POOL_PID
+    workers = min(4, os.cpu_count() or 1)
+    if workers < 2:
+        return None
+    if _POOL is None or _POOL_PID != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="segtools-decompress")
+        _POOL_PID = os.getpid()
+    return _POOL
+
+
+def _decompress_group(tasks: list[tuple[bytes, int, str, int, int]],
+                      max_uncompressed: int) -> list[bytes | SegtoolsError]:
+    """Payloads, or the error in place of one, so the caller raises it in batch order (after
+    yielding the good batches before it) and later batches are not decompressed in vain."""
+    out: list[bytes | SegtoolsError] = []
+    for task in tasks:
+        try:
+            out.append(_decompress_task(*task, max_uncompressed))
+        except SegtoolsError as exc:
+            out.append(exc)
+            break
+    return out
+
+
+def _decompressed_run(mf: _SegmentFile, h: _Headers, s: int, e: int,
+                      max_uncompressed: int) -> Iterator[tuple[int, bytes]]:
+    """``(i, payload)`` for the compressed batches ``s..e-1``, in order."""
+    pool = _decompress_pool() if e - s > _GROUP else None
+    if pool is None:
+        for i in range(s, e):
+            yield i, _decompress(mf, h, i, max_uncompressed)
+        return
+    from collections import deque
+
+    pending: deque = deque()
+    nxt = s
+    try:
+        while nxt < e or pending:
+            while nxt < e and len(pending) < _GROUPS_AHEAD:
+                stop = min(e, nxt + _GROUP)
+                tasks = [_compressed_payload(mf, h, i) for i in range(nxt, stop)]
+                pending.append((nxt, pool.submit(_decompress_group, tasks, max_uncompressed)))
+                nxt = stop
+            first, future = pending.popleft()
+            for k, payload in enumerate(future.result()):
+                if isinstance(payload, SegtoolsError):
+                    raise payload
+                yield first + k, payload
+    finally:  # abandoned or failed: drop what is queued, let running tasks finish
+        for _, future in pending:
+            future.cancel()
 
 
 _TS_LIMIT = np.iinfo(np.int64).max // 1000
@@ -987,8 +1066,16 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                     nbytes += int(cum_bytes[j] - cum_bytes[s])
                     s = j
                 continue
-            for i in range(s, e):              # compressed
-                payload = _decompress(mf, h, i, max_uncompressed)
+            decompressed = _decompressed_run(mf, h, s, e, max_uncompressed)   # compressed
+            while True:
+                try:
+                    i, payload = next(decompressed)
+                except StopIteration:
+                    break
+                except FormatError:
+                    if parts:  # the good batches before the broken one come out first
+                        yield flush(), h
+                    raise
                 c = min(max(int(h.records_count[i]), 0), len(payload) // 7)
                 if parts and (rows + c > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
                     yield flush(), h
