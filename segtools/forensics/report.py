@@ -73,8 +73,14 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
     if max_rows is not None and len(rows) > max_rows:
         lines.append(f"... {len(rows) - max_rows} more replica rows (all in --report)")
     problems = sum(1 for r in rows if STATUS_ORDER[r[0]] in PROBLEM_STATUSES)
-    lost = sum(len(p.lost) for p in report.partitions)
-    committed = sum(1 for p in report.partitions for x in p.lost if x.committed)
+    # a record lost from two replicas is one record: count distinct (partition, offset, epoch)
+    distinct: dict[tuple, bool] = {}
+    for p in report.partitions:
+        for x in p.lost:
+            key = (p.verdict.topic, p.verdict.partition, x.offset, x.leader_epoch)
+            distinct[key] = distinct.get(key, False) or bool(x.committed)
+    entries = sum(len(p.lost) for p in report.partitions)
+    held = f" (on {entries} replica copies)" if entries != len(distinct) else ""
     lines.append(f"{len(report.partitions)} partition(s), {len(rows)} replica(s), {problems} with problems; "
-                 f"{lost} lost record(s), {committed} committed")
+                 f"{len(distinct)} lost record(s){held}, {sum(distinct.values())} committed")
     return "\n".join(lines)
