@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+
+
+def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
+    """``DIR/controller/__cluster_metadata-0`` of the first given folder of ``broker-*`` dirs
+    that has one (what `segtools simulate` writes with ``metadata_log: true``)."""
+    for d in dirs:
+        candidate = os.path.join(d, "controller", "__cluster_metadata-0")
+        if not os.path.isdir(candidate):
+            continue
+        try:
+            has_brokers = any(e.is_dir() and re.fullmatch(r"broker-\d+", e.name) for e in os.scandir(d))
+        except OSError:
+            continue
+        if has_brokers:
+            return candidate
+    return None
 
 
 @click.command("compare")
@@ -22,7 +39,9 @@ from segtools.cli.errors import TroubleError, handle_errors
               help="Also write the intermediate tables (batches, replicas, verdicts, "
                    "divergent_records) as Parquet under DIR.")
 @click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
-              help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes.")
+              help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
+                   "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
+                   "broker-* dirs that has one.")
 @click.option("--no-spark", is_flag=True, help="Run in this process without Spark (small inputs).")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -44,6 +63,10 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     if tables_dir and no_spark:
         raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
     acks = AckIndex.load(acks_path) if acks_path else None
+    if not metadata_log:
+        metadata_log = default_metadata_log(dirs)
+        if metadata_log:
+            click.echo(f"compare: using the controller's metadata log {metadata_log}", err=True)
     histories = load_histories(metadata_log) if metadata_log else None
     specs = discover_replicas(list(dirs))
     if no_spark:

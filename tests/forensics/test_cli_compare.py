@@ -55,3 +55,28 @@ def test_tables_inside_input_is_refused(tmp_path):
     sample = GENERATED / "S0-healthy-baseline"
     res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--tables", str(sample / "t")])
     assert res.exit_code == 2 and not (sample / "t").exists()
+
+
+def test_folder_of_brokers_uses_the_controllers_metadata_log(tmp_path):
+    """DIR/controller/__cluster_metadata-0 is read without --metadata-log, so the unclean
+    election is named as the cause, exactly as with the flag."""
+    sample = GENERATED / "S7-simple-unclean-election"
+    auto, given = tmp_path / "auto.json", tmp_path / "given.json"
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--report", str(auto)])
+    assert res.exit_code == 1, res.output
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--report", str(given),
+                                   "--metadata-log", str(sample / "controller")])
+    assert res.exit_code == 1, res.output
+    doc = json.loads(auto.read_text())
+    assert doc == json.loads(given.read_text())
+    bad = next(r for r in doc["partitions"][0]["replicas"] if r["status"] == "COMMITTED_LOSS")
+    assert bad["cause"] == "UNCLEAN_ELECTION"
+
+
+def test_single_broker_dirs_do_not_pick_up_a_metadata_log():
+    from segtools.cli.compare import default_metadata_log
+
+    sample = GENERATED / "S7-simple-unclean-election"
+    assert default_metadata_log([str(sample / "broker-1"), str(sample / "broker-2")]) is None
+    assert default_metadata_log([str(GENERATED / "S0-healthy-baseline")]) is None
+    assert default_metadata_log([str(sample)]) == str(sample / "controller" / "__cluster_metadata-0")
