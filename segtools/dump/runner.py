@@ -7,6 +7,8 @@ text mode, a "finding" object in JSON modes) and the next file is dumped.
 
 from __future__ import annotations
 
+import errno
+
 import os
 import sys
 import traceback
@@ -91,6 +93,8 @@ def _dispatch(ctx: DumpContext, path: str, kind: str) -> None:
     elif kind == "producer_snapshot":
         state_dump.dump_producer_snapshot(ctx, path)
     elif kind == "unknown":
+        if not os.path.lexists(path):  # a typo is unusable input, not a file Kafka would skip
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         ctx.sink.note(f"Ignoring unknown file {_display(path)}", {"ignored": True}, stream="err")
     else:
         state_dump.dump_text_file(ctx, path, kind)
