@@ -8,7 +8,6 @@ text mode, a "finding" object in JSON modes) and the next file is dumped.
 from __future__ import annotations
 
 import errno
-
 import os
 import sys
 import traceback
