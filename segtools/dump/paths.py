@@ -80,10 +80,16 @@ def _is_partition_dir(path: str) -> bool:
         return not any(e.is_dir() and parse_partition_dir(e.name) is not None for e in it)
 
 
-def expand(path: str, depth: int = 0) -> list[str]:
-    """The files ``path`` stands for (itself when it is not a directory)."""
+def expand(path: str, depth: int = 0, *, _seen: set[str] | None = None) -> list[str]:
+    """The files ``path`` stands for (itself when it is not a directory). A directory reached
+    twice (a symlink loop or a second link to the same folder) is expanded once."""
     if not os.path.isdir(path):
         return [path]
+    seen = set() if _seen is None else _seen
+    real = os.path.realpath(path)
+    if real in seen:
+        return []
+    seen.add(real)
     join = (lambda n: path + n) if path.endswith("/") else (lambda n: path + "/" + n)
     with os.scandir(path) as it:
         entries = sorted(it, key=lambda e: e.name)
@@ -101,8 +107,8 @@ def expand(path: str, depth: int = 0) -> list[str]:
         else:
             others.append(d)
     for _, _, d in sorted(partitions):
-        result += expand(join(d), depth + 1)
+        result += expand(join(d), depth + 1, _seen=seen)
     if depth < _MAX_DEPTH:
         for d in others:
-            result += expand(join(d), depth + 1)
+            result += expand(join(d), depth + 1, _seen=seen)
     return result

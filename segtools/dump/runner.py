@@ -150,11 +150,13 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             value_decoder_class=options.value_decoder_class)
 
     files: list[str] = []
+    unreadable: dict[str, OSError] = {}  # directories that could not be listed
     for p in paths:
         try:
             files += path_rules.expand(p)
-        except OSError:
+        except OSError as exc:
             files.append(p)  # reported as unusable when dumped
+            unreadable[p] = exc
     # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
     progress = _progress(err, not options.quiet and len(files) > 1
                          and _isatty(err) and not _isatty(out))
@@ -165,6 +167,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
         sink.begin_file(_display(path), kind)
         ctx.current = path
         try:
+            if path in unreadable:
+                raise unreadable[path]
             if kind != "unknown" and not os.path.exists(path):
                 raise FileNotFoundError(2, "No such file or directory", path)
             if kind != "unknown" and not os.path.isfile(path):

@@ -272,3 +272,30 @@ def test_non_utf8_terminal_gets_question_marks(tmp_path: Path) -> None:
     assert out.returncode == 0 and out.stderr == b""
     # euro sign and the single U+FFFD Java makes of an encoded surrogate: one '?' each
     assert out.stdout.endswith(b"headerKeys: [] payload: ??\n")
+
+
+def test_symlink_loop_in_a_log_dir_is_dumped_once(tmp_path: Path) -> None:
+    part = tmp_path / "logdir" / "a-0"
+    part.mkdir(parents=True)
+    (part / f"{SEG}.log").write_bytes(SPEC_V2_BATCH)
+    os.symlink("..", part / "b-1")  # a partition-named link back up: a directory loop
+    result = invoke(tmp_path / "logdir")
+    dumped = [line for line in result.stdout.splitlines() if line.startswith("Dumping ")]
+    assert dumped == [f"Dumping {part / (SEG + '.log')}"]
+    assert "Ignoring unknown file" not in result.stderr
+    assert result.exit_code == 0
+
+
+def test_directory_that_cannot_be_listed_is_unusable_input(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+
+    def denied(path: object = ".") -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("segtools.dump.paths.os.scandir", denied)
+    result = invoke(logdir)
+    assert result.exit_code == 2
+    assert "Ignoring unknown file" not in result.stderr
+    assert f"cannot read {logdir}: Permission denied" in result.stderr
