@@ -25,8 +25,8 @@ SPECIAL_STATES = ("delete", "future", "stray")
 @dataclass(slots=True)
 class DivergentRange:
     """Offsets [first_offset, last_offset] of one replica that the reference does not hold
-    (same offset and epoch). ``committed_bounds`` lists (base, last, bound) per batch: records
-    of that batch below ``bound`` were committed on the replica's lineage."""
+    (same offset and epoch). ``committed_bounds`` lists (base, last, bound) per run of adjacent
+    batches: records of that run below ``bound`` were committed on the replica's lineage."""
 
     broker: int
     log_dir: str
@@ -204,6 +204,19 @@ def mismatches_below(ref: ReplicaView, rep: ReplicaView, fork: int) -> list[Batc
     return bad
 
 
+def _merge_bounds(bounds: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Sorted (first, last, bound) per batch, with adjacent batches of the same bound joined:
+    the verdict (sent to the Spark driver) stays small however many batches diverge, and
+    ``DivergentRange.is_committed`` answers the same for every offset a batch holds."""
+    out: list[tuple[int, int, int]] = []
+    for first, last, bound in sorted(bounds):
+        if out and out[-1][2] == bound and out[-1][1] + 1 == first:
+            out[-1] = (out[-1][0], last, bound)
+        else:
+            out.append((first, last, bound))
+    return out
+
+
 def _records_in(b: BatchFacts, first: int) -> int:
     """Records of ``b`` at offsets >= first (uncompacted batches are dense)."""
     if b.base_offset >= first:
@@ -296,7 +309,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                     divergent["control_records"] = control
                 tails.append((v, div_batches))
                 ranges.append(DivergentRange(v.broker, v.facts.log_dir, fork,
-                                             divergent["last_offset"], sorted(bounds)))
+                                             divergent["last_offset"], _merge_bounds(bounds)))
                 if suffix:
                     codes.add("COMMITTED_LOSS" if committed else "DIVERGED_UNCOMMITTED")
                 elif committed:

@@ -101,6 +101,10 @@ def test_s7_unclean_election_committed_and_uncommitted_buckets():
     assert by_broker(v)[3].status == "CONSISTENT"
     rng = v.divergent_ranges[0]
     assert rng.is_committed(144) and not rng.is_committed(145)
+    assert [o for o in range(100, 160) if rng.is_committed(o)] == list(range(120, 145))
+    # 30 divergent batches with one committed bound: one entry, not one per batch (the
+    # verdict is what the Spark driver collects)
+    assert rng.committed_bounds == [(120, 149, 145)]
 
 
 def test_s8_acks1_clean_failover_is_diverged_uncommitted():
