@@ -19,13 +19,9 @@ def simulate(scenario: str, out_dir: str, seed: int | None, debug: bool) -> None
 
     The same scenario and seed always give byte-identical output.
     """
-    import dataclasses
-
     from segtools.simulate import load_scenario, run
 
-    parsed = load_scenario(scenario)
-    if seed is not None:
-        parsed = dataclasses.replace(parsed, seed=seed)
+    parsed = load_scenario(scenario, seed=seed)
     result = run(parsed, out_dir)
     lost = sum(len(p["lost"]) for p in result.truth.values())
     acked = sum(1 for a in result.acks if a["ok"])

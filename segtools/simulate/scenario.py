@@ -122,8 +122,10 @@ def _check_keys(d: dict[str, Any], allowed: set[str], where: str) -> None:
         raise _err(where, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
 
 
-def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a YAML (or JSON) scenario file."""
+def load_scenario(path: str | os.PathLike[str], *, seed: int | None = None) -> Scenario:
+    """Read and validate a YAML (or JSON) scenario file. ``seed`` replaces the file's seed
+    before anything is drawn from it (default replica assignments included), so the result
+    is the same as a file that says ``seed: <seed>``."""
     import yaml
 
     try:
@@ -137,6 +139,8 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         raise ScenarioError(f"{os.fspath(path)}: not valid YAML: {exc}") from None
     except RecursionError:
         raise ScenarioError(f"{os.fspath(path)}: not valid YAML: nested too deeply") from None
+    if seed is not None and isinstance(data, dict):
+        data = {**data, "seed": seed}
     return parse_scenario(data, source=os.fspath(path))
 
 

@@ -53,3 +53,21 @@ def test_seed_override_changes_generated_values_only(tmp_path):
         values.append([json.loads(x)["value"] for x in (out / "acks.jsonl").read_text().splitlines()])
     assert values[0] == values[1] != values[2]
     assert all(len(v) == 12 for v in values[2])
+
+
+def test_seed_option_equals_the_seed_in_the_file(tmp_path):
+    """--seed N gives the same bytes as a file saying seed: N, default assignments included."""
+    body = ("cluster: {brokers: [1, 2, 3, 4]}\n"
+            "topics: [{name: orders, partitions: 4, replication_factor: 2}]\n"
+            "steps:\n  - produce: {topic: orders, acks: all, count: 8}\n")
+    (tmp_path / "a.yaml").write_text("name: t\nseed: 1\n" + body)
+    (tmp_path / "b.yaml").write_text("name: t\nseed: 5\n" + body)
+    r1 = CliRunner().invoke(cli, ["simulate", str(tmp_path / "a.yaml"), "--seed", "5",
+                                  "--out", str(tmp_path / "o1")])
+    r2 = CliRunner().invoke(cli, ["simulate", str(tmp_path / "b.yaml"), "--out", str(tmp_path / "o2")])
+    assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
+    files1 = sorted(p.relative_to(tmp_path / "o1") for p in (tmp_path / "o1").rglob("*") if p.is_file())
+    files2 = sorted(p.relative_to(tmp_path / "o2") for p in (tmp_path / "o2").rglob("*") if p.is_file())
+    assert files1 == files2
+    for rel in files1:
+        assert (tmp_path / "o1" / rel).read_bytes() == (tmp_path / "o2" / rel).read_bytes(), rel
