@@ -36,7 +36,6 @@ from segtools._columnar_codes import (
     ERR_EOF,
     ERR_HEADER_COUNT,
     ERR_HEADER_KEY,
-    ERR_NEGATIVE_LENGTH,
     ERR_NONE,
     ERR_RECORD_COUNT,
     ERR_RECORD_LENGTH,
@@ -309,9 +308,6 @@ def _decode_headers(buf, p, rec_end, hcount, hk_off, hk_data, hv_off, hv_valid, 
             err = ERR_VARINT if p2 == -1 else ERR_EOF
             break
         p = p2
-        if hvlen < -1:
-            err = ERR_NEGATIVE_LENGTH
-            break
         if hvlen >= 0:
             if p + hvlen > rec_end:
                 err = ERR_EOF
@@ -381,9 +377,6 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         if p < 0:
             err = ERR_VARINT if p == -1 else ERR_EOF
             break
-        if klen < -1:
-            err = ERR_NEGATIVE_LENGTH
-            break
         if klen >= 0:
             if p + klen > rec_end:
                 err = ERR_EOF
@@ -398,9 +391,6 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         vlen, p = _varint(buf, p, rec_end)
         if p < 0:
             err = ERR_VARINT if p == -1 else ERR_EOF
-            break
-        if vlen < -1:
-            err = ERR_NEGATIVE_LENGTH
             break
         if vlen >= 0:
             if p + vlen > rec_end:

@@ -14,7 +14,6 @@ from segtools._columnar_codes import (
     ERR_EOF,
     ERR_HEADER_COUNT,
     ERR_HEADER_KEY,
-    ERR_NEGATIVE_LENGTH,
     ERR_RECORD_COUNT,
     ERR_RECORD_LENGTH,
     ERR_RECORD_SIZE,
@@ -193,10 +192,6 @@ def decode_batch_records(data: bytes, base_offset: int, base_timestamp: int, max
             raise RecordFault(ERR_EOF, index, rec_pos) from None
         except _Overlong:
             raise RecordFault(ERR_VARINT, index, rec_pos) from None
-        except RecordFault as fault:
-            if fault.record_index == -1:    # raised by _read_bytes, which does not know where
-                raise RecordFault(fault.code, index, rec_pos) from None
-            raise
         timestamp = max_timestamp if log_append_time else _s64(base_timestamp + ts_delta)
         sequence = -1 if base_sequence < 0 else increment_sequence(base_sequence, offset_delta)
         rows.append((_s64(base_offset + offset_delta), timestamp, sequence, key, value, headers))
@@ -209,10 +204,8 @@ def decode_batch_records(data: bytes, base_offset: int, base_timestamp: int, max
 def _read_bytes(data: bytes, p: int, end: int) -> tuple[bytes | None, int]:
     raw, p = _read_varint(data, p, end, 5)
     size = _zigzag32(raw)
-    if size == -1:
+    if size < 0:  # DefaultRecord.readFrom: any negative length is null, not only -1
         return None, p
-    if size < -1:
-        raise RecordFault(ERR_NEGATIVE_LENGTH, -1, -1)
     if p + size > end:
         raise _Eof
     return bytes(data[p:p + size]), p + size

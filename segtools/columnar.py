@@ -1010,7 +1010,10 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         # each record takes at least 7 bytes: a hostile recordsCount cannot inflate buffers
         cap = np.minimum(np.maximum(h.records_count, 0), region // 7)
         codec = h.attributes & 0x07
-        kind = np.where(filters.batch_skip(h), _SKIP,
+        # DefaultRecordBatch.iterator(): a v2 batch of count 0 yields nothing, whatever its
+        # record bytes hold (they are neither decompressed nor checked for leftovers)
+        empty = (h.magic == 2) & (h.records_count == 0)
+        kind = np.where(filters.batch_skip(h) | empty, _SKIP,
                         np.where(h.magic < 2, _LEGACY, np.where(
                             h.magic > 2, _ODD, np.where(codec == 0, _PLAIN, _PACKED))))
         plain = kind == _PLAIN

@@ -1,0 +1,59 @@
+"""Object reader and both columnar engines on the same hostile-but-readable v2 edges.
+
+Expected values are Kafka's (``DefaultRecord.readFrom``, ``DefaultRecordBatch.iterator``,
+``incrementSequence`` with Java int/long arithmetic), written here by hand, never taken from
+one of our readers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from segtools import columnar
+from segtools.batches import iter_records, read_batches
+from test_batches import record_body, v2_batch, write, zz
+
+ENGINES = columnar.available_engines()
+
+
+def _raw_record(body: bytes) -> bytes:
+    return zz(len(body)) + body
+
+
+def _rows_object(path) -> list[tuple]:
+    return [(r.offset, r.timestamp, r.sequence, r.key, r.value, r.headers or None)
+            for r in iter_records(path)]
+
+
+def _rows_columnar(path, engine) -> list[tuple]:
+    t = columnar.read_records(path, engine=engine)
+    return [(r["offset"], r["timestamp_ms"], r["sequence"], r["key"], r["value"],
+             [(h["key"], h["value"]) for h in r["headers"]] if r["headers"] else None)
+            for r in t.to_pylist()]
+
+
+def _all_readers(path) -> dict[str, list[tuple]]:
+    out = {"object": _rows_object(path)}
+    for engine in ENGINES:
+        out[engine] = _rows_columnar(path, engine)
+    return out
+
+
+def test_negative_key_and_value_lengths_below_minus_one_are_null(tmp_path):
+    # DefaultRecord.readFrom: `if (keySize >= 0)` / `if (valueSize >= 0)`, else null; the same
+    # for a header value. Only a negative header *key* size is an error.
+    body = bytes([0]) + zz(0) + zz(0) + zz(-2) + zz(-7) + zz(1) + zz(1) + b"h" + zz(-3)
+    path = write(tmp_path, v2_batch(_raw_record(body), count=1, base_offset=5))
+    for reader, rows in _all_readers(path).items():
+        assert rows == [(5, 1_700_000_000_000, -1, None, None, [("h", None)])], reader
+
+
+def test_empty_batch_with_leftover_bytes_yields_nothing(tmp_path):
+    # DefaultRecordBatch.iterator(): count 0 returns an empty iterator without looking at the
+    # record bytes (neither the leftover check nor decompression runs).
+    empty_plain = v2_batch(_raw_record(record_body()), count=0, base_offset=0)
+    empty_gzip = v2_batch(b"not gzip at all", count=0, base_offset=1, attributes=1)
+    after = v2_batch(_raw_record(record_body(value=b"x")), count=1, base_offset=2)
+    path = write(tmp_path, empty_plain + empty_gzip + after)
+    for reader, rows in _all_readers(path).items():
+        assert rows == [(2, 1_700_000_000_000, -1, None, b"x", None)], reader
