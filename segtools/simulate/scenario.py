@@ -293,6 +293,7 @@ class _Ctx:
     cluster: ClusterSpec
     topics: dict[str, TopicSpec]
     producers: dict[str, ProducerSpec]
+    snapshots: set[str] = field(default_factory=set)
 
 
 def _broker(args: dict[str, Any], where: str, ctx: _Ctx) -> int:
@@ -437,6 +438,10 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
         name = _str(args.get("name"), f"{where}.name")
         if any(ch in name for ch in "/\\") or name in (".", ".."):
             raise _err(f"{where}.name", f"not a valid directory name: {name!r}")
+        if name in ctx.snapshots:
+            # each snapshot is written to DIR/snapshots/<name>/: a second one would collide
+            raise _err(f"{where}.name", f"snapshot name {name!r} used twice")
+        ctx.snapshots.add(name)
         out = {"name": name}
     elif kind == "resend":
         _check_keys(args, {"producer"}, where)

@@ -71,3 +71,13 @@ def test_seed_option_equals_the_seed_in_the_file(tmp_path):
     assert files1 == files2
     for rel in files1:
         assert (tmp_path / "o1" / rel).read_bytes() == (tmp_path / "o2" / rel).read_bytes(), rel
+
+
+def test_duplicate_snapshot_name_is_refused_before_anything_is_written(tmp_path):
+    sc = tmp_path / "s.yaml"
+    sc.write_text("cluster: {brokers: [1]}\ntopics: [{name: t}]\n"
+                  "steps: [{snapshot: {name: x}}, {snapshot: {name: x}}]\n")
+    result = CliRunner().invoke(cli, ["simulate", str(sc), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "steps[1] (snapshot).name" in result.output and "used twice" in result.output
+    assert not (tmp_path / "out").exists()
