@@ -25,6 +25,7 @@ from segtools._columnar_codes import (
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
 )
+from segtools._reader_record import increment_sequence, java_long
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
@@ -116,23 +117,6 @@ def _zigzag64(raw: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _s32(x: int) -> int:
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x >= 1 << 31 else x
-
-
-def _s64(x: int) -> int:
-    x &= 0xFFFFFFFFFFFFFFFF
-    return x - (1 << 64) if x >= 1 << 63 else x
-
-
-def increment_sequence(seq: int, inc: int) -> int:
-    """DefaultRecordBatch.incrementSequence with Java int wrap-around."""
-    if seq > _s32(0x7FFFFFFF - inc):
-        return _s32(inc - _s32(0x7FFFFFFF - seq) - 1)
-    return _s32(seq + inc)
-
-
 Row = tuple[int, int, int, "bytes | None", "bytes | None", "list[tuple[str, bytes | None]] | None"]
 
 
@@ -192,9 +176,9 @@ def decode_batch_records(data: bytes, base_offset: int, base_timestamp: int, max
             raise RecordFault(ERR_EOF, index, rec_pos) from None
         except _Overlong:
             raise RecordFault(ERR_VARINT, index, rec_pos) from None
-        timestamp = max_timestamp if log_append_time else _s64(base_timestamp + ts_delta)
+        timestamp = max_timestamp if log_append_time else java_long(base_timestamp + ts_delta)
         sequence = -1 if base_sequence < 0 else increment_sequence(base_sequence, offset_delta)
-        rows.append((_s64(base_offset + offset_delta), timestamp, sequence, key, value, headers))
+        rows.append((java_long(base_offset + offset_delta), timestamp, sequence, key, value, headers))
         p = rec_end
     if p != end:
         raise RecordFault(ERR_REMAINING, count, p)

@@ -5,18 +5,35 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Record", "NO_TIMESTAMP", "NO_SEQUENCE", "INT32_MAX", "increment_sequence"]
+__all__ = ["Record", "NO_TIMESTAMP", "NO_SEQUENCE", "INT32_MAX", "increment_sequence",
+           "java_int", "java_long"]
 
 NO_TIMESTAMP = -1
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
 
 
+def java_int(x: int) -> int:
+    """``x`` wrapped to a Java int (two's complement, 32 bits)."""
+    return ((x + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+def java_long(x: int) -> int:
+    """``x`` wrapped to a Java long (two's complement, 64 bits)."""
+    return ((x + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
-    """``DefaultRecordBatch.incrementSequence``: sequences wrap from Int.MAX to 0."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
+    """``DefaultRecordBatch.incrementSequence`` in Java int arithmetic: sequences wrap from
+    Int.MAX to 0. Both arguments are Java ints (the object reader and the python columnar
+    engine share this one helper; the numba kernel has its compiled twin)."""
+    if increment >= 0 and sequence >= 0:  # the usual case: nothing below can overflow
+        if sequence > INT32_MAX - increment:
+            return increment - (INT32_MAX - sequence) - 1
+        return sequence + increment
+    if sequence > java_int(INT32_MAX - increment):  # a negative delta overflows MAX - delta
+        return java_int(increment - (INT32_MAX - sequence) - 1)
+    return java_int(sequence + increment)
 
 
 class Record:

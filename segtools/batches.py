@@ -21,7 +21,7 @@ import struct
 from typing import Any, Iterator
 
 from . import codecs
-from ._reader_record import NO_SEQUENCE, Record, increment_sequence
+from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_long
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
 from .errors import (
@@ -73,6 +73,11 @@ DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 _READ_CHUNK = 1 << 20
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_INT64_MIN = -2**63
+_INT64_MAX = 2**63 - 1
+#: base offsets to which any int offsetDelta can be added without leaving the int64 range
+_NO_INT_OVERFLOW_LOW = _INT64_MIN + 2**31
+_NO_INT_OVERFLOW_HIGH = _INT64_MAX - 2**31
 _SEGMENT_NAME = re.compile(r"^(\d{1,20})\.log$")
 
 
@@ -188,7 +193,7 @@ class RecordBatch:
         self.has_delete_horizon = bool(attributes & 0x40)
         self.delete_horizon_ms = base_ts if attributes & 0x40 else None
         self.last_offset_delta = last_offset_delta
-        self.last_offset = base_offset + last_offset_delta
+        self.last_offset = java_long(base_offset + last_offset_delta)
         self.base_timestamp = base_ts
         self.max_timestamp = max_ts
         self.producer_id = producer_id
@@ -380,6 +385,11 @@ class RecordBatch:
         log_append_ts = self.max_timestamp if self.timestamp_type == "LogAppendTime" else None
         base_seq = self.base_sequence
         is_control = self.is_control
+        # Java long arithmetic: offsets can only overflow this close to the int64 ends (the
+        # delta is an int), timestamps wherever the varlong delta is large
+        wrap_offsets = not _NO_INT_OVERFLOW_LOW <= base_offset <= _NO_INT_OVERFLOW_HIGH
+        int64_min = _INT64_MIN
+        int64_max = _INT64_MAX
         end = len(buf)
         pos = start
         rv = read_varint
@@ -520,11 +530,16 @@ class RecordBatch:
                 timestamp = log_append_ts
             else:
                 timestamp = base_ts + ts_delta
+                if not int64_min <= timestamp <= int64_max:
+                    timestamp = java_long(timestamp)
             if base_seq >= 0:
                 sequence = increment_sequence(base_seq, offset_delta)
             else:
                 sequence = NO_SEQUENCE
-            yield Record(base_offset + offset_delta, timestamp, key, value, headers, sequence,
+            offset = base_offset + offset_delta
+            if wrap_offsets:
+                offset = java_long(offset)
+            yield Record(offset, timestamp, key, value, headers, sequence,
                          attributes, ts_delta, offset_delta, length, is_control)
 
     def _record_error(self, cls: type[FormatError], message: str, field: str, index: int,

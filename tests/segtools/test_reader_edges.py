@@ -57,3 +57,25 @@ def test_empty_batch_with_leftover_bytes_yields_nothing(tmp_path):
     path = write(tmp_path, empty_plain + empty_gzip + after)
     for reader, rows in _all_readers(path).items():
         assert rows == [(2, 1_700_000_000_000, -1, None, b"x", None)], reader
+
+
+def test_sequence_of_a_negative_offset_delta_uses_java_int_arithmetic(tmp_path):
+    # incrementSequence(5, -1): 5 > MAX - (-1) overflows to MIN, so the wrap branch runs:
+    # -1 - (MAX - 5) - 1 = -2147483644
+    body = record_body(offset_delta=-1, value=b"v")
+    path = write(tmp_path, v2_batch(_raw_record(body), count=1, base_offset=10,
+                                    base_sequence=5, producer_id=1, producer_epoch=0))
+    for reader, rows in _all_readers(path).items():
+        assert [r[:3] for r in rows] == [(9, 1_700_000_000_000, -2147483644)], reader
+
+
+def test_offset_and_timestamp_wrap_like_java_long(tmp_path):
+    # baseOffset + offsetDelta and baseTimestamp + timestampDelta are Java long additions
+    body = record_body(offset_delta=10, ts_delta=10, value=b"v")
+    path = write(tmp_path, v2_batch(_raw_record(body), count=1, base_offset=2**63 - 5,
+                                    last_offset_delta=10, base_ts=2**63 - 5))
+    for reader, rows in _all_readers(path).items():
+        assert [r[:2] for r in rows] == [(-2**63 + 5, -2**63 + 5)], reader
+    [batch] = read_batches(path)
+    assert batch.last_offset == -2**63 + 5
+    assert columnar.scan_batches(path).column("last_offset").to_pylist() == [-2**63 + 5]
