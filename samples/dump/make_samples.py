@@ -13,76 +13,22 @@ import os
 import struct
 import sys
 
-import crc32c
-from kafka.record.default_records import DefaultRecordBatchBuilder, DefaultRecordBatch
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
+# the builders the dump tests use (one implementation for both)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                "tests", "dump"))
+from dump_builders import (SEG, SPEC_V0_MESSAGE, SPEC_V1_MESSAGE, SPEC_V2_BATCH,  # noqa: E402
+                           control_batch, index_bytes, producer_snapshot, simple_batches, v2_batch)
+from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
 
-SEG = "00000000000000000000"
 TS = 1700000000000
-
-SPEC_V2_BATCH = bytes.fromhex(
-    "0000000000000000" "00000039" "00000000" "02" "965a94b1" "0000" "00000000"
-    "0000018bcfe56800" "0000018bcfe56800" "ffffffffffffffff" "ffff" "ffffffff" "00000001"
-    "0e000000010261" "00")
-SPEC_V1_MESSAGE = bytes.fromhex(
-    "00 00 00 00 00 00 00 00 00 00 00 18 39 26 8c 33 01 00 00 00 01 8b cf e5 68 00 00 00 00 01"
-    " 6b 00 00 00 01 76")
-SPEC_V0_MESSAGE = bytes.fromhex(
-    "00 00 00 00 00 00 00 07 00 00 00 0f d2 0c bf f5 00 00 ff ff ff ff 00 00 00 01 76")
-
-
-def v2_batch(records, *, base_offset=0, leader_epoch=0, codec=0, producer_id=-1,
-             producer_epoch=-1, base_sequence=-1, transactional=False, attrs=0) -> bytes:
-    builder = DefaultRecordBatchBuilder(2, codec, transactional, producer_id, producer_epoch,
-                                        base_sequence, 1 << 24)
-    for i, (key, value, ts) in enumerate(records):
-        builder.append(i, timestamp=ts, key=key, value=value, headers=[])
-    buf = bytearray(builder.build())
-    struct.pack_into(">q", buf, 0, base_offset)       # outside the CRC
-    struct.pack_into(">i", buf, 12, leader_epoch)     # outside the CRC
-    if attrs:
-        struct.pack_into(">h", buf, 21, struct.unpack_from(">h", buf, 21)[0] | attrs)
-        struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
-    return bytes(buf)
 
 
 def marker(kind: int, base_offset: int, pid: int, epoch: int, coordinator_epoch: int,
            leader_epoch: int) -> bytes:
-    """COMMIT (1) / ABORT (0) control batch: control + transactional attributes."""
-    return v2_batch([(struct.pack(">hh", 0, kind), struct.pack(">hi", 0, coordinator_epoch), TS)],
-                    base_offset=base_offset, leader_epoch=leader_epoch, producer_id=pid,
-                    producer_epoch=epoch, transactional=True, attrs=0x20)
-
-
-def simple_batches() -> list[bytes]:
-    """DumpLogSegmentsTest.addSimpleRecords."""
-    return [
-        v2_batch([(f"message key {i}".encode(), f"message value {i}".encode(), TS + i)
-                  for i in range(10)], base_offset=0),
-        v2_batch([(f"message key {i}".encode(), None, TS + i) for i in range(10, 30)],
-                 base_offset=10),
-        v2_batch([(None, f"message value {i}".encode(), TS + i) for i in range(30, 50)],
-                 base_offset=30),
-        v2_batch([(None, None, TS + i) for i in range(50, 60)], base_offset=50),
-    ]
-
-
-def indexes(batches: list[bytes], zero_slots: int) -> tuple[bytes, bytes]:
-    idx, tidx, position, max_ts, max_off = b"", b"", 0, -1, 0
-    for raw in batches:
-        b = DefaultRecordBatch(raw)
-        last = b.base_offset + b.last_offset_delta
-        if b.max_timestamp > max_ts:
-            max_ts, max_off = b.max_timestamp, last
-        idx += struct.pack(">ii", last, position)
-        tidx += struct.pack(">qi", max_ts, max_off)
-        position += len(raw)
-    return idx + b"\0" * 8 * zero_slots, tidx + b"\0" * 12 * zero_slots
-
-
-def producer_snapshot(entries: list[tuple[int, ...]]) -> bytes:
-    body = struct.pack(">i", len(entries)) + b"".join(struct.pack(">qhiqiqiq", *e) for e in entries)
-    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+    """COMMIT (1) / ABORT (0) control batch written at ``TS``."""
+    return control_batch(kind, base_offset=base_offset, producer_id=pid, producer_epoch=epoch,
+                         coordinator_epoch=coordinator_epoch, timestamp=TS,
+                         leader_epoch=leader_epoch)
 
 
 def build() -> dict[str, bytes]:
@@ -94,13 +40,13 @@ def build() -> dict[str, bytes]:
     txn = [
         v2_batch([(None, b"a", TS), (None, b"b", TS)], base_offset=0),
         v2_batch([(b"c", b"c" * 100, TS), (None, b"d" * 100, TS)], base_offset=2,
-                 leader_epoch=3, codec=1),
+                 leader_epoch=3, compression=1),
         v2_batch([(b"e", None, TS), (None, b"f", TS), (None, b"g", TS)], base_offset=4,
                  leader_epoch=3),
         v2_batch([(None, b"h", TS)], base_offset=7, leader_epoch=3, producer_id=29342342,
                  producer_epoch=15, base_sequence=234123),
         v2_batch([(None, b"i" * 100, TS), (None, b"j" * 100, TS)], base_offset=8, leader_epoch=5,
-                 codec=1, producer_id=98323, producer_epoch=99, base_sequence=266,
+                 compression=1, producer_id=98323, producer_epoch=99, base_sequence=266,
                  transactional=True),
         marker(1, 10, 98323, 99, 100, 7),
         v2_batch([(None, b"k", TS)], base_offset=11, leader_epoch=7, producer_id=98323,
@@ -114,7 +60,7 @@ def build() -> dict[str, bytes]:
 
     simple = simple_batches()
     files[f"simple-0/{SEG}.log"] = b"".join(simple)
-    idx, tidx = indexes(simple, zero_slots=16)    # flushed, not closed: zero-filled tails
+    idx, tidx = index_bytes(simple, zero_slots=16)    # flushed, not closed: zero-filled tails
     files[f"simple-0/{SEG}.index"] = idx
     files[f"simple-0/{SEG}.timeindex"] = tidx
 

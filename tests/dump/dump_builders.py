@@ -91,25 +91,31 @@ def oracle_batches(data: bytes) -> list:
         out.append(batch)
 
 
-def simple_records_log(directory: Path, *, ts: int = 1700000000000) -> tuple[Path, list[bytes]]:
+def simple_batches(*, ts: int = 1700000000000) -> list[bytes]:
     """DumpLogSegmentsTest.addSimpleRecords: four batches A (0-9 key+value), B (10-29 key only),
     C (30-49 value only), D (50-59 neither), leader epoch 0, no compression."""
-    a = v2_batch([(f"message key {i}".encode(), f"message value {i}".encode(), ts + i)
-                  for i in range(10)], base_offset=0)
-    b = v2_batch([(f"message key {i}".encode(), None, ts + i) for i in range(10, 30)],
-                 base_offset=10)
-    c = v2_batch([(None, f"message value {i}".encode(), ts + i) for i in range(30, 50)],
-                 base_offset=30)
-    d = v2_batch([(None, None, ts + i) for i in range(50, 60)], base_offset=50)
-    batches = [a, b, c, d]
+    return [
+        v2_batch([(f"message key {i}".encode(), f"message value {i}".encode(), ts + i)
+                  for i in range(10)], base_offset=0),
+        v2_batch([(f"message key {i}".encode(), None, ts + i) for i in range(10, 30)],
+                 base_offset=10),
+        v2_batch([(None, f"message value {i}".encode(), ts + i) for i in range(30, 50)],
+                 base_offset=30),
+        v2_batch([(None, None, ts + i) for i in range(50, 60)], base_offset=50),
+    ]
+
+
+def simple_records_log(directory: Path, *, ts: int = 1700000000000) -> tuple[Path, list[bytes]]:
+    """:func:`simple_batches` written to ``directory/<SEG>.log``."""
+    batches = simple_batches(ts=ts)
     log = directory / f"{SEG}.log"
     log.write_bytes(b"".join(batches))
     return log, batches
 
 
-def write_indexes(directory: Path, batches: Sequence[bytes], *, base: int = 0,
-                  zero_slots: int = 0, every: int = 1) -> tuple[Path, Path]:
-    """Offset and time index entries (batch lastOffset, batch position) / (max ts so far,
+def index_bytes(batches: Sequence[bytes], *, base: int = 0, zero_slots: int = 0,
+                every: int = 1) -> tuple[bytes, bytes]:
+    """Offset and time index contents: (batch lastOffset, batch position) / (max ts so far,
     lastOffset) for every ``every``-th batch, with ``zero_slots`` zero-filled preallocated
     slots appended, as an unclosed segment has. Values come from kafka-python's reader."""
     idx = bytearray()
@@ -126,12 +132,28 @@ def write_indexes(directory: Path, batches: Sequence[bytes], *, base: int = 0,
             idx += struct.pack(">ii", last - base, position)
             tidx += struct.pack(">qi", max_ts, max_ts_offset - base)
         position += len(raw)
-    idx += b"\0" * (8 * zero_slots)
-    tidx += b"\0" * (12 * zero_slots)
+    return bytes(idx) + b"\0" * (8 * zero_slots), bytes(tidx) + b"\0" * (12 * zero_slots)
+
+
+def write_indexes(directory: Path, batches: Sequence[bytes], *, base: int = 0,
+                  zero_slots: int = 0, every: int = 1) -> tuple[Path, Path]:
+    """:func:`index_bytes` written to ``directory/<base>.index`` and ``.timeindex``."""
+    idx, tidx = index_bytes(batches, base=base, zero_slots=zero_slots, every=every)
     name = f"{base:020d}"
-    (directory / f"{name}.index").write_bytes(bytes(idx))
-    (directory / f"{name}.timeindex").write_bytes(bytes(tidx))
+    (directory / f"{name}.index").write_bytes(idx)
+    (directory / f"{name}.timeindex").write_bytes(tidx)
     return directory / f"{name}.index", directory / f"{name}.timeindex"
+
+
+def producer_snapshot(entries: Sequence[tuple[int, ...]], *, corrupt: bool = False) -> bytes:
+    """A version-1 producer-state ``.snapshot``: (producerId, epoch, lastSequence, lastOffset,
+    offsetDelta, timestamp, coordinatorEpoch, currentTxnFirstOffset) per entry, CRC-32C of
+    everything after the CRC field (FORMATS.md section 8) from the independent ``crc32c``;
+    ``corrupt`` flips the stored CRC's lowest bit."""
+    body = struct.pack(">i", len(entries)) + b"".join(
+        struct.pack(">qhiqiqiq", *e) for e in entries)
+    crc = _crc32c.crc32c(body) ^ (1 if corrupt else 0)
+    return struct.pack(">hI", 1, crc) + body
 
 
 def run(*args: str | Path) -> Result:

@@ -7,9 +7,8 @@ import os
 import struct
 from pathlib import Path
 
-import crc32c
-from dump_builders import (SEG, lines, oracle_batches, run, simple_records_log, v2_batch,
-                           write_indexes)
+from dump_builders import (SEG, lines, oracle_batches, producer_snapshot, run,
+                           simple_records_log, v2_batch, write_indexes)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -201,16 +200,9 @@ def test_txn_index(tmp_path: Path) -> None:
     assert result.exit_code == 0
 
 
-def _producer_snapshot(entries: list[tuple[int, ...]], *, corrupt: bool = False) -> bytes:
-    body = struct.pack(">i", len(entries)) + b"".join(
-        struct.pack(">qhiqiqiq", *e) for e in entries)
-    crc = crc32c.crc32c(body) ^ (1 if corrupt else 0)
-    return struct.pack(">hI", 1, crc) + body
-
-
-def test_producer_snapshot(tmp_path: Path) -> None:
+def testproducer_snapshot(tmp_path: Path) -> None:
     snap = tmp_path / "00000000000000000042.snapshot"
-    snap.write_bytes(_producer_snapshot([
+    snap.write_bytes(producer_snapshot([
         # producerId, epoch, lastSeq, lastOffset, offsetDelta, timestamp, coordEpoch, txnFirst
         (7, 2, 5, 41, 3, 1700000000000, 4, 38),
         (8, 0, 1, 2147483650, 3, 1700000000001, -1, -1),
@@ -234,9 +226,9 @@ def test_producer_snapshot(tmp_path: Path) -> None:
     ]
 
 
-def test_corrupt_producer_snapshot(tmp_path: Path) -> None:
+def test_corruptproducer_snapshot(tmp_path: Path) -> None:
     snap = tmp_path / "00000000000000000042.snapshot"
-    data = _producer_snapshot([(7, 2, 5, 41, 3, 1700000000000, 4, 38)], corrupt=True)
+    data = producer_snapshot([(7, 2, 5, 41, 3, 1700000000000, 4, 38)], corrupt=True)
     snap.write_bytes(data)
     stored = struct.unpack_from(">I", data, 2)[0]
     result = run(snap)
