@@ -52,6 +52,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
+    from segtools.errors import SegtoolsError
     from segtools.forensics.collect import discover_replicas
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
@@ -63,11 +64,15 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     if tables_dir and no_spark:
         raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
     acks = AckIndex.load(acks_path) if acks_path else None
-    if not metadata_log:
-        metadata_log = default_metadata_log(dirs)
-        if metadata_log:
-            click.echo(f"compare: using the controller's metadata log {metadata_log}", err=True)
     histories = load_histories(metadata_log) if metadata_log else None
+    auto_log = None if metadata_log else default_metadata_log(dirs)
+    if auto_log:
+        # found, not asked for: a log that cannot be replayed only costs the causes
+        try:
+            histories = load_histories(auto_log)
+            click.echo(f"compare: using the controller's metadata log {auto_log}", err=True)
+        except SegtoolsError as exc:
+            click.echo(f"compare: ignoring the controller's metadata log: {exc}", err=True)
     specs = discover_replicas(list(dirs))
     if no_spark:
         from segtools.forensics.pipeline import compare_in_process

@@ -80,3 +80,23 @@ def test_single_broker_dirs_do_not_pick_up_a_metadata_log():
     assert default_metadata_log([str(sample / "broker-1"), str(sample / "broker-2")]) is None
     assert default_metadata_log([str(GENERATED / "S0-healthy-baseline")]) is None
     assert default_metadata_log([str(sample)]) == str(sample / "controller" / "__cluster_metadata-0")
+
+
+def test_an_unreadable_controller_log_found_by_itself_is_skipped_with_a_warning(tmp_path):
+    import shutil
+
+    from segtools.writer import LogWriter, NewRecord, build_batch
+
+    sample = tmp_path / "S7"
+    shutil.copytree(GENERATED / "S7-simple-unclean-election", sample)
+    log = LogWriter(sample / "controller" / "__cluster_metadata-0", create=False)
+    log.append(build_batch([NewRecord(None, b"\xff\xff\xff")], base_offset=log.log_end_offset,
+                           partition_leader_epoch=1))
+    log.close()
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark"])
+    assert res.exit_code == 1, res.output           # the loss is still found
+    assert "ignoring the controller's metadata log" in res.output and "Traceback" not in res.output
+    # asked for explicitly, the same log is an input error
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark",
+                                   "--metadata-log", str(sample / "controller")])
+    assert res.exit_code == 2, res.output
