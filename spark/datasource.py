@@ -43,6 +43,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _BROKER_DIR_RE = re.compile(r"^broker-(\d+)$")
+_LOG_DIR_MARKERS = ("meta.properties", "replication-offset-checkpoint",
+                    "recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 # topic-partition, optionally with Kafka's ".<uuid>-delete" / "-future" / "-stray" suffix
 _PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-fA-F]+-(?P<state>delete|future|stray))?$")
 
@@ -124,14 +126,29 @@ def plan_segments(path: str, *, broker: int | None = None,
         groups[root.rsplit("/", 1)[0]] = [(int(m.group(1)), root)]
     else:
         selector = pafs.FileSelector(root, recursive=True)
+        top = root.rstrip("/")
+        children: dict[str, Any] = {}
         for fi in filesystem.get_file_info(selector):
+            parent = fi.path.rsplit("/", 1)[0]
+            if parent.rstrip("/") == top:
+                children[fi.base_name] = fi.type
             if fi.type != pafs.FileType.File:
                 continue
             m = _SEGMENT_RE.match(fi.base_name)
             if not m:
                 continue
-            parent = fi.path.rsplit("/", 1)[0]
             groups.setdefault(parent, []).append((int(m.group(1)), fi.path))
+        # Like segtools.sources.resolve_sources: a folder of broker-<id> dirs means those log
+        # dirs only (not the snapshots/ copies or the controller's metadata log next to them),
+        # and a broker log dir means its own partition dirs.
+        broker_dirs = {_join(top, n) for n, t in children.items()
+                       if t == pafs.FileType.Directory and _BROKER_DIR_RE.match(n)}
+        is_log_dir = any(children.get(n) == pafs.FileType.File for n in _LOG_DIR_MARKERS)
+        if top not in groups:
+            if broker_dirs and not is_log_dir:
+                groups = {d: s for d, s in groups.items() if d.rsplit("/", 1)[0] in broker_dirs}
+            elif is_log_dir:
+                groups = {d: s for d, s in groups.items() if d.rsplit("/", 1)[0] == top}
     parts: list[SegmentPartition] = []
     brokers: dict[str, int | None] = {}
     norm_map = {_open_fs(k)[1].rstrip("/"): v for k, v in (replica_map or {}).items()}
