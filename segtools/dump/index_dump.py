@@ -25,6 +25,7 @@ _OFFSET_ENTRY = struct.Struct(">ii")     # relativeOffset, position
 _TIME_ENTRY = struct.Struct(">qi")       # timestamp, relativeOffset
 _TXN_ENTRY = struct.Struct(">hqqqq")     # version, producerId, first, last, lastStable
 _LOG_HEAD = struct.Struct(">qi")         # baseOffset, length
+_SIGNED_BYTE = struct.Struct(">b")       # AbortedTxn.version(): ByteBuffer.get(0)
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
@@ -221,7 +222,7 @@ def dump_txn_index(ctx: "DumpContext", path: str) -> None:
         previous_last = None
         for i in range(n):
             _, producer_id, first, last, lso = _TXN_ENTRY.unpack_from(data, i * 34)
-            version = data[i * 34]
+            version = _SIGNED_BYTE.unpack_from(data, i * 34)[0]  # Java byte: signed
             if version > 0:
                 ctx.error("txn_index_version", FormatError(
                     f"Unexpected aborted transaction version {version}", path=path,

@@ -200,7 +200,21 @@ def test_txn_index(tmp_path: Path) -> None:
     assert result.exit_code == 0
 
 
-def testproducer_snapshot(tmp_path: Path) -> None:
+def test_txn_index_version_is_a_signed_byte(tmp_path: Path) -> None:
+    # AbortedTxn.version() is ByteBuffer.get(0): a signed byte widened to short, so 0xFF prints
+    # as -1 and, not being > 0, is no "Unexpected aborted transaction version" error
+    txn = tmp_path / f"{SEG}.txnindex"
+    txn.write_bytes(b"\xff\x00" + struct.pack(">qqqq", 1000, 5, 9, 3))
+    result = run(txn)
+    assert lines(result.stdout) == [
+        f"Dumping {txn}",
+        "version: -1 producerId: 1000 firstOffset: 5 lastOffset: 9 lastStableOffset: 3",
+    ]
+    assert result.stderr == ""
+    assert result.exit_code == 0
+
+
+def test_producer_snapshot(tmp_path: Path) -> None:
     snap = tmp_path / "00000000000000000042.snapshot"
     snap.write_bytes(producer_snapshot([
         # producerId, epoch, lastSeq, lastOffset, offsetDelta, timestamp, coordEpoch, txnFirst
@@ -226,7 +240,7 @@ def testproducer_snapshot(tmp_path: Path) -> None:
     ]
 
 
-def test_corruptproducer_snapshot(tmp_path: Path) -> None:
+def test_corrupt_producer_snapshot(tmp_path: Path) -> None:
     snap = tmp_path / "00000000000000000042.snapshot"
     data = producer_snapshot([(7, 2, 5, 41, 3, 1700000000000, 4, 38)], corrupt=True)
     snap.write_bytes(data)
