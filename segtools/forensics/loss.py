@@ -63,20 +63,22 @@ class AckIndex:
     """Producer-side acknowledgements from ``acks.jsonl`` (CONTRACT.md section 3)."""
 
     def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._acked: dict[tuple[str, int, int, int], bool] = {}
-        self._acked_all: set[tuple[str, int, int, int]] = set()
+        # per (topic, partition): (offset, epoch) -> ok, and the (offset, epoch) acked under acks=all
+        self._acked: dict[tuple[str, int], dict[tuple[int, int], bool]] = {}
+        self._acked_all: dict[tuple[str, int], set[tuple[int, int]]] = {}
         for e in entries:
             if e.get("offset") is None or e.get("leader_epoch") is None:
                 continue
-            k = (str(e["topic"]), int(e["partition"]), int(e["offset"]), int(e["leader_epoch"]))
-            self._acked[k] = self._acked.get(k, False) or bool(e.get("ok"))
+            tp, k = (str(e["topic"]), int(e["partition"])), (int(e["offset"]), int(e["leader_epoch"]))
+            acked = self._acked.setdefault(tp, {})
+            acked[k] = acked.get(k, False) or bool(e.get("ok"))
             if e.get("ok") and str(e.get("acks")) in ("all", "-1"):
-                self._acked_all.add(k)
+                self._acked_all.setdefault(tp, set()).add(k)
 
     def committed_for_partition(self, topic: str, partition: int) -> set[tuple[int, int]]:
         """(offset, epoch) acknowledged under acks=all: the leader acks those only once the HW
         passed them, so they were committed whatever the (lagging) HW checkpoints say."""
-        return {(o, e) for (t, p, o, e) in self._acked_all if t == topic and p == partition}
+        return set(self._acked_all.get((topic, partition), ()))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "AckIndex":
@@ -101,10 +103,10 @@ class AckIndex:
             raise InputError(f"{path}: malformed ack entry ({exc})") from None
 
     def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]:
-        return {(o, e): ok for (t, p, o, e), ok in self._acked.items() if t == topic and p == partition}
+        return dict(self._acked.get((topic, partition), {}))
 
     def acked(self, topic: str, partition: int, offset: int, epoch: int) -> bool:
-        return self._acked.get((topic, partition, offset, epoch), False)
+        return self._acked.get((topic, partition), {}).get((offset, epoch), False)
 
 
 def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int, str], Sequence[RecordFacts]],
