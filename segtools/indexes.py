@@ -43,7 +43,8 @@ _TXN_ENTRY = struct.Struct(">hqqqq")
 
 @dataclass(frozen=True, slots=True)
 class AbortedTxn:
-    """One ``.txnindex`` entry. ``version`` is the first byte only, as Kafka reports it."""
+    """One ``.txnindex`` entry. ``version`` is the first byte only, read as a signed Java byte,
+    as Kafka reports it."""
 
     version: int
     producer_id: int
@@ -132,7 +133,7 @@ def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:
                 if len(chunk) < ABORTED_TXN_SIZE:
                     break
                 _, producer_id, first_offset, last_offset, lso = _TXN_ENTRY.unpack(chunk)
-                version = chunk[0]
+                version = chunk[0] - 256 if chunk[0] > 127 else chunk[0]  # Java byte: signed
                 if strict and version > CURRENT_ABORTED_TXN_VERSION:
                     raise IndexCorruptionError(
                         f"Unexpected aborted transaction version {version}", path=path,

@@ -141,6 +141,14 @@ def test_txn_index(tmp_path: Path) -> None:
     assert read_txn_index(bad, strict=False)[1].version == 1
 
 
+def test_txn_index_version_byte_is_signed_like_java(tmp_path: Path) -> None:
+    # AbortedTxn.version() is buffer.get(0): a Java byte, so 0xFF is -1, which is not > 0 and
+    # is accepted (kafka-dump-log prints "version: -1")
+    path = tmp_path / "00000000000000000000.txnindex"
+    path.write_bytes(struct.pack(">hqqqq", -1, 7, 0, 5, 6) + struct.pack(">hqqqq", -32768, 8, 10, 15, 16))
+    assert read_txn_index(path) == [AbortedTxn(-1, 7, 0, 5, 6), AbortedTxn(-128, 8, 10, 15, 16)]
+
+
 def test_sanity_checks(realdata: Path, tmp_path: Path) -> None:
     sanity_check_offset_index(realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.index")
     sanity_check_time_index(realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.timeindex")
