@@ -59,8 +59,11 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     from segtools.forensics.report import render_summary
 
     for d in dirs:
-        if tables_dir and os.path.abspath(tables_dir).startswith(os.path.abspath(d) + os.sep):
+        inside = os.path.realpath(d) + os.sep
+        if tables_dir and os.path.realpath(tables_dir).startswith(inside):
             raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
+        if report_path and os.path.realpath(report_path).startswith(inside):
+            raise TroubleError(f"--report {report_path} is inside input {d}; inputs are evidence")
     if tables_dir and no_spark:
         raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
     acks = AckIndex.load(acks_path) if acks_path else None

@@ -100,3 +100,15 @@ def test_an_unreadable_controller_log_found_by_itself_is_skipped_with_a_warning(
     res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark",
                                    "--metadata-log", str(sample / "controller")])
     assert res.exit_code == 2, res.output
+
+
+def test_report_inside_input_is_refused(tmp_path):
+    import shutil
+
+    sample = tmp_path / "S0"
+    shutil.copytree(GENERATED / "S0-healthy-baseline", sample)
+    before = sorted(p.relative_to(sample) for p in sample.rglob("*"))
+    for target in (sample / "r.json", sample / "broker-1" / "r.json"):
+        res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--report", str(target)])
+        assert res.exit_code == 2 and "inputs are evidence" in res.output, res.output
+    assert sorted(p.relative_to(sample) for p in sample.rglob("*")) == before
