@@ -93,13 +93,16 @@ def attach_group_findings(reports: Iterable[Any], commits: Commits) -> None:
     """Add GROUP_CONSUMED_DIVERGENT findings to each partition report (S21)."""
     if not commits:
         return
-    wanted = {(t, p) for (_g, t, p) in commits}
+    by_tp: dict[tuple[str, int], Commits] = {}
+    for ident, c in commits.items():
+        by_tp.setdefault((ident[1], ident[2]), {})[ident] = c
     for rep in reports:
         v = rep.verdict
-        if (v.topic, v.partition) not in wanted:
+        mine = by_tp.get((v.topic, v.partition))
+        if not mine:
             continue
         ref = next((r for r in v.replicas if r.is_reference), None)
         if ref is None:
             continue
         lineage = EpochMap(entries=list(v.reference_epochs), log_end_offset=ref.log_end_offset)
-        rep.extra_findings.extend(group_findings(commits, v.topic, v.partition, lineage))
+        rep.extra_findings.extend(group_findings(mine, v.topic, v.partition, lineage))
