@@ -24,6 +24,7 @@ import uuid as _uuid
 from dataclasses import dataclass, field as _dc_field
 from typing import Any, Iterable, Sequence
 
+from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.errors import SchemaError
 from segtools.varint import encode_uvarint
 
@@ -350,7 +351,11 @@ def _read_primitive(r: Reader, t: str, f: Field, version: int, flexible: bool, p
             raise _ReadError(f"non-nullable field {f.key} was serialized as null", path)
         if n > 0x7FFF:
             raise _ReadError(f"string field {f.key} had invalid length {n}", path)
-        return r.string_bytes(n, path).decode("utf-8", "replace")
+        raw = r.string_bytes(n, path)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:  # Java's new String(bytes, UTF_8), not Python's "replace"
+            return java_utf8_replace(raw)
     if t in ("bytes", "records"):
         n = _read_length(r, flexible, True, path)
         if n < 0:

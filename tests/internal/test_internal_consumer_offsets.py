@@ -267,3 +267,15 @@ def test_offset_commit_value_v4_flexible_layout():
     # the same fields at v3 use an int16 string length and no tag section
     v3 = b"\x00\x03" + struct.pack(">qi", 42, 7) + _s16("meta") + struct.pack(">q", 1234)
     assert co.encode_value(1, 3, co.decode_value(value, key)["data"]) == v3
+
+
+@pytest.mark.parametrize("raw, shown", [
+    # new String(bytes, UTF_8) as computed by the JVM (Java 17), not Python's "replace"
+    (b"g\xed\xa0\x80", "g\ufffd"),
+    (b"\xed\xbf\x80\xa0\xbf", "\ufffd\ufffd\ufffd"),
+    (b"\xf0\xf4\xed\xbf\xbf", "\ufffd\ufffd\ufffd"),
+])
+def test_malformed_utf8_strings_decode_as_java_does(raw, shown):
+    key = struct.pack(">hh", 2, len(raw)) + raw  # GroupMetadataKey v2, group as raw bytes
+    assert co.format_record(key, None, offset=0) == (
+        '{"type":"2","data":{"group":"' + shown + '"}}', "<DELETE>")

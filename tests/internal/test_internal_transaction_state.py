@@ -151,3 +151,10 @@ def test_random_bytes_raise_only_schema_error(data):
             ts.format_record(*args)
         except SchemaError:
             pass
+
+
+def test_malformed_utf8_transactional_id_decodes_as_java_does():
+    # new String(bytes, UTF_8) by the JVM: an encoded surrogate is one U+FFFD (Python: three)
+    raw = b"t\xed\xa0\x80"
+    assert ts.format_record(struct.pack(">hh", 0, len(raw)) + raw, None) == (
+        "transaction_metadata::transactionalId=t\ufffd", "<DELETE>")
