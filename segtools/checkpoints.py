@@ -114,9 +114,15 @@ def _lines(text: str) -> list[tuple[int, int, str]]:
         number += 1
     if pos < len(text):
         out.append((number, pos, text[pos:]))
-    # byte positions: convert character offsets (only differs for non-ASCII text)
+    # byte positions: convert character offsets (only differs for non-ASCII text), one pass
     if not text.isascii():
-        out = [(n, len(text[:p].encode("utf-8")), s) for n, p, s in out]
+        converted = []
+        char_pos = byte_pos = 0
+        for n, p, s in out:
+            byte_pos += len(text[char_pos:p].encode("utf-8"))
+            char_pos = p
+            converted.append((n, byte_pos, s))
+        out = converted
     return out
 
 

@@ -155,6 +155,22 @@ def test_kafka_reader_leniencies(tmp_path: Path) -> None:
     assert info.value.position == 4 and info.value.field == "line 3"
 
 
+def test_non_ascii_checkpoint_positions_in_linear_time(tmp_path: Path) -> None:
+    # byte positions of non-ASCII lines used to be recomputed from the start of the file for
+    # every line: a 2.4 MB file of such lines took minutes before reporting the first error
+    import time
+
+    path = tmp_path / "replication-offset-checkpoint"
+    path.write_bytes("0\n400000\n".encode() + "\u00e9t\u00e9 0 1\n".encode() * 399_999
+                     + "\u00e9t\u00e9 0\n".encode())
+    start = time.perf_counter()
+    with pytest.raises(CheckpointFormatError) as info:
+        read_offset_checkpoint(path)
+    assert time.perf_counter() - start < 10
+    assert info.value.field == "line 400002"
+    assert info.value.position == len(b"0\n400000\n") + 399_999 * len("\u00e9t\u00e9 0 1\n".encode())
+
+
 def test_leader_epoch_errors(tmp_path: Path) -> None:
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_text("0\n2\n0 0\n1 x\n")
