@@ -117,7 +117,14 @@ def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str
 def load_histories(path: str | os.PathLike[str]) -> dict[tuple[str, int], PartitionHistory]:
     """Replay a KRaft metadata log: ``path`` is ``__cluster_metadata-0`` or a dir holding it
     (a controller's or a combined broker's log dir). Control batches are skipped; a record
-    that does not decode is an error naming its offset."""
+    that does not decode is an error naming its offset.
+
+    When the log no longer starts at offset 0 (KRaft deletes segments a snapshot covers), the
+    state before it comes from the ``<end offset>-<epoch>.checkpoint`` snapshot the log
+    continues from (the earliest one at or past the first segment), as KRaft itself loads it;
+    the log is then replayed from the snapshot's end offset on."""
+    import re
+
     from segtools import columnar
     from segtools.errors import InputError, SegtoolsError
     from segtools.internal.metadata import decode_record
@@ -127,19 +134,36 @@ def load_histories(path: str | os.PathLike[str]) -> dict[tuple[str, int], Partit
         p = os.path.join(p, "__cluster_metadata-0")
     if not os.path.isdir(p):
         raise InputError(f"{path}: not a KRaft metadata log dir (__cluster_metadata-0)")
-    segs = sorted(f for f in os.listdir(p) if f.endswith(".log") and len(f) == 24)
-    if not segs and os.path.basename(os.path.normpath(p)) != "__cluster_metadata-0":
+    names = os.listdir(p)
+    segs = sorted(f for f in names if f.endswith(".log") and len(f) == 24 and f[:20].isdigit())
+    snaps = sorted(f for f in names if re.fullmatch(r"\d{20}-\d{10}\.checkpoint", f))
+    if not segs and not snaps and os.path.basename(os.path.normpath(p)) != "__cluster_metadata-0":
         raise InputError(f"{path}: no KRaft metadata log (__cluster_metadata-0) here")
+    first = int(segs[0][:20]) if segs else None
+    snapshot = None
+    if snaps and (first is None or first > 0):
+        if first is None:
+            snapshot = snaps[-1]          # no log left: the latest state there is
+        else:                             # a snapshot ending before the log starts leaves a gap
+            snapshot = next((f for f in snaps if int(f[:20]) >= first), None)
     decoded = []
-    for seg in segs:
-        for rb in columnar.iter_record_batches(os.path.join(p, seg), topic="__cluster_metadata",
+
+    def read(file: str, min_offset: int) -> None:
+        for rb in columnar.iter_record_batches(os.path.join(p, file), topic="__cluster_metadata",
                                                partition=0):
             for off, value, control in zip(rb.column("offset").to_pylist(), rb.column("value").to_pylist(),
                                            rb.column("is_control").to_pylist()):
-                if control or value is None:
+                if control or value is None or off < min_offset:
                     continue
                 try:
                     decoded.append(decode_record(value))
                 except SegtoolsError as exc:
-                    raise InputError(f"{os.path.join(p, seg)}: metadata record at offset {off}: {exc}") from None
+                    raise InputError(f"{os.path.join(p, file)}: metadata record at offset {off}: {exc}") from None
+
+    start = 0
+    if snapshot is not None:
+        read(snapshot, 0)
+        start = int(snapshot[:20])
+    for seg in segs:
+        read(seg, start)
     return replay(decoded)
