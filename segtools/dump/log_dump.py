@@ -55,8 +55,11 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     prev_batch_last = None
     fatal = False
 
+    # Kafka's dump deep-iterates legacy wrappers without a per-message limit
+    # (Integer.MAX_VALUE; --max-message-size is for .index only); the reader still bounds the
+    # total decompressed bytes of a batch
     with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
-                       ) as reader:
+                       max_message_size=_NO_MESSAGE_LIMIT) as reader:
         batches = iter(reader)
         while True:
             try:
@@ -86,8 +89,6 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                 continue
             is_control = batch.is_control
             try:
-                # Kafka's dump deep-iterates legacy wrappers without a per-message limit
-                # (Integer.MAX_VALUE); the reader still bounds total decompressed bytes
                 for record in batch.records(max_message_size=_NO_MESSAGE_LIMIT):
                     offset = record.offset
                     if last_offset != -1 and offset != last_offset + 1:

@@ -19,6 +19,9 @@ from segtools.errors import FormatError, IndexCorruptionError
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
 
+#: Kafka iterates the batch an entry points at with no per-message limit (Integer.MAX_VALUE)
+NO_MESSAGE_LIMIT = 2147483647
+
 
 def dump_time_index(ctx: "DumpContext", path: str) -> None:
     from segtools.batches import SegmentReader
@@ -55,7 +58,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     positions: list[int] = []
     base_offsets: list[int] = []
     last_offsets: list[int] = []
-    with SegmentReader(log_path) as reader:
+    with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT) as reader:
         try:
             for batch in reader:
                 positions.append(batch.position)
@@ -83,12 +86,12 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     max_ts: dict[int, int] = {}
     if wanted:
         last_wanted = max(wanted)
-        with SegmentReader(log_path) as reader:
+        with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT) as reader:
             try:
                 for j, batch in enumerate(reader):
                     if j in wanted:
                         best = -1
-                        for record in batch.records():
+                        for record in batch.records(max_message_size=NO_MESSAGE_LIMIT):
                             if record.timestamp > best:
                                 best = record.timestamp
                         max_ts[j] = best
