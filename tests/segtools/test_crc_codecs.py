@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import struct
 import zlib
 from pathlib import Path
@@ -229,12 +230,16 @@ def test_truncated_payloads_raise_compression_error(codec_id):
 
 @pytest.mark.parametrize("codec_id", [1, 2, 3, 4])
 def test_garbage_payloads_raise_compression_error(codec_id):
-    for junk in (b"", b"\x00", os.urandom(64), b"\x1f\x8b" + os.urandom(40),
-                 b"\x04\x22\x4d\x18" + os.urandom(40), b"\x82SNAPPY\x00" + os.urandom(40)):
-        try:
+    rng = random.Random(codec_id)
+    noise = lambda n: bytes(rng.getrandbits(8) for _ in range(n))  # noqa: E731
+    for junk in (b"", b"\x00", noise(64), b"\x1f\x8b" + noise(40),
+                 b"\x04\x22\x4d\x18" + noise(40), b"\x82SNAPPY\x00" + noise(40)):
+        if codec_id == 2 and junk == b"\x00":
+            # raw-snappy fallback: varint length 0 is a valid empty block (snappy-java agrees)
+            assert decompress(codec_id, junk, max_size=MiB) == b""
+            continue
+        with pytest.raises(CompressionError):
             decompress(codec_id, junk, max_size=MiB)
-        except CompressionError:
-            pass
 
 
 def test_gzip_corrupt_crc_is_reported():
