@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from segtools._reader_record import java_int
 from segtools.crc import crc32c
 from segtools.errors import InputError, SnapshotFormatError
 from segtools.formats.producer_snapshot import (
@@ -56,10 +57,11 @@ class ProducerSnapshotEntry:
 
     @property
     def first_sequence(self) -> int:
-        """``decrementSequence(last_sequence, offset_delta)``: sequences wrap at Int.MAX to 0."""
+        """``decrementSequence(last_sequence, offset_delta)`` in Java int arithmetic: sequences
+        wrap at Int.MAX to 0."""
         if self.last_sequence < self.offset_delta:
-            return 2**31 - 1 - (self.offset_delta - self.last_sequence) + 1
-        return self.last_sequence - self.offset_delta
+            return java_int(2**31 - 1 - (self.offset_delta - self.last_sequence) + 1)
+        return java_int(self.last_sequence - self.offset_delta)
 
 
 @dataclass(frozen=True)

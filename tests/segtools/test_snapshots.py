@@ -95,6 +95,14 @@ def test_written_snapshot_checked_by_independent_crc(tmp_path: Path) -> None:
     assert wrapped.first_sequence == 2**31 - 1 - 1
 
 
+def test_first_sequence_of_hostile_entries_stays_a_java_int() -> None:
+    # decrementSequence(MAX, -1): MAX - (-1) overflows to Integer.MIN_VALUE in Java
+    assert ProducerSnapshotEntry(1, 0, 2**31 - 1, 10, -1, 0, -1, -1).first_sequence == -2**31
+    # decrementSequence(MIN, MAX): MIN < MAX; in Java ints MAX - MIN overflows to -1, and
+    # MAX - (-1) + 1 wraps to MIN + 1
+    assert ProducerSnapshotEntry(1, 0, -2**31, 10, 2**31 - 1, 0, -1, -1).first_sequence == -2**31 + 1
+
+
 def test_flipped_byte_is_reported_not_raised(realdata: Path, tmp_path: Path) -> None:
     src = realdata / KRAFT / "promotions-0/00000000000000000029.snapshot"
     data = bytearray(src.read_bytes())
