@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 #: Integer.MAX_VALUE, kafka-dump-log's --max-bytes default; other values hide the trailer line
 MAX_BYTES_DEFAULT = 2147483647
@@ -83,12 +82,3 @@ class Summaries:
 
         target = getattr(self, name)
         return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
-
-    def is_empty(self) -> bool:
-        return not any((self.index_mismatches, self.timestamp_mismatches,
-                        self.out_of_order_timestamps, self.offsets_not_found,
-                        self.non_consecutive))
-
-
-def finding_dict(kind: str, path: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "finding", "kind": kind, "file": path, **fields}

@@ -34,7 +34,6 @@ class DumpContext:
         self.summaries = Summaries()
         self.status = EXIT_CLEAN
         self.parser: Any = None
-        self.current: str | None = None
 
     def _raise_status(self, status: int) -> None:
         self.status = max(self.status, status)
@@ -165,7 +164,6 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
         progress(i, len(files), path)
         kind = path_rules.file_kind(os.path.basename(path))
         sink.begin_file(_display(path), kind)
-        ctx.current = path
         try:
             if path in unreadable:
                 raise unreadable[path]

@@ -426,13 +426,6 @@ def read_message(msg: Message, data: bytes | bytearray | memoryview, version: in
     return out, r.pos
 
 
-def decode_message(msg: Message, data: bytes | bytearray | memoryview, version: int, *,
-                   path: str = "") -> tuple[dict[str, Any], int]:
-    """Decode a whole buffer; return (dict, number of unread trailing bytes)."""
-    out, pos = read_message(msg, data, version, path=path)
-    return out, len(data) - pos
-
-
 # --------------------------------------------------------------------------------------------
 # writing
 
