@@ -356,9 +356,15 @@ def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHist
            committed: bool, holders: set[int]) -> str | None:
     """FORENSICS.md D.6. With the metadata log, walk the elections after the epoch of the
     divergent records: the first one whose leader does not hold them decides -- unclean ->
-    UNCLEAN_ELECTION; clean (an ISR member, so it once held every committed record) with
-    committed records gone -> LOCAL_LOSS_REELECTED. Without metadata only local-loss evidence
-    on the reference can be used; otherwise the cause is undetermined (None)."""
+    UNCLEAN_ELECTION; clean with committed records gone -> LOCAL_LOSS_REELECTED when the
+    reference shows a local loss (S11b), else PROTOCOL_VIOLATION (S2, S13: every election was
+    clean and no local loss is visible). Without metadata only local-loss evidence on the
+    reference can be used; otherwise the cause is undetermined (None)."""
+    hw = ref.high_watermark
+    # The reference once held offsets it no longer has: its HW checkpoint, or an epoch it
+    # recorded in its leader-epoch-checkpoint, lies beyond its log end (S11b, KIP-966).
+    claimed = max((start for _, start in ref.facts.epoch_checkpoint or ()), default=-1)
+    local_loss = (hw is not None and hw > ref.log_end_offset) or claimed > ref.log_end_offset
     fork_epoch = rep.epoch_map.epoch_at(fork)
     if history is not None:
         floor = -1 if fork_epoch is None else fork_epoch
@@ -371,13 +377,9 @@ def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHist
             if el.unclean:
                 return "UNCLEAN_ELECTION"
             if committed:
-                return "LOCAL_LOSS_REELECTED"
+                return "LOCAL_LOSS_REELECTED" if local_loss else "PROTOCOL_VIOLATION"
             return None
-    hw = ref.high_watermark
-    # The reference once held offsets it no longer has: its HW checkpoint, or an epoch it
-    # recorded in its leader-epoch-checkpoint, lies beyond its log end (S11b, KIP-966).
-    claimed = max((start for _, start in ref.facts.epoch_checkpoint or ()), default=-1)
-    if committed and ((hw is not None and hw > ref.log_end_offset) or claimed > ref.log_end_offset):
+    if committed and local_loss:
         return "LOCAL_LOSS_REELECTED"
     if committed and history is not None:
         return "PROTOCOL_VIOLATION"

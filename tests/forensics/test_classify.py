@@ -200,3 +200,17 @@ def test_s12_empty_disk_elected_leader_loses_everything():
     v7 = classify_partition([replica(1, dense([(0, 9, 5), (10, 14, 6)]), hw=15),
                              replica(2, dense([(0, 19, 5)]), hw=18)])
     assert not any(f.code == "LOG_RESTARTED_FROM_EMPTY" for f in v7.findings)
+
+
+def test_s2_clean_election_without_local_loss_is_protocol_violation():
+    """FORENSICS.md S2 (HWC_B = 2): A truncated to its HW on restart and was elected cleanly in
+    epoch 1; B still holds m2, committed. No local loss is visible on A -> PROTOCOL_VIOLATION."""
+    a = replica(1, [(0, 0, 0, "m1"), (1, 1, 1, "m3")], hw=2, lec=[(0, 0), (1, 1)])
+    b = replica(2, [(0, 0, 0, "m1"), (1, 1, 0, "m2")], hw=2, lec=[(0, 0)], clean=False)
+    hist = PartitionHistory("t", None, 0, leader=1, leader_epoch=1, elections={
+        0: Election(0, 2, (1, 2), False), 1: Election(1, 1, (1,), False)})
+    v = classify_partition([a, b], history=hist)
+    assert v.reference_broker == 1
+    r = by_broker(v)[2]
+    assert (r.status, r.fork_offset, r.cause) == ("COMMITTED_LOSS", 1, "PROTOCOL_VIOLATION")
+    assert r.divergent["committed_records"] == 1
