@@ -29,10 +29,6 @@ class ReplicaView:
     def high_watermark(self) -> int | None:
         return self.facts.high_watermark
 
-    @property
-    def first_batch_offset(self) -> int | None:
-        return self.batches[0].base_offset if self.batches else None
-
 
 def _torn_tail_start(facts: ReplicaFacts) -> int:
     """Index of the first batch that Kafka's crash recovery would cut: trailing CRC-invalid
