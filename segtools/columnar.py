@@ -769,15 +769,6 @@ def _decode_legacy(mf: _SegmentFile, h: _Headers, first: int, last: int,
         yield _rows_to_chunk(rows, batch_of_row, crc_ok)
 
 
-#: lz4 only: first output bound tried. python-lz4 pre-allocates ``max_length`` per call, which
-#: made a 256 MiB bound cost 2.7x the decompression itself on 100 KB batches; zstd in
-#: segtools.codecs is the opposite (it feeds input in steps that grow with the bound), gzip and
-#: snappy do not care. A batch that needs more is decompressed again with the caller's limit.
-_LZ4 = 3
-_FIRST_GUESS_MIN = 1 << 20
-_FIRST_GUESS_RATIO = 32
-
-
 def _decompress(mf: _SegmentFile, h: _Headers, i: int, max_uncompressed: int) -> bytes:
     return _decompress_task(*_compressed_payload(mf, h, i), max_uncompressed)
 
@@ -795,17 +786,8 @@ def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: 
                      max_uncompressed: int) -> bytes:
     from segtools import codecs
 
-    guess = max_uncompressed
-    if codec == _LZ4:
-        guess = min(max_uncompressed, max(_FIRST_GUESS_MIN, _FIRST_GUESS_RATIO * len(data)))
     try:
-        try:
-            return codecs.decompress(codec, data, magic=2, max_size=guess)
-        except SegtoolsError:
-            if guess >= max_uncompressed:
-                raise
-            # too big for the first guess (or corrupt: then this raises the same error)
-            return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
+        return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
     except FormatError as exc:
         raise exc.located(path=path, position=pos, base_offset=base_offset)
     except SegtoolsError:

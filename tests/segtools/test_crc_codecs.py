@@ -400,3 +400,26 @@ def test_java_writers_and_readers_agree(tmp_path):
     assert decompress(3, java0, magic=0, max_size=len(payload)) == payload
     assert (tmp_path / "ours0.lz4.out").read_bytes() == payload
     assert (tmp_path / "ours0.lz4.strict").read_text() == "Stream frame descriptor corrupted"
+
+
+def test_lz4_first_output_step_is_sized_from_the_input(monkeypatch):
+    """python-lz4 allocates ``max_length`` on every call: a small batch must not ask for the
+    whole 64 MiB bound (it cost 4x the decompression), and a large one still decodes whole."""
+    asked: list[int] = []
+    real = lz4.frame.LZ4FrameDecompressor
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def decompress(self, data, max_length=-1):
+            asked.append(max_length)
+            return super().decompress(data, max_length=max_length)
+
+    monkeypatch.setattr(lz4.frame, "LZ4FrameDecompressor", Recording)
+    small = b"".join(b"record %d payload " % i for i in range(3000))
+    assert decompress(3, compress(3, small), max_size=64 * MiB) == small
+    assert asked and max(asked) <= 2 * MiB
+    asked.clear()
+    big = bytes(range(50)) * 200_000          # 10 MB that compresses far more than 32x
+    assert decompress(3, compress(3, big), max_size=64 * MiB) == big
+    assert len(asked) == 2 and asked[0] <= 2 * MiB
+    with pytest.raises(CompressionError, match="more than"):
+        decompress(3, compress(3, big), max_size=len(big) - 1)
