@@ -21,6 +21,10 @@ _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_RECORDS_PER_STEP = 1_000_000
 MAX_BYTES_PER_STEP = 64 * 1024 * 1024
 MAX_STEPS = 100_000
+# the whole model stays in memory: bound the sum over all produce steps too (a few YAML
+# aliases of one big step would otherwise ask for 10^11 records)
+MAX_RECORDS_TOTAL = 10_000_000
+MAX_BYTES_TOTAL = 1024 * 1024 * 1024
 MAX_MS = 10 * 365 * 86_400_000  # ten years of virtual time per value
 STEP_KINDS = (
     "produce", "pause", "resume", "advance", "crash", "shutdown", "restart", "elect",
@@ -294,6 +298,8 @@ class _Ctx:
     topics: dict[str, TopicSpec]
     producers: dict[str, ProducerSpec]
     snapshots: set[str] = field(default_factory=set)
+    records: int = 0
+    bytes: int = 0
 
 
 def _broker(args: dict[str, Any], where: str, ctx: _Ctx) -> int:
@@ -384,6 +390,12 @@ def _parse_step(raw: Any, i: int, ctx: _Ctx) -> Step:
         if count > MAX_RECORDS_PER_STEP or count * max(value_bytes, 1) > MAX_BYTES_PER_STEP:
             raise _err(where, f"{count} records of {value_bytes} bytes is more than one step may "
                               f"produce ({MAX_RECORDS_PER_STEP} records, {MAX_BYTES_PER_STEP} bytes)")
+        ctx.records += count
+        ctx.bytes += count * max(value_bytes, 1) if values is None else sum(len(v or "") + 1 for v in values)
+        if ctx.records > MAX_RECORDS_TOTAL or ctx.bytes > MAX_BYTES_TOTAL:
+            raise _err(where, f"the produce steps so far ask for {ctx.records} records, "
+                              f"{ctx.bytes} bytes: more than a scenario may produce "
+                              f"({MAX_RECORDS_TOTAL} records, {MAX_BYTES_TOTAL} bytes)")
         producer = args.get("producer")
         if producer is not None and producer not in ctx.producers:
             raise _err(f"{where}.producer", f"unknown producer {producer!r}")

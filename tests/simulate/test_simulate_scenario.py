@@ -105,6 +105,10 @@ def test_random_scenarios_are_valid(seed):
     (with_steps({"produce": {"topic": "orders", "count": 1000, "value_bytes": 10**6}}), "steps[0] (produce)"),
     (with_steps({"advance": {"ms": 10**15}}), "steps[0] (advance).ms"),
     ({**BASE, "topics": [{"name": "a", "partitions": 10**6}]}, "topics[0].partitions"),
+    # each step within the per-step limit, the sum not (YAML aliases make this a tiny file)
+    ({**BASE, "steps": [{"produce": {"topic": "orders", "count": 10**6}}] * 20}, "steps[10] (produce)"),
+    ({**BASE, "steps": [{"produce": {"topic": "orders", "count": 1000, "value_bytes": 60000}}] * 20},
+     "steps[17] (produce)"),
 ])
 def test_sizes_are_bounded(data, where):
     with pytest.raises(ScenarioError) as info:
