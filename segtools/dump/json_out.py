@@ -122,28 +122,63 @@ class NdjsonSink(Sink):
 
 
 class JsonSink(Sink):
-    """One JSON document per file, written when the file is done."""
+    """One JSON document per file (``json.dumps(doc, indent=2)`` layout), streamed: each batch
+    is written once the next one starts, so a large segment never sits in memory as a whole.
+    Notes and findings are written at the end of the document."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out = out
         self.err = err
-        self.doc: dict[str, Any] | None = None
+        self.doc: dict[str, Any] | None = None   # type, file, kind, header (until written)
         self._batch: dict[str, Any] | None = None
+        self._list: str | None = None            # "batches" | "entries" being written
+        self._started = False                     # document head written
+        self._notes: list[dict[str, Any]] = []
+        self._findings: list[dict[str, Any]] = []
+        self._dumps = json.JSONEncoder(ensure_ascii=False, indent=2).encode
+
+    def _value(self, value: Any, depth: int) -> str:
+        return self._dumps(value).replace("\n", "\n" + "  " * depth)
+
+    def _item(self, key: str, value: Any) -> None:
+        """Write one element of the list ``key`` (opening it, or closing another, first)."""
+        write = self.out.write
+        if not self._started:
+            assert self.doc is not None
+            write("{\n" + "".join(f"  {self._dumps(k)}: {self._value(v, 1)},\n"
+                                   for k, v in self.doc.items()))
+            self._started = True
+        if self._list != key:
+            if self._list is not None:
+                write("\n  ],\n")
+            write(f"  {self._dumps(key)}: [\n    ")
+            self._list = key
+        else:
+            write(",\n    ")
+        write(self._value(value, 2))
+
+    def _flush_batch(self) -> None:
+        if self._batch is not None:
+            self._item("batches", self._batch)
+            self._batch = None
 
     def begin_file(self, path: str, kind: str) -> None:
-        self.doc = {"type": "file", "file": path, "kind": kind, "header": None,
-                    "batches": [], "entries": [], "notes": [], "findings": []}
+        self.doc = {"type": "file", "file": path, "kind": kind, "header": None}
         self._batch = None
+        self._list = None
+        self._started = False
+        self._notes = []
+        self._findings = []
 
     def header(self, line: str, fields: dict[str, Any]) -> None:
-        assert self.doc is not None
+        assert self.doc is not None and not self._started
         self.doc["header"] = fields
 
     def batch(self, batch: Any) -> None:
         assert self.doc is not None
+        self._flush_batch()
         d = batch_dict(batch)
         del d["type"]
-        self.doc["batches"].append(d)
         self._batch = d
 
     def record(self, batch: Any, record: Any, metadata: bool,
@@ -156,13 +191,14 @@ class JsonSink(Sink):
 
     def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
         assert self.doc is not None
-        self.doc["entries"].append({"type": kind, **fields})
+        self._flush_batch()
+        self._item("entries", {"type": kind, **fields})
 
     def note(self, line: str, fields: dict[str, Any], stream: str = "out") -> None:
         if self.doc is None:  # a note about a path that never became a file document
             self.out.write(json.dumps({"type": "note", "message": line, **fields}) + "\n")
             return
-        self.doc["notes"].append({"message": line, **fields})
+        self._notes.append({"message": line, **fields})
 
     def finding(self, kind: str, fields: dict[str, Any], line: str | None = None,
                 stream: str = "err") -> None:
@@ -172,14 +208,20 @@ class JsonSink(Sink):
         if self.doc is None:
             self.out.write(json.dumps({"type": "finding", **obj}, ensure_ascii=False) + "\n")
             return
-        self.doc["findings"].append(obj)
+        self._findings.append(obj)
 
     def end_file(self) -> None:
         if self.doc is not None:
-            for key in ("batches", "entries", "notes"):
-                if not self.doc[key]:
-                    del self.doc[key]
-            self.out.write(json.dumps(self.doc, ensure_ascii=False, indent=2) + "\n")
+            self._flush_batch()
+            write = self.out.write
+            if not self._started:
+                write("{\n" + "".join(f"  {self._dumps(k)}: {self._value(v, 1)},\n"
+                                       for k, v in self.doc.items()))
+            elif self._list is not None:
+                write("\n  ],\n")
+            if self._notes:
+                write(f'  "notes": {self._value(self._notes, 1)},\n')
+            write(f'  "findings": {self._value(self._findings, 1)}\n}}\n')
         self.doc = None
         self._batch = None
 

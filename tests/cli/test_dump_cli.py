@@ -299,3 +299,38 @@ def test_directory_that_cannot_be_listed_is_unusable_input(
     assert result.exit_code == 2
     assert "Ignoring unknown file" not in result.stderr
     assert f"cannot read {logdir}: Permission denied" in result.stderr
+
+
+def test_json_output_is_streamed_batch_by_batch(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large segment must not be held in memory as one document: each batch is written
+    once the next one is read, in json.dumps(indent=2) layout."""
+    import io
+
+    from segtools.dump import json_out
+    from segtools.dump.options import DumpOptions
+    from segtools.dump.runner import run_dump
+
+    log = tmp_path / f"{SEG}.log"
+    batch = bytearray(SPEC_V2_BATCH)
+    log.write_bytes(b"".join(bytes(batch[:7]) + bytes([i]) + bytes(batch[8:]) for i in range(3))
+                    + b"\x00" * 5)
+    out = io.StringIO()
+    written_when_read: list[str] = []
+    real_batch_dict = json_out.batch_dict
+
+    def spy(b: object) -> dict:
+        written_when_read.append(out.getvalue())
+        return real_batch_dict(b)
+
+    monkeypatch.setattr(json_out, "batch_dict", spy)
+    status = run_dump([str(log)], DumpOptions(output="json", deep_iteration=True), out=out,
+                      err=io.StringIO())
+    assert status == 1  # the 5 trailing bytes
+    assert '"base_offset": 0' in written_when_read[2]  # batch 0 was out before batch 2 was read
+    doc = json.loads(out.getvalue())
+    assert [b["base_offset"] for b in doc["batches"]] == [0, 1, 2]
+    assert [b["records"][0]["offset"] for b in doc["batches"]] == [0, 1, 2]
+    assert doc["header"] == {"log_starting_offset": 0}
+    assert [f["kind"] for f in doc["findings"]] == ["invalid_bytes"]
+    assert out.getvalue() == json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
