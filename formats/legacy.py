@@ -9,7 +9,7 @@ Spec (FORMATS.md section 2; ``LegacyRecord.java``, ``AbstractLegacyRecordBatch.j
         crc uint32                CRC-32 (IEEE) of message[4:], from magic to the end
         magic int8                0 or 1
         attributes int8           bits 0-2 codec (zstd not allowed), bit 3 timestamp type (v1)
-        timestamp int64           only when magic = 1
+        timestamp int64           when magic != 0 (LegacyRecord: only v0 lacks it)
         key_length int32, key     -1 = null
         value_length int32, value -1 = null
 
@@ -46,7 +46,7 @@ LegacyMessage = Struct(
     "crc" / Int32ub,
     "magic" / Int8sb,
     "attributes" / Int8sb,
-    "timestamp" / If(this.magic >= 1, Int64sb),
+    "timestamp" / If(this.magic != 0, Int64sb),   # LegacyRecord: only magic 0 lacks it
     "key" / NullableBytes(Int32sb),
     "value" / NullableBytes(Int32sb),
     Terminated,
