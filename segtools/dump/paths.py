@@ -3,6 +3,8 @@
 A file is dumped as given. A partition directory expands to its files ordered by base offset,
 then kind. A broker log directory expands to its root files, then its partition directories
 ordered by topic and partition (a folder of log dirs, e.g. ``broker-1/ broker-2/``, recurses).
+Segment files in a folder not named like a partition (``.``, a copy in ``evidence/``) are
+ordered by base offset and kind too.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def expand(path: str, depth: int = 0, *, _seen: set[str] | None = None) -> list[
     dirs = [e.name for e in entries if e.is_dir()]
     if _is_partition_dir(path):
         return [join(n) for n in sorted(files, key=_segment_sort_key)]
-    result = [join(n) for n in files]
+    result = [join(n) for n in sorted(files, key=_segment_sort_key)]
     partitions = []
     others = []
     for d in dirs:

@@ -334,3 +334,21 @@ def test_json_output_is_streamed_batch_by_batch(tmp_path: Path,
     assert doc["header"] == {"log_starting_offset": 0}
     assert [f["kind"] for f in doc["findings"]] == ["invalid_bytes"]
     assert out.getvalue() == json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
+def test_segments_in_a_folder_not_named_like_a_partition_keep_segment_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    for base in (0, 5):
+        (evidence / f"{base:020d}.log").write_bytes(b"")
+        (evidence / f"{base:020d}.index").write_bytes(b"")
+    (evidence / "leader-epoch-checkpoint").write_text("0\n0\n")
+    expected = ["leader-epoch-checkpoint", f"{0:020d}.log", f"{0:020d}.index",
+                f"{5:020d}.log", f"{5:020d}.index"]
+    for where in (evidence, Path(".")):
+        monkeypatch.chdir(evidence)
+        result = invoke(where)
+        dumped = [Path(line[len("Dumping "):]).name for line in result.stdout.splitlines()
+                  if line.startswith("Dumping ")]
+        assert dumped == expected, where
