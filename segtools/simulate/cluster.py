@@ -447,9 +447,9 @@ class Cluster(BrokerSteps, ProducerSteps):
         if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
             return
         leader = self.replicas[tp][ps.leader]
-        # DeleteRecords may not pass the high watermark
-        target = min(before_offset, leader.high_watermark)
-        leader.set_log_start(target)
+        # DeleteRecords past the high watermark fails (OFFSET_OUT_OF_RANGE) and deletes nothing
+        if before_offset <= leader.high_watermark:
+            leader.set_log_start(before_offset)
 
     def _step_snapshot(self, name: str) -> None:
         self.snapshots.append(name)

@@ -315,3 +315,18 @@ def test_output_does_not_depend_on_the_process_hash_seed(tmp_path):
         subprocess.run([sys.executable, "-c", code, str(tmp_path / seed)], check=True, env=env)
     assert _tree(tmp_path / "1") == _tree(tmp_path / "2")
     assert len(_tree(tmp_path / "1")) > 30
+
+
+def test_delete_records_past_the_high_watermark_fails_and_deletes_nothing():
+    # Kafka's Partition.deleteRecordsOnLeader: an offset above the HW is OFFSET_OUT_OF_RANGE;
+    # the log start does not move at all (it is not clamped to the HW)
+    sc = {"name": "del", "seed": 1, "cluster": {"brokers": [1, 2]},
+          "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+          "steps": [{"produce": {"topic": "t", "acks": "all", "values": ["a", "b", "c", "d"]}},
+                    {"delete_records": {"topic": "t", "partition": 0, "before_offset": 100}}]}
+    truth = run(sc, None).truth["t-0"]
+    assert truth["high_watermark"] == 4
+    assert {b: r["log_start_offset"] for b, r in truth["replicas"].items()} == {"1": 0, "2": 0}
+    sc["steps"][1]["delete_records"]["before_offset"] = 3
+    truth = run(sc, None).truth["t-0"]
+    assert {b: r["log_start_offset"] for b, r in truth["replicas"].items()} == {"1": 3, "2": 3}
