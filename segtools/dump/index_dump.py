@@ -162,27 +162,37 @@ def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, s
 
     abs_path = text.java_absolute_path(path)
     mismatches: list[tuple[int, int]] = []
+    unused_mismatch = None
     with open_readonly(log_path) as log:
         for i, (offset, position) in enumerate(slots.real()):
+            # slot 0 reading (base, 0) is what a preallocated index holds before its first
+            # entry (an active segment, or one a crash left unflushed): Kafka checks it like
+            # any entry, but it is not corruption
+            unused = i == 0 and offset == base and position == 0
             try:
                 log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
                                                       log_path)
             except FormatError as exc:
-                ctx.error("index_entry_unreadable", IndexCorruptionError(
-                    f"entry {i} (offset {offset}, position {position}) does not lead to a batch "
-                    f"of {os.path.basename(log_path)}: {exc.reason}", path=path, position=i * 8,
-                    field="position"), offset=offset, log_position=position)
+                if not unused:
+                    ctx.error("index_entry_unreadable", IndexCorruptionError(
+                        f"entry {i} (offset {offset}, position {position}) does not lead to a "
+                        f"batch of {os.path.basename(log_path)}: {exc.reason}", path=path,
+                        position=i * 8, field="position"), offset=offset, log_position=position)
             else:
                 if log_offset != offset:
                     mismatches.append((offset, log_offset))
+                    if unused:
+                        unused_mismatch = (offset, log_offset)
             if not opts.verify_index_only:
                 ctx.sink.entry("index_entry", text.offset_index_line(offset, position),
                                {"offset": offset, "position": position})
     if mismatches:
         mismatches.reverse()  # Kafka prepends: newest first
         ctx.summaries.set_newest_first("index_mismatches", abs_path, mismatches)
-        for a, b in mismatches:
-            ctx.deferred("index_offset_mismatch", {"index_offset": a, "log_offset": b})
+        for i, (a, b) in enumerate(mismatches):
+            unused = unused_mismatch is not None and i == len(mismatches) - 1
+            ctx.deferred("index_offset_mismatch", {"index_offset": a, "log_offset": b,
+                                                   "unused_slot": unused}, is_problem=not unused)
 
 
 def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, target: int) -> int:

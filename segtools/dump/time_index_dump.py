@@ -103,10 +103,15 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     abs_path = text.java_absolute_path(path)
     summaries = ctx.summaries
     prev_ts = -1
-    for (ts, offset), j in zip(slots, targets):
+    for i, ((ts, offset), j) in enumerate(zip(slots, targets)):
+        # slot 0 reading (0, base) is a preallocated time index before its first entry (an
+        # active segment): reported as Kafka does, but not corruption
+        unused = i == 0 and ts == 0 and offset == base
         if j is None:
             summaries.append("offsets_not_found", abs_path, (offset, -1))
-            ctx.deferred("time_index_offset_not_found", {"index_offset": offset, "log_offset": -1})
+            ctx.deferred("time_index_offset_not_found",
+                         {"index_offset": offset, "log_offset": -1, "unused_slot": unused},
+                         is_problem=not unused)
         elif last_offsets[j] != offset:
             summaries.append("offsets_not_found", abs_path, (offset, last_offsets[j]))
             # Kafka 3.6/3.7 indexed the offset of the max-timestamp *record* (KAFKA-16310): an
@@ -114,12 +119,14 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
             inside = base_offsets[j] <= offset < last_offsets[j]
             ctx.deferred("time_index_offset_not_found",
                          {"index_offset": offset, "log_offset": last_offsets[j],
-                          "inside_batch": inside}, is_problem=not inside)
+                          "inside_batch": inside, "unused_slot": unused},
+                         is_problem=not (inside or unused))
         elif j in max_ts:
             if max_ts[j] != ts:
                 summaries.append("timestamp_mismatches", abs_path, (ts, max_ts[j]))
                 ctx.deferred("time_index_timestamp_mismatch",
-                             {"index_timestamp": ts, "log_timestamp": max_ts[j]})
+                             {"index_timestamp": ts, "log_timestamp": max_ts[j],
+                              "unused_slot": unused}, is_problem=not unused)
             if prev_ts >= ts:
                 summaries.append("out_of_order_timestamps", abs_path, (ts, prev_ts))
                 ctx.deferred("time_index_out_of_order",

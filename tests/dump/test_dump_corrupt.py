@@ -312,3 +312,44 @@ def test_fuzz_never_crashes(tmp_path: Path, data: bytes, mutate: int, seed_batch
     assert result.exit_code in (0, 1, 2)
     assert "Traceback" not in result.stderr
     assert "internal error" not in result.stderr  # the runner's safety net must stay unused
+
+
+def test_unused_preallocated_index_slots_are_not_corruption(tmp_path: Path) -> None:
+    """An active segment before its first index entry: .index/.timeindex are all zeros, so slot
+    0 reads (base, 0) / (0, base). Kafka's check reports it; it is not corruption (exit 0)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / f"{SEG}.log").write_bytes(b"")
+    (empty / f"{SEG}.index").write_bytes(b"\0" * 80)
+    (empty / f"{SEG}.timeindex").write_bytes(b"\0" * 120)
+    result = run(empty / f"{SEG}.index", empty / f"{SEG}.timeindex")
+    assert lines(result.stdout) == [f"Dumping {empty / SEG}.index", "offset: 0 position: 0",
+                                    f"Dumping {empty / SEG}.timeindex", "timestamp: 0 offset: 0"]
+    assert lines(result.stderr) == ["The following indexed offsets are not found in the log.",
+                                    "Indexed offset: 0, found log offset: -1"]
+    assert result.exit_code == 0
+
+    data = tmp_path / "data"
+    data.mkdir()
+    simple_records_log(data)
+    (data / f"{SEG}.index").write_bytes(b"\0" * 80)
+    (data / f"{SEG}.timeindex").write_bytes(b"\0" * 120)
+    result = run(data / f"{SEG}.index", data / f"{SEG}.timeindex", "--verify-index-only")
+    assert lines(result.stderr) == [
+        f"Mismatches in :{_abs(data / SEG)}.index", "  Index offset: 0, log offset: 9",
+        "The following indexed offsets are not found in the log.",
+        "Indexed offset: 0, found log offset: 9"]
+    assert result.exit_code == 0
+
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / f"{SEG}.log").write_bytes(v2_batch([(None, b"x", 1700000000000)]))
+    (single / f"{SEG}.timeindex").write_bytes(b"\0" * 120)
+    result = run(single / f"{SEG}.timeindex", "--verify-index-only")
+    assert lines(result.stderr) == [f"Found timestamp mismatch in :{_abs(single / SEG)}.timeindex",
+                                    "  Index timestamp: 0, log timestamp: 1700000000000"]
+    assert result.exit_code == 0
+
+    # a zero slot after real entries still ends the entries; a real mismatch is still exit 1
+    (data / f"{SEG}.index").write_bytes(struct.pack(">ii", 5, 0) + b"\0" * 80)
+    assert run(data / f"{SEG}.index", "--verify-index-only").exit_code == 1
