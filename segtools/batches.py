@@ -99,7 +99,7 @@ class RecordBatch:
                  "delete_horizon_ms", "last_offset_delta", "base_timestamp", "max_timestamp",
                  "producer_id", "producer_epoch", "base_sequence", "last_sequence",
                  "records_count", "_buf", "_legacy", "_inner", "_inner_error",
-                 "_max_decompressed_size")
+                 "_max_decompressed_size", "_max_message_size")
 
     # populated by the constructors below
     path: str
@@ -207,6 +207,7 @@ class RecordBatch:
         self._inner = None
         self._inner_error = None
         self._max_decompressed_size = max_decompressed_size
+        self._max_message_size = None
         return self
 
     @classmethod
@@ -219,6 +220,8 @@ class RecordBatch:
         self.size = len(buf)
         self._inner = None
         self._inner_error = None
+        # the bound the inner set was read with; None when the entry itself is broken
+        self._max_message_size = max_message_size
         try:
             msg = parse_legacy_entry(buf, 0)
         except FormatError as exc:
@@ -227,6 +230,7 @@ class RecordBatch:
             msg = parse_legacy_header(buf, 0)
             self._inner_error = exc.located(path=path or None, position=position,
                                             base_offset=msg.offset)
+            self._max_message_size = None
         self._buf = buf
         self._legacy = msg
         self._max_decompressed_size = max_decompressed_size
@@ -333,19 +337,29 @@ class RecordBatch:
         if msg.magic not in (0, 1):
             raise self._error(UnsupportedMagicError, f"unsupported magic {msg.magic}",
                               field="magic")
-        if self._inner_error is not None:
+        if self.compression_id != 0 and self._max_message_size not in (None, max_message_size):
+            # read with another bound than this one: read the inner set again with this one
+            try:
+                inner = read_inner_messages(msg, max_decompressed_size=self._max_decompressed_size,
+                                            max_message_size=max_message_size)
+            except FormatError as exc:
+                raise exc.located(path=self.path or None, position=self.position,
+                                  base_offset=self.base_offset)
+        elif self._inner_error is not None:
             raise self._inner_error
-        if self.compression_id == 0:
+        elif self.compression_id == 0:
             yield inner_record(msg, msg.offset, self.base_offset, None)
             return
-        inner = self._inner
-        if inner is None:  # pragma: no cover - set in _legacy_batch
-            return
+        else:
+            inner = self._inner
+            if inner is None:  # pragma: no cover - set in _legacy_batch
+                return
+        base_offset = inner[0][0]  # = self.base_offset whenever the first read succeeded
         for i, (offset, m) in enumerate(inner):
             if m.compression_id != 0:
                 raise self._error(CorruptBatchError, "Inner messages must not be compressed",
                                   field=f"inner[{i}].attributes")
-            yield inner_record(m, offset, self.base_offset, msg)
+            yield inner_record(m, offset, base_offset, msg)
 
     def _v2_records(self) -> Iterator[Record]:
         if self.magic != 2:

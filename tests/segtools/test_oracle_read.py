@@ -18,6 +18,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from segtools.batches import RecordBatch, SegmentReader, read_batches
 from segtools.crc import crc32c
+from segtools.errors import CorruptBatchError
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 INT32_MAX = 2**31 - 1
@@ -304,3 +305,22 @@ def test_random_batches_match_kafka_python(records, codec, gaps):
     assert batch.last_offset_delta == expected[-1][0]
     got = [(r.offset_delta, r.timestamp, r.key, r.value, r.headers) for r in batch.records()]
     assert got == expected
+
+
+def test_legacy_records_honour_their_own_max_message_size():
+    """``records(max_message_size=)`` bounds one inner message, whatever bound the batch was
+    read with (it used to be ignored: the inner set was only ever read with the first one)."""
+    raw = bytearray(_legacy(1, 1, relative=True))
+    struct.pack_into(">q", raw, 0, 1000)
+    raw = bytes(raw)
+    # inner messages of LEGACY are at most 22 + 8 + 7 = 37 bytes long (v1 overhead, key, value)
+    tight = RecordBatch.from_bytes(raw, max_message_size=30)
+    assert tight.records_count == 0
+    with pytest.raises(CorruptBatchError, match="largest allowable message size"):
+        list(tight.records(max_message_size=30))
+    assert [r.offset for r in tight.records(max_message_size=1000)] == list(range(994, 1001))
+    roomy = RecordBatch.from_bytes(raw)
+    assert [r.value for r in roomy.records()] == [v for _, _, v in LEGACY]
+    with pytest.raises(CorruptBatchError, match="largest allowable message size") as info:
+        list(roomy.records(max_message_size=30))
+    assert info.value.base_offset == 994 and info.value.field.startswith("inner[")
