@@ -14,8 +14,13 @@ from segtools.cli.errors import TroubleError, handle_errors
 
 def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
     """``DIR/controller/__cluster_metadata-0`` of the first given folder of ``broker-*`` dirs
-    that has one (what `segtools simulate` writes with ``metadata_log: true``)."""
+    that has one (what `segtools simulate` writes with ``metadata_log: true``); a given
+    ``DIR/broker-<id>`` dir stands for its folder ``DIR``."""
+    folders = []
     for d in dirs:
+        d = os.path.normpath(d)
+        folders.append(os.path.dirname(d) if re.fullmatch(r"broker-\d+", os.path.basename(d)) else d)
+    for d in dict.fromkeys(folders):
         candidate = os.path.join(d, "controller", "__cluster_metadata-0")
         if not os.path.isdir(candidate):
             continue

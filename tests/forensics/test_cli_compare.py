@@ -73,13 +73,17 @@ def test_folder_of_brokers_uses_the_controllers_metadata_log(tmp_path):
     assert bad["cause"] == "UNCLEAN_ELECTION"
 
 
-def test_single_broker_dirs_do_not_pick_up_a_metadata_log():
+def test_which_inputs_pick_up_a_metadata_log():
     from segtools.cli.compare import default_metadata_log
 
     sample = GENERATED / "S7-simple-unclean-election"
-    assert default_metadata_log([str(sample / "broker-1"), str(sample / "broker-2")]) is None
     assert default_metadata_log([str(GENERATED / "S0-healthy-baseline")]) is None
+    assert default_metadata_log([str(GENERATED / "S0-healthy-baseline" / "broker-1")]) is None
+    assert default_metadata_log([str(sample / "broker-1" / "orders-0")]) is None
     assert default_metadata_log([str(sample)]) == str(sample / "controller" / "__cluster_metadata-0")
+    # one dir per broker, as the demo passes them: their folder's controller log
+    assert default_metadata_log([str(sample / "broker-1"), str(sample / "broker-2")]) == \
+        str(sample / "controller" / "__cluster_metadata-0")
 
 
 def test_an_unreadable_controller_log_found_by_itself_is_skipped_with_a_warning(tmp_path):
