@@ -21,7 +21,7 @@ import struct
 from typing import Any, Iterator
 
 from . import codecs
-from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_long
+from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, java_long
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
 from .errors import (
@@ -87,7 +87,8 @@ class RecordBatch:
     Attributes follow docs/ARCHITECTURE.md. For legacy entries: ``partition_leader_epoch``,
     ``producer_id``/``producer_epoch``/``base_sequence``/``last_sequence`` are -1,
     ``base_offset`` is the first inner offset (compressed) or the entry offset,
-    ``last_offset`` is the entry's offset field, ``records_count`` the number of inner
+    ``last_offset`` is the entry's offset field, ``last_offset_delta`` their difference as a
+    Java int, ``records_count`` the number of inner
     messages (1 when uncompressed; 0 when the wrapper cannot be decompressed),
     ``base_timestamp``/``max_timestamp`` the message timestamp (-1 for magic 0).
     """
@@ -276,7 +277,8 @@ class RecordBatch:
             else:
                 self.base_offset = msg.offset
                 self.records_count = 0
-        self.last_offset_delta = self.last_offset - self.base_offset
+        # an int like v2's field (hostile inner offsets must not give a value no int32 holds)
+        self.last_offset_delta = java_int(self.last_offset - self.base_offset)
         return self
 
     # ---------------------------------------------------------------- accessors

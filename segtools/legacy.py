@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 
 from . import codecs
-from ._reader_record import Record
+from ._reader_record import Record, java_long
 from .crc import crc32
 from .errors import CompressionError, CorruptBatchError, FormatError, UnsupportedMagicError
 
@@ -195,8 +195,9 @@ def read_inner_messages(wrapper: LegacyMessage, *, max_decompressed_size: int,
                     f"Found invalid wrapper offset in compressed v1 message set, wrapper offset "
                     f"'{wrapper.offset}' is less than the last inner message offset "
                     f"'{last_inner}' and it is not zero.", field="offset")
-            base = wrapper.offset - last_inner
-        return [(base + m.offset, m) for m in inner]
+            base = java_long(wrapper.offset - last_inner)
+        # Java long arithmetic, as AbstractLegacyRecordBatch computes absolute offsets
+        return [(java_long(base + m.offset), m) for m in inner]
     return [(m.offset, m) for m in inner]
 
 

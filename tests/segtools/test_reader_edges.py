@@ -79,3 +79,35 @@ def test_offset_and_timestamp_wrap_like_java_long(tmp_path):
     [batch] = read_batches(path)
     assert batch.last_offset == -2**63 + 5
     assert columnar.scan_batches(path).column("last_offset").to_pylist() == [-2**63 + 5]
+
+
+def _legacy_wrapper(magic: int, wrapper_offset: int, inner_offsets: list[int]) -> bytes:
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=1, batch_size=10**7)
+    for i, offset in enumerate(inner_offsets):
+        builder.append(offset, 1_700_000_000_000 if magic else None, b"k", b"v%d" % i)
+    raw = bytearray(builder.build())
+    raw[0:8] = wrapper_offset.to_bytes(8, "big", signed=True)  # outside the message CRC
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("magic,wrapper_offset,inner,offsets,delta", [
+    # v0: absolute inner offsets; wrapper 2**40 after inner 0..2 (delta 2**40 wraps to 0)
+    (0, 2**40, [0, 1, 2], [0, 1, 2], 0),
+    # v1: base = 2**62 - 0; 2**62 + (2**63 - 1) wraps like a Java long
+    # (delta: 2**62 - (-2**62 - 1) = 2**63 + 1, whose low 32 bits are 1)
+    (1, 2**62, [2**63 - 1, 0], [-2**62 - 1, 2**62], 1),
+])
+def test_hostile_legacy_offsets_wrap_like_java_and_all_readers_agree(tmp_path, magic,
+                                                                     wrapper_offset, inner,
+                                                                     offsets, delta):
+    path = write(tmp_path, _legacy_wrapper(magic, wrapper_offset, inner))
+    [batch] = read_batches(path)
+    assert [r.offset for r in batch.records()] == offsets
+    assert batch.last_offset_delta == delta
+    for engine in ENGINES:
+        scan = columnar.scan_batches(path, engine=engine).to_pylist()
+        assert [(b["base_offset"], b["last_offset"], b["last_offset_delta"]) for b in scan] == \
+            [(offsets[0], wrapper_offset, delta)], engine
+        assert [r[0] for r in _rows_columnar(path, engine)] == offsets, engine
