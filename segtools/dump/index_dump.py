@@ -13,7 +13,7 @@ import mmap
 import os
 import struct
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
@@ -29,19 +29,43 @@ _SIGNED_BYTE = struct.Struct(">b")       # AbortedTxn.version(): ByteBuffer.get(
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
+#: index files up to this size (every index Kafka writes by default: 10 MiB) are read, not mapped
+READ_WHOLE_MAX = 64 * 1024 * 1024
+
+
 @contextmanager
 def open_readonly(path: str) -> Iterator[bytes | mmap.mmap]:
-    """The file's bytes, read-only and without copying (an mmap; empty files give b"")."""
+    """The file's bytes, read-only (empty files give b"").
+
+    Files up to READ_WHOLE_MAX bytes are read into memory: a mapping of a file that a live
+    broker truncates meanwhile (an index trimmed when its segment rolls) would kill the process
+    with SIGBUS. Larger files are mapped so that they never sit in memory whole."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             yield b""
+            return
+        if size <= READ_WHOLE_MAX:
+            yield f.read(size)
             return
         m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
             yield m
         finally:
             m.close()
+
+
+class _LogHeads:
+    """Batch headers of a log, read at the indexed positions (never mapped: a log may be large,
+    and a live broker may truncate it while we read)."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self.size = os.fstat(f.fileno()).st_size
+
+    def read(self, position: int, n: int) -> bytes:
+        self._f.seek(position)
+        return self._f.read(n)
 
 
 def base_offset_of(path: str) -> int:
@@ -59,36 +83,40 @@ def sibling(path: str, suffix: str) -> str:
     return os.path.join(directory, os.path.basename(path).split(".")[0] + suffix)
 
 
-def _first_batch_last_offset(log: bytes | mmap.mmap, position: int, limit: int,
-                             log_path: str) -> int:
+def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path: str) -> int:
     """lastOffset of the first complete batch in ``log.slice(position, limit)``, following
     FileLogInputStream.nextBatch. Raises FormatError where Kafka throws."""
-    size = len(log)
+    size = log.size
     if position < 0 or position > size:
         raise FormatError(f"index points past the end of the log ({size} bytes)",
                           path=log_path, position=position, field="position")
     end = min(size, position + limit)
+    no_batch = FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
+                           path=log_path, position=position)
     if position >= end - 17:
-        raise FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
-                          path=log_path, position=position)
-    base_offset, length = _LOG_HEAD.unpack_from(log, position)
+        raise no_batch
+    head = log.read(position, 27)
+    if len(head) < 17:  # the log shrank under us
+        raise no_batch
+    base_offset, length = _LOG_HEAD.unpack_from(head, 0)
     if length < 14:
         raise FormatError(f"Found record size {length} smaller than minimum record overhead "
                           f"(14) in file {log_path}.", path=log_path, position=position,
                           field="length")
     if position + 12 + length > end:
-        raise FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
-                          path=log_path, position=position)
-    if log[position + 16] < 2:  # legacy entry: the offset field is its last offset
+        raise no_batch
+    if head[16] < 2:  # legacy entry: the offset field is its last offset
         return int(base_offset)
     if length < 49:
         raise FormatError(f"batch length {length} is shorter than a v2 batch header",
                           path=log_path, position=position, field="length")
-    return int(base_offset + struct.unpack_from(">i", log, position + 23)[0])
+    if len(head) < 27:
+        raise no_batch
+    return int(base_offset + struct.unpack_from(">i", head, 23)[0])
 
 
 class Slots:
-    """Index slots read on demand from the (mmapped) file: a preallocated 10 MiB index of an
+    """Index slots read on demand from the file's bytes: a preallocated 10 MiB index of an
     unclosed segment has a million zero slots we must not turn into Python objects.
 
     ``self[i]`` is (absolute offset, position) for ``.index`` and (timestamp, absolute offset)
@@ -163,7 +191,8 @@ def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, s
     abs_path = text.java_absolute_path(path)
     mismatches: list[tuple[int, int]] = []
     unused_mismatch = None
-    with open_readonly(log_path) as log:
+    with open(log_path, "rb") as log_file:
+        log = _LogHeads(log_file)
         for i, (offset, position) in enumerate(slots.real()):
             # slot 0 reading (base, 0) is what a preallocated index holds before its first
             # entry (an active segment, or one a crash left unflushed): Kafka checks it like

@@ -7,6 +7,7 @@ import os
 import struct
 from pathlib import Path
 
+import pytest
 from dump_builders import (SEG, lines, oracle_batches, producer_snapshot, run,
                            simple_records_log, v2_batch, write_indexes)
 from hypothesis import HealthCheck, given, settings
@@ -353,3 +354,22 @@ def test_unused_preallocated_index_slots_are_not_corruption(tmp_path: Path) -> N
     # a zero slot after real entries still ends the entries; a real mismatch is still exit 1
     (data / f"{SEG}.index").write_bytes(struct.pack(">ii", 5, 0) + b"\0" * 80)
     assert run(data / f"{SEG}.index", "--verify-index-only").exit_code == 1
+
+
+def test_indexes_and_logs_of_normal_size_are_not_memory_mapped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mapped file that a live broker truncates meanwhile (an index trimmed at segment roll)
+    kills the reader with SIGBUS: index-sized files are read, the log is read at positions."""
+    import mmap
+
+    def no_mmap(*args: object, **kwargs: object) -> None:
+        raise AssertionError("mmap used")
+
+    monkeypatch.setattr(mmap, "mmap", no_mmap)
+    log, batches = simple_records_log(tmp_path)
+    index, timeindex = write_indexes(tmp_path, batches, zero_slots=4)
+    txn = tmp_path / f"{SEG}.txnindex"
+    txn.write_bytes(struct.pack(">hqqqq", 0, 1000, 5, 9, 3))
+    result = run(index, timeindex, txn)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert "offset: 59 position: 1413" in result.stdout
