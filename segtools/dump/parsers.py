@@ -7,7 +7,6 @@ decoders are imported only when their flag is given, so plain dumps stay light.
 from __future__ import annotations
 
 import importlib
-import inspect
 import struct
 from typing import Any, Callable, Protocol
 
@@ -108,15 +107,8 @@ def _call_decoder(decoder: Decoder, data: bytes, record: Any, what: str) -> str:
         return f"<{what} decoder failed at offset {record.offset}: {type(exc).__name__}: {exc}>"
 
 
-def _accepts_offset(func: Callable[..., Any]) -> bool:
-    try:
-        return "offset" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class InternalTopicParser:
-    """Adapter over ``segtools.internal.<module>.format_record(key, value[, offset=])``, which
+    """Adapter over ``segtools.internal.<module>.format_record(key, value, offset=)``, which
     returns ``(key_text | None, payload_text | None)`` exactly as Kafka prints them and raises
     SchemaError where Kafka's tool would abort (the dump reports it and goes on)."""
 
@@ -126,13 +118,10 @@ class InternalTopicParser:
             self._format: Callable[..., tuple[str | None, str | None]] = mod.format_record
         except (ImportError, AttributeError) as exc:
             raise InputError(f"decoder segtools.internal.{module} is not available: {exc}") from None
-        self._with_offset = _accepts_offset(self._format)
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
         try:
-            if self._with_offset:
-                return self._format(record.key, record.value, offset=record.offset)
-            return self._format(record.key, record.value)
+            return self._format(record.key, record.value, offset=record.offset)
         except SegtoolsError:
             raise
         except Exception as exc:  # a decoder bug must still come out as a located error
