@@ -1,14 +1,13 @@
 """Readers and entry builders for ``.index``, ``.timeindex`` and ``.txnindex`` files.
 
 Layouts are declared in :mod:`segtools.formats.indexes` (FORMATS.md sections 5-7). Offset and
-time indexes are read with ``numpy.frombuffer`` over a read-only mmap and trimmed the way Kafka's
+time indexes are read in bounded steps with ``numpy.frombuffer`` and trimmed the way Kafka's
 DumpLogSegments walks them: ``entries = floor(length / entry size)``, and a slot whose relative
 offset is 0 after entry 0 starts the zero-filled preallocated tail.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -66,9 +65,17 @@ def index_base_offset(path: PathLike) -> int:
     return int(match.group("offset"))
 
 
+#: index bytes read per step: a preallocated 10 MiB index is read only up to its zero tail
+_READ_STEP = 1 << 20
+
+
 def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: str,
                         strict: bool, trim: bool) -> np.ndarray:
+    """Slots read in bounded steps, stopping at the zero tail. Read, not mapped: a broker
+    trimming the index at roll must not kill the reader with SIGBUS or a short mapping."""
     path = os.fspath(path)
+    step = max(1, _READ_STEP // entry_size) * entry_size
+    parts: list[np.ndarray] = []
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -78,20 +85,29 @@ def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: 
                     f"a multiple of {entry_size}",
                     path=path, position=size - size % entry_size, field="length",
                     expected=f"multiple of {entry_size}", actual=size)
-            count = size // entry_size
-            if count == 0:
-                return np.zeros(0, dtype=dtype)
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                view = np.frombuffer(mm, dtype=dtype, count=count)
-                try:
+            first = True
+            while True:
+                data = fh.read(step)
+                n = len(data) // entry_size
+                if n == 0:
+                    break
+                slots = np.frombuffer(data, dtype=dtype, count=n)
+                if trim:
                     # slot 0 is always kept; the first later slot with relative offset 0 is tail
-                    zeros = np.flatnonzero(view["relative_offset"][1:] == 0) if trim else ()
-                    end = count if len(zeros) == 0 else int(zeros[0]) + 1
-                    return view[:end].copy()
-                finally:
-                    del view    # release the buffer before the mmap closes
+                    rel = slots["relative_offset"]
+                    zeros = np.flatnonzero(rel[1:] == 0) + 1 if first else np.flatnonzero(rel == 0)
+                    if len(zeros):
+                        parts.append(slots[:int(zeros[0])])
+                        break
+                parts.append(slots)
+                first = False
+                if len(data) < step:
+                    break
     except OSError as exc:
         raise InputError(f"cannot read {kind} file {path}: {exc.strerror or exc}") from exc
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate(parts)   # a new, writable array (frombuffer views are read-only)
 
 
 def read_offset_index(path: PathLike, *, strict: bool = True, trim: bool = True) -> np.ndarray:

@@ -101,6 +101,43 @@ def test_all_zero_index_keeps_slot_zero_like_dump_log_segments(tmp_path: Path) -
     assert len(read_offset_index(empty)) == 0
 
 
+def test_index_trimmed_by_a_broker_while_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a broker trims the preallocated index at roll: the size seen first is no longer the size
+    # when the bytes are read. The slots present are returned (no ValueError, no SIGBUS).
+    import segtools.indexes as indexes
+
+    path = tmp_path / "00000000000000000000.index"
+    path.write_bytes(struct.pack(">iiii", 0, 0, 5, 4120))
+    real_fstat = indexes.os.fstat
+
+    class Preallocated:
+        def __init__(self, st) -> None:
+            self.st_size = 8 * 1310720      # what the file held a moment ago
+
+    monkeypatch.setattr(indexes.os, "fstat", lambda fd: Preallocated(real_fstat(fd)))
+    assert read_offset_index(path).tolist() == [(0, 0), (5, 4120)]
+
+
+@pytest.mark.parametrize("step", [8, 24, 12, 36])
+def test_small_read_steps_trim_identically(realdata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           step: int) -> None:
+    import segtools.indexes as indexes
+
+    real = (realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.index").read_bytes()
+    active = tmp_path / "00000000000000000000.index"
+    active.write_bytes(real + bytes(8 * 50))
+    treal = (realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.timeindex").read_bytes()
+    tactive = tmp_path / "00000000000000000000.timeindex"
+    tactive.write_bytes(treal + bytes(12 * 50))
+    want = (read_offset_index(active).tolist(), read_time_index(tactive).tolist(),
+            len(read_offset_index(active, trim=False)))
+    monkeypatch.setattr(indexes, "_READ_STEP", step)
+    assert (read_offset_index(active).tolist(), read_time_index(tactive).tolist(),
+            len(read_offset_index(active, trim=False))) == want
+    assert want[0] == [struct.unpack_from(">ii", real, i) for i in range(0, len(real), 8)]
+    assert want[2] == len(real) // 8 + 50
+
+
 def test_odd_size_raises_with_location_or_is_floored(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.index"
     path.write_bytes(offset_index_entry(5, 4120) + offset_index_entry(30, 8250) + b"\x01\x02\x03")
