@@ -34,10 +34,12 @@ def _frame_field(r: Reader, entity: str) -> int:
         value = r.uvarint(entity)
     except _ReadError:
         raise SchemaError(f"Error while reading {entity}", field=entity) from None
-    if value > SHORT_MAX or value < 0:
-        # Java reads the varint into an int; anything above Short.MAX_VALUE is rejected
+    if value > SHORT_MAX:
+        # Java reads the varint into an int; anything above Short.MAX_VALUE is rejected, a
+        # negative int (a 5-byte varint) passes and is cast to short
         raise SchemaError(f"Value for {entity} was too large.", field=entity)
-    return value
+    value &= 0xFFFF
+    return value - 0x10000 if value > SHORT_MAX else value
 
 
 def decode_record(value: bytes | bytearray | memoryview) -> tuple[str, int, dict[str, Any]]:

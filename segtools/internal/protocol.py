@@ -272,6 +272,7 @@ class Reader:
             value |= (b & 0x7F) << (7 * i)
             if not b & 0x80:
                 # Java keeps the low 32 bits in an int
+                value &= 0xFFFFFFFF
                 return value - (1 << 32) if value >= (1 << 31) else value
         raise _ReadError(
             "Varint is too long, the most significant bit in the 5th byte is set, converted value: "

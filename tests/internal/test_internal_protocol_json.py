@@ -224,3 +224,18 @@ def test_random_offsets_records_never_escape(record_type, key_body, value):
     assert k is not None
     if v is None:
         assert k.startswith(("Error at offset 11, skipping. ", "Unknown record type "))
+
+
+def test_metadata_frame_fields_are_java_ints_cast_to_short():
+    # ByteUtils.readUnsignedVarint returns an int (5-byte varints wrap negative); the serde
+    # rejects only values > Short.MAX_VALUE and casts the rest: 0xFFFFFFFF is frame version -1
+    assert metadata.format_record(bytes.fromhex("ffffffff0f"), offset=1) == (
+        "Error at 1, skipping. Could not deserialize metadata record due to unknown frame "
+        "version -1(only frame version 1 is supported)")
+    # bits past 32 are dropped: 0x7FFFFFFFF keeps 0xFFFFFFFF
+    assert metadata.format_record(bytes.fromhex("ffffffff7f"), offset=1) == (
+        "Error at 1, skipping. Could not deserialize metadata record due to unknown frame "
+        "version -1(only frame version 1 is supported)")
+    assert metadata.format_record(b"\x01" + bytes.fromhex("ffffffff0f") + b"\x00", offset=2) == (
+        "Error at 2, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: "
+        "Unknown metadata id -1")
