@@ -37,8 +37,10 @@ class CompareReport:
 
     @property
     def exit_code(self) -> int:
-        """1 when anything is lost, diverged or corrupt; 0 when clean (CONTRACT.md section 1)."""
-        bad = any(r.status in PROBLEM_STATUSES for p in self.partitions for r in p.verdict.replicas)
+        """1 when anything is lost, diverged or corrupt (a checkpoint or metadata file that
+        does not parse included); 0 when clean (CONTRACT.md section 1)."""
+        bad = any(r.status in PROBLEM_STATUSES or any(f.code == "READ_ERROR" for f in r.findings)
+                  for p in self.partitions for r in p.verdict.replicas)
         return 1 if bad or any(p.lost for p in self.partitions) else 0
 
 

@@ -116,3 +116,17 @@ def test_report_inside_input_is_refused(tmp_path):
         res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--report", str(target)])
         assert res.exit_code == 2 and "inputs are evidence" in res.output, res.output
     assert sorted(p.relative_to(sample) for p in sample.rglob("*")) == before
+
+
+def test_a_corrupt_checkpoint_is_a_finding_with_exit_1(tmp_path):
+    import shutil
+
+    sample = tmp_path / "S0"
+    shutil.copytree(GENERATED / "S0-healthy-baseline", sample)
+    (sample / "broker-2" / "replication-offset-checkpoint").write_bytes(b"0\n1\norders 0\n")
+    report = tmp_path / "r.json"
+    res = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--report", str(report)])
+    assert res.exit_code == 1, res.output        # CONTRACT.md section 1: corrupt bytes -> 1
+    b2 = next(r for p in json.loads(report.read_text())["partitions"] for r in p["replicas"]
+              if r["broker"] == 2)
+    assert "READ_ERROR" in {f["code"] for f in b2["findings"]}
