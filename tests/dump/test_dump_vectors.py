@@ -265,14 +265,26 @@ def test_vector5_empty_index(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ 6: --max-bytes
 
 def test_vector6_max_bytes(tmp_path: Path) -> None:
-    log, _ = simple_records_log(tmp_path)
+    log, batches = simple_records_log(tmp_path)
     full = lines(run(log).stdout)
     sizes = [int(re.search(r" size: (\d+) ", line).group(1)) for line in full[2:4]]
+    assert sizes == [len(b) for b in batches[:2]]  # the sizes Kafka's test sums, from the bytes
     result = run("--max-bytes", str(sum(sizes)), log)
     out = lines(result.stdout)
     assert [line.startswith("baseOffset") for line in out[2:]] == [True, True]
     assert len(out) == 4  # and no "Found N invalid bytes" line, as Kafka
     assert result.exit_code == 0
+    # one byte less: the second batch is not fully inside, so it is not read
+    out = lines(run("--max-bytes", str(sum(sizes) - 1), log).stdout)
+    assert out[2:] == full[2:3]
+    # any value other than Integer.MAX_VALUE hides the trailer, even past a torn tail
+    log.write_bytes(b"".join(batches) + b"\x00\x00\x00")
+    assert lines(run(log).stdout)[-1] == f"Found 3 invalid bytes at the end of {SEG}.log"
+    hidden = run("--max-bytes", str(10 ** 6), log)
+    assert lines(hidden.stdout) == full
+    assert hidden.exit_code == 0
+    shown = run("--max-bytes", "2147483647", log)
+    assert lines(shown.stdout)[-1] == f"Found 3 invalid bytes at the end of {SEG}.log"
 
 
 # ------------------------------------------------------------------ 7: metadata frame errors
