@@ -29,7 +29,7 @@ ERR_NONE = 0
 ERR_VARINT = 1            # varint/varlong longer than 5/10 bytes
 ERR_EOF = 2               # bytes ran out inside a record (or before recordsCount records)
 ERR_RECORD_SIZE = 3       # record body did not consume exactly `length` bytes
-ERR_NEGATIVE_LENGTH = 4   # key/value length < -1
+# 4 was "key/value length < -1": Kafka reads such lengths as null, so no error any more
 ERR_HEADER_COUNT = 5      # headersCount < 0
 ERR_HEADER_KEY = 6        # header key length < 0
 ERR_REMAINING = 7         # bytes left after recordsCount records
@@ -40,7 +40,6 @@ _FIELDS = {
     ERR_VARINT: "records[{rec}]",
     ERR_EOF: "records[{rec}]",
     ERR_RECORD_SIZE: "records[{rec}].length",
-    ERR_NEGATIVE_LENGTH: "records[{rec}]",
     ERR_HEADER_COUNT: "records[{rec}].headers_count",
     ERR_HEADER_KEY: "records[{rec}].headers.key_length",
     ERR_REMAINING: "records_count",
@@ -51,7 +50,6 @@ _MESSAGES = {
     ERR_VARINT: "varint does not terminate after 5 bytes (10 for varlong)",
     ERR_EOF: "Incorrect declared batch size, premature EOF reached",
     ERR_RECORD_SIZE: "Invalid record size: record body did not consume its declared length",
-    ERR_NEGATIVE_LENGTH: "key or value length smaller than -1",
     ERR_HEADER_COUNT: "Found invalid number of record headers",
     ERR_HEADER_KEY: "Invalid negative header key size",
     ERR_REMAINING: "Incorrect declared batch size, records still remaining in file",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | 
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or directory")
-    if p.is_file():
+    if not p.is_dir():   # a segment (a FIFO or device is refused when it is opened)
         t, part, b = None, None, None
         try:
             from segtools.logdir import parse_partition_dir_name
@@ -211,14 +212,19 @@ class _SegmentFile:
         self.path = path
         self.name = os.path.basename(path)
         try:
-            self._fd = os.open(path, os.O_RDONLY)
+            # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on regular files)
+            self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
             raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
         try:
-            self.size = os.fstat(self._fd).st_size
+            st = os.fstat(self._fd)
         except OSError as exc:
             os.close(self._fd)
             raise InputError(f"{path}: cannot stat: {exc.strerror or exc}") from exc
+        if not stat.S_ISREG(st.st_mode):
+            os.close(self._fd)
+            raise InputError(f"{path} is not a regular file")
+        self.size = st.st_size
         self._window = max(64, window if window is not None else _SCAN_BYTES)
         self._bufs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
         self._cur = 0

@@ -9,6 +9,7 @@ offset is 0 after entry 0 starts the zero-filled preallocated tail.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -69,11 +70,22 @@ def index_base_offset(path: PathLike) -> int:
 _READ_STEP = 1 << 20
 
 
+def _require_regular_file(path: str, kind: str) -> None:
+    """A FIFO or device would block or never end: only regular files are index files."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # open() below reports it with the usual message
+    if not stat.S_ISREG(mode):
+        raise IndexCorruptionError(f"{kind} {path} is not a regular file", path=path)
+
+
 def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: str,
                         strict: bool, trim: bool) -> np.ndarray:
     """Slots read in bounded steps, stopping at the zero tail. Read, not mapped: a broker
     trimming the index at roll must not kill the reader with SIGBUS or a short mapping."""
     path = os.fspath(path)
+    _require_regular_file(path, kind)
     step = max(1, _READ_STEP // entry_size) * entry_size
     parts: list[np.ndarray] = []
     try:
@@ -140,6 +152,7 @@ def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:
     entries are returned as they are.
     """
     path = os.fspath(path)
+    _require_regular_file(path, "transaction index")
     out: list[AbortedTxn] = []
     try:
         with open(path, "rb") as fh:

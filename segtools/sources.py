@@ -85,6 +85,8 @@ def resolve_sources(paths: list[str | os.PathLike[str]]) -> list[PartitionSource
         path = Path(raw)
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
+        if not path.is_dir() and not path.is_file():
+            raise InputError(f"{path}: not a regular file or directory")
         if path.is_file():
             if not _SEGMENT_RE.match(path.name):
                 raise InputError(f"{path}: not a Kafka segment file (<20-digit offset>.log)")
