@@ -42,8 +42,7 @@ def dump_producer_snapshot(ctx: "DumpContext", path: str) -> None:
             "offset_delta": entry.offset_delta, "timestamp": entry.timestamp,
         }
         if entry.last_offset >= 0:
-            fields["first_sequence"] = text.decrement_sequence(entry.last_sequence,
-                                                               entry.offset_delta)
+            fields["first_sequence"] = entry.first_sequence
         ctx.sink.entry("producer_entry", text.producer_entry_line(entry), fields)
 
 

@@ -157,18 +157,10 @@ def producer_entry_line(entry: Any) -> str:
             f"currentTxnFirstOffset: {optional_long(txn if txn >= 0 else None)} "
             f"lastTimestamp: {entry.timestamp} ")
     if entry.last_offset >= 0:
-        first_seq = decrement_sequence(entry.last_sequence, entry.offset_delta)
-        line += (f"firstSequence: {first_seq} lastSequence: {entry.last_sequence} "
+        line += (f"firstSequence: {entry.first_sequence} lastSequence: {entry.last_sequence} "
                  f"lastOffset: {entry.last_offset} offsetDelta: {entry.offset_delta} "
                  f"timestamp: {entry.timestamp}")
     return line
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    """DefaultRecordBatch.decrementSequence: int32 sequences wrap below 0 to Integer.MAX_VALUE."""
-    if sequence < decrement:
-        return 2147483647 - (decrement - sequence) + 1
-    return sequence - decrement
 
 
 # --------------------------------------------------------------------------- summaries (stderr)

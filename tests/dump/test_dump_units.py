@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from segtools.dump.index_dump import Slots, lookup_position
 from segtools.dump.time_index_dump import _FirstAtLeast
 from segtools.dump.paths import file_kind
-from segtools.dump.text import decrement_sequence, java_absolute_path, java_file, optional_long
+from segtools.dump.text import java_absolute_path, java_file, optional_long
+from segtools.snapshots import ProducerSnapshotEntry
 
 
 @settings(max_examples=300, deadline=None)
@@ -63,10 +64,15 @@ def test_java_renderings() -> None:
     assert java_file("a//b/") == "a/b"
     assert java_file("/x//y") == "/x/y"
     assert java_absolute_path("a/../b") == os.getcwd() + "/a/../b"
-    # DefaultRecordBatch.decrementSequence wraps below 0 to Integer.MAX_VALUE
-    assert decrement_sequence(10, 3) == 7
-    assert decrement_sequence(1, 3) == 2147483646
-    assert decrement_sequence(0, 1) == 2147483647
+    # DefaultRecordBatch.decrementSequence wraps below 0 to Integer.MAX_VALUE (the snapshot
+    # dump prints ProducerSnapshotEntry.first_sequence)
+    def first_sequence(last_sequence: int, offset_delta: int) -> int:
+        return ProducerSnapshotEntry(1, 0, last_sequence, 100, offset_delta, 0, -1, -1).first_sequence
+
+    assert first_sequence(10, 3) == 7
+    assert first_sequence(1, 3) == 2147483646
+    assert first_sequence(0, 1) == 2147483647
+    assert -2**31 <= first_sequence(5, -2**31) <= 2**31 - 1   # hostile delta stays a Java int
 
 
 def test_file_kinds_follow_last_suffix() -> None:
