@@ -15,9 +15,10 @@ import click
 from segtools.cli.errors import TroubleError, handle_errors
 
 #: The embedded scenario (CONTRACT.md section 3 format). Broker 3 is paused and falls out of
-#: the ISR; acks=1 writes land on brokers 1 and 2 only; both die, broker 3 comes back and, with
-#: unclean election enabled, becomes leader: the records it never had are lost. The dead
-#: brokers' disks are examined as they are, before a restart would truncate the evidence.
+#: the ISR; acks=all writes are then committed on brokers 1 and 2 only (min.insync 1); both
+#: die, broker 3 comes back and, with unclean election enabled, becomes leader: committed,
+#: acknowledged records are lost. The dead brokers' disks are examined as they are, before a
+#: restart would truncate the evidence.
 DEMO_SCENARIO = """\
 name: demo-unclean-election
 seed: 7
@@ -39,7 +40,7 @@ steps:
   - produce: {topic: orders, acks: all, count: 40, value_bytes: 48}
   - pause: {broker: 3}
   - advance: {ms: 15000}
-  - produce: {topic: orders, acks: 1, count: 30, value_bytes: 48}
+  - produce: {topic: orders, acks: all, count: 30, value_bytes: 48}
   - crash: {broker: 1}
   - crash: {broker: 2}
   - resume: {broker: 3}
