@@ -60,22 +60,34 @@ def _read_body(msg: Message, buf: bytes, version: int, name: str) -> dict[str, A
     return data
 
 
-def _schemas(record_type: int) -> tuple[Message, Message]:
-    schemas = RECORD_TYPES.get(record_type)
+def schemas_for(table: dict[int, tuple[Message, Message]], record_type: int) -> tuple[Message, Message]:
+    """(key, value) schemas of a coordinator record type in ``table``."""
+    schemas = table.get(record_type)
     if schemas is None:
         raise UnknownRecordTypeError(record_type)
     return schemas
 
 
-def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key."""
+def decode_key_with(table: dict[int, tuple[Message, Message]],
+                    key: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """A coordinator record key (int16 record type, then the body read with that version),
+    shared by __consumer_offsets and __share_group_state (CoordinatorRecordSerde)."""
     if key is None:
         raise SchemaError("message had a missing key", field="key")
     buf = bytes(key)
     record_type = _read_version(buf, "key")
-    key_msg, _ = _schemas(record_type)
+    key_msg, _ = schemas_for(table, record_type)
     return {"type": record_type, "name": key_msg.name,
             "data": _read_body(key_msg, buf, record_type, "key")}
+
+
+def _schemas(record_type: int) -> tuple[Message, Message]:
+    return schemas_for(RECORD_TYPES, record_type)
+
+
+def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key."""
+    return decode_key_with(RECORD_TYPES, key)
 
 
 def _record_type_of(key: Any) -> int | None:

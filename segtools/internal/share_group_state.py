@@ -12,7 +12,8 @@ import struct
 from typing import Any
 
 from segtools.errors import SchemaError
-from segtools.internal.consumer_offsets import DELETE, _read_body, _read_version
+from segtools.internal.consumer_offsets import (DELETE, UnknownRecordTypeError, _read_body,
+                                                 _read_version, decode_key_with, schemas_for)
 from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.protocol import Message, field as f, message, write_message
 
@@ -36,28 +37,13 @@ RECORD_TYPES: dict[int, tuple[Message, Message]] = {
 }
 
 
-class UnknownRecordTypeError(SchemaError):
-    def __init__(self, record_type: int) -> None:
-        super().__init__(f"Unknown record type {record_type}", field="key.type")
-        self.record_type = record_type
-
-
 def _schemas(record_type: int) -> tuple[Message, Message]:
-    schemas = RECORD_TYPES.get(record_type)
-    if schemas is None:
-        raise UnknownRecordTypeError(record_type)
-    return schemas
+    return schemas_for(RECORD_TYPES, record_type)
 
 
 def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
     """``{"type": n, "name": "ShareSnapshotKey", "data": {...}}``."""
-    if key is None:
-        raise SchemaError("message had a missing key", field="key")
-    buf = bytes(key)
-    record_type = _read_version(buf, "key")
-    key_msg, _ = _schemas(record_type)
-    return {"type": record_type, "name": key_msg.name,
-            "data": _read_body(key_msg, buf, record_type, "key")}
+    return decode_key_with(RECORD_TYPES, key)
 
 
 def decode_value(value: bytes | bytearray | memoryview | None,
