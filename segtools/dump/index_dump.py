@@ -154,14 +154,21 @@ class Slots:
             yield entry
 
 
-def dump_index(ctx: "DumpContext", path: str) -> None:
-    opts = ctx.options
-    base = base_offset_of(path)
+def segment_log(ctx: "DumpContext", path: str) -> str | None:
+    """The .log an index file belongs to; None (and a finding) when it is missing."""
     log_path = sibling(path, ".log")
-    if not os.path.exists(log_path):
-        ctx.error("missing_log", FormatError(
-            f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
-            path=path))
+    if os.path.exists(log_path):
+        return log_path
+    ctx.error("missing_log", FormatError(
+        f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
+        path=path))
+    return None
+
+
+def dump_index(ctx: "DumpContext", path: str) -> None:
+    base = base_offset_of(path)
+    log_path = segment_log(ctx, path)
+    if log_path is None:
         return
     with open_readonly(path) as data:
         _dump_index_slots(ctx, path, log_path, base, Slots(data, base, "offset"), len(data))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from segtools.dump import text
 from segtools.dump.index_dump import (Slots, base_offset_of, lookup_position, open_readonly,
-                                      sibling)
+                                      segment_log, sibling)
 from segtools.errors import FormatError, IndexCorruptionError
 
 if TYPE_CHECKING:
@@ -28,12 +28,9 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
 
     opts = ctx.options
     base = base_offset_of(path)
-    log_path = sibling(path, ".log")
     index_path = sibling(path, ".index")
-    if not os.path.exists(log_path):
-        ctx.error("missing_log", FormatError(
-            f"cannot check {os.path.basename(path)}: its log segment {log_path} does not exist",
-            path=path))
+    log_path = segment_log(ctx, path)
+    if log_path is None:
         return
     with open_readonly(path) as data:
         length = len(data)
