@@ -346,7 +346,6 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         st[7] = 0
         return ERR_RECORD_COUNT
     for i in range(count):
-        rec_start = p
         st[6] = i
         st[7] = p - start
         length, q = _varint(buf, p, end)

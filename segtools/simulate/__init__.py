@@ -53,8 +53,6 @@ def run(scenario: Scenario | dict[str, Any], out_dir: str | os.PathLike[str] | N
         cluster._snapshot_hook = snapshot
     cluster.run()
     if out is not None:
-        from segtools.simulate.files import write_cluster
-
         write_cluster(cluster, out)
         if scenario.cluster.metadata_log:
             from segtools.simulate.metadata_log import write_metadata_log
