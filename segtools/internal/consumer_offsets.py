@@ -126,22 +126,34 @@ def decode_value(value: bytes | bytearray | memoryview | None,
                       + (f" ({error.reason})" if error else ""), field="value")
 
 
-def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
-    """int16 record type + key body (the inverse of :func:`decode_key`)."""
-    key_msg, _ = _schemas(record_type)
+def encode_key_with(table: dict[int, tuple[Message, Message]], record_type: int,
+                    data: dict[str, Any]) -> bytes:
+    """int16 record type + key body (the inverse of :func:`decode_key_with`)."""
+    key_msg, _ = schemas_for(table, record_type)
     return struct.pack(">h", record_type) + write_message(key_msg, data, record_type,
                                                           path=key_msg.name)
 
 
-def encode_value(record_type: int, version: int, data: dict[str, Any] | None) -> bytes | None:
+def encode_value_with(table: dict[int, tuple[Message, Message]], record_type: int, version: int,
+                      data: dict[str, Any] | None) -> bytes | None:
     """int16 version + value body; ``None`` data gives ``None`` (a tombstone)."""
     if data is None:
         return None
-    _, value_msg = _schemas(record_type)
+    _, value_msg = schemas_for(table, record_type)
     if not isinstance(version, int) or not -32768 <= version <= 32767:
         raise SchemaError(f"invalid version {version!r}", field="value.version")
     return struct.pack(">h", version) + write_message(value_msg, data, version,
                                                       path=value_msg.name)
+
+
+def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
+    """int16 record type + key body (the inverse of :func:`decode_key`)."""
+    return encode_key_with(RECORD_TYPES, record_type, data)
+
+
+def encode_value(record_type: int, version: int, data: dict[str, Any] | None) -> bytes | None:
+    """int16 version + value body; ``None`` data gives ``None`` (a tombstone)."""
+    return encode_value_with(RECORD_TYPES, record_type, version, data)
 
 
 def _consumer_protocol_override(f: Field, value: Any, version: int) -> Any:

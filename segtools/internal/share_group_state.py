@@ -8,14 +8,14 @@ version + flexible body. kafka-dump-log ``--share-group-state-decoder`` (trunk o
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from segtools.errors import SchemaError
 from segtools.internal.consumer_offsets import (DELETE, UnknownRecordTypeError, _read_body,
-                                                 _read_version, decode_key_with, schemas_for)
+                                                 _read_version, decode_key_with, encode_key_with,
+                                                 encode_value_with, schemas_for)
 from segtools.internal.json_render import Raw, dumps, message_json
-from segtools.internal.protocol import Message, field as f, message, write_message
+from segtools.internal.protocol import Message, field as f, message
 
 _KEY_FIELDS = [f("GroupId", "string"), f("TopicId", "uuid"), f("Partition", "int32")]
 _STATE_BATCH = [
@@ -59,17 +59,11 @@ def decode_value(value: bytes | bytearray | memoryview | None,
 
 
 def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
-    key_msg, _ = _schemas(record_type)
-    return struct.pack(">h", record_type) + write_message(key_msg, data, record_type,
-                                                          path=key_msg.name)
+    return encode_key_with(RECORD_TYPES, record_type, data)
 
 
 def encode_value(record_type: int, version: int, data: dict[str, Any] | None) -> bytes | None:
-    if data is None:
-        return None
-    _, value_msg = _schemas(record_type)
-    return struct.pack(">h", version) + write_message(value_msg, data, version,
-                                                      path=value_msg.name)
+    return encode_value_with(RECORD_TYPES, record_type, version, data)
 
 
 def format_record(key: bytes | bytearray | memoryview | None,
