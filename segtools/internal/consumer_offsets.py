@@ -85,6 +85,16 @@ def _schemas(record_type: int) -> tuple[Message, Message]:
     return schemas_for(RECORD_TYPES, record_type)
 
 
+def skipped_record_line(error: SchemaError, offset: int | None) -> tuple[str, None]:
+    """kafka-dump-log's line for a coordinator record it cannot decode; without an offset the
+    error is raised instead."""
+    if offset is None:
+        raise error
+    if isinstance(error, UnknownRecordTypeError):
+        return f"Unknown record type {error.record_type} at offset {offset}, skipping.", None
+    return f"Error at offset {offset}, skipping. {error.reason}", None
+
+
 def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
     """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key."""
     return decode_key_with(RECORD_TYPES, key)
@@ -211,11 +221,5 @@ def format_record(key: bytes | bytearray | memoryview | None,
         v = decode_value(value, record_type)
         assert v is not None
         return key_text, value_json(record_type, v["version"], v["data"])
-    except UnknownRecordTypeError as e:
-        if offset is None:
-            raise
-        return f"Unknown record type {e.record_type} at offset {offset}, skipping.", None
     except SchemaError as e:
-        if offset is None:
-            raise
-        return f"Error at offset {offset}, skipping. {e.reason}", None
+        return skipped_record_line(e, offset)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from segtools.errors import SchemaError
-from segtools.internal.consumer_offsets import (DELETE, UnknownRecordTypeError, _read_body,
+from segtools.internal.consumer_offsets import (DELETE, _read_body,
                                                  _read_version, decode_key_with, encode_key_with,
-                                                 encode_value_with, schemas_for)
+                                                 encode_value_with, schemas_for,
+                                                 skipped_record_line)
 from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.protocol import Message, field as f, message
 
@@ -87,11 +88,5 @@ def format_record(key: bytes | bytearray | memoryview | None,
         assert v is not None
         return key_text, dumps({"type": str(v["version"]),
                                 "data": Raw(message_json(value_msg, v["data"], v["version"]))})
-    except UnknownRecordTypeError as e:
-        if offset is None:
-            raise
-        return f"Unknown record type {e.record_type} at offset {offset}, skipping.", None
     except SchemaError as e:
-        if offset is None:
-            raise
-        return f"Error at offset {offset}, skipping. {e.reason}", None
+        return skipped_record_line(e, offset)
