@@ -1,4 +1,4 @@
-"""Shared fixtures: the real broker data in ../shared/realdata and one Spark session."""
+"""Shared fixtures: the real broker data in tests/data/realdata and one Spark session."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REALDATA = Path(os.environ.get("SEGTOOLS_REALDATA", REPO.parent / "shared" / "realdata"))
+# Copies of real brokers' files, kept in the repository (provenance: tests/data/realdata/README.md).
+REALDATA = REPO / "tests" / "data" / "realdata"
 SAMPLES = REPO / "samples"
 
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
     if not REALDATA.is_dir():
-        pytest.fail(f"real broker data not found at {REALDATA} (set SEGTOOLS_REALDATA)")
+        pytest.fail(f"real broker data not found at {REALDATA}")
     return REALDATA
 
 

@@ -51,3 +51,15 @@ def test_python_dash_m_runs_the_cli(tmp_path):
     assert proc.returncode == 0
     for command in ("dump", "compare", "export", "simulate", "demo"):
         assert command in proc.stdout
+
+
+def test_pinned_kafka_version_matches_pom() -> None:
+    """segtools.kafka_runtime.KAFKA_VERSION names the version jvm/pom.xml resolves."""
+    import re
+    from importlib import resources
+
+    from segtools.kafka_runtime import KAFKA_VERSION
+
+    pom = resources.files("segtools.jvm").joinpath("pom.xml").read_text()
+    match = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom)
+    assert match is not None and match.group(1) == KAFKA_VERSION

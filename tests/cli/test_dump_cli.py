@@ -183,7 +183,7 @@ def test_dump_path_does_not_load_heavy_modules(partition: Path) -> None:
     indexes, checkpoints; a KRaft dir with the metadata decoder) never loads pyspark, pandas
     or numba."""
     samples = Path(__file__).resolve().parents[2] / "samples" / "dump"
-    kraft = Path(__file__).resolve().parents[3] / "shared" / "realdata" / \
+    kraft = Path(__file__).resolve().parents[1] / "data" / "realdata" / \
         "kafka-3.6-kraft-flink-stack" / "logdir" / "__cluster_metadata-0"
     code = textwrap.dedent(f"""
         import io, sys

@@ -1,10 +1,9 @@
-"""`segtools dump` on real broker files (../shared/realdata), checked line by line against
+"""`segtools dump` on real broker files (tests/data/realdata), checked line by line against
 kafka-python's decode of the same bytes, fetch1.txt/fetch2.txt and the README's facts."""
 
 from __future__ import annotations
 
 import io
-import os
 import shutil
 from pathlib import Path
 
@@ -14,15 +13,12 @@ from dump_builders import SEG, java_strings, kafka_python_lines, run
 from segtools.dump.options import DumpOptions
 from segtools.dump.runner import run_dump
 
-REALDATA = Path(os.environ.get("SEGTOOLS_REALDATA",
-                               Path(__file__).resolve().parents[3] / "shared" / "realdata"))
+REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
 KRAFT = REALDATA / "kafka-3.6-kraft-flink-stack" / "logdir"
 LEGACY = REALDATA / "kafka-0.8-0.9-legacy-messages"
 
 
 def _real_logs() -> list[Path]:
-    if not REALDATA.is_dir():
-        return []
     return sorted(p for p in REALDATA.rglob("*.log") if p.stat().st_size > 0)
 
 

@@ -1,4 +1,4 @@
-"""The detection core on real broker directories (../shared/realdata)."""
+"""The detection core on real broker directories (tests/data/realdata)."""
 
 from __future__ import annotations
 

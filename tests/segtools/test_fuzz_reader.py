@@ -24,8 +24,7 @@ import crc32c as crc32c_lib
 from segtools.batches import RecordBatch, SegmentReader
 from segtools.errors import CompressionError, FormatError, SegtoolsError
 
-REALDATA = Path(os.environ.get("SEGTOOLS_REALDATA",
-                               Path(__file__).resolve().parents[2].parent / "shared" / "realdata"))
+REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
 MiB = 1 << 20
 
 

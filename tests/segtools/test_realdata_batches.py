@@ -1,4 +1,4 @@
-"""Every batch file written by real brokers (../shared/realdata) parses with zero CRC errors
+"""Every batch file written by real brokers (tests/data/realdata) parses with zero CRC errors
 and agrees with independent facts: kafka-python's reader on the same bytes, the brokers'
 own offset indexes and offset checkpoints, the README's counts and the legacy text vectors."""
 

@@ -1,5 +1,5 @@
 """Replaying real broker logs through LogWriter reproduces the broker's own index and producer
-snapshot files (the oracle is Kafka itself: files in ../shared/realdata, not written by us)."""
+snapshot files (the oracle is Kafka itself: files in tests/data/realdata, not written by us)."""
 
 from __future__ import annotations
 
