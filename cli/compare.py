@@ -47,13 +47,15 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
               help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
                    "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
                    "broker-* dirs that has one.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Also write the report as one self-contained HTML file (no network) to FILE.")
 @click.option("--no-spark", is_flag=True, help="Run in this process without Spark (small inputs).")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, no_spark: bool, max_rows: int,
-            debug: bool) -> None:
+            debug: bool, html_path: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
@@ -69,6 +71,10 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
             raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
         if report_path and os.path.realpath(report_path).startswith(inside):
             raise TroubleError(f"--report {report_path} is inside input {d}; inputs are evidence")
+    if html_path:
+        from segtools.cli.report import check_html_out
+
+        check_html_out(html_path, dirs)
     if tables_dir and no_spark:
         raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
     acks = AckIndex.load(acks_path) if acks_path else None
@@ -93,9 +99,16 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         spark = get_spark(master=master, app_name="segtools-compare")
         report = run_compare(spark, list(dirs), acks=acks, histories=histories,
                              tables_dir=tables_dir, specs=specs)
+    if histories is not None:
+        report.broker_events = list(getattr(histories, "brokers", []))
     click.echo(render_summary(report, max_rows=max_rows))
     if report_path:
         with open(report_path, "w", encoding="utf-8") as fh:
             json.dump(report.to_json(), fh, indent=1, sort_keys=False)
             fh.write("\n")
+    if html_path:
+        from segtools.report_html import write_html
+
+        write_html(report.to_json(), html_path, source=", ".join(dirs))
+        click.echo(f"compare: wrote {html_path}", err=True)
     sys.exit(report.exit_code)

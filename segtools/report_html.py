@@ -1,0 +1,510 @@
+"""The compare report (CONTRACT.md section 4) as one self-contained HTML file.
+
+No network: inline CSS, inline SVG (``segtools.report_svg``) and one inline script whose
+SHA-256 is the only script the page's Content-Security-Policy allows (``default-src 'none'``),
+so even a key that escaped escaping could not run. The lost records travel as a JSON data
+block and are rendered by that script a page at a time, so tens of thousands of them stay
+fast; partitions are ``<details>``, open only when they have findings.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import urllib.parse
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from segtools.forensics.findings import INFO_CODES, PROBLEM_STATUSES, STATUS_ORDER
+from segtools.report_svg import esc, iso_ms, loss_class, metadata_timeline, offset_lanes
+
+#: partitions with findings opened at most; the rest stay collapsed (listed, one click away)
+MAX_OPEN = 300
+KEY_PREVIEW = 200
+VALUE_PREVIEW = 120
+
+#: What to do next, per cause (FORENSICS.md D.6) and per status without a cause.
+ADVICE: dict[str, str] = {
+    "UNCLEAN_ELECTION": "An unclean leader election made a replica that lacked committed records the "
+                        "leader. Set unclean.leader.election.enable=false (broker and topic), keep "
+                        "min.insync.replicas >= 2 with acks=all, and re-produce the acked records in the "
+                        "lost-records table from their source. The metadata timeline shows when the ISR "
+                        "shrank to one broker.",
+    "LOCAL_LOSS_REELECTED": "A leader lost records it had acknowledged on its own disk (its log end after "
+                            "a crash fell below its high-watermark checkpoint) and was elected again. "
+                            "Check the disks and flush settings of that broker; eligible leader replicas "
+                            "(KIP-966) prevent electing it.",
+    "PROTOCOL_VIOLATION": "Every election was clean, yet committed records are gone: a replication bug. "
+                          "Keep these log dirs untouched as evidence, note the Kafka version and report it "
+                          "with this file.",
+    "undetermined": "Committed records are gone and the cause is undetermined: run compare again with "
+                    "the controller's metadata log (--metadata-log) to attribute it.",
+    "TRUNCATED_BELOW_HW": "A replica's log ends below its high-watermark checkpoint: records it had "
+                          "committed were lost on its disk (unclean shutdown without fsync). Check which "
+                          "replica still holds them before it is elected.",
+    "DIVERGED_UNCOMMITTED": "Uncommitted records were dropped, as Kafka does on a leader change; producers "
+                            "using acks=all were never acknowledged for them. Producers with acks=0/1 "
+                            "may have lost data: check the acked column.",
+    "CRC_INVALID": "Batches fail their CRC: check the disk of the broker named in the findings; the "
+                   "other replicas hold intact copies.",
+    "LOG_MATCHING_VIOLATION": "Two replicas hold different records under the same offset and leader "
+                              "epoch: Kafka's log matching property is broken. Keep the evidence and "
+                              "report it.",
+    "EPOCH_REGRESSION": "Leader epochs go backwards inside a log: a segment from another lineage or a "
+                        "corrupt file. See the findings' evidence.",
+    "NON_MONOTONIC_OFFSETS": "Offsets go backwards inside a log: a corrupt or foreign segment. See the "
+                             "findings' evidence.",
+}
+
+_CSS = """
+:root{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:14px;color:#222}
+body{margin:0 auto;max-width:1100px;padding:12px 20px}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:22px 0 8px;border-bottom:1px solid #ddd}
+.sub{color:#666;margin:0 0 10px}
+.cards{display:flex;flex-wrap:wrap;gap:12px}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:160px;background:#fafafa}
+.card .n{font-size:24px;font-weight:600}
+.verdict{font-size:16px;padding:8px 12px;border-radius:6px;margin:8px 0}
+.verdict.bad{background:#fde0dc;border:1px solid #e57373}.verdict.ok{background:#e0f2e9;border:1px solid #81c784}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;
+vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;font-weight:600;background:#e0e0e0}
+.badge.problem{background:#e53935;color:#fff}.badge.ok{background:#43a047;color:#fff}
+.badge.info{background:#fbc02d}
+details.partition{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 8px}
+details.partition>summary{cursor:pointer;font-weight:600}
+svg{display:block;font-size:11px;max-width:100%;height:auto}
+svg text{fill:#333}
+rect.run{stroke:#fff;stroke-width:.5}
+rect.below-log-start{fill:#f5f5f5;stroke:#ccc;stroke-dasharray:2 2}
+rect.divergent{fill:none;stroke:#6d4c41;stroke-width:1.5;stroke-dasharray:4 2}
+rect.loss.committed,.sw.committed{fill:#d32f2f;background:#d32f2f}
+rect.loss.acked,.sw.acked{fill:#f57c00;background:#f57c00}
+rect.loss.unacked,.sw.unacked{fill:#9e9e9e;background:#9e9e9e}
+rect.loss.relocated,.sw.relocated{fill:#7e57c2;background:#7e57c2}
+line.leo{stroke:#000;stroke-width:2}line.log-start{stroke:#1565c0;stroke-width:2}
+path.hw{fill:#2e7d32}line.fork{stroke:#c62828;stroke-width:2.5;stroke-dasharray:5 2}
+text.fork-label{fill:#c62828;font-weight:600}text.lane-status{fill:#777;font-size:10px}
+circle.election.unclean{fill:#d32f2f}circle.election.clean,circle.election.initial{fill:#2e7d32}
+circle.election.offline{fill:#757575}circle.isr-change{fill:#1565c0}
+path.broker-event{fill:#555}path.broker-event.fenced{fill:#d32f2f}path.broker-event.unfenced{fill:#2e7d32}
+.sw{display:inline-block;width:12px;height:12px;vertical-align:middle;margin:0 3px 0 10px;border-radius:2px}
+.legend{color:#444}
+tr.committed td:first-child{border-left:4px solid #d32f2f}tr.acked td:first-child{border-left:4px solid #f57c00}
+tr.unacked td:first-child{border-left:4px solid #9e9e9e}tr.relocated td:first-child{border-left:4px solid #7e57c2}
+td.kv{font-family:ui-monospace,monospace;max-width:320px;overflow-wrap:anywhere}
+.evidence{font-family:ui-monospace,monospace;font-size:12px}
+#lost-controls{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
+#lost-filter{width:320px;padding:3px}
+.muted{color:#777}
+"""
+
+_JS = """
+(function(){
+"use strict";
+var data=JSON.parse(document.getElementById("lost-data").textContent);
+var rows=data.rows,size=200,page=0,view=rows,hay=new Array(rows.length);
+var box=document.getElementById("lost-filter"),sel=document.getElementById("lost-class");
+var body=document.getElementById("lost-body"),info=document.getElementById("lost-info");
+var prev=document.getElementById("lost-prev"),next=document.getElementById("lost-next");
+var CLS=["committed","acked","unacked","relocated"];
+function txt(v){return v===null||v===undefined?"":String(v);}
+function text(i){if(hay[i]===undefined){var r=rows[i];
+hay[i]=(r[0]+" "+r[1]+" "+r[2]+" "+r[3]+" "+txt(r[4])+" "+txt(r[5])).toLowerCase();}return hay[i];}
+function apply(){var terms=box.value.toLowerCase().split(/\\s+/).filter(Boolean),c=sel.value,out=[];
+for(var i=0;i<rows.length;i++){if(c&&CLS[rows[i][6]]!==c)continue;var h=text(i),ok=true;
+for(var t=0;t<terms.length;t++){if(h.indexOf(terms[t])<0){ok=false;break;}}if(ok)out.push(rows[i]);}
+view=out;page=0;render();}
+function cell(tr,v,cls){var td=document.createElement("td");td.textContent=txt(v);if(cls)td.className=cls;tr.appendChild(td);}
+function render(){var f=document.createDocumentFragment(),a=page*size,b=Math.min(view.length,a+size);
+for(var i=a;i<b;i++){var r=view[i],tr=document.createElement("tr");tr.className=CLS[r[6]];
+cell(tr,r[0]);cell(tr,r[1],"num");cell(tr,r[2],"num");cell(tr,r[3],"num");cell(tr,r[4],"kv");cell(tr,r[5],"kv");
+cell(tr,CLS[r[6]]);cell(tr,r[7]===null?"unknown":(r[7]?"yes":"no"));f.appendChild(tr);}
+body.textContent="";body.appendChild(f);
+info.textContent=(view.length?(a+1)+"\\u2013"+b:"0")+" of "+view.length+
+(view.length!==rows.length?" (filtered from "+rows.length+")":"");
+info.setAttribute("data-shown",String(b-a));info.setAttribute("data-matching",String(view.length));
+prev.disabled=page===0;next.disabled=b>=view.length;}
+box.addEventListener("input",apply);sel.addEventListener("change",apply);
+prev.addEventListener("click",function(){if(page>0){page--;render();}});
+next.addEventListener("click",function(){if((page+1)*size<view.length){page++;render();}});
+document.addEventListener("click",function(e){var a=e.target.closest&&e.target.closest("a.lost-link");
+if(a){box.value=a.getAttribute("data-filter");sel.value="";apply();}});
+function all(open){var d=document.querySelectorAll("details.partition");for(var i=0;i<d.length;i++)d[i].open=open;}
+document.getElementById("expand-all").addEventListener("click",function(){all(true);});
+document.getElementById("collapse-all").addEventListener("click",function(){all(false);});
+render();
+})();
+"""
+
+
+def _preview(v: Any, limit: int) -> str | None:
+    """Key/value as text for the table: UTF-8 text, or ``base64:...`` for binary."""
+    if v is None:
+        return None
+    if isinstance(v, Mapping) and "base64" in v:
+        s = "base64:" + str(v["base64"])
+    else:
+        s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return s if len(s) <= limit else s[:limit] + "\u2026"
+
+
+def _json_block(obj: Any) -> str:
+    """JSON safe inside <script type="application/json">: no '<', '>', '&', U+2028/9."""
+    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return (s.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(_JS.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def _rank(status: str) -> int:
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def _partition_status(p: Mapping[str, Any]) -> str:
+    statuses = [r.get("status") or "CONSISTENT" for r in p.get("replicas") or []]
+    return min(statuses, key=_rank) if statuses else "CONSISTENT"
+
+
+def _has_findings(p: Mapping[str, Any]) -> bool:
+    if p.get("lost_records") or _partition_status(p) not in ("CONSISTENT", "LAGGING_PREFIX"):
+        return True
+    codes = [f.get("code") for f in p.get("findings") or []]
+    codes += [f.get("code") for r in p.get("replicas") or [] for f in r.get("findings") or []]
+    return any(c not in INFO_CODES for c in codes) or "READ_ERROR" in codes
+
+
+def _lost_key(p: Mapping[str, Any], x: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (p.get("topic"), p.get("partition"), x.get("offset"), x.get("leader_epoch"))
+
+
+def totals(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Counts the summary shows: a record lost from two replicas is one record (distinct
+    topic, partition, offset, leader epoch), as the terminal summary counts them."""
+    parts = report.get("partitions") or []
+    by_status = Counter(_partition_status(p) for p in parts)
+    distinct: dict[tuple[Any, ...], list[bool | None]] = {}
+    causes: Counter[str] = Counter()
+    for p in parts:
+        for x in p.get("lost_records") or []:
+            if x.get("relocated_to") is not None:
+                continue
+            d = distinct.setdefault(_lost_key(p, x), [False, None])
+            d[0] = d[0] or bool(x.get("committed"))
+            if x.get("acked") is not None:
+                d[1] = bool(d[1]) or bool(x.get("acked"))
+        for r in p.get("replicas") or []:
+            if r.get("status") in PROBLEM_STATUSES:
+                causes[r.get("cause") or ("undetermined" if r.get("status") == "COMMITTED_LOSS"
+                                          else r.get("status"))] += 1
+    return {
+        "partitions": len(parts), "by_status": dict(by_status),
+        "lost": len(distinct), "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
+        "committed": sum(1 for c, _ in distinct.values() if c),
+        "acked": sum(1 for _, a in distinct.values() if a),
+        "acks_known": any(a is not None for _, a in distinct.values()),
+        "causes": dict(causes),
+        "problem": any(s in PROBLEM_STATUSES for s in by_status) or bool(distinct),
+    }
+
+
+class _Evidence:
+    """Links to evidence files, relative to the folder the HTML file is written to; plain
+    text when the file is not where the report says (a report opened elsewhere)."""
+
+    def __init__(self, html_dir: str | None, cwd: str | None = None) -> None:
+        self.html_dir = html_dir
+        self.cwd = cwd or os.getcwd()
+
+    def link(self, path: str | None, position: Any = None, label: str | None = None) -> str:
+        if not path:
+            return ""
+        where = f" @ byte {esc(position)}" if position is not None else ""
+        shown = esc(label or path)
+        full = path if os.path.isabs(path) else os.path.join(self.cwd, path)
+        if self.html_dir is None or not os.path.exists(full):
+            return f'<span class="evidence">{shown}{where}</span>'
+        rel = os.path.relpath(full, self.html_dir)
+        href = urllib.parse.quote(rel.replace(os.sep, "/"))
+        return (f'<a class="evidence" href="{esc(href)}" title="{esc(path)}">{shown}</a>'
+                f'<span class="evidence">{where}</span>')
+
+
+def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, source: str | None = None,
+                cwd: str | None = None) -> str:
+    """The page for one report dict. ``html_dir`` is where the file will live (evidence links
+    are relative to it); ``cwd`` is what relative paths in the report are relative to."""
+    from segtools import __version__
+
+    ev = _Evidence(html_dir, cwd)
+    parts = sorted(report.get("partitions") or [],
+                   key=lambda p: (_rank(_partition_status(p)), str(p.get("topic")), p.get("partition") or 0))
+    t = totals(report)
+    brokers = ((report.get("metadata") or {}).get("brokers")) or []
+    out: list[str] = []
+    w = out.append
+    w('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">')
+    w(f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp())}">')
+    w('<meta name="viewport" content="width=device-width, initial-scale=1">'
+      '<meta name="referrer" content="no-referrer"><title>segtools incident report</title>')
+    w(f"<style>{_CSS}</style></head><body>")
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    w(f'<header><h1>Incident report</h1><p class="sub">segtools {esc(__version__)} \u00b7 written {now}'
+      + (f" \u00b7 from {esc(source)}" if source else "") + "</p></header>")
+    _summary(w, t, parts, report.get("summary"))
+    _legend(w)
+    _partitions(w, parts, brokers, ev)
+    if brokers:
+        _broker_table(w, brokers, ev)
+    _lost_table(w, parts, t)
+    w(f'<script type="application/json" id="lost-data">{_json_block({"rows": _lost_rows(parts)})}</script>')
+    w(f"<script>{_JS}</script></body></html>\n")
+    return "".join(out)
+
+
+def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], block: Any) -> None:
+    w('<section id="summary"><h2>Summary</h2>')
+    if t["problem"]:
+        lost = (f'{t["lost"]} record(s) lost, {t["committed"]} of them committed'
+                + (f', {t["acked"]} acknowledged to producers' if t["acks_known"] else ""))
+        w(f'<p class="verdict bad" id="verdict">Data was lost or replicas diverged: {lost}.</p>')
+    else:
+        w('<p class="verdict ok" id="verdict">Every replica is consistent (or a lagging prefix of the '
+          'reference): nothing lost.</p>')
+    w('<div class="cards">')
+    w(f'<div class="card"><div class="n" id="partition-count">{t["partitions"]}</div>partition(s)</div>')
+    w(f'<div class="card"><div class="n" id="lost-count" data-count="{t["lost"]}">{t["lost"]}</div>'
+      f'record(s) lost' + (f' <span class="muted">(on {t["lost_copies"]} replica copies)</span>'
+                           if t["lost_copies"] != t["lost"] else "") + "</div>")
+    w(f'<div class="card"><div class="n" id="committed-count">{t["committed"]}</div>committed</div>')
+    acked = t["acked"] if t["acks_known"] else "?"
+    w(f'<div class="card"><div class="n" id="acked-count">{acked}</div>acknowledged'
+      + ("" if t["acks_known"] else ' <span class="muted">(no --acks)</span>') + "</div></div>")
+    w('<table id="by-status"><tr><th>status</th><th>partitions</th></tr>')
+    for status, n in sorted(t["by_status"].items(), key=lambda kv: _rank(kv[0])):
+        cls = "problem" if status in PROBLEM_STATUSES else "ok"
+        w(f'<tr data-status="{esc(status)}"><td><span class="badge {cls}">{esc(status)}</span></td>'
+          f'<td class="num">{n}</td></tr>')
+    w("</table>")
+    if t["causes"]:
+        w('<h3>Cause</h3><ul id="causes">')
+        for cause, n in sorted(t["causes"].items(), key=lambda kv: -kv[1]):
+            w(f'<li data-cause="{esc(cause)}"><b>{esc(cause)}</b> \u2014 {n} replica(s)</li>')
+        w("</ul>")
+    w('<h3>What to do next</h3><ul id="next-steps">')
+    advice = [ADVICE[c] for c in t["causes"] if c in ADVICE]
+    if not t["problem"]:
+        advice = ["Nothing to recover. Keep the report with the incident notes."]
+    elif not advice:
+        advice = ["Read the findings of the open partitions below; each links to its evidence."]
+    for a in dict.fromkeys(advice):
+        w(f"<li>{esc(a)}</li>")
+    w("</ul>")
+    if isinstance(block, Mapping) and block:
+        # compare's summary block (tool version, inputs, totals, verdict), shown as it is
+        w('<h3>Run</h3><table id="run-summary">')
+        for k, v in block.items():
+            shown = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, ensure_ascii=False)
+            shown = str(shown)
+            if len(shown) > 2000:
+                shown = shown[:2000] + "\u2026"
+            w(f"<tr><th>{esc(k)}</th><td>{esc(shown)}</td></tr>")
+        w("</table>")
+    w("</section>")
+
+
+def _legend(w: Any) -> None:
+    w('<p class="legend" id="legend">Lanes: one per replica over offsets; coloured runs are leader '
+      'epochs (e<i>N</i>); <b style="color:#1565c0">|</b> log start, <b>|</b> log end, '
+      '<b style="color:#2e7d32">\u25bc</b> high-watermark checkpoint, <b style="color:#c62828">\u00a6</b> '
+      'fork point, dashed box: divergent range; lost records:'
+      '<span class="sw committed"></span>committed<span class="sw acked"></span>acked'
+      '<span class="sw unacked"></span>unacknowledged<span class="sw relocated"></span>relocated. '
+      '\u26a0 no clean-shutdown marker (crashed, or copied while running).</p>')
+
+
+def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[str, Any]],
+                ev: _Evidence) -> None:
+    with_findings = [p for p in parts if _has_findings(p)]
+    w(f'<section id="partitions"><h2>Partitions</h2><p>{len(with_findings)} of {len(parts)} with findings '
+      '(open); <button type="button" id="expand-all">expand all</button> '
+      '<button type="button" id="collapse-all">collapse all</button></p>')
+    if len(with_findings) > MAX_OPEN:
+        w(f'<p class="muted">The first {MAX_OPEN} partitions with findings are open; the others are '
+          f'collapsed.</p>')
+    opened = 0
+    for i, p in enumerate(parts):
+        found = _has_findings(p)
+        is_open = found and opened < MAX_OPEN
+        opened += is_open
+        _partition(w, i, p, is_open, found, brokers, ev)
+    w("</section>")
+
+
+def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
+               brokers: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:
+    name = f"{p.get('topic')}-{p.get('partition')}"
+    status = _partition_status(p)
+    lost = [x for x in p.get("lost_records") or [] if x.get("relocated_to") is None]
+    n_lost = len({(x.get("offset"), x.get("leader_epoch")) for x in lost})
+    n_comm = len({(x.get("offset"), x.get("leader_epoch")) for x in lost if x.get("committed")})
+    causes = sorted({str(r.get("cause")) for r in p.get("replicas") or [] if r.get("cause")})
+    cls = "problem" if status in PROBLEM_STATUSES else "ok"
+    w(f'<details class="partition" id="p{i}" data-topic="{esc(p.get("topic"))}" '
+      f'data-partition="{esc(p.get("partition"))}" data-status="{esc(status)}" '
+      f'data-findings="{str(found).lower()}"{" open" if is_open else ""}>')
+    w(f'<summary><span class="badge {cls}">{esc(status)}</span> {esc(name)} \u2014 '
+      f'{len(p.get("replicas") or [])} replica(s)'
+      + (f", {n_lost} lost ({n_comm} committed)" if n_lost else "")
+      + (f", cause {esc(', '.join(causes))}" if causes else "") + "</summary>")
+    w(offset_lanes(p))
+    _replica_table(w, p, ev)
+    _findings(w, p, ev)
+    changes = p.get("metadata_changes") or []
+    if changes:
+        w("<h4>Metadata log</h4>")
+        w(metadata_timeline(changes, brokers))
+        _changes_table(w, changes, ev)
+    if lost:
+        w(f'<p><a class="lost-link" href="#lost" data-filter="{esc(name)}">Show the '
+          f'{len(lost)} lost record cop{"y" if len(lost) == 1 else "ies"} of {esc(name)}</a></p>')
+    w("</details>")
+
+
+def _replica_dir(p: Mapping[str, Any], r: Mapping[str, Any]) -> str | None:
+    if not r.get("log_dir"):
+        return None
+    return os.path.join(str(r["log_dir"]), f"{p.get('topic')}-{p.get('partition')}")
+
+
+def _replica_table(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
+    w('<table class="replicas"><tr><th>broker</th><th>status</th><th>log start</th><th>log end</th>'
+      '<th>HW checkpoint</th><th>fork</th><th>divergent</th><th>committed</th><th>cause</th>'
+      '<th>shutdown</th><th>evidence</th></tr>')
+    for r in p.get("replicas") or []:
+        d = r.get("divergent") or {}
+        shutdown = {True: "clean", False: "unclean \u26a0", None: ""}.get(r.get("clean_shutdown"), "")
+        w(f'<tr data-broker="{esc(r.get("broker"))}"><td>{esc(r.get("broker"))}'
+          f'{" (ref)" if r.get("reference") else ""}</td><td>{esc(r.get("status"))}</td>'
+          f'<td class="num">{esc(r.get("log_start_offset"))}</td><td class="num">{esc(r.get("log_end_offset"))}</td>'
+          f'<td class="num">{esc(r.get("high_watermark"))}</td><td class="num">{esc(r.get("fork_offset"))}</td>'
+          f'<td class="num">{esc(d.get("records", ""))}</td><td class="num">{esc(d.get("committed_records", ""))}</td>'
+          f'<td>{esc(r.get("cause"))}</td><td>{shutdown}</td><td>{ev.link(_replica_dir(p, r), label=_tail(_replica_dir(p, r)))}</td></tr>')
+    w("</table>")
+
+
+def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
+    rows = []
+    ref_dir = next((_replica_dir(p, r) for r in p.get("replicas") or [] if r.get("reference")), None)
+    for f in p.get("findings") or []:
+        rows.append(("partition", f, ref_dir if f.get("segment") else None))
+    for r in p.get("replicas") or []:
+        for f in r.get("findings") or []:
+            rows.append((f"broker {r.get('broker')}", f, _replica_dir(p, r)))
+    if not rows:
+        return
+    w('<table class="findings"><tr><th>where</th><th>code</th><th>offset</th><th>detail</th>'
+      '<th>evidence</th></tr>')
+    for where, f, pdir in rows:
+        code = str(f.get("code") or "")
+        kind = "info" if code in INFO_CODES else "problem"
+        if f.get("segment") and pdir:
+            seg = os.path.join(pdir, str(f["segment"]))
+            link = ev.link(seg, f.get("position"), _tail(seg, 3))
+        elif pdir:
+            link = ev.link(pdir, label=_tail(pdir))
+        else:
+            link = ""
+        w(f'<tr class="finding" data-code="{esc(code)}"><td>{esc(where)}</td>'
+          f'<td><span class="badge {kind}">{esc(code)}</span></td><td class="num">{esc(f.get("offset"))}</td>'
+          f'<td>{esc(f.get("detail"))}</td><td>{link}</td></tr>')
+    w("</table>")
+
+
+def _changes_table(w: Any, changes: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:
+    w('<table class="metadata-changes"><tr><th>time</th><th>metadata offset</th><th>record</th>'
+      '<th>leader epoch</th><th>leader</th><th>ISR</th><th>ELR</th><th>election</th><th>evidence</th></tr>')
+    for c in changes:
+        election = c.get("election") or ("recovered" if c.get("recovered") else "")
+        w(f'<tr data-election="{esc(c.get("election") or "")}"><td>{esc(iso_ms(c.get("timestamp_ms")))}</td>'
+          f'<td class="num">{esc(c.get("offset"))}</td><td>{esc(c.get("record"))}</td>'
+          f'<td class="num">{esc(c.get("leader_epoch"))}</td><td>{esc(c.get("leader"))}</td>'
+          f'<td>{esc(c.get("isr"))}</td><td>{esc(c.get("elr") if c.get("elr") is not None else "")}</td>'
+          f'<td>{esc(election)}</td><td>{ev.link(c.get("file"), c.get("position"), _short(c.get("file")))}</td></tr>')
+    w("</table>")
+
+
+def _tail(path: str | None, n: int = 2) -> str | None:
+    """The last ``n`` parts of a path (broker dir / partition dir [/ segment]); the full path
+    is the link target and its tooltip."""
+    if not path:
+        return None
+    parts = os.path.normpath(path).split(os.sep)
+    return "/".join(parts[-n:])
+
+
+def _short(path: Any) -> str | None:
+    return os.path.basename(str(path)) if path else None
+
+
+def _broker_table(w: Any, brokers: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:
+    w('<section id="brokers"><h2>Brokers (metadata log)</h2><table class="broker-events"><tr><th>time</th>'
+      '<th>metadata offset</th><th>broker</th><th>event</th><th>broker epoch</th><th>fenced</th>'
+      '<th>evidence</th></tr>')
+    for b in brokers:
+        fenced = b.get("fenced")
+        w(f'<tr data-event="{esc(b.get("event"))}"><td>{esc(iso_ms(b.get("timestamp_ms")))}</td>'
+          f'<td class="num">{esc(b.get("offset"))}</td><td>{esc(b.get("broker"))}</td><td>{esc(b.get("event"))}'
+          f'{" (controlled shutdown)" if b.get("in_controlled_shutdown") else ""}</td>'
+          f'<td class="num">{esc(b.get("broker_epoch"))}</td><td>{"" if fenced is None else esc(fenced)}</td>'
+          f'<td>{ev.link(b.get("file"), b.get("position"), _short(b.get("file")))}</td></tr>')
+    w("</table></section>")
+
+
+def _lost_rows(parts: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """[partition, broker, offset, epoch, key, value, class index, acked] per lost copy."""
+    order = {"committed": 0, "acked": 1, "unacked": 2, "relocated": 3}
+    rows = []
+    for p in parts:
+        name = f"{p.get('topic')}-{p.get('partition')}"
+        for x in p.get("lost_records") or []:
+            rows.append([name, x.get("broker"), x.get("offset"), x.get("leader_epoch"),
+                         _preview(x.get("key"), KEY_PREVIEW), _preview(x.get("value"), VALUE_PREVIEW),
+                         order[loss_class(x)], x.get("acked")])
+    return rows
+
+
+def _lost_table(w: Any, parts: Sequence[Mapping[str, Any]], t: Mapping[str, Any]) -> None:
+    w(f'<section id="lost"><h2>Lost records</h2><p>{t["lost_copies"]} lost record cop'
+      f'{"y" if t["lost_copies"] == 1 else "ies"} ({t["lost"]} distinct records). Rows marked relocated '
+      'are held again by the surviving log at another offset.</p>'
+      '<div id="lost-controls"><input id="lost-filter" type="search" placeholder="filter: partition, '
+      'key, value, offset (words must all match)" aria-label="filter lost records">'
+      '<select id="lost-class" aria-label="class"><option value="">all</option>'
+      '<option value="committed">committed</option><option value="acked">acked</option>'
+      '<option value="unacked">unacknowledged</option><option value="relocated">relocated</option></select>'
+      '<button type="button" id="lost-prev">\u2190 prev</button><button type="button" id="lost-next">'
+      'next \u2192</button><span id="lost-info"></span></div>'
+      '<table id="lost-table"><thead><tr><th>partition</th><th>broker</th><th>offset</th><th>epoch</th>'
+      '<th>key</th><th>value</th><th>class</th><th>acked</th></tr></thead><tbody id="lost-body"></tbody>'
+      "</table></section>")
+
+
+def write_html(report: Mapping[str, Any], path: str | os.PathLike[str], *, source: str | None = None) -> None:
+    """Write the page to ``path`` through ``path.partial`` (renamed at the end, so an
+    interrupted run leaves a visibly partial file, never a truncated report)."""
+    out = os.fspath(path)
+    html_dir = os.path.dirname(os.path.abspath(out))
+    page = render_html(report, html_dir=html_dir, source=source)
+    partial = out + ".partial"
+    with open(partial, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    os.replace(partial, out)
