@@ -4,12 +4,16 @@ No network: inline CSS, inline SVG (``segtools.report_svg``) and one inline scri
 SHA-256 is the only script the page's Content-Security-Policy allows (``default-src 'none'``),
 so even a key that escaped escaping could not run. The lost records travel as a JSON data
 block and are rendered by that script a page at a time, so tens of thousands of them stay
-fast; partitions are ``<details>``, open only when they have findings.
+fast; partitions are ``<details>``, open only when they have findings. A collapsed
+partition's body (the same markup) travels gzip-compressed with its neighbours and is
+unpacked by the browser's ``DecompressionStream`` when it is opened: a file of thousands of
+partitions stays a few MB, and reading the file is most of what opening it costs.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import os
@@ -22,7 +26,9 @@ from segtools.forensics.findings import INFO_CODES, PROBLEM_STATUSES, STATUS_ORD
 from segtools.report_svg import esc, iso_ms, loss_class, metadata_timeline, offset_lanes
 
 #: partitions with findings opened at most; the rest stay collapsed (listed, one click away)
-MAX_OPEN = 300
+MAX_OPEN = 100
+#: collapsed partitions' bodies per gzip chunk (unpacked in the browser when one is opened)
+LAZY_CHUNK = 100
 KEY_PREVIEW = 200
 VALUE_PREVIEW = 120
 
@@ -133,6 +139,17 @@ prev.addEventListener("click",function(){if(page>0){page--;render();}});
 next.addEventListener("click",function(){if((page+1)*size<view.length){page++;render();}});
 document.addEventListener("click",function(e){var a=e.target.closest&&e.target.closest("a.lost-link");
 if(a){box.value=a.getAttribute("data-filter");sel.value="";apply();}});
+var chunks={};
+function chunk(k){if(!chunks[k]){var s=atob(document.getElementById("lazy-"+k).textContent),u=new Uint8Array(s.length);
+for(var i=0;i<s.length;i++)u[i]=s.charCodeAt(i);
+chunks[k]=new Response(new Blob([u]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(JSON.parse);}
+return chunks[k];}
+document.addEventListener("toggle",function(e){var d=e.target;if(!d.open||!d.classList||
+!d.classList.contains("partition"))return;var ph=d.querySelector(":scope>div.lazy");
+if(!ph||ph.getAttribute("data-loading"))return;ph.setAttribute("data-loading","1");
+var i=+ph.getAttribute("data-lazy"),n=+ph.getAttribute("data-chunk-size");
+chunk(Math.floor(i/n)).then(function(a){ph.innerHTML=a[i%n];ph.className="body";})
+.catch(function(err){ph.textContent="could not unpack this partition: "+err;});},true);
 function all(open){var d=document.querySelectorAll("details.partition");for(var i=0;i<d.length;i++)d[i].open=open;}
 document.getElementById("expand-all").addEventListener("click",function(){all(true);});
 document.getElementById("collapse-all").addEventListener("click",function(){all(false);});
@@ -261,10 +278,15 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
       + (f" \u00b7 from {esc(source)}" if source else "") + "</p></header>")
     _summary(w, t, parts, report.get("summary"))
     _legend(w)
-    _partitions(w, parts, brokers, ev)
+    lazy: list[str] = []
+    _partitions(w, parts, brokers, ev, lazy)
     if brokers:
         _broker_table(w, brokers, ev)
     _lost_table(w, parts, t)
+    for k in range(0, len(lazy), LAZY_CHUNK):
+        packed = gzip.compress(json.dumps(lazy[k:k + LAZY_CHUNK]).encode("utf-8"), compresslevel=6, mtime=0)
+        w(f'<script type="application/octet-stream" id="lazy-{k // LAZY_CHUNK}">'
+          f'{base64.b64encode(packed).decode("ascii")}</script>')
     w(f'<script type="application/json" id="lost-data">{_json_block({"rows": _lost_rows(parts)})}</script>')
     w(f"<script>{_JS}</script></body></html>\n")
     return "".join(out)
@@ -332,7 +354,7 @@ def _legend(w: Any) -> None:
 
 
 def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[str, Any]],
-                ev: _Evidence) -> None:
+                ev: _Evidence, lazy: list[str]) -> None:
     with_findings = [p for p in parts if _has_findings(p)]
     w(f'<section id="partitions"><h2>Partitions</h2><p>{len(with_findings)} of {len(parts)} with findings '
       '(open); <button type="button" id="expand-all">expand all</button> '
@@ -345,12 +367,12 @@ def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], brokers: Sequence[Ma
         found = _has_findings(p)
         is_open = found and opened < MAX_OPEN
         opened += is_open
-        _partition(w, i, p, is_open, found, brokers, ev)
+        _partition(w, i, p, is_open, found, brokers, ev, lazy)
     w("</section>")
 
 
 def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
-               brokers: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:
+               brokers: Sequence[Mapping[str, Any]], ev: _Evidence, lazy: list[str]) -> None:
     name = f"{p.get('topic')}-{p.get('partition')}"
     status = _partition_status(p)
     lost = [x for x in p.get("lost_records") or [] if x.get("relocated_to") is None]
@@ -365,18 +387,29 @@ def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
       f'{len(p.get("replicas") or [])} replica(s)'
       + (f", {n_lost} lost ({n_comm} committed)" if n_lost else "")
       + (f", cause {esc(', '.join(causes))}" if causes else "") + "</summary>")
+    body: list[str] = []
+    outer, w = w, body.append
     w(offset_lanes(p))
     _replica_table(w, p, ev)
     _findings(w, p, ev)
     changes = p.get("metadata_changes") or []
     if changes:
-        w("<h4>Metadata log</h4>")
-        w(metadata_timeline(changes, brokers))
+        elections = sum(1 for c in changes if c.get("election") in ("clean", "unclean", "offline"))
+        unclean = sum(1 for c in changes if c.get("election") == "unclean")
+        w(f'<h4>Metadata log</h4>{metadata_timeline(changes, brokers)}<details class="changes"><summary>'
+          f'{len(changes)} partition change(s), {elections} election(s), {unclean} unclean</summary>')
         _changes_table(w, changes, ev)
+        w("</details>")
     if lost:
         w(f'<p><a class="lost-link" href="#lost" data-filter="{esc(name)}">Show the '
           f'{len(lost)} lost record cop{"y" if len(lost) == 1 else "ies"} of {esc(name)}</a></p>')
-    w("</details>")
+    html_body = "".join(body)
+    if is_open:
+        outer(html_body)
+    else:
+        outer(f'<div class="lazy" data-lazy="{len(lazy)}" data-chunk-size="{LAZY_CHUNK}"></div>')
+        lazy.append(html_body)
+    outer("</details>")
 
 
 def _replica_dir(p: Mapping[str, Any], r: Mapping[str, Any]) -> str | None:

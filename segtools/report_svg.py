@@ -180,7 +180,7 @@ def _lane(r: Mapping[str, Any], y: float, scale: _Scale, lost: list[Mapping[str,
         x = scale.x(int(fork))
         p.append(f'<line class="fork" data-offset="{int(fork)}" x1="{x:.1f}" y1="{y - 4}" x2="{x:.1f}" '
                  f'y2="{y + LANE_H + 4}"><title>fork point: offset {int(fork)}</title></line>'
-                 f'<text class="fork-label" x="{x + 3:.1f}" y="{y + LANE_H + 6}">fork {int(fork)}</text>')
+                 f'<text class="fork-label" x="{x + 3:.1f}" y="{y + 11}">fork {int(fork)}</text>')
     p.append("</g>")
     return "".join(p)
 

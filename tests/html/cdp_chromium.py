@@ -185,6 +185,15 @@ class Page:
             raise CDPError(f"evaluate {expression!r}: {r['exceptionDetails']}")
         return r.get("result", {}).get("value")
 
+    def wait_for(self, expression: str, timeout: float = 10.0) -> Any:
+        """Evaluate until the value is truthy (events such as ``toggle`` run in a later task)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            if value or time.monotonic() > deadline:
+                return value
+            time.sleep(0.02)
+
     def type_into(self, selector: str, text: str) -> None:
         """Focus the element, select its text and type ``text`` as a user would (input events)."""
         self.evaluate(f"(function(){{var e=document.querySelector({json.dumps(selector)});"
@@ -198,8 +207,10 @@ class Page:
                                                              "windowsVirtualKeyCode": 8},
                                   session=self.session)
 
-    def screenshot(self, path: str, width: int = 1200) -> None:
+    def screenshot(self, path: str, width: int = 1200, max_height: int | None = None) -> None:
         height = int(self.evaluate("document.documentElement.scrollHeight"))
+        if max_height is not None:
+            height = min(height, max_height)
         r = self.browser.call("Page.captureScreenshot", {
             "format": "png", "captureBeyondViewport": True,
             "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}, session=self.session)

@@ -3,6 +3,7 @@ one headless Chromium per module (stopped with all its processes, also on failur
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,12 @@ GENERATED = REPO / "samples" / "generated"
 
 def compare_sample(name: str, *, acks: bool = True) -> dict[str, Any]:
     """``segtools compare SAMPLE --no-spark [--acks]`` in process, as report.json's dict
-    (with the controller's metadata log, as the CLI finds it)."""
+    (with the controller's metadata log, as the CLI finds it). A fresh copy per call."""
+    return json.loads(_compare_sample(name, acks))
+
+
+@functools.lru_cache(maxsize=None)
+def _compare_sample(name: str, acks: bool) -> str:
     from segtools.cli.compare import default_metadata_log
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
@@ -30,7 +36,7 @@ def compare_sample(name: str, *, acks: bool = True) -> dict[str, Any]:
     report = compare_in_process([str(folder)], acks=ack_index, histories=histories)
     if histories is not None:
         report.broker_events = list(histories.brokers)
-    return json.loads(json.dumps(report.to_json()))
+    return json.dumps(report.to_json())
 
 
 def truth(name: str) -> dict[str, Any]:

@@ -158,6 +158,13 @@ def hostile_report() -> dict[str, Any]:
     p["replicas"][0]["findings"] = [{"code": "<b>BAD</b>", "detail": XSS_VALUE, "segment": XSS_KEY,
                                     "position": "<i>1</i>", "offset": 3}]
     report["summary"] = {"verdict": XSS_KEY, "inputs": [{"dir": XSS_VALUE}]}
+    # a partition without findings: collapsed, its body built only when opened
+    quiet = json.loads(json.dumps(p))
+    quiet["topic"], quiet["lost_records"] = XSS_KEY, []
+    for r in quiet["replicas"]:
+        r.update(status="CONSISTENT", fork_offset=None, divergent=None, cause=None, findings=[])
+    quiet["findings"] = [{"code": "BENIGN_EPOCH_GAPS", "detail": XSS_VALUE}]
+    report["partitions"].append(quiet)
     return report
 
 
@@ -165,7 +172,9 @@ def test_hostile_keys_render_as_text(browser, tmp_path):
     report = hostile_report()
     page, url = _open(browser, report, tmp_path)
     assert page.evaluate("document.querySelectorAll('img').length") == 0
-    assert page.evaluate("document.scripts.length") == 2          # the data block and ours
+    # the collapsed partition's packed body, the lost records, our script: two are data
+    assert page.evaluate("[...document.scripts].map(s => s.type)") == \
+        ["application/octet-stream", "application/json", ""]
     assert page.evaluate("typeof window.__xss") == "undefined"
     assert page.evaluate("document.querySelectorAll('svg[onload], [onerror]').length") == 0
     page.type_into("#lost-filter", "onerror")
@@ -175,6 +184,16 @@ def test_hostile_keys_render_as_text(browser, tmp_path):
     summary = page.evaluate("document.querySelector('details.partition summary').textContent")
     assert XSS_TOPIC in summary
     assert XSS_KEY in page.evaluate("document.getElementById('run-summary').textContent")
+    # the collapsed partition: no lanes until opened, then its text is text too
+    quiet = "details.partition[data-findings=false]"
+    assert page.evaluate(f"document.querySelector('{quiet}').open") is False
+    assert page.evaluate(f"document.querySelectorAll('{quiet} g.lane').length") == 0
+    page.evaluate(f"document.querySelector('{quiet} > summary').click()")
+    assert page.wait_for(f"document.querySelectorAll('{quiet} g.lane').length") == 3
+    assert page.evaluate(f"document.querySelector('{quiet} tr.finding').cells[3].textContent") == XSS_VALUE
+    assert XSS_KEY in page.evaluate(f"document.querySelector('{quiet} > summary').textContent")
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
     _assert_clean_page(page, url)
     assert json.dumps(XSS_KEY)  # the payload stays a payload
 

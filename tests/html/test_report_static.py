@@ -15,8 +15,26 @@ from segtools.cli.main import cli
 from segtools.report_html import render_html
 
 
+def with_lazy_bodies(page: str) -> str:
+    """The page plus the collapsed partitions' bodies it carries gzip-compressed."""
+    import base64
+    import gzip
+
+    bodies = []
+    for packed in re.findall(r'<script type="application/octet-stream" id="lazy-\d+">([^<]*)</script>', page):
+        bodies += json.loads(gzip.decompress(base64.b64decode(packed)))
+    return page + "".join(bodies)
+
+
 def test_page_is_self_contained():
-    page = render_html(compare_sample(S7))
+    report = compare_sample(S7)
+    quiet = json.loads(json.dumps(report["partitions"][0]))
+    quiet["lost_records"], quiet["partition"] = [], 1
+    for r in quiet["replicas"]:
+        r.update(status="CONSISTENT", fork_offset=None, divergent=None, cause=None)
+    report["partitions"].append(quiet)
+    page = with_lazy_bodies(render_html(report))
+    assert page.count('<svg class="lanes"') == 2        # the collapsed partition's lanes included
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', page)
     assert csp and csp.group(1).startswith("default-src &#x27;none&#x27;;")
     assert "'unsafe-inline'" not in csp.group(1).split("script-src")[1].split(";")[0].replace("&#x27;", "'")
@@ -26,7 +44,8 @@ def test_page_is_self_contained():
 
 
 def test_hostile_text_is_escaped_in_the_source():
-    page = render_html(hostile_report())
+    page = with_lazy_bodies(render_html(hostile_report()))
+    assert page.count('<svg class="lanes"') == 2
     for payload in (XSS_KEY, XSS_VALUE, XSS_TOPIC, "<b>BAD</b>", "<i>1</i>"):
         assert payload not in page
     # the data block cannot be closed from inside
