@@ -93,7 +93,7 @@ rect.loss.unacked,.sw.unacked{fill:#9e9e9e;background:#9e9e9e}
 rect.loss.relocated,.sw.relocated{fill:#7e57c2;background:#7e57c2}
 line.leo{stroke:#000;stroke-width:2}line.log-start{stroke:#1565c0;stroke-width:2}
 path.hw{fill:#2e7d32}line.fork{stroke:#c62828;stroke-width:2.5;stroke-dasharray:5 2}
-text.fork-label{fill:#c62828;font-weight:600}text.lane-status{fill:#777;font-size:10px}
+text.fork-label{fill:#c62828;font-weight:600}text.election-label,text.broker-label{font-size:10px}text.lane-status{fill:#777;font-size:10px}
 circle.election.unclean{fill:#d32f2f}circle.election.clean,circle.election.initial{fill:#2e7d32}
 circle.election.offline{fill:#757575}circle.isr-change{fill:#1565c0}
 path.broker-event{fill:#555}path.broker-event.fenced{fill:#d32f2f}path.broker-event.unfenced{fill:#2e7d32}

@@ -121,6 +121,29 @@ def offset_lanes(partition: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+#: which label wins where labels would overlap (lower first)
+_SEVERITY = {"unclean": 0, "fenced": 0, "offline": 1, "unregistered": 1, "clean": 2, "unfenced": 2,
+             "initial": 3}
+
+
+def _labels(cands: list[tuple[int, float, str]], y: float, cls: str) -> list[str]:
+    """Text labels placed most severe first; one that would overlap a placed one is left
+    out (its marker keeps its tooltip). Labels near the right edge end at their marker."""
+    placed: list[tuple[float, float]] = []
+    out = []
+    for _sev, x, text in sorted(cands, key=lambda c: (c[0], c[1])):
+        w = 5.6 * len(text) + 6
+        right = x > WIDTH - 20 - w / 2
+        a, b = (x - w, x) if right else (max(LABEL_W - 4.0, x - w / 2), max(LABEL_W - 4.0, x - w / 2) + w)
+        if any(a < pb and pa < b for pa, pb in placed):
+            continue
+        placed.append((a, b))
+        anchor = "end" if right else "start"
+        out.append(f'<text class="{cls}" x="{(x if right else a):.1f}" y="{y}" text-anchor="{anchor}">'
+                   f'{esc(text)}</text>')
+    return out
+
+
 def _lane(r: Mapping[str, Any], y: float, scale: _Scale, lost: list[Mapping[str, Any]]) -> str:
     broker = r.get("broker")
     start = int(r.get("log_start_offset") or 0)
@@ -214,10 +237,14 @@ def metadata_timeline(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Ma
            f'<line x1="{LABEL_W}" y1="74" x2="{WIDTH - 20}" y2="74" stroke="#888"/>',
            f'<text x="{LABEL_W}" y="84">{esc(iso_ms(lo))}</text>',
            f'<text x="{WIDTH - 20}" y="84" text-anchor="end">{esc(iso_ms(hi))}</text>']
+    labels = []
     for c in changes:
         if c.get("timestamp_ms") is None:
             continue
         x = scale.x(int(c["timestamp_ms"]))
+        if c.get("election"):
+            labels.append((_SEVERITY.get(str(c["election"]), 9), x,
+                           f"e{c.get('leader_epoch')} {c.get('election')} \u2192 {c.get('leader')}"))
         election = c.get("election")
         cls = f"election {election}" if election else "isr-change"
         r = 6 if election else 3.5
@@ -227,11 +254,16 @@ def metadata_timeline(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Ma
              + f"; metadata offset {esc(c.get('offset'))}; {esc(iso_ms(c.get('timestamp_ms')))}")
         out.append(f'<circle class="{cls}" data-offset="{esc(c.get("offset"))}" cx="{x:.1f}" cy="26" r="{r}">'
                    f'<title>{p}</title></circle>')
+    out.extend(_labels(labels, 14, "election-label"))
+    labels = []
     for b in window:
         x = scale.x(int(b["timestamp_ms"]))
         ev = str(b.get("event") or "")
+        if ev in ("fenced", "unfenced", "unregistered"):
+            labels.append((_SEVERITY.get(ev, 9), x, f"broker {b.get('broker')} {ev}"))
         out.append(f'<path class="broker-event {esc(ev.replace(" ", "-"))}" d="M{x - 5:.1f} 64 L{x + 5:.1f} 64 '
                    f'L{x:.1f} 54 Z"><title>broker {esc(b.get("broker"))} {esc(ev)}; '
                    f'{esc(iso_ms(b.get("timestamp_ms")))}</title></path>')
+    out.extend(_labels(labels, 48, "broker-label"))
     out.append("</svg>")
     return "".join(out)
