@@ -12,7 +12,9 @@ three leader epochs and six metadata changes; a share of them lost records to an
 election (a divergent suffix on one replica, its records committed, acked or not). Printed
 per run: the Python render time, the file size, and in the browser the time from navigation
 start to the load event and to the first frame painted after it (two animation frames:
-layout, the lazy lost-records table and paint are done).
+layout, the lazy lost-records table and paint are done), the renderer's CPU time and its
+main-thread task time (less sensitive than wall time to other load on the machine, which is
+printed too).
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def main() -> None:
         write_html(report, out)
         render_s = time.perf_counter() - t
         size_mb = os.path.getsize(out) / 1e6
-        loads, paints = [], []
+        loads, paints, cpu, main = [], [], [], []
         for _ in range(args.repeat):
             page = browser.open(out.as_uri(), width=1200, height=900)
             r = page.evaluate(MEASURE)
@@ -131,12 +133,20 @@ def main() -> None:
                 raise SystemExit(f"console errors: {page.console_errors()[:3]}")
             loads.append(r["load"] / 1000)
             paints.append(r["painted"] / 1000)
+            m = page.metrics()
+            cpu.append(m["ProcessTime"])
+            main.append(m["TaskDuration"])
             browser.call("Target.closeTarget", {"targetId": page.target})
+    load_avg = os.getloadavg()[0]
     print(f"| partitions | with findings (open) | lost record copies | HTML | Python render | "
-          f"browser: load event (median of {args.repeat}) | browser: first frame after load |")
-    print("|---|---|---|---|---|---|---|")
+          f"load event | first frame after load | renderer CPU | main-thread tasks | load average |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {args.partitions} | {r['open']} | {lost} | {size_mb:.1f} MB | {render_s:.2f} s | "
-          f"{statistics.median(loads):.2f} s | {statistics.median(paints):.2f} s |")
+          f"{statistics.median(loads):.2f} s | {statistics.median(paints):.2f} s | "
+          f"{statistics.median(cpu):.2f} s | {statistics.median(main):.2f} s | {load_avg:.1f} |")
+    print(f"(browser figures: median of {args.repeat} opens; 'first frame after load' is the "
+          f"time from navigation start until the page is drawn, the figure the 2 s target is for)",
+          file=sys.stderr)
     print(f"lanes drawn: {r['lanes']}; lost-count shown: {r['lost']}; table rows in the DOM: {r['rows']}",
           file=sys.stderr)
 

@@ -27,7 +27,11 @@ AXIS_H = 26
 
 def esc(value: Any) -> str:
     """Text or attribute value, escaped (keys and values in reports are hostile input)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    if value is None:
+        return ""
+    if type(value) is int:          # most cells: nothing to escape
+        return str(value)
+    return html.escape(str(value), quote=True)
 
 
 def iso_ms(ms: int | None) -> str:

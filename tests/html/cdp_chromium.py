@@ -131,7 +131,7 @@ class Chromium:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session, target)
-        for domain in ("Page", "Runtime", "Log", "Network"):
+        for domain in ("Page", "Runtime", "Log", "Network", "Performance"):
             self.call(f"{domain}.enable", session=session)
         self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
                                                          "deviceScaleFactor": 1, "mobile": False},
@@ -216,6 +216,12 @@ class Page:
             "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}, session=self.session)
         with open(path, "wb") as fh:
             fh.write(base64.b64decode(r["data"]))
+
+    def metrics(self) -> dict[str, float]:
+        """The renderer's counters since the page was opened (ProcessTime: CPU seconds of the
+        renderer process; TaskDuration, LayoutDuration, ScriptDuration: main-thread seconds)."""
+        r = self.browser.call("Performance.getMetrics", session=self.session)
+        return {m["name"]: m["value"] for m in r["metrics"]}
 
     def _events(self) -> list[dict[str, Any]]:
         return [m for m in self.browser.events if m.get("sessionId") == self.session]
