@@ -438,7 +438,7 @@ def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     rows = []
     ref_dir = next((_replica_dir(p, r) for r in p.get("replicas") or [] if r.get("reference")), None)
     for f in p.get("findings") or []:
-        rows.append(("partition", f, ref_dir if f.get("segment") else None))
+        rows.append(("partition", f, ref_dir))       # no segment named: the reference's partition dir
     for r in p.get("replicas") or []:
         for f in r.get("findings") or []:
             rows.append((f"broker {r.get('broker')}", f, _replica_dir(p, r)))

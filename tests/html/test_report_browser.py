@@ -6,6 +6,8 @@ error and makes no request but its own file."""
 from __future__ import annotations
 
 import json
+import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from conftest import compare_sample, truth
@@ -132,6 +134,12 @@ def test_stale_return_sample(browser, tmp_path):
             assert lane["fork"] == forks.get(lane["broker"]), (key, lane)
             if lane["fork"] is not None:
                 assert abs(lane["fork_x"] - _axis_x(page, sel, lane["fork"])) < 0.6
+    # every finding links to its evidence, a file or dir that exists next to the page
+    links = page.evaluate("[...document.querySelectorAll('tr.finding')].map(r => "
+                          "(r.querySelector('a.evidence') || {}).href || null)")
+    assert links and all(links), links
+    for href in links:
+        assert Path(urllib.parse.unquote(urllib.parse.urlparse(href).path)).exists(), href
     assert page.evaluate("+document.getElementById('lost-count').dataset.count") == \
         sum(len(t["lost"]) for t in tr.values())
     copies = sum(len(x["on_brokers"]) for t in tr.values() for x in t["lost"])
