@@ -19,6 +19,7 @@ import json
 import os
 import urllib.parse
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
@@ -48,6 +49,10 @@ ADVICE: dict[str, str] = {
                           "with this file.",
     "undetermined": "Committed records are gone and the cause is undetermined: run compare again with "
                     "the controller's metadata log (--metadata-log) to attribute it.",
+    "COMMITTED_OFFSETS_LOST": "Committed offsets are held by no replica any more (a high-watermark "
+                              "checkpoint vouches for them, every log ends below it): the records are "
+                              "gone from every disk. Restore them from backups or re-produce them from "
+                              "their source, and check the brokers' disks and flush settings.",
     "TRUNCATED_BELOW_HW": "A replica's log ends below its high-watermark checkpoint: records it had "
                           "committed were lost on its disk (unclean shutdown without fsync). Check which "
                           "replica still holds them before it is elected.",
@@ -86,6 +91,7 @@ svg{display:block;font-size:11px;max-width:100%;height:auto}
 svg text{fill:#333}
 rect.run{stroke:#fff;stroke-width:.5}
 rect.below-log-start{fill:#f5f5f5;stroke:#ccc;stroke-dasharray:2 2}
+rect.offsets-lost{fill:#d32f2f;fill-opacity:.18;stroke:#d32f2f;stroke-dasharray:3 2}
 rect.divergent{fill:none;stroke:#6d4c41;stroke-width:1.5;stroke-dasharray:4 2}
 rect.loss.committed,.sw.committed{fill:#d32f2f;background:#d32f2f}
 rect.loss.acked,.sw.acked{fill:#f57c00;background:#f57c00}
@@ -278,8 +284,9 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
       + (f" \u00b7 from {esc(source)}" if source else "") + "</p></header>")
     _summary(w, t, parts, report.get("summary"))
     _legend(w)
-    lazy: list[str] = []
-    _partitions(w, parts, brokers, ev, lazy)
+    ctx = _Ctx(brokers, ev, [], lost_offset_ranges(report.get("summary")))
+    lazy = ctx.lazy
+    _partitions(w, parts, ctx)
     if brokers:
         _broker_table(w, brokers, ev)
     _lost_table(w, parts, t)
@@ -292,12 +299,37 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
     return "".join(out)
 
 
+def _offsets_lost(block: Any) -> dict[str, Any]:
+    """``summary.offsets_lost`` of compare's summary block (docs/REPORT.md), or empty."""
+    if isinstance(block, Mapping) and isinstance(block.get("offsets_lost"), Mapping):
+        return dict(block["offsets_lost"])
+    return {}
+
+
+def lost_offset_ranges(block: Any) -> dict[tuple[Any, Any], tuple[int, int]]:
+    """(topic, partition) -> [first_offset, end_offset): committed offsets no replica holds."""
+    out = {}
+    for x in _offsets_lost(block).get("partitions") or []:
+        try:
+            out[(x["topic"], x["partition"])] = (int(x["first_offset"]), int(x["end_offset"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
 def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], block: Any) -> None:
+    block = block if isinstance(block, Mapping) else {}
+    offsets = _offsets_lost(block)
+    n_offsets = offsets.get("total") or 0
+    verdict = block.get("verdict")
     w('<section id="summary"><h2>Summary</h2>')
-    if t["problem"]:
+    if t["problem"] or n_offsets or verdict not in (None, "CLEAN"):
         lost = (f'{t["lost"]} record(s) lost, {t["committed"]} of them committed'
                 + (f', {t["acked"]} acknowledged to producers' if t["acks_known"] else ""))
-        w(f'<p class="verdict bad" id="verdict">Data was lost or replicas diverged: {lost}.</p>')
+        if n_offsets:
+            lost += f"; {esc(n_offsets)} committed offset(s) lost with no copy on any replica"
+        w(f'<p class="verdict bad" id="verdict">{esc(verdict) + ": " if verdict else ""}'
+          f'Data was lost or replicas diverged: {lost}.</p>')
     else:
         w('<p class="verdict ok" id="verdict">Every replica is consistent (or a lagging prefix of the '
           'reference): nothing lost.</p>')
@@ -309,38 +341,74 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
     w(f'<div class="card"><div class="n" id="committed-count">{t["committed"]}</div>committed</div>')
     acked = t["acked"] if t["acks_known"] else "?"
     w(f'<div class="card"><div class="n" id="acked-count">{acked}</div>acknowledged'
-      + ("" if t["acks_known"] else ' <span class="muted">(no --acks)</span>') + "</div></div>")
+      + ("" if t["acks_known"] else ' <span class="muted">(no --acks)</span>') + "</div>")
+    if n_offsets:
+        w(f'<div class="card"><div class="n" id="offsets-lost-count">{esc(n_offsets)}</div>committed '
+          'offset(s) lost, no copy left</div>')
+    w("</div>")
     w('<table id="by-status"><tr><th>status</th><th>partitions</th></tr>')
     for status, n in sorted(t["by_status"].items(), key=lambda kv: _rank(kv[0])):
         cls = "problem" if status in PROBLEM_STATUSES else "ok"
         w(f'<tr data-status="{esc(status)}"><td><span class="badge {cls}">{esc(status)}</span></td>'
           f'<td class="num">{n}</td></tr>')
     w("</table>")
-    if t["causes"]:
+    causes = dict(t["causes"])
+    if n_offsets:
+        causes.setdefault("COMMITTED_OFFSETS_LOST", len(offsets.get("partitions") or []))
+    if causes:
         w('<h3>Cause</h3><ul id="causes">')
-        for cause, n in sorted(t["causes"].items(), key=lambda kv: -kv[1]):
-            w(f'<li data-cause="{esc(cause)}"><b>{esc(cause)}</b> \u2014 {n} replica(s)</li>')
+        for cause, n in sorted(causes.items(), key=lambda kv: -kv[1]):
+            unit = "partition(s)" if cause == "COMMITTED_OFFSETS_LOST" else "replica(s)"
+            w(f'<li data-cause="{esc(cause)}"><b>{esc(cause)}</b> \u2014 {n} {unit}</li>')
         w("</ul>")
     w('<h3>What to do next</h3><ul id="next-steps">')
-    advice = [ADVICE[c] for c in t["causes"] if c in ADVICE]
-    if not t["problem"]:
+    advice = [ADVICE[c] for c in causes if c in ADVICE]
+    if not (t["problem"] or n_offsets):
         advice = ["Nothing to recover. Keep the report with the incident notes."]
     elif not advice:
         advice = ["Read the findings of the open partitions below; each links to its evidence."]
     for a in dict.fromkeys(advice):
         w(f"<li>{esc(a)}</li>")
     w("</ul>")
-    if isinstance(block, Mapping) and block:
-        # compare's summary block (tool version, inputs, totals, verdict), shown as it is
-        w('<h3>Run</h3><table id="run-summary">')
-        for k, v in block.items():
-            shown = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, ensure_ascii=False)
-            shown = str(shown)
-            if len(shown) > 2000:
-                shown = shown[:2000] + "\u2026"
-            w(f"<tr><th>{esc(k)}</th><td>{esc(shown)}</td></tr>")
-        w("</table>")
+    if block:
+        _run_block(w, block)
     w("</section>")
+
+
+def _cell(v: Any) -> str:
+    shown = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, ensure_ascii=False)
+    shown = str(shown)
+    return esc(shown if len(shown) <= 2000 else shown[:2000] + "\u2026")
+
+
+def _run_block(w: Any, block: Mapping[str, Any]) -> None:
+    """compare's summary block (docs/REPORT.md): the run, the broker-id legend, warnings;
+    keys this page does not know are shown as they are."""
+    shown = {"records_lost", "offsets_lost", "totals", "verdict", "inputs", "warnings"}
+    w('<h3>Run</h3><table id="run-summary">')
+    for k, v in block.items():
+        if k not in shown:
+            w(f"<tr><th>{esc(k)}</th><td>{_cell(v)}</td></tr>")
+    inputs = block.get("inputs")
+    if isinstance(inputs, Mapping) and inputs.get("paths") is not None:
+        w(f'<tr><th>inputs</th><td>{_cell(", ".join(map(str, inputs.get("paths") or [])))}</td></tr>')
+    elif inputs is not None:
+        w(f"<tr><th>inputs</th><td>{_cell(inputs)}</td></tr>")
+    w("</table>")
+    warnings = block.get("warnings") or []
+    if warnings:
+        w('<ul id="warnings">' + "".join(f'<li class="warning">\u26a0 {_cell(x)}</li>' for x in warnings)
+          + "</ul>")
+    dirs = inputs.get("log_dirs") if isinstance(inputs, Mapping) else None
+    if isinstance(dirs, list) and dirs:
+        w('<table id="broker-legend"><tr><th>broker</th><th>claimed id</th><th>log dir</th>'
+          '<th>cluster id</th><th>replicas</th><th>copy of</th></tr>')
+        for d in dirs:
+            if isinstance(d, Mapping):
+                w(f'<tr><td>{_cell(d.get("broker"))}</td><td>{_cell(d.get("claimed_broker"))}</td>'
+                  f'<td>{_cell(d.get("log_dir"))}</td><td>{_cell(d.get("cluster_id"))}</td>'
+                  f'<td class="num">{_cell(d.get("replicas"))}</td><td>{_cell(d.get("copy_of"))}</td></tr>')
+        w("</table>")
 
 
 def _legend(w: Any) -> None:
@@ -349,12 +417,22 @@ def _legend(w: Any) -> None:
       '<b style="color:#2e7d32">\u25bc</b> high-watermark checkpoint, <b style="color:#c62828">\u00a6</b> '
       'fork point, dashed box: divergent range; lost records:'
       '<span class="sw committed"></span>committed<span class="sw acked"></span>acked'
-      '<span class="sw unacked"></span>unacknowledged<span class="sw relocated"></span>relocated. '
+      '<span class="sw unacked"></span>unacknowledged<span class="sw relocated"></span>relocated; '
+      'a pale red band across all lanes: committed offsets no replica holds any more. '
       '\u26a0 no clean-shutdown marker (crashed, or copied while running).</p>')
 
 
-def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[str, Any]],
-                ev: _Evidence, lazy: list[str]) -> None:
+@dataclass(slots=True)
+class _Ctx:
+    """What every partition's section draws on besides the partition itself."""
+
+    brokers: Sequence[Mapping[str, Any]]          # metadata.brokers
+    ev: _Evidence
+    lazy: list[str]                              # collapsed bodies, packed at the end
+    lost_offsets: dict[tuple[Any, Any], tuple[int, int]]
+
+
+def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], ctx: _Ctx) -> None:
     with_findings = [p for p in parts if _has_findings(p)]
     w(f'<section id="partitions"><h2>Partitions</h2><p>{len(with_findings)} of {len(parts)} with findings '
       '(open); <button type="button" id="expand-all">expand all</button> '
@@ -367,12 +445,12 @@ def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], brokers: Sequence[Ma
         found = _has_findings(p)
         is_open = found and opened < MAX_OPEN
         opened += is_open
-        _partition(w, i, p, is_open, found, brokers, ev, lazy)
+        _partition(w, i, p, is_open, found, ctx)
     w("</section>")
 
 
-def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
-               brokers: Sequence[Mapping[str, Any]], ev: _Evidence, lazy: list[str]) -> None:
+def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool, ctx: _Ctx) -> None:
+    ev, brokers, lazy = ctx.ev, ctx.brokers, ctx.lazy
     name = f"{p.get('topic')}-{p.get('partition')}"
     status = _partition_status(p)
     lost = [x for x in p.get("lost_records") or [] if x.get("relocated_to") is None]
@@ -389,7 +467,7 @@ def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
       + (f", cause {esc(', '.join(causes))}" if causes else "") + "</summary>")
     body: list[str] = []
     outer, w = w, body.append
-    w(offset_lanes(p))
+    w(offset_lanes(p, ctx.lost_offsets.get((p.get("topic"), p.get("partition")))))
     _replica_table(w, p, ev)
     _findings(w, p, ev)
     changes = p.get("metadata_changes") or []

@@ -94,8 +94,9 @@ class _Scale:
         return xa, max(min_w, self.x(b) - xa)
 
 
-def offset_lanes(partition: Mapping[str, Any]) -> str:
-    """One lane per replica over offsets [lowest log start, highest log end]."""
+def offset_lanes(partition: Mapping[str, Any], offsets_lost: tuple[int, int] | None = None) -> str:
+    """One lane per replica over offsets [lowest log start, highest log end]; ``offsets_lost``
+    is [first, end) of committed offsets that no replica holds (drawn across all lanes)."""
     replicas: Sequence[Mapping[str, Any]] = partition.get("replicas") or []
     lost_by_broker: dict[int, list[Mapping[str, Any]]] = {}
     for rec in partition.get("lost_records") or []:
@@ -105,6 +106,8 @@ def offset_lanes(partition: Mapping[str, Any]) -> str:
     ends = [int(r.get("log_end_offset") or 0) for r in replicas]
     ends += [int(r["high_watermark"]) for r in replicas if r.get("high_watermark") is not None]
     starts = [int(r.get("log_start_offset") or 0) for r in replicas]
+    if offsets_lost:
+        ends.append(offsets_lost[1])
     lo, hi = min(starts), max(ends + [min(starts) + 1])
     scale = _Scale(lo, hi, LABEL_W, WIDTH - 20)
     height = AXIS_H + len(replicas) * (LANE_H + LANE_GAP) + 6
@@ -121,6 +124,12 @@ def offset_lanes(partition: Mapping[str, Any]) -> str:
     for i, r in enumerate(replicas):
         y = AXIS_H + i * (LANE_H + LANE_GAP)
         out.append(_lane(r, y, scale, lost_by_broker.get(r.get("broker"), [])))
+    if offsets_lost:
+        a, b = offsets_lost
+        x, w = scale.span(a, b)
+        out.append(f'<rect class="offsets-lost" data-first="{a}" data-end="{b}" x="{x:.1f}" y="{AXIS_H - 4}" '
+                   f'width="{w:.1f}" height="{height - AXIS_H}"><title>committed offsets {a}\u2013{b - 1} '
+                   f'held by no replica: no copy left</title></rect>')
     out.append("</svg>")
     return "".join(out)
 

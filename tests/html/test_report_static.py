@@ -67,9 +67,24 @@ def test_report_without_new_fields_renders():
     report.pop("metadata", None)
     page = render_html(report)
     assert page.count('class="lane ') == 3 and 'class="fork"' in page
-    page = render_html({**report, "summary": {"verdict": "LOSS", "records_lost": 15}})
-    assert 'id="run-summary"' in page and "records_lost" in page
+    page = render_html({**report, "summary": {"tool": "segtools compare", "verdict": "COMMITTED_LOSS",
+                                              "records_lost": {"total": 15}}})
+    assert 'id="run-summary"' in page and "segtools compare" in page and ">COMMITTED_LOSS: " in page
     assert 'id="lost-count" data-count="15"' in render_html({"partitions": report["partitions"]})
+
+
+def test_offsets_lost_from_the_summary_block():
+    """compare's summary block (docs/REPORT.md) names committed offsets no replica holds: the
+    page counts them, names the cause and draws the range across the lanes."""
+    report = compare_sample(S7)
+    report["summary"] = {"verdict": "COMMITTED_LOSS", "offsets_lost": {
+        "total": 7, "committed": 7, "acked": None,
+        "partitions": [{"topic": "orders", "partition": 0, "first_offset": 30, "end_offset": 37}]}}
+    page = render_html(report)
+    assert 'id="offsets-lost-count">7<' in page and 'data-cause="COMMITTED_OFFSETS_LOST"' in page
+    assert '<rect class="offsets-lost" data-first="30" data-end="37"' in page
+    assert 'data-hi="37"' in page                   # the axis reaches the end of the lost range
+    assert "offsets-lost" not in render_html(compare_sample(S7)).split("</style>", 1)[1]
 
 
 def test_report_fields_match_truth():
