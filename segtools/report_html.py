@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from segtools.forensics.findings import INFO_CODES, PROBLEM_STATUSES, STATUS_ORDER
-from segtools.report_svg import esc, iso_ms, loss_class, metadata_timeline, offset_lanes
+from segtools.report_svg import esc, iso_ms, loss_class, offset_lanes, time_view
 
 #: partitions with findings opened at most; the rest stay collapsed (listed, one click away)
 MAX_OPEN = 100
@@ -101,7 +101,9 @@ line.leo{stroke:#000;stroke-width:2}line.log-start{stroke:#1565c0;stroke-width:2
 path.hw{fill:#2e7d32}line.fork{stroke:#c62828;stroke-width:2.5;stroke-dasharray:5 2}
 text.fork-label{fill:#c62828;font-weight:600}text.election-label,text.broker-label{font-size:10px}text.lane-status{fill:#777;font-size:10px}
 circle.election.unclean{fill:#d32f2f}circle.election.clean,circle.election.initial{fill:#2e7d32}
-circle.election.offline{fill:#757575}circle.isr-change{fill:#1565c0}
+circle.election.offline{fill:#757575}
+line.election-line{stroke:#2e7d32;stroke-dasharray:2 3}line.election-line.unclean{stroke:#d32f2f}
+line.election-line.offline{stroke:#757575}rect.time-run{stroke:#fff;stroke-width:.5}circle.isr-change{fill:#1565c0}
 path.broker-event{fill:#555}path.broker-event.fenced{fill:#d32f2f}path.broker-event.unfenced{fill:#2e7d32}
 .sw{display:inline-block;width:12px;height:12px;vertical-align:middle;margin:0 3px 0 10px;border-radius:2px}
 .legend{color:#444}
@@ -471,11 +473,14 @@ def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
     _replica_table(w, p, ev)
     _findings(w, p, ev)
     changes = p.get("metadata_changes") or []
+    over_time = time_view(changes, brokers, p.get("replicas") or [])
+    if over_time:
+        w(f"<h4>Over time</h4>{over_time}")
     if changes:
         elections = sum(1 for c in changes if c.get("election") in ("clean", "unclean", "offline"))
         unclean = sum(1 for c in changes if c.get("election") == "unclean")
-        w(f'<h4>Metadata log</h4>{metadata_timeline(changes, brokers)}<details class="changes"><summary>'
-          f'{len(changes)} partition change(s), {elections} election(s), {unclean} unclean</summary>')
+        w(f'<details class="changes"><summary>Metadata log: {len(changes)} partition change(s), '
+          f'{elections} election(s), {unclean} unclean</summary>')
         _changes_table(w, changes, ev)
         w("</details>")
     if lost:

@@ -1,8 +1,9 @@
 """Inline SVG drawings for the HTML incident report (``segtools.report_html``).
 
 Two pictures per partition: lanes over offset (one per replica: epoch runs, log start,
-high-watermark checkpoint, log end, fork point, divergent and lost ranges) and the metadata
-log over time (elections, ISR/ELR changes, broker fencing). Every text that comes from the
+high-watermark checkpoint, log end, fork point, divergent and lost ranges) and the partition
+over time (metadata-log elections and ISR/ELR changes, each replica's epochs by batch
+timestamp, broker fencing). Every text that comes from the
 report goes through ``esc``; the lanes carry ``data-*`` attributes the browser tests read.
 """
 
@@ -234,31 +235,73 @@ def _epoch_runs(epochs: Any, start: int, end: int) -> list[tuple[int, int, int]]
     return out
 
 
-def metadata_timeline(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[str, Any]]) -> str:
-    """The partition's metadata changes over time (elections, ISR/ELR changes) above a lane
-    of broker events (registration, fencing) in the same time window."""
+def _ms_label(ms: int) -> str:
+    if ms % 60_000 == 0 and ms:
+        return f"+{ms // 60_000} min"
+    if ms % 1000 == 0:
+        return f"+{ms // 1000} s"
+    return f"+{ms / 1000:g} s"
+
+
+def time_view(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[str, Any]],
+              replicas: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The partition over time: its metadata changes (elections, ISR/ELR changes) on top, one
+    lane per replica with the time span of each leader epoch's batches (MaxTimestamp; the
+    producers' clocks under CreateTime), and the broker events (registration, fencing) of
+    that window; elections as vertical lines across all rows."""
+    spans = [(r.get("broker"), [(int(e), int(a), int(b)) for e, a, b in (r.get("epoch_times") or [])])
+             for r in replicas]
+    spans = [(b, t) for b, t in spans if t]
     times = [int(c["timestamp_ms"]) for c in changes if c.get("timestamp_ms") is not None]
+    times += [x for _, t in spans for _, a, b in t for x in (a, b)]
     if not times:
         return ""
     lo, hi = min(times), max(times)
     window = [b for b in brokers if b.get("timestamp_ms") is not None and lo <= int(b["timestamp_ms"]) <= hi]
     scale = _Scale(lo, hi if hi > lo else lo + 1, LABEL_W, WIDTH - 20)
-    h = 86
+    lane_y0 = 40
+    lane_h, gap = 16, 6
+    brokers_y = lane_y0 + len(spans) * (lane_h + gap) + 8
+    axis_y = brokers_y + 18
+    h = axis_y + 30
     out = [f'<svg class="timeline" viewBox="0 0 {WIDTH} {h}" width="{WIDTH}" height="{h}" role="img" '
-           f'aria-label="metadata log over time">',
-           f'<text x="4" y="30">partition changes</text><text x="4" y="62">brokers</text>',
-           f'<line x1="{LABEL_W}" y1="74" x2="{WIDTH - 20}" y2="74" stroke="#888"/>',
-           f'<text x="{LABEL_W}" y="84">{esc(iso_ms(lo))}</text>',
-           f'<text x="{WIDTH - 20}" y="84" text-anchor="end">{esc(iso_ms(hi))}</text>']
+           f'aria-label="the partition over time" data-t0="{lo}" data-t1="{hi}">',
+           '<text x="4" y="30">partition changes</text>',
+           f'<text x="4" y="{brokers_y + 8}">brokers</text>',
+           f'<line x1="{LABEL_W}" y1="{axis_y}" x2="{WIDTH - 20}" y2="{axis_y}" stroke="#888"/>',
+           f'<text x="{LABEL_W}" y="{axis_y + 24}">{esc(iso_ms(lo))}</text>',
+           f'<text x="{WIDTH - 20}" y="{axis_y + 24}" text-anchor="end">{esc(iso_ms(hi))}</text>']
+    for t in _nice_ticks(0, hi - lo, 6) if hi > lo else []:
+        x = scale.x(lo + t)
+        out.append(f'<line x1="{x:.1f}" y1="{axis_y - 3}" x2="{x:.1f}" y2="{axis_y + 3}" stroke="#888"/>'
+                   f'<text x="{x:.1f}" y="{axis_y + 13}" text-anchor="middle">{_ms_label(t)}</text>')
+    for i, (broker, epochs) in enumerate(spans):
+        y = lane_y0 + i * (lane_h + gap)
+        out.append(f'<g class="time-lane" data-broker="{esc(broker)}"><text x="4" y="{y + 12}">broker '
+                   f'{esc(broker)}</text>')
+        for e, a, b in epochs:
+            x, w = scale.span(a, b, 2.0)
+            fill = EPOCH_FILLS[e % len(EPOCH_FILLS)]
+            out.append(f'<rect class="time-run" data-epoch="{e}" data-first-ms="{a}" data-last-ms="{b}" '
+                       f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{lane_h}" fill="{fill}"><title>broker '
+                       f'{esc(broker)}, leader epoch {e}: batches from {esc(iso_ms(a))} to {esc(iso_ms(b))}'
+                       f'</title></rect>')
+            if w > 26:
+                out.append(f'<text class="run-label" x="{x + 3:.1f}" y="{y + 12}">e{e}</text>')
+        out.append("</g>")
     labels = []
     for c in changes:
         if c.get("timestamp_ms") is None:
             continue
         x = scale.x(int(c["timestamp_ms"]))
-        if c.get("election"):
-            labels.append((_SEVERITY.get(str(c["election"]), 9), x,
-                           f"e{c.get('leader_epoch')} {c.get('election')} \u2192 {c.get('leader')}"))
         election = c.get("election")
+        if election:
+            labels.append((_SEVERITY.get(str(election), 9), x,
+                           f"e{c.get('leader_epoch')} {election} \u2192 {c.get('leader')}"))
+            out.append(f'<line class="election-line {esc(election)}" x1="{x:.1f}" y1="32" x2="{x:.1f}" '
+                       f'y2="{axis_y}"/>')
+        else:
+            labels.append((5, x, f"ISR {c.get('isr')}"))
         cls = f"election {election}" if election else "isr-change"
         r = 6 if election else 3.5
         what = (f"{esc(election)} election: leader {esc(c.get('leader'))}, epoch {esc(c.get('leader_epoch'))}"
@@ -274,9 +317,9 @@ def metadata_timeline(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Ma
         ev = str(b.get("event") or "")
         if ev in ("fenced", "unfenced", "unregistered"):
             labels.append((_SEVERITY.get(ev, 9), x, f"broker {b.get('broker')} {ev}"))
-        out.append(f'<path class="broker-event {esc(ev.replace(" ", "-"))}" d="M{x - 5:.1f} 64 L{x + 5:.1f} 64 '
-                   f'L{x:.1f} 54 Z"><title>broker {esc(b.get("broker"))} {esc(ev)}; '
-                   f'{esc(iso_ms(b.get("timestamp_ms")))}</title></path>')
-    out.extend(_labels(labels, 48, "broker-label"))
+        out.append(f'<path class="broker-event {esc(ev.replace(" ", "-"))}" d="M{x - 5:.1f} {brokers_y + 10} '
+                   f'L{x + 5:.1f} {brokers_y + 10} L{x:.1f} {brokers_y} Z"><title>broker {esc(b.get("broker"))} '
+                   f'{esc(ev)}; {esc(iso_ms(b.get("timestamp_ms")))}</title></path>')
+    out.extend(_labels(labels, brokers_y - 2, "broker-label"))
     out.append("</svg>")
     return "".join(out)

@@ -97,6 +97,14 @@ def test_unclean_election_sample(browser, tmp_path):
                          ".map(r => [...r.cells].map(c => c.textContent))")
     assert [(int(r[3]), int(r[4])) for r in rows] == [(e["epoch"], e["leader"]) for e in unclean]
     assert page.evaluate(f"document.querySelectorAll('{sel} svg.timeline circle.election.unclean').length") == 1
+    # over time: one lane per replica, holding the epochs its log holds
+    time_lanes = page.evaluate(
+        f"Object.fromEntries([...document.querySelectorAll('{sel} svg.timeline g.time-lane')].map(g => "
+        "[g.dataset.broker, [...g.querySelectorAll('rect.time-run')].map(r => +r.dataset.epoch)]))")
+    offset_epochs = page.evaluate(
+        f"Object.fromEntries([...document.querySelectorAll('{sel} svg.lanes g.lane')].map(g => "
+        "[g.dataset.broker, [...g.querySelectorAll('rect.run')].map(r => +r.dataset.epoch)]))")
+    assert time_lanes == offset_epochs and sorted(map(int, time_lanes)) == sorted(t["assignment"])
     assert page.evaluate("document.querySelectorAll('#brokers tr[data-event=fenced]').length") >= 1
     assert page.evaluate(f"document.querySelector('{sel}').open") is True
     assert "UNCLEAN_ELECTION" in page.evaluate("document.getElementById('causes').textContent")
