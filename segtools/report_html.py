@@ -38,8 +38,8 @@ ADVICE: dict[str, str] = {
     "UNCLEAN_ELECTION": "An unclean leader election made a replica that lacked committed records the "
                         "leader. Set unclean.leader.election.enable=false (broker and topic), keep "
                         "min.insync.replicas >= 2 with acks=all, and re-produce the acked records in the "
-                        "lost-records table from their source. The metadata timeline shows when the ISR "
-                        "shrank to one broker.",
+                        "lost-records table from their source. Each partition's view over time "
+                        "shows when its ISR shrank to one broker.",
     "LOCAL_LOSS_REELECTED": "A leader lost records it had acknowledged on its own disk (its log end after "
                             "a crash fell below its high-watermark checkpoint) and was elected again. "
                             "Check the disks and flush settings of that broker; eligible leader replicas "
@@ -508,12 +508,13 @@ def _replica_table(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     for r in p.get("replicas") or []:
         d = r.get("divergent") or {}
         shutdown = {True: "clean", False: "unclean \u26a0", None: ""}.get(r.get("clean_shutdown"), "")
+        nums = "".join(f'<td class="num">{esc(v)}</td>' for v in (
+            r.get("log_start_offset"), r.get("log_end_offset"), r.get("high_watermark"), r.get("fork_offset"),
+            d.get("records", ""), d.get("committed_records", "")))
+        pdir = _replica_dir(p, r)
         w(f'<tr data-broker="{esc(r.get("broker"))}"><td>{esc(r.get("broker"))}'
-          f'{" (ref)" if r.get("reference") else ""}</td><td>{esc(r.get("status"))}</td>'
-          f'<td class="num">{esc(r.get("log_start_offset"))}</td><td class="num">{esc(r.get("log_end_offset"))}</td>'
-          f'<td class="num">{esc(r.get("high_watermark"))}</td><td class="num">{esc(r.get("fork_offset"))}</td>'
-          f'<td class="num">{esc(d.get("records", ""))}</td><td class="num">{esc(d.get("committed_records", ""))}</td>'
-          f'<td>{esc(r.get("cause"))}</td><td>{shutdown}</td><td>{ev.link(_replica_dir(p, r), label=_tail(_replica_dir(p, r)))}</td></tr>')
+          f'{" (ref)" if r.get("reference") else ""}</td><td>{esc(r.get("status"))}</td>{nums}'
+          f'<td>{esc(r.get("cause"))}</td><td>{shutdown}</td><td>{ev.link(pdir, label=_tail(pdir))}</td></tr>')
     w("</table>")
 
 
@@ -554,7 +555,8 @@ def _changes_table(w: Any, changes: Sequence[Mapping[str, Any]], ev: _Evidence) 
           f'<td class="num">{esc(c.get("offset"))}</td><td>{esc(c.get("record"))}</td>'
           f'<td class="num">{esc(c.get("leader_epoch"))}</td><td>{esc(c.get("leader"))}</td>'
           f'<td>{esc(c.get("isr"))}</td><td>{esc(c.get("elr") if c.get("elr") is not None else "")}</td>'
-          f'<td>{esc(election)}</td><td>{ev.link(c.get("file"), c.get("position"), _short(c.get("file")))}</td></tr>')
+          f'<td>{esc(election)}</td>'
+          f'<td>{ev.link(c.get("file"), c.get("position"), _short(c.get("file")))}</td></tr>')
     w("</table>")
 
 
