@@ -27,7 +27,7 @@ from segtools.forensics.findings import INFO_CODES, PROBLEM_STATUSES, STATUS_ORD
 from segtools.report_svg import esc, iso_ms, loss_class, offset_lanes, time_view
 
 #: partitions with findings opened at most; the rest stay collapsed (listed, one click away)
-MAX_OPEN = 100
+MAX_OPEN = 50
 #: collapsed partitions' bodies per gzip chunk (unpacked in the browser when one is opened)
 LAZY_CHUNK = 100
 KEY_PREVIEW = 200
