@@ -248,17 +248,26 @@ class _Evidence:
     def __init__(self, html_dir: str | None, cwd: str | None = None) -> None:
         self.html_dir = html_dir
         self.cwd = cwd or os.getcwd()
+        self._href: dict[str, str | None] = {}     # one stat and relpath per distinct path
+
+    def _target(self, path: str) -> str | None:
+        if path not in self._href:
+            full = path if os.path.isabs(path) else os.path.join(self.cwd, path)
+            if self.html_dir is None or not os.path.exists(full):
+                self._href[path] = None
+            else:
+                rel = os.path.relpath(full, self.html_dir)
+                self._href[path] = urllib.parse.quote(rel.replace(os.sep, "/"))
+        return self._href[path]
 
     def link(self, path: str | None, position: Any = None, label: str | None = None) -> str:
         if not path:
             return ""
         where = f" @ byte {esc(position)}" if position is not None else ""
         shown = esc(label or path)
-        full = path if os.path.isabs(path) else os.path.join(self.cwd, path)
-        if self.html_dir is None or not os.path.exists(full):
+        href = self._target(path)
+        if href is None:
             return f'<span class="evidence">{shown}{where}</span>'
-        rel = os.path.relpath(full, self.html_dir)
-        href = urllib.parse.quote(rel.replace(os.sep, "/"))
         return (f'<a class="evidence" href="{esc(href)}" title="{esc(path)}">{shown}</a>'
                 f'<span class="evidence">{where}</span>')
 

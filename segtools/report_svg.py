@@ -9,6 +9,7 @@ report goes through ``esc``; the lanes carry ``data-*`` attributes the browser t
 
 from __future__ import annotations
 
+import functools
 import html
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
@@ -35,6 +36,7 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+@functools.lru_cache(maxsize=4096)      # metadata changes repeat their timestamps a lot
 def iso_ms(ms: int | None) -> str:
     if ms is None or ms < 0:
         return ""
