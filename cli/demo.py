@@ -105,9 +105,10 @@ def _banner(text: str) -> None:
               help="Write into a non-empty --out folder that is not a previous demo's (nothing in it "
                    "is deleted; refused if it holds files of the demo's names).")
 @click.option("--master", default=None, help="Spark master for the compare step (default local[*]).")
+@click.option("--no-spark", is_flag=True, help="Compare in this process instead of on Spark.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def demo(out_dir: str, force: bool, master: str | None, debug: bool) -> None:
+def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: bool) -> None:
     """Simulate a cluster with a failure, dump, compare on Spark, export to Parquet."""
     from segtools.cli.compare import compare
     from segtools.cli.dump import dump
@@ -129,12 +130,14 @@ def demo(out_dir: str, force: bool, master: str | None, debug: bool) -> None:
     _run(dump, ["--files", str(segment), "--deep-iteration", "--print-data-log", "--max-bytes", "600"])
 
     report = out / "report.json"
-    _banner("3/4 compare the three replicas on Spark")
+    _banner(f"3/4 compare the three replicas {'in this process' if no_spark else 'on Spark'}")
     args = [str(cluster / f"broker-{b}") for b in (1, 2, 3)]
     args += ["--report", str(report), "--acks", str(cluster / "acks.jsonl"),
              "--metadata-log", str(cluster / "controller" / "__cluster_metadata-0")]
     if master:
         args += ["--master", master]
+    if no_spark:
+        args += ["--no-spark"]
     code = _run(compare, args)
     if code not in (0, 1):
         raise TroubleError("compare failed")
