@@ -290,6 +290,11 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     named = [os.fspath(p) for p in paths]
     resolved = [d for src in sources for d in (src.log_dir, src.partition_dir) if d]
     check_output_location(out_dir, named + resolved)
+    try:
+        out_dir.encode("utf-8")
+    except UnicodeEncodeError:   # pyarrow's filesystems take UTF-8 paths only
+        shown = os.fsencode(out_dir).decode("utf-8", "backslashreplace")
+        raise UnsafeOutputError(f"--out {shown}: the path is not UTF-8; choose a UTF-8 name") from None
     if "://" in out_dir:
         return
     out = Path(out_dir)

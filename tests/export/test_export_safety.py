@@ -275,6 +275,16 @@ def test_non_utf8_partition_dir_name_is_one_line(realdata, tmp_path):
     assert ok.exit_code == 0, ok.output
 
 
+def test_non_utf8_out_path_is_one_line(realdata, tmp_path):
+    out = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"o\xffut"))
+    result = subprocess.run([sys.executable, "-m", "segtools", "export",
+                             str(realdata / "kafka-2.0-zk-small/logdir/subhash-0"), "--out", out],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "not UTF-8" in result.stderr
+    assert not os.path.exists(out)
+
+
 def test_non_utf8_folder_above_the_evidence_is_exported(realdata, tmp_path):
     case = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"case\xff"))
     shutil.copytree(realdata / "kafka-2.0-zk-small/logdir", os.path.join(case, "broker-0"))
