@@ -10,23 +10,26 @@ import click
 from segtools.cli.errors import TroubleError, handle_errors
 
 
-def check_html_out(path: str, inputs: tuple[str, ...] | list[str] = ()) -> None:
-    """Refuse an HTML output that exists (no silent overwrite) or lies inside an input."""
-    if os.path.lexists(path):
-        raise TroubleError(f"--html {path} exists; remove it or choose another name")
-    for d in inputs:
-        inside = os.path.realpath(d) + os.sep
-        if os.path.realpath(path).startswith(inside) or os.path.realpath(path) == os.path.realpath(d):
-            raise TroubleError(f"--html {path} is inside input {d}; inputs are evidence")
+def check_html_out(path: str, inputs: tuple[str, ...] | list[str] = (), *, force: bool = False,
+                   force_flag: str | None = None) -> None:
+    """Refuse an HTML output inside an input or that is an input file (segtools.outputs), and
+    one that exists unless ``force`` (no silent overwrite)."""
+    from segtools.outputs import check_output_file
+
+    check_output_file(path, inputs, flag="--html", overwrite=True)
+    if not force and os.path.lexists(path):
+        hint = f" (or {force_flag} to replace it)" if force_flag else ""
+        raise TroubleError(f"--html {path} exists; remove it or choose another name{hint}")
 
 
 @click.command("report")
 @click.argument("report_json", type=click.Path(exists=True, dir_okay=False))
 @click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False),
               help="Write the report as one self-contained HTML file (no network) to FILE.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def report(report_json: str, html_path: str, debug: bool) -> None:
+def report(report_json: str, html_path: str, force: bool, debug: bool) -> None:
     """Render a compare report (`segtools compare --report FILE`) as an HTML incident report:
     per partition, the replicas' logs as lanes over offset with the fork points and lost
     ranges, the metadata log's elections, and a filterable table of the lost records.
@@ -38,7 +41,7 @@ def report(report_json: str, html_path: str, debug: bool) -> None:
     """
     from segtools.report_html import write_html
 
-    check_html_out(html_path)
+    check_html_out(html_path, [report_json], force=force, force_flag="--force")
     try:
         with open(report_json, encoding="utf-8") as fh:
             data = json.load(fh)

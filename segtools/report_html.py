@@ -626,12 +626,9 @@ def _lost_table(w: Any, parts: Sequence[Mapping[str, Any]], t: Mapping[str, Any]
 
 
 def write_html(report: Mapping[str, Any], path: str | os.PathLike[str], *, source: str | None = None) -> None:
-    """Write the page to ``path`` through ``path.partial`` (renamed at the end, so an
-    interrupted run leaves a visibly partial file, never a truncated report)."""
+    """Write the page to ``path`` through a temporary file beside it, renamed when complete
+    (``segtools.outputs.atomic_write``: an interrupted run never leaves half a report)."""
+    from segtools.outputs import atomic_write
+
     out = os.fspath(path)
-    html_dir = os.path.dirname(os.path.abspath(out))
-    page = render_html(report, html_dir=html_dir, source=source)
-    partial = out + ".partial"
-    with open(partial, "w", encoding="utf-8") as fh:
-        fh.write(page)
-    os.replace(partial, out)
+    atomic_write(out, render_html(report, html_dir=os.path.dirname(os.path.abspath(out)), source=source))

@@ -120,7 +120,8 @@ def test_report_command(tmp_path):
     res = runner.invoke(cli, ["report", str(rep), "--html", str(out)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    assert 'id="lost-count" data-count="15"' in page and not (tmp_path / "report.html.partial").exists()
+    assert 'id="lost-count" data-count="15"' in page
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["compare.html", "report.html", "report.json"]
     # evidence links: relative to the page, and they lead to the files
     import urllib.parse
 
@@ -132,6 +133,12 @@ def test_report_command(tmp_path):
     before = out.read_bytes()
     res = runner.invoke(cli, ["report", str(rep), "--html", str(out)])
     assert res.exit_code == 2 and "exists" in res.output and out.read_bytes() == before
+    out.write_text("old")
+    assert runner.invoke(cli, ["report", str(rep), "--html", str(out), "--force"]).exit_code == 0
+    assert 'id="lost-count" data-count="15"' in out.read_text()
+    # the report itself is the input: never the output, not even with --force
+    res = runner.invoke(cli, ["report", str(rep), "--html", str(rep), "--force"])
+    assert res.exit_code == 2 and "evidence" in res.output and json.loads(rep.read_text())["partitions"]
     # not a report
     bad = tmp_path / "bad.json"
     bad.write_text('{"rows": []}')
