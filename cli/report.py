@@ -49,5 +49,9 @@ def report(report_json: str, html_path: str, force: bool, debug: bool) -> None:
         raise TroubleError(f"{report_json}: not a compare report (JSON): {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("partitions"), list):
         raise TroubleError(f"{report_json}: not a compare report (no \"partitions\" list)")
-    write_html(data, html_path, source=report_json)
+    try:
+        write_html(data, html_path, source=report_json)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+        # a hand-edited or foreign file: the shape is not report.json's
+        raise TroubleError(f"{report_json}: not a compare report (unexpected shape: {exc})") from None
     click.echo(f"report: wrote {html_path}", err=True)

@@ -217,11 +217,13 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
     parts = report.get("partitions") or []
     by_status = Counter(_partition_status(p) for p in parts)
     distinct: dict[tuple[Any, ...], list[bool | None]] = {}
+    relocated: set[tuple[Any, ...]] = set()
     causes: Counter[str] = Counter()
     for p in parts:
         for x in p.get("lost_records") or []:
+            # counted as compare counts them (report.json's summary, the terminal line)
             if x.get("relocated_to") is not None:
-                continue
+                relocated.add(_lost_key(p, x))
             d = distinct.setdefault(_lost_key(p, x), [False, None])
             d[0] = d[0] or bool(x.get("committed"))
             if x.get("acked") is not None:
@@ -232,7 +234,7 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
                                           else r.get("status"))] += 1
     return {
         "partitions": len(parts), "by_status": dict(by_status),
-        "lost": len(distinct), "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
+        "lost": len(distinct), "relocated": len(relocated), "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
         "committed": sum(1 for c, _ in distinct.values() if c),
         "acked": sum(1 for _, a in distinct.values() if a),
         "acks_known": any(a is not None for _, a in distinct.values()),
@@ -348,7 +350,9 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
     w(f'<div class="card"><div class="n" id="partition-count">{t["partitions"]}</div>partition(s)</div>')
     w(f'<div class="card"><div class="n" id="lost-count" data-count="{t["lost"]}">{t["lost"]}</div>'
       f'record(s) lost' + (f' <span class="muted">(on {t["lost_copies"]} replica copies)</span>'
-                           if t["lost_copies"] != t["lost"] else "") + "</div>")
+                           if t["lost_copies"] != t["lost"] else "")
+      + (f' <span class="muted" id="relocated-count">{t["relocated"]} held again at another offset '
+         f'(relocated)</span>' if t["relocated"] else "") + "</div>")
     w(f'<div class="card"><div class="n" id="committed-count">{t["committed"]}</div>committed</div>')
     acked = t["acked"] if t["acks_known"] else "?"
     w(f'<div class="card"><div class="n" id="acked-count">{acked}</div>acknowledged'
@@ -464,7 +468,7 @@ def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
     ev, brokers, lazy = ctx.ev, ctx.brokers, ctx.lazy
     name = f"{p.get('topic')}-{p.get('partition')}"
     status = _partition_status(p)
-    lost = [x for x in p.get("lost_records") or [] if x.get("relocated_to") is None]
+    lost = list(p.get("lost_records") or [])
     n_lost = len({(x.get("offset"), x.get("leader_epoch")) for x in lost})
     n_comm = len({(x.get("offset"), x.get("leader_epoch")) for x in lost if x.get("committed")})
     causes = sorted({str(r.get("cause")) for r in p.get("replicas") or [] if r.get("cause")})

@@ -144,6 +144,12 @@ def test_report_command(tmp_path):
     bad.write_text('{"rows": []}')
     res = runner.invoke(cli, ["report", str(bad), "--html", str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "not a compare report" in res.output and "Traceback" not in res.output
+    for shape in ('{"partitions": ["x"]}', '{"partitions": [{"replicas": [1]}]}',
+                  '{"partitions": [{"replicas": [{"broker": 1, "log_end_offset": "x"}]}]}'):
+        bad.write_text(shape)
+        res = runner.invoke(cli, ["report", str(bad), "--html", str(tmp_path / "x.html")])
+        assert res.exit_code == 2 and "not a compare report" in res.output, (shape, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit)
     bad.write_text("{not json")
     res = runner.invoke(cli, ["report", str(bad), "--html", str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "not a compare report" in res.output
