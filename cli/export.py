@@ -125,7 +125,11 @@ def _print_broker_legend(sources) -> None:
     """Which input went to which replica= folder (several inputs may claim one broker id)."""
     from segtools.export import broker_folders
 
-    for ident, name in sorted(broker_folders(sources).items(), key=lambda kv: kv[1]):
+    def order(item: tuple[str, str]) -> tuple:
+        parts = item[1].split("-")[1:]          # broker-<id>[-n]: numeric order, unknown last
+        return tuple(int(p) if p.isdigit() else float("inf") for p in parts)
+
+    for ident, name in sorted(broker_folders(sources).items(), key=order):
         click.echo(f"replica={name}/ <- {ident}")
 
 

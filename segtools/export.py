@@ -301,7 +301,11 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     if out.exists() and not out.is_dir():
         raise UnsafeOutputError(f"--out {out_dir} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise UnsafeOutputError(f"--out {out_dir} is not empty (use --overwrite to add to it)")
+        from segtools.outputs import PARTIAL_MARKER
+
+        what = ("holds an export that did not finish (_PARTIAL)" if (out / PARTIAL_MARKER).exists()
+                else "is not empty")
+        raise UnsafeOutputError(f"--out {out_dir} {what} (use --overwrite to add to it)")
 
 
 def _check_names(sources: list[PartitionSource]) -> None:

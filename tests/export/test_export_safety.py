@@ -216,6 +216,8 @@ def test_reexport_over_a_partial_folder_clears_the_marker(realdata, tmp_path):
     out = tmp_path / "pq"
     out.mkdir()
     (out / "_PARTIAL").write_text("incomplete")
+    with pytest.raises(InputError, match="did not finish"):
+        export([realdata / "kafka-2.0-zk-small/logdir"], str(out))
     export([realdata / "kafka-2.0-zk-small/logdir"], str(out), overwrite=True)
     assert (out / "_SUCCESS").is_file() and not (out / "_PARTIAL").exists()
 
