@@ -22,7 +22,7 @@ import zlib
 from functools import lru_cache
 from typing import Any
 
-from .errors import CompressionError, MissingCodecError
+from .errors import BatchTooLargeError, CompressionError, MissingCodecError
 
 __all__ = [
     "COMPRESSION_NAMES",
@@ -86,9 +86,8 @@ def _import(module: str, package: str) -> Any:
 
 
 def _too_big(codec: str, max_size: int) -> CompressionError:
-    return CompressionError(
-        f"{codec} payload decompresses to more than {max_size} bytes (max message size)",
-        field="records")
+    return BatchTooLargeError(f"{codec} records decompress to more than {max_size} bytes",
+                              limit=max_size, field="records")
 
 
 def _corrupt(codec: str, detail: object) -> CompressionError:
@@ -226,7 +225,7 @@ def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     n = len(src)
     if n < len(XERIAL_HEADER) or src[:len(XERIAL_MAGIC)] != XERIAL_MAGIC:
         # SnappyInputStream falls back to one raw snappy block when the magic is absent.
-        return _snappy_raw_block(snappy, src, max_size, 0)
+        return _snappy_raw_block(snappy, src, max_size, 0, max_size)
     out = bytearray()
     pos = len(XERIAL_HEADER)
     while pos < n:
@@ -241,19 +240,21 @@ def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
         if block_len < 0 or block_len > n - pos:
             raise _corrupt("snappy", f"block length {block_len} at payload byte {pos - 4} "
                                      f"exceeds the {n - pos} remaining bytes")
-        out += _snappy_raw_block(snappy, src[pos:pos + block_len], max_size - len(out), pos)
+        out += _snappy_raw_block(snappy, src[pos:pos + block_len], max_size - len(out), pos,
+                                 max_size)
         pos += block_len
     return bytes(out)
 
 
-def _snappy_raw_block(snappy: Any, block: bytes, room: int, where: int) -> bytes:
+def _snappy_raw_block(snappy: Any, block: bytes, room: int, where: int, limit: int) -> bytes:
     try:
         expected = int(snappy.decompress_raw_len(block))
     except Exception as exc:  # cramjam raises its own DecompressionError
         raise _corrupt("snappy", f"block at payload byte {where}: {exc}") from None
     if expected > room:  # checked before cramjam allocates the output
-        raise CompressionError(f"snappy payload decompresses to more than the allowed size "
-                               f"(block of {expected} bytes, {room} left)", field="records")
+        raise BatchTooLargeError(f"snappy records decompress to more than the allowed size "
+                                 f"(block of {expected} bytes, {room} left)",
+                                 limit=limit, field="records")
     try:
         return bytes(snappy.decompress_raw(block))
     except Exception as exc:
