@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import struct
+import time
 from typing import Any, Iterator
 
 from . import codecs
@@ -83,6 +84,12 @@ _READ_CHUNK = 1 << 20
 #: and their bytes are read again only when records() or raw() needs them
 _EAGER_BATCH_BYTES = 8 << 20
 _CRC_STEP = 4 << 20
+#: before damage is reported, the reader reads the damaged bytes and the file's stat again
+#: _SETTLE_CHECKS times, _SETTLE_SECONDS apart (once per file, so a damaged file costs at most
+#: 0.15 s more): a writer caught between truncate and rewrite, even when the machine is busy,
+#: has moved on by then
+_SETTLE_SECONDS = 0.05
+_SETTLE_CHECKS = 3
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 _INT64_MIN = -2**63
@@ -709,12 +716,31 @@ class SegmentReader:
             self._files.discard(f)
             raise InputError(f"{display_path(path)} is not a regular file")
 
-        def check_unchanged() -> None:
-            """Raise FileChangedError when the file is not the one we opened any more."""
-            if not f.closed and _changed(st0, os.fstat(f.fileno())):
-                raise FileChangedError(f"{display_path(path)}: file changed while reading "
-                                       f"(size or modification time), near position {pos}")
+        def changed(why: str) -> FileChangedError:
+            return FileChangedError(f"{display_path(path)}: file changed while reading "
+                                    f"({why}), near position {pos}")
 
+        def check_unchanged(seen: bytes = b"", at: int = 0) -> None:
+            """Raise FileChangedError when the file is not the one we opened any more: its
+            stat differs, or ``seen`` (bytes read at ``at``) reads back differently. Called
+            only where a read looks damaged, so healthy files pay nothing."""
+            if f.closed:
+                return
+            if not settled:  # once per file: give a writer in mid-rewrite time to show
+                settled.append(True)
+                for _ in range(_SETTLE_CHECKS - 1):
+                    time.sleep(_SETTLE_SECONDS)
+                    compare(seen, at)
+                time.sleep(_SETTLE_SECONDS)
+            compare(seen, at)
+
+        def compare(seen: bytes, at: int) -> None:
+            if seen and _read_at(f, at, len(seen)) != seen:
+                raise changed("bytes read twice differ")
+            if _changed(st0, os.fstat(f.fileno())):
+                raise changed("size or modification time")
+
+        settled: list[bool] = []
         window = b""
         window_start = 0
         pos = 0
@@ -728,22 +754,22 @@ class SegmentReader:
                                                   end - pos))
                     window_start = pos
                     if len(window) < HEADER_SIZE_UP_TO_MAGIC:
-                        check_unchanged()
-                        break  # file shrank underneath us
+                        # reads stay below the size at open: a short one means it shrank
+                        raise changed("the file shrank")
                 rel = pos - window_start
                 offset, size = _OFFSET_SIZE.unpack_from(window, rel)
                 if size < RECORD_OVERHEAD_V0:
-                    check_unchanged()
+                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
                     raise CorruptBatchError(
                         f"Found record size {size} smaller than minimum record overhead "
                         f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path,
                         position=pos, base_offset=offset, field="batch_length", actual=size)
                 total = LOG_OVERHEAD + size
                 if total > end - pos:
-                    check_unchanged()
+                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
                     break  # torn tail: counted as invalid trailing bytes
                 if total > limit:
-                    check_unchanged()
+                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
                     raise BatchTooLargeError(
                         f"batch of {total} bytes on disk is larger than the limit",
                         limit=limit, path=path, position=pos, base_offset=offset,
@@ -751,16 +777,14 @@ class SegmentReader:
                 if total > _EAGER_BATCH_BYTES and window[rel + 16] not in _LEGACY_MAGIC_BYTES:
                     batch = self._large_v2_batch(f, pos, total, segment)
                     if batch is None:
-                        check_unchanged()
-                        break
+                        raise changed("the file shrank")
                 else:
                     if rel + total > len(window):
                         window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))
                         window_start = pos
                         rel = 0
                         if len(window) < total:
-                            check_unchanged()
-                            break
+                            raise changed("the file shrank")
                     buf = window[rel:rel + total]
                     try:
                         batch = RecordBatch.from_bytes(buf, path=path, position=pos,
@@ -768,10 +792,11 @@ class SegmentReader:
                                                        max_message_size=self.max_message_size,
                                                        segment=segment)
                     except FormatError:
-                        check_unchanged()
+                        check_unchanged(buf, pos)
                         raise
                 if not batch.crc_valid:
-                    check_unchanged()  # a mismatch read from a file being rewritten
+                    # a mismatch read from a file being rewritten is not on disk
+                    check_unchanged(batch._buf or b"", pos)
                 if self.strict_crc and not batch.crc_valid:
                     raise CrcMismatchError(
                         f"CRC mismatch, stored 0x{batch.crc:08x} computed "

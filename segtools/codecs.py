@@ -203,6 +203,9 @@ def _gunzip(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
                 raise _corrupt("gzip", exc) from None
             out += chunk
             if len(out) > max_size:
+                # free the output before raising: the traceback keeps this frame (and its
+                # locals) alive as long as the error is kept, e.g. in a worker's result list
+                out.clear()
                 raise _too_big("gzip", max_size)
             if d.eof:
                 break
@@ -286,6 +289,7 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int, magic: int) -> b
     except Exception as exc:  # lz4 raises RuntimeError on corrupt frames
         raise _corrupt("lz4", exc) from None
     if len(out) > max_size:
+        out = b""   # freed now, not when the error's traceback goes
         raise _too_big("lz4", max_size)
     if not d.eof:
         raise _corrupt("lz4", "frame truncated (no end mark)")
@@ -314,6 +318,8 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
                 piece = obj.decompress(chunk)
                 produced += len(piece)
                 if produced > max_size:
+                    parts.clear()   # freed now, not when the error's traceback goes
+                    del piece
                     raise _too_big("zstd", max_size)
                 parts.append(piece)
             # input fed past the frame end comes back as unused_data: rewind to it

@@ -253,6 +253,7 @@ class _SegmentFile:
             os.close(self._fd)
             raise InputError(f"{display_path(path)} is not a regular file")
         self._stat = st
+        self._settled = False
         self.size = st.st_size
         self._window = max(64, window if window is not None else _SCAN_BYTES)
         self._bufs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
@@ -322,8 +323,8 @@ class _SegmentFile:
             except OSError as exc:
                 raise InputError(f"{self.path}: read failed at {pos}: "
                                  f"{exc.strerror or exc}") from exc
-        if got < want:   # the file is shorter than at open: a writer truncated it
-            self.check_unchanged()
+        if got < want:   # reads stay below the size at open: a short one means it shrank
+            raise self.changed("the file shrank", pos)
         self._cur = index
         self.base = pos
         self.filled = got
@@ -335,10 +336,38 @@ class _SegmentFile:
     def at_eof(self) -> bool:
         return self.base + self.filled >= self.size
 
-    def check_unchanged(self) -> None:
-        """Raise ``FileChangedError`` when size or modification time differ from the open:
-        called where a read ended early or found damage, which a concurrent writer
-        (truncate and rewrite) causes without any corruption on disk."""
+    def changed(self, why: str, pos: int | None = None) -> FileChangedError:
+        return FileChangedError(f"{display_path(self.path)}: file changed while reading "
+                                f"({why}), near position {self.base if pos is None else pos}")
+
+    def check_unchanged(self, pos: int | None = None, n: int = 0) -> None:
+        """Raise ``FileChangedError`` when size or modification time differ from the open, or
+        the loaded bytes [pos, pos + n) read back differently: called where a read found
+        damage, which a concurrent writer (truncate and rewrite) causes without any
+        corruption on disk. Healthy files never get here."""
+        if not self._settled:   # once per file: give a writer in mid-rewrite time to show
+            self._settled = True
+            import time
+
+            from segtools.batches import _SETTLE_CHECKS, _SETTLE_SECONDS
+
+            for _ in range(_SETTLE_CHECKS - 1):
+                time.sleep(_SETTLE_SECONDS)
+                self._compare(pos, n)
+            time.sleep(_SETTLE_SECONDS)
+        self._compare(pos, n)
+
+    def _compare(self, pos: int | None, n: int) -> None:
+        if pos is not None and n > 0:
+            rel = pos - self.base
+            if 0 <= rel and rel + n <= self.filled:
+                seen = bytes(self.view[rel:rel + n])
+                try:
+                    again = os.pread(self._fd, n, pos)
+                except OSError:
+                    again = b""
+                if again != seen:
+                    raise self.changed("bytes read twice differ", pos)
         try:
             now = os.fstat(self._fd)
         except OSError:
@@ -346,8 +375,7 @@ class _SegmentFile:
         before = self._stat
         if (now.st_size != before.st_size or now.st_mtime_ns != before.st_mtime_ns
                 or now.st_ino != before.st_ino):
-            raise FileChangedError(f"{display_path(self.path)}: file changed while reading "
-                                   f"(size or modification time), near position {self.base}")
+            raise self.changed("size or modification time", pos)
 
     def crc_step_read(self, pos: int, n: int) -> np.ndarray:
         """``n`` bytes at ``pos`` in a scratch buffer (streamed CRC of large batches)."""
@@ -528,7 +556,9 @@ def _finish_chunk(sf: _SegmentFile, h: _Headers, kernel: Any,
     h.crc_valid = _check_crcs(sf, h, kernel)
     _fill_legacy(h, sf, limit)
     if not h.crc_valid.all():
-        sf.check_unchanged()   # a mismatch read from a file being rewritten is not on disk
+        # a mismatch read from a file being rewritten is not on disk: read those batches again
+        for i in np.flatnonzero(~h.crc_valid).tolist():
+            sf.check_unchanged(int(h.position[i]), int(h.batch_length[i]) + 12)
     return h
 
 
@@ -540,7 +570,7 @@ def _head(h: _Headers, n: int) -> _Headers:
 
 def _too_large(sf: _SegmentFile, pos: int, base_offset: int, total: int,
                limit: int) -> BatchTooLargeError:
-    sf.check_unchanged()
+    sf.check_unchanged(pos, 12)
     return BatchTooLargeError(f"batch of {total} bytes on disk is larger than the limit",
                               limit=limit, path=sf.path, position=pos, base_offset=base_offset,
                               field="batch_length")
@@ -568,16 +598,14 @@ def _streamed_header(sf: _SegmentFile, pos: int, total: int, limit: int) -> _Hea
 
     head = bytes(sf.crc_step_read(pos, RECORD_BATCH_OVERHEAD))
     if len(head) < RECORD_BATCH_OVERHEAD:
-        sf.check_unchanged()
-        return None
+        raise sf.changed("the file shrank", pos)
     values = V2_HEADER.unpack_from(head)
     crc = _crc.crc32c(head[21:])
     done = RECORD_BATCH_OVERHEAD
     while done < total:
         chunk = sf.crc_step_read(pos + done, min(_CRC_STEP, total - done))
         if not chunk.shape[0]:
-            sf.check_unchanged()
-            return None
+            raise sf.changed("the file shrank", pos)
         crc = _crc.crc32c(memoryview(chunk), crc)
         done += int(chunk.shape[0])
     row = (pos, values[0], values[1]) + values[2:]
@@ -612,11 +640,11 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
             sf.prefetch(next_pos)
         yield from _finished_within_limit(sf, chunks, kernel, limit)
         if fatal:
-            sf.check_unchanged()
+            sf.check_unchanged(next_pos, min(17, sf.base + sf.filled - next_pos))
             _raise_scan_status(sf, next_pos, status)
         if sf.at_eof:
-            if status == SCAN_TORN_TAIL:
-                sf.check_unchanged()   # a tail cut by a concurrent truncate is no finding
+            if status == SCAN_TORN_TAIL:   # a tail cut by a concurrent writer is no finding
+                sf.check_unchanged(next_pos, min(12, sf.base + sf.filled - next_pos))
             return            # SCAN_END or a torn tail: Kafka stops here without an error
         if rel == 0:
             # one batch larger than the window (it fits in the file, else the window would
@@ -639,11 +667,10 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
             chunks, next_rel, status = _scan_window(sf, kernel, 0, 1)
             yield from _finished_within_limit(sf, chunks, kernel, limit)
             if status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT):
-                sf.check_unchanged()
+                sf.check_unchanged(sf.base + next_rel, 17)
                 _raise_scan_status(sf, sf.base + next_rel, status)
             if next_rel == 0:    # the file shrank while we read it
-                sf.check_unchanged()
-                return
+                raise sf.changed("the file shrank")
             next_pos = sf.base + next_rel
         sf.load(next_pos)
 
@@ -991,7 +1018,9 @@ def _decompress_group(tasks: list[tuple[bytes, int, str, int, int]],
         try:
             out.append(_decompress_task(*task, max_uncompressed))
         except SegtoolsError as exc:
-            out.append(exc)
+            # without its traceback: it would tie this frame (and ``out``) into a cycle that
+            # keeps every payload alive until the cyclic GC runs
+            out.append(exc.with_traceback(None))
             break
     return out
 

@@ -22,18 +22,23 @@ beyond it needs ``--max-batch-bytes`` (or ``max_batch_bytes=``); the error says 
 
 from __future__ import annotations
 
+import os
 import re
 
 from .errors import InputError
 
-__all__ = ["DEFAULT_MAX_BATCH_BYTES", "MIN_RECORD_BYTES", "parse_size", "format_size",
-           "resolve_max_batch_bytes"]
+__all__ = ["DEFAULT_MAX_BATCH_BYTES", "MIN_RECORD_BYTES", "MAX_BATCH_BYTES_ENV", "parse_size",
+           "format_size", "resolve_max_batch_bytes"]
 
 #: default bound on one batch: on-disk size and decompressed records (see module docstring)
 DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024
 #: the smallest v2 record: length, attributes, timestampDelta, offsetDelta, keyLength,
 #: valueLength, headersCount, one varint byte each
 MIN_RECORD_BYTES = 7
+#: environment variable holding the limit when a call does not pass one: how a command's
+#: ``--max-batch-bytes`` reaches readers deep in a pipeline and Spark's Python workers
+#: (which inherit the driver's environment) without threading it through every function
+MAX_BATCH_BYTES_ENV = "SEGTOOLS_MAX_BATCH_BYTES"
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3, "t": 1000**4,
@@ -74,7 +79,13 @@ def resolve_max_batch_bytes(max_batch_bytes: int | None = None, **aliases: int |
     of the object reader, ``max_uncompressed_bytes`` of the columnar reader)."""
     given = [v for v in (max_batch_bytes, *aliases.values()) if v is not None]
     if not given:
-        return DEFAULT_MAX_BATCH_BYTES
+        env = os.environ.get(MAX_BATCH_BYTES_ENV)
+        if not env:
+            return DEFAULT_MAX_BATCH_BYTES
+        try:
+            return parse_size(env)
+        except ValueError as exc:
+            raise InputError(f"environment variable {MAX_BATCH_BYTES_ENV}: {exc}") from None
     if len(set(given)) > 1:
         raise InputError("max_batch_bytes and its alias "
                          f"{', '.join(k for k, v in aliases.items() if v is not None)} disagree")
