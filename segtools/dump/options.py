@@ -33,6 +33,9 @@ class DumpOptions:
     output: str = "text"          # text | json | ndjson
     quiet: bool = False
     debug: bool = False
+    #: print the `segtools: ` per-file finding lines and the summary line on stderr at the
+    #: end (the command does; library callers get Kafka's stderr only)
+    summary: bool = False
 
     @property
     def should_print_data_log(self) -> bool:
