@@ -207,6 +207,7 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             cluster_metadata_decoder=options.cluster_metadata_decoder,
             key_decoder_class=options.key_decoder_class,
             value_decoder_class=options.value_decoder_class)
+        sink.data_modes = data_modes(ctx.parser)
 
     files: list[str] = []
     unreadable: dict[str, BaseException] = {}  # arguments that cannot be dumped at all
@@ -265,6 +266,19 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             err.write(line + "\n")
         err.flush()
     return ctx.status
+
+
+def data_modes(parser: Any) -> tuple[str, str]:
+    """How JSON renders (key, payload): the record's bytes for Kafka's StringDecoder, nested
+    JSON for the internal-topic decoders, the string of any other decoder."""
+    from segtools.dump.parsers import DecoderMessageParser, InternalTopicParser, string_decoder
+
+    if isinstance(parser, DecoderMessageParser):
+        return ("bytes" if parser.key_decoder is string_decoder else "text",
+                "bytes" if parser.value_decoder is string_decoder else "text")
+    if isinstance(parser, InternalTopicParser) and parser.module == "transaction_state":
+        return ("txn_key", "txn_value")
+    return ("json", "json")
 
 
 def _display(path: str) -> str:

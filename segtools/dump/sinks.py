@@ -10,7 +10,12 @@ from segtools.dump.options import Summaries
 
 
 class Sink:
-    """Event interface used by log_dump/index_dump/state_dump. ``stream`` is "out" or "err"."""
+    """Event interface used by log_dump/index_dump/state_dump. ``stream`` is "out" or "err".
+
+    ``data_modes`` is set by the runner when data is printed: how the JSON sinks render keys
+    and payloads (json_out.data_value); the text sink prints the decoders' strings."""
+
+    data_modes: tuple[str, str] | None = None
 
     def begin_file(self, path: str, kind: str) -> None: ...
 

@@ -128,7 +128,8 @@ def test_ndjson_findings(tmp_path: Path) -> None:
     finding = [o for o in objs if o["type"] == "finding"]
     assert finding == [{"type": "finding", "kind": "invalid_bytes", "file": str(log),
                         "problem": True, "position": 69, "size": 3,
-                        "message": f"Found 3 invalid bytes at the end of {SEG}.log"}]
+                        "message": f"Found 3 invalid bytes at the end of {SEG}.log",
+                        "topic": None, "partition": None}]
     assert result.exit_code == 1
 
 
@@ -244,7 +245,8 @@ def test_ndjson_benign_findings_are_marked(tmp_path: Path) -> None:
     findings = [json.loads(line) for line in result.stdout.splitlines()
                 if json.loads(line)["type"] == "finding"]
     assert findings == [{"type": "finding", "kind": "non_consecutive_offsets", "file": str(log),
-                         "problem": False, "previous_offset": 0, "offset": 7}]
+                         "problem": False, "previous_offset": 0, "offset": 7,
+                         "topic": None, "partition": None}]
     assert result.exit_code == 0
 
 
