@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, TextIO
+import tempfile
+from typing import IO, Any, Iterator, TextIO
 
 from segtools.dump.options import Summaries
 from segtools.dump.sinks import Sink
@@ -34,6 +35,24 @@ from segtools.forensics.loss import text_or_base64
 
 #: files that belong to the broker, not to a partition (their folder name says nothing)
 _BROKER_KINDS = frozenset({"offset_checkpoint", "meta_properties", "clean_shutdown"})
+
+
+_FINDINGS_IN_MEMORY = 10000
+
+
+def _spilled_items(spill: IO[str]) -> Iterator[str]:
+    """The NUL-terminated JSON texts of a findings spill file, read in bounded steps (JSON
+    text never holds a raw NUL: json.dumps escapes control characters)."""
+    rest = ""
+    while True:
+        chunk = spill.read(1 << 16)
+        if not chunk:
+            break
+        parts = (rest + chunk).split("\x00")
+        rest = parts.pop()
+        yield from parts
+    if rest:
+        yield rest
 
 
 def partition_of(path: str, kind: str) -> tuple[str | None, int | None]:
@@ -204,17 +223,19 @@ class JsonSink(Sink):
         self.err = err
         self.doc: dict[str, Any] | None = None   # type, file, kind, header (until written)
         self._batch: dict[str, Any] | None = None
+        self._records_open = False                # the current batch's "records" list written to
         self._list: str | None = None            # "batches" | "entries" being written
         self._started = False                     # document head written
         self._notes: list[dict[str, Any]] = []
         self._findings: list[dict[str, Any]] = []
+        self._spill: Any = None                   # findings beyond _FINDINGS_IN_MEMORY
         self._dumps = json.JSONEncoder(ensure_ascii=False, indent=2).encode
 
     def _value(self, value: Any, depth: int) -> str:
         return self._dumps(value).replace("\n", "\n" + "  " * depth)
 
-    def _item(self, key: str, value: Any) -> None:
-        """Write one element of the list ``key`` (opening it, or closing another, first)."""
+    def _open_item(self, key: str) -> None:
+        """Start one element of the list ``key`` (opening it, or closing another, first)."""
         write = self.out.write
         if not self._started:
             assert self.doc is not None
@@ -228,18 +249,26 @@ class JsonSink(Sink):
             self._list = key
         else:
             write(",\n    ")
-        write(self._value(value, 2))
+
+    def _item(self, key: str, value: Any) -> None:
+        """Write one element of the list ``key``."""
+        self._open_item(key)
+        self.out.write(self._value(value, 2))
 
     def _flush_batch(self) -> None:
-        if self._batch is not None:
+        if self._records_open:
+            self.out.write("\n      ]\n    }")
+            self._records_open = False
+        elif self._batch is not None:
             self._item("batches", self._batch)
-            self._batch = None
+        self._batch = None
 
     def begin_file(self, path: str, kind: str) -> None:
         topic, partition = partition_of(path, kind)
         self.doc = {"type": "file", "file": path, "kind": kind, "topic": topic,
                     "partition": partition, "header": None}
         self._batch = None
+        self._records_open = False
         self._list = None
         self._started = False
         self._notes = []
@@ -262,7 +291,17 @@ class JsonSink(Sink):
         assert self._batch is not None
         d = record_dict(batch, record, metadata, control, key, payload, self.data_modes)
         del d["type"]
-        self._batch.setdefault("records", []).append(d)
+        write = self.out.write
+        if not self._records_open:
+            # the batch's fields, then its records one by one: a batch of millions of
+            # records never sits in memory (same text as json.dumps(indent=2) of the whole)
+            self._open_item("batches")
+            head = self._value(self._batch, 2)
+            write(head[:-len("\n    }")] + ',\n      "records": [\n        ')
+            self._records_open = True
+        else:
+            write(",\n        ")
+        write(self._dumps(d).replace("\n", "\n        "))
 
     def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
         assert self.doc is not None
@@ -286,6 +325,15 @@ class JsonSink(Sink):
                                        "partition": None}, ensure_ascii=False) + "\n")
             return
         self._findings.append(obj)
+        if len(self._findings) >= _FINDINGS_IN_MEMORY:
+            # millions of findings (one per repeated offset of a bomb batch) must not sit in
+            # memory until the document ends: keep them as text in a temporary file
+            if self._spill is None:
+                self._spill = tempfile.TemporaryFile("w+", encoding="utf-8",
+                                                     prefix="segtools-dump-")
+            self._spill.write("".join(self._value(f, 2) + "\x00"
+                                      for f in self._findings))
+            self._findings = []
 
     def end_file(self) -> None:
         if self.doc is not None:
@@ -298,7 +346,20 @@ class JsonSink(Sink):
                 write("\n  ],\n")
             if self._notes:
                 write(f'  "notes": {self._value(self._notes, 1)},\n')
-            write(f'  "findings": {self._value(self._findings, 1)}\n}}\n')
+            if self._spill is None:
+                write(f'  "findings": {self._value(self._findings, 1)}\n}}\n')
+            else:
+                write('  "findings": [\n    ')
+                self._spill.seek(0)
+                first = True
+                for item in _spilled_items(self._spill):
+                    write(item if first else ",\n    " + item)
+                    first = False
+                for f in self._findings:
+                    write(",\n    " + self._value(f, 2))
+                write("\n  ]\n}\n")
+                self._spill.close()
+                self._spill = None
         self.doc = None
         self._batch = None
 

@@ -259,7 +259,10 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
         sink.end_file()
     ctx.current_file = None
     status_line.clear()
-    sink.summary(ctx.summaries)
+    try:
+        sink.summary(ctx.summaries)
+    finally:
+        ctx.summaries.close()
     if options.summary:
         out.flush()
         for line in ctx.tally.lines(ctx.status):

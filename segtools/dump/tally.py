@@ -47,6 +47,8 @@ class RunTally:
             self.benign += 1
         elif kind in _INDEX_KINDS:
             self.index_mismatches += 1
+        else:  # offsets that do not increase
+            self.errors += 1
         if fields.get("unused_slot"):
             reason = "unused_slot"
         elif fields.get("inside_batch"):
