@@ -64,3 +64,53 @@ def test_help_cites_only_documents_that_ship(args):
         assert "/" in doc or doc == "README.md", \
             f"bare document name {doc!r}: say where it is (docs/...)"
         assert (REPO / doc).is_file(), f"{doc} is cited by --help but not in the repository"
+
+
+def _v2_batch(base_offset: int, value: bytes) -> bytes:
+    """One v2 batch written by kafka-python (an independent writer)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    builder.append(0, timestamp=1_700_000_000_000, key=None, value=value, headers=[])
+    raw = bytearray(builder.build())
+    raw[0:8] = base_offset.to_bytes(8, "big")
+    return bytes(raw)
+
+
+def test_an_impossible_batch_size_is_a_finding_everywhere(tmp_path):
+    """Issue 16: one answer for a batch size field below Kafka's 14-byte minimum (Kafka's
+    CorruptRecordException). The bytes were read and what precedes is reported or exported:
+    a finding, exit 1, in dump and export alike, and the README says so."""
+    import struct
+
+    import pyarrow.parquet as pq
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    bad = part / "00000000000000000000.log"
+    bad.write_bytes(_v2_batch(0, b"before") + struct.pack(">qi", 1, 5) + b"\0" * 40)
+    (part / "00000000000000000002.log").write_bytes(_v2_batch(2, b"next segment"))
+    position = len(_v2_batch(0, b"before"))
+
+    dump = CliRunner().invoke(cli, ["dump", str(part)])
+    assert dump.exit_code == 1, dump.output
+    errors = [line for line in dump.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1
+    assert "00000000000000000000.log" in errors[0] and f"position {position}" in errors[0]
+    assert "smaller than minimum record overhead (14)" in errors[0]
+
+    out = tmp_path / "pq"
+    export = CliRunner().invoke(cli, ["export", str(tmp_path / "logs"), "--out", str(out)])
+    assert export.exit_code == 1, export.output
+    errors = [line for line in export.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "Traceback" not in export.output
+    assert "00000000000000000000.log" in errors[0] and f"position {position}" in errors[0]
+    values = sorted(v for f in out.rglob("*.parquet")
+                    for v in pq.read_table(f).column("value").to_pylist())
+    assert values == [b"before", b"next segment"]
+    assert not (out / "_PARTIAL").exists()
+
+    exit_codes = README.split("### Exit codes", 1)[1].split("###", 1)[0]
+    row_1 = next(line for line in exit_codes.splitlines() if line.startswith("| 1 |"))
+    row_2 = next(line for line in exit_codes.splitlines() if line.startswith("| 2 |"))
+    assert "size field is impossible" in row_1 and "size field" not in row_2
