@@ -114,3 +114,23 @@ def test_an_impossible_batch_size_is_a_finding_everywhere(tmp_path):
     row_1 = next(line for line in exit_codes.splitlines() if line.startswith("| 1 |"))
     row_2 = next(line for line in exit_codes.splitlines() if line.startswith("| 2 |"))
     assert "size field is impossible" in row_1 and "size field" not in row_2
+
+
+def test_spark_export_tasks_return_the_finding_too(tmp_path):
+    """What each Spark task of `export --master` sends to the driver: its files, then its
+    findings (the driver splits them), so Spark and in-process exports agree on exit 1."""
+    import struct
+
+    from segtools.export import ExportOptions, _spark_task, partition_folder, plan_export
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(
+        _v2_batch(0, b"before") + struct.pack(">qi", 1, 5) + b"\0" * 40)
+    options = ExportOptions()
+    [src] = plan_export([str(tmp_path / "logs")], str(tmp_path / "pq"), options)
+    out = _spark_task(src, str(tmp_path / "pq"), options, partition_folder(src, options))
+    files = [o for o in out if not isinstance(o, str)]
+    findings = [o for o in out if isinstance(o, str)]
+    assert [f.rows for f in files] == [1]
+    assert len(findings) == 1 and "smaller than minimum record overhead (14)" in findings[0]
