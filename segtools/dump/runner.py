@@ -228,35 +228,39 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
         files += found
     status_line.enabled = status_line.enabled and len(files) > 1
 
-    for i, path in enumerate(files):
-        status_line.show(i, len(files), path)
-        ctx.current_file = path
-        kind = path_rules.file_kind(os.path.basename(path))
-        if path in unreadable and not isinstance(unreadable[path], OSError):
-            ctx.trouble(unreadable[path])  # not a file: no file document, just the error
-            continue
-        ctx.tally.files += 1
-        sink.begin_file(_display(path), kind)
-        try:
-            if path in unreadable:
-                raise unreadable[path]
-            if kind != "unknown" and not os.path.exists(path):
-                raise FileNotFoundError(2, "No such file or directory", path)
-            if kind != "unknown" and not os.path.isfile(path):
-                raise IsADirectoryError(21, "Not a regular file", path)
-            _dispatch(ctx, path, kind)
-        except FormatError as exc:
-            ctx.error("corrupt_file", exc.located(path=path))
-        except BrokenPipeError:
-            raise  # our output is gone, not our input: the command stops
-        except (SegtoolsError, OSError) as exc:
-            ctx.trouble(exc)
-        except Exception as exc:  # a bug must cost one file, not the whole forensic run
-            if options.debug:
-                raise
-            ctx.trouble(InternalError(f"internal error while dumping {path}: "
-                                      f"{type(exc).__name__}: {exc} (rerun with --debug)"))
-        sink.end_file()
+    try:
+        for i, path in enumerate(files):
+            status_line.show(i, len(files), path)
+            ctx.current_file = path
+            kind = path_rules.file_kind(os.path.basename(path))
+            if path in unreadable and not isinstance(unreadable[path], OSError):
+                ctx.trouble(unreadable[path])  # not a file: no file document, just the error
+                continue
+            ctx.tally.files += 1
+            sink.begin_file(_display(path), kind)
+            try:
+                if path in unreadable:
+                    raise unreadable[path]
+                if kind != "unknown" and not os.path.exists(path):
+                    raise FileNotFoundError(2, "No such file or directory", path)
+                if kind != "unknown" and not os.path.isfile(path):
+                    raise IsADirectoryError(21, "Not a regular file", path)
+                _dispatch(ctx, path, kind)
+            except FormatError as exc:
+                ctx.error("corrupt_file", exc.located(path=path))
+            except BrokenPipeError:
+                raise  # our output is gone, not our input: the command stops
+            except (SegtoolsError, OSError) as exc:
+                ctx.trouble(exc)
+            except Exception as exc:  # a bug must cost one file, not the whole forensic run
+                if options.debug:
+                    raise
+                ctx.trouble(InternalError(f"internal error while dumping {path}: "
+                                          f"{type(exc).__name__}: {exc} (rerun with --debug)"))
+            sink.end_file()
+    except BaseException:
+        status_line.clear()  # Ctrl-C or a closed pipe: no progress left on the screen
+        raise
     ctx.current_file = None
     status_line.clear()
     try:
