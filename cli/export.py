@@ -131,9 +131,12 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     click.echo(f"exported {summary.rows} {level} from {summary.partitions} partition replica(s), "
                f"{summary.segments} segment(s), {summary.bytes_read} bytes -> {len(summary.files)} "
                f"Parquet file(s) under {out_dir}")
+    for finding in summary.findings:
+        click.echo(f"Error: {finding}", err=True)
     if summary.crc_invalid_rows:
         click.echo(f"warning: {summary.crc_invalid_rows} exported {level} come from batches whose CRC "
                    "does not match (column crc_valid = false)", err=True)
+    if summary.crc_invalid_rows or summary.findings:
         sys.exit(1)
 
 
