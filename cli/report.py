@@ -34,10 +34,13 @@ def report(report_json: str, html_path: str, force: bool, debug: bool) -> None:
     per partition, the replicas' logs as lanes over offset with the fork points and lost
     ranges, the metadata log's elections, and a filterable table of the lost records.
 
+    The report comes from `segtools compare DIR... --report report.json` (compare can also
+    write the page itself with --html).
+
     \b
     Examples:
-      segtools compare brokers/ --report report.json
       segtools report report.json --html report.html
+      segtools report incident/report.json --html incident.html --force
     """
     from segtools.report_html import write_html
 
