@@ -297,6 +297,8 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
 
 
 def _cell(v: Any) -> str:
+    if v is None:
+        return ""
     shown = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, ensure_ascii=False)
     shown = str(shown)
     return esc(shown if len(shown) <= 2000 else shown[:2000] + "\u2026")
