@@ -62,6 +62,7 @@ class ExportOptions:
     compression: str = "snappy"
     by_broker: bool = False
     engine: str = "auto"
+    max_batch_bytes: int | None = None      # None: segtools.limits.DEFAULT_MAX_BATCH_BYTES
 
     def __post_init__(self) -> None:
         if self.level not in ("records", "batches"):
@@ -189,7 +190,8 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
 
     if options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
-                                              broker=src.broker):
+                                              broker=src.broker,
+                                              max_batch_bytes=options.max_batch_bytes):
             rb = _filter_batch_rows(rb, options)
             if rb.num_rows:
                 yield rb
@@ -199,6 +201,7 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
         include_control=options.include_control, start_offset=options.start_offset,
         end_offset=options.end_offset, start_timestamp=options.start_timestamp,
         end_timestamp=options.end_timestamp, engine=options.engine,
+        max_batch_bytes=options.max_batch_bytes,
     )
 
 
@@ -324,7 +327,11 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     if out.exists() and not out.is_dir():
         raise UnsafeOutputError(f"--out {out_dir} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise UnsafeOutputError(f"--out {out_dir} is not empty (use --overwrite to add to it)")
+        from segtools.outputs import PARTIAL_MARKER
+
+        what = ("holds an export that did not finish (_PARTIAL)" if (out / PARTIAL_MARKER).exists()
+                else "is not empty")
+        raise UnsafeOutputError(f"--out {out_dir} {what} (use --overwrite to add to it)")
 
 
 def _check_names(sources: list[PartitionSource]) -> None:
