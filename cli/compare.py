@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+from typing import Any
 
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+
+#: Inputs up to this many bytes of segments run in this process; larger ones on Spark.
+#: Measured on the 2-core CI machine (benchmarks/bench_compare.py data, cold CLI runs, see
+#: README "Choosing the runner"): the in-process runner was faster than local Spark at every
+#: size measured, 59 MB to 2 GB (Spark pays ~20 s to start its JVM, then 2 cores of work
+#: against 1); the threshold is the largest measured size.
+IN_PROCESS_MAX_BYTES = 2 << 30
 
 
 def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
@@ -33,69 +42,152 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
     return None
 
 
-@click.command("compare")
+@click.command("compare", epilog="""\b
+Examples:
+  segtools compare cluster/                      # a folder of broker-* dirs
+  segtools compare b1/ b2/ b3/ --report r.json   # one log dir per broker
+  segtools compare big/ --spark --master spark://host:7077
+\b
+Runner: inputs up to 2 GiB of segments run in this process (faster on small inputs: local
+Spark spends ~20 s starting its JVM, and was slower at every size measured up to 2 GB on 2
+cores); larger inputs, --master or --tables run on Spark. --spark / --no-spark force one.
+Report fields, statuses and finding codes: docs/REPORT.md.""")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the JSON report (CONTRACT.md section 4) to FILE.")
+              help="Write the JSON report (docs/REPORT.md) to FILE.")
 @click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl) to mark lost records as acked.")
-@click.option("--master", default=None, help="Spark master URL (default local[*], or spark-submit's).")
+@click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
+              "or spark-submit's).")
 @click.option("--tables", "tables_dir", type=click.Path(file_okay=False),
               help="Also write the intermediate tables (batches, replicas, verdicts, "
-                   "divergent_records) as Parquet under DIR.")
+                   "divergent_records) as Parquet under DIR (implies --spark).")
 @click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
                    "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
                    "broker-* dirs that has one.")
-@click.option("--no-spark", is_flag=True, help="Run in this process without Spark (small inputs).")
+@click.option("--spark/--no-spark", "use_spark", default=None,
+              help="Force the Spark runner / the in-process runner. Default: in process up to "
+                   "2 GiB of segments, Spark above (or with --master / --tables).")
+@click.option("--strict", is_flag=True,
+              help="Refuse inputs from different clusters (cluster.id) instead of warning.")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
-            tables_dir: str | None, metadata_log: str | None, no_spark: bool, max_rows: int,
-            debug: bool) -> None:
+            tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
+            max_rows: int, debug: bool) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
     from segtools.errors import SegtoolsError
     from segtools.forensics.collect import discover_replicas
     from segtools.forensics.elections import load_histories
+    from segtools.forensics.inputs import check_inputs, unique_inputs
     from segtools.forensics.loss import AckIndex
-    from segtools.forensics.report import render_summary
+    from segtools.forensics.report import check_output_path, render_summary, write_json_atomic
 
-    for d in dirs:
+    if use_spark is False and (master or tables_dir):
+        raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
+    paths, warnings = unique_inputs(dirs)
+    for d in paths:
         inside = os.path.realpath(d) + os.sep
         if tables_dir and os.path.realpath(tables_dir).startswith(inside):
             raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
         if report_path and os.path.realpath(report_path).startswith(inside):
             raise TroubleError(f"--report {report_path} is inside input {d}; inputs are evidence")
-    if tables_dir and no_spark:
-        raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
-    auto_log = None if metadata_log else default_metadata_log(dirs)
+    auto_log = None if metadata_log else default_metadata_log(paths)
     if auto_log:
         # found, not asked for: a log that cannot be replayed only costs the causes
         try:
             histories = load_histories(auto_log)
-            click.echo(f"compare: using the controller's metadata log {auto_log}", err=True)
+            _note(f"using the controller's metadata log {auto_log}")
         except SegtoolsError as exc:
-            click.echo(f"compare: ignoring the controller's metadata log: {exc}", err=True)
-    specs = discover_replicas(list(dirs))
-    if no_spark:
+            _note(f"ignoring the controller's metadata log: {exc}")
+    specs = discover_replicas(paths, warnings=warnings)
+    if report_path:
+        check_output_path(report_path, specs)
+    check = check_inputs(paths, specs)
+    warnings += check.warnings
+    for w in warnings:
+        _note(f"warning: {w}")
+    if strict and check.cluster_conflict:
+        raise TroubleError(f"{check.cluster_conflict} (--strict)")
+    total = sum(size for s in specs for _p, size in s.segments)
+    spark_wanted = use_spark if use_spark is not None else bool(
+        master or tables_dir or total > IN_PROCESS_MAX_BYTES)
+    if not spark_wanted:
         from segtools.forensics.pipeline import compare_in_process
 
-        report = compare_in_process(list(dirs), acks=acks, histories=histories, specs=specs)
+        runner = "in-process"
+        report = compare_in_process(paths, acks=acks, histories=histories, specs=specs)
     else:
-        from segtools.spark.compare_job import run_compare
-        from segtools.spark.session import get_spark
-
-        spark = get_spark(master=master, app_name="segtools-compare")
-        report = run_compare(spark, list(dirs), acks=acks, histories=histories,
-                             tables_dir=tables_dir, specs=specs)
-    click.echo(render_summary(report, max_rows=max_rows))
+        runner = "spark"
+        report = _run_on_spark(paths, specs, total, master=master, acks=acks, histories=histories,
+                               tables_dir=tables_dir, forced=use_spark is True)
+    click.echo(_printable(render_summary(report, max_rows=max_rows)))
+    click.echo(_printable("\n".join(check.legend_lines())))
     if report_path:
-        with open(report_path, "w", encoding="utf-8") as fh:
-            json.dump(report.to_json(), fh, indent=1, sort_keys=False)
-            fh.write("\n")
+        write_json_atomic(report_path, report.report_json(inputs=check.to_json(), warnings=warnings,
+                                                          runner=runner))
     sys.exit(report.exit_code)
+
+
+def _note(text: str) -> None:
+    click.echo(_printable(f"compare: {text}"), err=True)
+
+
+def _printable(text: str) -> str:
+    """Paths with bytes that are not UTF-8 (kept by Python as surrogates) shown as \\xNN
+    instead of failing the terminal's encoder."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,
+                  histories: Any, tables_dir: str | None, forced: bool) -> Any:
+    from segtools.spark.compare_job import run_compare
+    from segtools.spark.session import get_spark
+
+    why = ("--spark" if forced else "--master" if master else "--tables" if tables_dir else
+           f"above the {IN_PROCESS_MAX_BYTES / 2**30:g} GiB in-process threshold")
+    # One line on stderr: what starts and why now, the UI address once the JVM is up.
+    sys.stderr.write(_printable(f"compare: starting Spark ({master or 'local[*]'}) for "
+                                f"{total / 2**20:.1f} MiB of segments ({why})"))
+    sys.stderr.flush()
+    previous = signal.signal(signal.SIGINT, _interrupted)
+    try:
+        try:
+            spark = get_spark(master=master, app_name="segtools-compare")
+        except BaseException:
+            sys.stderr.write("\n")
+            raise
+        ui = spark.sparkContext.uiWebUrl
+        sys.stderr.write(f"; Spark UI {ui}\n" if ui else "\n")
+        sys.stderr.flush()
+        return run_compare(spark, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    """Ctrl-C while Spark runs: say so in one line and leave at once. Raising
+    KeyboardInterrupt inside a py4j call makes py4j print tracebacks; the JVM (which pyspark
+    starts with SIGINT ignored) exits by itself when its gateway's stdin closes with us; it is
+    told to stop first so that it does not outlive us by much."""
+    sys.stderr.write("\ninterrupted\n")
+    sys.stderr.flush()
+    try:
+        from pyspark import SparkContext
+
+        proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - still going: make sure
+                proc.kill()
+    except Exception:  # noqa: BLE001 - leaving anyway
+        pass
+    os._exit(130)

@@ -74,15 +74,30 @@ def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int
     return out, problems
 
 
-def discover_replicas(paths: Iterable[str | os.PathLike[str]]) -> list[ReplicaSpec]:
+def discover_replicas(paths: Iterable[str | os.PathLike[str]], *,
+                      warnings: list[str] | None = None) -> list[ReplicaSpec]:
     """Every partition replica under ``paths`` (broker log dirs, a folder of ``broker-<id>``
     dirs, or partition dirs), with its checkpoints. Broker ids come from meta.properties or
     the folder name; copies that would collide (the same broker id holding the same partition
-    in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest."""
+    in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest.
+    A partition dir reached twice (the same dir given twice, or a broker dir and one of its
+    partition dirs) is one replica; a note goes to ``warnings``."""
     from segtools.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
     from segtools.sources import resolve_sources
 
-    sources = [s for s in resolve_sources(list(paths)) if s.partition_dir is not None and s.partition >= 0]
+    paths = list(paths)
+    sources = []
+    seen: dict[str, str] = {}
+    for s in resolve_sources(paths):
+        if s.partition_dir is None or s.partition < 0:
+            continue
+        real = os.path.realpath(s.partition_dir)
+        if real in seen:
+            if warnings is not None:
+                warnings.append(f"{s.partition_dir} was given twice (also as {seen[real]}): compared once")
+            continue
+        seen[real] = s.partition_dir
+        sources.append(s)
     if not sources:
         raise InputError("no Kafka partition directories found in: " + ", ".join(map(str, paths)))
     # broker ids per log dir, de-duplicated
