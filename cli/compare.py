@@ -147,9 +147,11 @@ def _printable(text: str) -> str:
 
 def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,
                   histories: Any, tables_dir: str | None, forced: bool) -> Any:
+    from segtools.spark import session
     from segtools.spark.compare_job import run_compare
-    from segtools.spark.session import get_spark
 
+    if "SPARK_SUBMIT" not in os.environ and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        session.check_java()          # before the line below: no usable Java is one line
     why = ("--spark" if forced else "--master" if master else "--tables" if tables_dir else
            f"above the {IN_PROCESS_MAX_BYTES / 2**30:g} GiB in-process threshold")
     # One line on stderr: what starts and why now, the UI address once the JVM is up.
@@ -159,7 +161,7 @@ def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str
     previous = signal.signal(signal.SIGINT, _interrupted)
     try:
         try:
-            spark = get_spark(master=master, app_name="segtools-compare")
+            spark = session.get_spark(master=master, app_name="segtools-compare")
         except BaseException:
             sys.stderr.write("\n")
             raise

@@ -3,6 +3,7 @@ cluster, or whatever ``spark-submit`` configured when we run under it."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ class SparkUnavailableError(SegtoolsError):
     """Spark cannot start here (no usable Java, or the JVM exited): a user error, exit 2."""
 
 
+@functools.lru_cache(maxsize=1)
 def check_java() -> str:
     """The ``java`` Spark will launch (``$JAVA_HOME/bin/java``, else ``java`` on PATH), after
     checking that it runs; raises SparkUnavailableError with a hint otherwise."""
