@@ -154,42 +154,99 @@ def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str
         session.check_java()          # before the line below: no usable Java is one line
     why = ("--spark" if forced else "--master" if master else "--tables" if tables_dir else
            f"above the {IN_PROCESS_MAX_BYTES / 2**30:g} GiB in-process threshold")
-    # One line on stderr: what starts and why now, the UI address once the JVM is up.
-    sys.stderr.write(_printable(f"compare: starting Spark ({master or 'local[*]'}) for "
-                                f"{total / 2**20:.1f} MiB of segments ({why})"))
-    sys.stderr.flush()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:            # spark-submit, a notebook, a test: its session, its UI
+        _note(f"running on the active Spark session ({why}); Spark UI "
+              f"{active.sparkContext.uiWebUrl or 'disabled'}")
+        return run_compare(active, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
+    # One line on stderr, before the ~20 s JVM start: what starts, why, where its UI will be.
+    port = _free_port()
+    host = "localhost" if (master or "local").startswith("local") else _hostname()
+    _note(f"starting Spark ({master or 'local[*]'}) for {total / 2**20:.1f} MiB of segments "
+          f"({why}); Spark UI http://{host}:{port}")
     previous = signal.signal(signal.SIGINT, _interrupted)
     try:
-        try:
-            spark = session.get_spark(master=master, app_name="segtools-compare")
-        except BaseException:
-            sys.stderr.write("\n")
-            raise
+        spark = session.get_spark(master=master, app_name="segtools-compare",
+                                  config={"spark.ui.port": str(port)})
         ui = spark.sparkContext.uiWebUrl
-        sys.stderr.write(f"; Spark UI {ui}\n" if ui else "\n")
-        sys.stderr.flush()
+        if ui and not ui.rstrip("/").endswith(f":{port}"):
+            _note(f"Spark UI moved to {ui}")      # the port was taken meanwhile
         return run_compare(spark, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
 def _interrupted(signum: int, frame: Any) -> None:
     """Ctrl-C while Spark runs: say so in one line and leave at once. Raising
-    KeyboardInterrupt inside a py4j call makes py4j print tracebacks; the JVM (which pyspark
-    starts with SIGINT ignored) exits by itself when its gateway's stdin closes with us; it is
-    told to stop first so that it does not outlive us by much."""
-    sys.stderr.write("\ninterrupted\n")
-    sys.stderr.flush()
+    KeyboardInterrupt inside a py4j call makes py4j print tracebacks. pyspark starts its JVM
+    with SIGINT ignored; it is stopped here (also while it is still starting, when pyspark
+    does not know it yet) so that it neither outlives us nor writes after our last line."""
+    import time
+
+    jvms = set(_children(os.getpid()))
     try:
         from pyspark import SparkContext
 
         proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - still going: make sure
-                proc.kill()
+            jvms.add(proc.pid)
     except Exception:  # noqa: BLE001 - leaving anyway
         pass
+    for pid in jvms:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    while jvms and time.monotonic() < deadline:
+        for pid in list(jvms):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    jvms.discard(pid)
+            except ChildProcessError:
+                jvms.discard(pid)
+        time.sleep(0.05)
+    for pid in jvms:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
     os._exit(130)
