@@ -88,7 +88,7 @@ def test_threshold_is_documented_with_its_measurement():
     gib = f"{cmd.IN_PROCESS_MAX_BYTES / 2**30:g} GiB"
     assert gib in " ".join(help_text.split())
     readme = (REPO / "README.md").read_text()
-    assert "Choosing the runner" in readme and gib in readme
+    assert "segtools compare`: runner" in readme and gib in readme
 
 
 def _no_java_env(tmp_path: Path, script: str | None) -> dict[str, str]:
