@@ -87,17 +87,17 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     from segtools.forensics.elections import load_histories
     from segtools.forensics.inputs import check_inputs, unique_inputs
     from segtools.forensics.loss import AckIndex
-    from segtools.forensics.report import check_output_path, render_summary, write_json_atomic
+    from segtools.forensics.report import render_summary
+    from segtools.outputs import atomic_write, check_output_file, check_output_location
 
     if use_spark is False and (master or tables_dir):
         raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
     paths, warnings = unique_inputs(dirs)
-    for d in paths:
-        inside = os.path.realpath(d) + os.sep
-        if tables_dir and os.path.realpath(tables_dir).startswith(inside):
-            raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
-        if report_path and os.path.realpath(report_path).startswith(inside):
-            raise TroubleError(f"--report {report_path} is inside input {d}; inputs are evidence")
+    if tables_dir:
+        check_output_location(tables_dir, paths, flag="--tables")
+    if report_path:
+        # inside an input, or an input file itself (a hard link to a checkpoint): refused
+        check_output_file(report_path, paths, flag="--report")
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
     auto_log = None if metadata_log else default_metadata_log(paths)
@@ -109,8 +109,6 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         except SegtoolsError as exc:
             _note(f"ignoring the controller's metadata log: {exc}")
     specs = discover_replicas(paths, warnings=warnings)
-    if report_path:
-        check_output_path(report_path, specs)
     check = check_inputs(paths, specs)
     warnings += check.warnings
     for w in warnings:
@@ -132,8 +130,9 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     click.echo(_printable(render_summary(report, max_rows=max_rows)))
     click.echo(_printable("\n".join(check.legend_lines())))
     if report_path:
-        write_json_atomic(report_path, report.report_json(inputs=check.to_json(), warnings=warnings,
-                                                          runner=runner))
+        # temporary file + rename: never half a report, and a link at the path keeps its bytes
+        atomic_write(report_path, json.dumps(report.report_json(inputs=check.to_json(), warnings=warnings,
+                                                                runner=runner), indent=1) + "\n")
     sys.exit(report.exit_code)
 
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import Any, Sequence
-
-from segtools.errors import InputError
+from typing import Any
 
 from segtools.forensics.classify import PartitionVerdict
 from segtools.forensics.findings import PROBLEM_STATUSES, STATUS_ORDER
@@ -184,49 +181,3 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
     lines.append(line)
     return "\n".join(lines)
 
-
-def check_output_path(path: str | os.PathLike[str], specs: Sequence[Any]) -> None:
-    """Refuse an output file that is one of the input files (same inode: a hard link or a
-    symlink to a checkpoint, a segment...). Inputs are evidence. (Minimal check until a shared
-    segtools.outputs lands; the caller already refuses paths inside an input dir.)"""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise InputError(f"cannot use {path} as output: {exc.strerror or exc}") from None
-    folders = {d for s in specs for d in (s.log_dir, s.partition_dir) if d}
-    for folder in folders:
-        try:
-            with os.scandir(folder) as it:
-                for e in it:
-                    try:
-                        est = e.stat()
-                    except OSError:
-                        continue
-                    if (est.st_dev, est.st_ino) == (st.st_dev, st.st_ino):
-                        raise InputError(f"{path} is the input file {e.path} (same inode); "
-                                         "inputs are evidence: choose another output")
-        except OSError:
-            continue
-
-
-def write_json_atomic(path: str | os.PathLike[str], doc: Any) -> None:
-    """Write JSON to a temporary file next to ``path`` and rename it over ``path``: a reader
-    never sees half a report, and a hard link at ``path`` keeps its old bytes."""
-    import json
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".partial", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
