@@ -43,17 +43,7 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
     return None
 
 
-@click.command("compare", epilog="""\b
-Examples:
-  segtools compare cluster/                      # a folder of broker-* dirs
-  segtools compare b1/ b2/ b3/ --report r.json   # one log dir per broker
-  segtools compare big/ --spark --master spark://host:7077
-\b
-Runner: inputs up to 6 GiB of segments run in this process: on 2 cores local Spark was
-slower at every size measured up to 6.1 GB (14 s in process vs 261 s; its JVM alone takes
-20 s or more to start). Larger inputs, --master or --tables run on Spark. --spark /
---no-spark force one.
-Report fields, statuses and finding codes: docs/REPORT.md.""")
+@click.command("compare")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the JSON report (docs/REPORT.md) to FILE.")
@@ -74,11 +64,14 @@ Report fields, statuses and finding codes: docs/REPORT.md.""")
 @click.option("--strict", is_flag=True,
               help="Refuse inputs from different clusters (cluster.id) instead of warning.")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
+@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
+              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
+                   "Raise it for clusters with message.max.bytes above that.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
-            max_rows: int, debug: bool) -> None:
+            max_rows: int, debug: bool, max_batch_bytes: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
@@ -88,8 +81,17 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     from segtools.forensics.inputs import check_inputs, unique_inputs
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.report import render_summary
+    from segtools.limits import MAX_BATCH_BYTES_ENV, parse_size
     from segtools.outputs import atomic_write, check_output_file, check_output_location
 
+    if max_batch_bytes is not None:
+        try:
+            limit = parse_size(max_batch_bytes)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
+        # every reader of the run (in process, and Spark's Python workers, which inherit the
+        # environment) takes the limit from here
+        os.environ[MAX_BATCH_BYTES_ENV] = str(limit)
     if use_spark is False and (master or tables_dir):
         raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
     paths, warnings = unique_inputs(dirs)
