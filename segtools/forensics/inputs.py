@@ -138,8 +138,10 @@ def byte_exact_copies(log_dirs: dict[str, list[str]]) -> dict[str, str]:
     return copies
 
 
-def check_inputs(paths: Sequence[str | os.PathLike[str]], specs: Sequence[ReplicaSpec]) -> InputCheck:
-    """The legend of ``specs``' log dirs and the warnings about what was given."""
+def check_inputs(paths: Sequence[str | os.PathLike[str]], specs: Sequence[ReplicaSpec], *,
+                 copies: dict[str, str] | None = None) -> InputCheck:
+    """The legend of ``specs``' log dirs and the warnings about what was given. ``copies``
+    (log dir -> the log dir it copies) when the caller already knows them."""
     check = InputCheck(paths=[os.fspath(p) for p in paths])
     dirs: dict[str, list[ReplicaSpec]] = {}
     for s in specs:
@@ -174,7 +176,9 @@ def check_inputs(paths: Sequence[str | os.PathLike[str]], specs: Sequence[Replic
             check.warnings.append(
                 f"{len(group)} log dirs claim broker id {bid}: "
                 + ", ".join(f"{d.log_dir} (compared as broker {d.broker})" for d in group))
-    copies = byte_exact_copies({d.log_dir: [s.partition_dir for s in dirs[d.log_dir]] for d in check.log_dirs})
+    if copies is None:
+        copies = byte_exact_copies({d.log_dir: [s.partition_dir for s in dirs[d.log_dir]]
+                                    for d in check.log_dirs})
     for d in check.log_dirs:
         d.copy_of = copies.get(d.log_dir)
         if d.copy_of:
