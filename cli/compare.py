@@ -120,6 +120,11 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     total = sum(size for s in specs for _p, size in s.segments)
     spark_wanted = use_spark if use_spark is not None else bool(
         master or tables_dir or total > IN_PROCESS_MAX_BYTES)
+    odd = next((s.partition_dir for s in specs if not _utf8(s.partition_dir)), None)
+    if spark_wanted and odd is not None:
+        # Spark reads through pyarrow filesystems, which take UTF-8 paths only
+        raise TroubleError(f"{_printable(odd)}: a path that is not UTF-8 cannot be read on Spark; "
+                           "run compare with --no-spark (or rename a copy of the evidence)")
     if not spark_wanted:
         from segtools.forensics.pipeline import compare_in_process
 
@@ -136,6 +141,14 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         atomic_write(report_path, json.dumps(report.report_json(inputs=check.to_json(), warnings=warnings,
                                                                 runner=runner), indent=1) + "\n")
     sys.exit(report.exit_code)
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _note(text: str) -> None:

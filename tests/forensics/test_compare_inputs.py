@@ -329,3 +329,8 @@ def test_non_utf8_partition_dir_name_no_traceback(tmp_path):
                          capture_output=True, timeout=120)
     assert b"Traceback" not in res.stderr and res.returncode in (0, 1), res.stderr
     assert b"ord\\xffers-0" in res.stdout
+    # Spark reads through pyarrow (UTF-8 paths only): refused in one line before it starts
+    res = subprocess.run([sys.executable, "-m", "segtools", "compare", str(root), "--spark"],
+                         capture_output=True, timeout=120)
+    assert res.returncode == 2 and b"Traceback" not in res.stderr, res.stderr
+    assert b"not UTF-8" in res.stderr and b"starting Spark" not in res.stderr
