@@ -36,7 +36,7 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 @click.command("compare")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the JSON report (CONTRACT.md section 4) to FILE.")
+              help="Write the JSON report (docs/CONTRACT.md section 4) to FILE.")
 @click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl) to mark lost records as acked.")
 @click.option("--master", default=None, help="Spark master URL (default local[*], or spark-submit's).")

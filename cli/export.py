@@ -131,9 +131,12 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     click.echo(f"exported {summary.rows} {level} from {summary.partitions} partition replica(s), "
                f"{summary.segments} segment(s), {summary.bytes_read} bytes -> {len(summary.files)} "
                f"Parquet file(s) under {out_dir}")
+    for finding in summary.findings:
+        click.echo(f"Error: {finding}", err=True)
     if summary.crc_invalid_rows:
         click.echo(f"warning: {summary.crc_invalid_rows} exported {level} come from batches whose CRC "
                    "does not match (column crc_valid = false)", err=True)
+    if summary.crc_invalid_rows or summary.findings:
         sys.exit(1)
 
 
@@ -141,7 +144,11 @@ def _print_broker_legend(sources) -> None:
     """Which input went to which replica= folder (several inputs may claim one broker id)."""
     from segtools.export import broker_folders
 
-    for ident, name in sorted(broker_folders(sources).items(), key=lambda kv: kv[1]):
+    def order(item: tuple[str, str]) -> tuple:
+        parts = item[1].split("-")[1:]          # broker-<id>[-n]: numeric order, unknown last
+        return tuple(int(p) if p.isdigit() else float("inf") for p in parts)
+
+    for ident, name in sorted(broker_folders(sources).items(), key=order):
         click.echo(f"replica={name}/ <- {ident}")
 
 
