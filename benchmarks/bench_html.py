@@ -32,9 +32,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "html"))
 
-from cdp_chromium import Chromium  # noqa: E402
+from cdp_chromium import Chromium
 
-from segtools.report_html import write_html  # noqa: E402
+from segtools.report_html import write_html
 
 T0 = 1_719_975_664_000
 
@@ -138,8 +138,8 @@ def main() -> None:
             main.append(m["TaskDuration"])
             browser.call("Target.closeTarget", {"targetId": page.target})
     load_avg = os.getloadavg()[0]
-    print(f"| partitions | with findings (open) | lost record copies | HTML | Python render | "
-          f"load event | first frame after load | renderer CPU | main-thread tasks | load average |")
+    print("| partitions | with findings (open) | lost record copies | HTML | Python render | "
+          "load event | first frame after load | renderer CPU | main-thread tasks | load average |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {args.partitions} | {r['open']} | {lost} | {size_mb:.1f} MB | {render_s:.2f} s | "
           f"{statistics.median(loads):.2f} s | {statistics.median(paints):.2f} s | "

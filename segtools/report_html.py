@@ -19,9 +19,10 @@ import json
 import os
 import urllib.parse
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from segtools.forensics.findings import INFO_CODES, PROBLEM_STATUSES, STATUS_ORDER
 from segtools.report_assets import CSS as _CSS
@@ -198,7 +199,7 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
     w('<meta name="viewport" content="width=device-width, initial-scale=1">'
       '<meta name="referrer" content="no-referrer"><title>segtools incident report</title>')
     w(f"<style>{_CSS}</style></head><body>")
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     w(f'<header><h1>Incident report</h1><p class="sub">segtools {esc(__version__)} \u00b7 written {now}'
       + (f" \u00b7 from {esc(source)}" if source else "") + "</p></header>")
     _summary(w, t, parts, report.get("summary"))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import html
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 #: epoch run fills, cycled by epoch number (colour-blind safe-ish, light enough for labels)
 EPOCH_FILLS = ("#9ecae1", "#a1d99b", "#fdd0a2", "#dadaeb", "#c7e9c0", "#fcbba1", "#d9d9d9",
@@ -41,7 +42,7 @@ def iso_ms(ms: int | None) -> str:
     if ms is None or ms < 0:
         return ""
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, OSError, ValueError):
         return str(ms)
 
@@ -101,7 +102,7 @@ def offset_lanes(partition: Mapping[str, Any], offsets_lost: tuple[int, int] | N
     """One lane per replica over offsets [lowest log start, highest log end]; ``offsets_lost``
     is [first, end) of committed offsets that no replica holds (drawn across all lanes)."""
     replicas: Sequence[Mapping[str, Any]] = partition.get("replicas") or []
-    lost_by_broker: dict[int, list[Mapping[str, Any]]] = {}
+    lost_by_broker: dict[Any, list[Mapping[str, Any]]] = {}
     for rec in partition.get("lost_records") or []:
         lost_by_broker.setdefault(rec.get("broker"), []).append(rec)
     if not replicas:
@@ -114,8 +115,8 @@ def offset_lanes(partition: Mapping[str, Any], offsets_lost: tuple[int, int] | N
     lo, hi = min(starts), max(ends + [min(starts) + 1])
     scale = _Scale(lo, hi, LABEL_W, WIDTH - 20)
     height = AXIS_H + len(replicas) * (LANE_H + LANE_GAP) + 6
-    out = [f'<svg class="lanes" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
-           f'role="img" aria-label="replica logs over offset" data-lo="{lo}" data-hi="{hi}">']
+    out = [(f'<svg class="lanes" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
+            f'role="img" aria-label="replica logs over offset" data-lo="{lo}" data-hi="{hi}">')]
     # axis
     out.append(f'<g class="axis"><line x1="{LABEL_W}" y1="{AXIS_H - 6}" x2="{WIDTH - 20}" '
                f'y2="{AXIS_H - 6}" stroke="#888"/>')
@@ -266,8 +267,8 @@ def time_view(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[st
     brokers_y = lane_y0 + len(spans) * (lane_h + gap) + 8
     axis_y = brokers_y + 18
     h = axis_y + 30
-    out = [f'<svg class="timeline" viewBox="0 0 {WIDTH} {h}" width="{WIDTH}" height="{h}" role="img" '
-           f'aria-label="the partition over time" data-t0="{lo}" data-t1="{hi}">',
+    out = [(f'<svg class="timeline" viewBox="0 0 {WIDTH} {h}" width="{WIDTH}" height="{h}" role="img" '
+            f'aria-label="the partition over time" data-t0="{lo}" data-t1="{hi}">'),
            '<text x="4" y="30">partition changes</text>',
            f'<text x="4" y="{brokers_y + 8}">brokers</text>',
            f'<line x1="{LABEL_W}" y1="{axis_y}" x2="{WIDTH - 20}" y2="{axis_y}" stroke="#888"/>',
@@ -314,14 +315,14 @@ def time_view(changes: Sequence[Mapping[str, Any]], brokers: Sequence[Mapping[st
                    f'<title>{p}</title></circle>')
     out.extend(_labels(labels, 14, "election-label"))
     labels = []
-    for b in window:
-        x = scale.x(int(b["timestamp_ms"]))
-        ev = str(b.get("event") or "")
+    for event in window:
+        x = scale.x(int(event["timestamp_ms"]))
+        ev = str(event.get("event") or "")
         if ev in ("fenced", "unfenced", "unregistered"):
-            labels.append((_SEVERITY.get(ev, 9), x, f"broker {b.get('broker')} {ev}"))
+            labels.append((_SEVERITY.get(ev, 9), x, f"broker {event.get('broker')} {ev}"))
         out.append(f'<path class="broker-event {esc(ev.replace(" ", "-"))}" d="M{x - 5:.1f} {brokers_y + 10} '
-                   f'L{x + 5:.1f} {brokers_y + 10} L{x:.1f} {brokers_y} Z"><title>broker {esc(b.get("broker"))} '
-                   f'{esc(ev)}; {esc(iso_ms(b.get("timestamp_ms")))}</title></path>')
+                   f'L{x + 5:.1f} {brokers_y + 10} L{x:.1f} {brokers_y} Z"><title>broker '
+                   f'{esc(event.get("broker"))} {esc(ev)}; {esc(iso_ms(event.get("timestamp_ms")))}</title></path>')
     out.extend(_labels(labels, brokers_y - 2, "broker-label"))
     out.append("</svg>")
     return "".join(out)

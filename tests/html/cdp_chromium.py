@@ -14,6 +14,7 @@ Chromium is started in its own process group and the whole group is killed on ``
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Any
+from typing import Any, Self
 
 CHROMIUM_MISSING = ("Debian's chromium is not installed (needed to open the HTML report): "
                     "apt-get update && apt-get install -y chromium")
@@ -44,7 +45,8 @@ class Chromium:
             raise RuntimeError(CHROMIUM_MISSING)
         self.timeout = timeout
         self._tmp = tempfile.mkdtemp(prefix="segtools-chromium-")
-        self._stderr = open(os.path.join(self._tmp, "stderr.log"), "wb")
+        # kept open for the browser's lifetime (its stderr), closed in close()
+        self._stderr = open(os.path.join(self._tmp, "stderr.log"), "wb")  # noqa: SIM115
         profile = os.path.join(self._tmp, "profile")
         cmd = [exe, "--headless", "--disable-gpu", "--remote-debugging-port=0",
                "--remote-debugging-address=127.0.0.1", f"--user-data-dir={profile}",
@@ -63,7 +65,8 @@ class Chromium:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"chromium exited with {self.proc.returncode}: {self.stderr_tail()}")
                 if os.path.exists(port_file):
-                    lines = open(port_file).read().split()
+                    with open(port_file) as fh:
+                        lines = fh.read().split()
                     if len(lines) >= 2:
                         break
                 if time.monotonic() > deadline:
@@ -127,7 +130,7 @@ class Chromium:
                 m["_seen"] = True
                 return m
 
-    def open(self, url: str, width: int = 1200, height: int = 900) -> "Page":
+    def open(self, url: str, width: int = 1200, height: int = 900) -> Page:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session, target)
@@ -143,10 +146,8 @@ class Chromium:
         """Stop the browser and every process it started; remove its profile."""
         try:
             if self.ws is not None:
-                try:
+                with contextlib.suppress(Exception):     # a browser already gone
                     self.ws.__exit__(None, None, None)
-                except Exception:
-                    pass
         finally:
             if self.proc.poll() is None:
                 try:
@@ -163,10 +164,10 @@ class Chromium:
             self._stderr.close()
             shutil.rmtree(self._tmp, ignore_errors=True)
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

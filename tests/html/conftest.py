@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from cdp_chromium import CHROMIUM_MISSING, Chromium, chromium_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,9 +21,10 @@ def compare_sample(name: str, *, acks: bool = True) -> dict[str, Any]:
     return json.loads(_compare_sample(name, acks))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compare_sample(name: str, acks: bool) -> str:
     from segtools.cli.compare import default_metadata_log
+
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.pipeline import compare_in_process

@@ -17,13 +17,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from cdp_chromium import Chromium  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from conftest import REPO  # noqa: E402
+from cdp_chromium import Chromium
+from click.testing import CliRunner
+from conftest import REPO
+from segtools.cli.main import cli
 
-from segtools.cli.main import cli  # noqa: E402
-
-from segtools.report_html import write_html  # noqa: E402
+from segtools.report_html import write_html
 
 #: sample -> (png, height shown: the summary and the first partitions)
 SHOTS = {"S7-simple-unclean-election": ("report-unclean-election.png", 1750),
