@@ -30,11 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "html"))
-
-from cdp_chromium import Chromium
-
-from segtools.report_html import write_html
+HTML_TESTS = Path(__file__).resolve().parents[1] / "tests" / "html"   # the CDP client lives there
 
 T0 = 1_719_975_664_000
 
@@ -114,6 +110,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="also write the synthetic report.json here")
     args = ap.parse_args()
+
+    sys.path.insert(0, str(HTML_TESTS))
+    from cdp_chromium import Chromium
+
+    from segtools.report_html import write_html
 
     report = synthetic_report(args.partitions, args.problem_share, args.lost_per_problem)
     if args.keep:

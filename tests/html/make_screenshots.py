@@ -15,14 +15,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from cdp_chromium import Chromium
-from click.testing import CliRunner
-from conftest import REPO
-from segtools.cli.main import cli
-
-from segtools.report_html import write_html
+REPO = HERE.parents[1]
 
 #: sample -> (png, height shown: the summary and the first partitions)
 SHOTS = {"S7-simple-unclean-election": ("report-unclean-election.png", 1750),
@@ -30,6 +23,13 @@ SHOTS = {"S7-simple-unclean-election": ("report-unclean-election.png", 1750),
 
 
 def main() -> None:
+    sys.path.insert(0, str(HERE))
+    from cdp_chromium import Chromium
+    from click.testing import CliRunner
+    from segtools.cli.main import cli
+
+    from segtools.report_html import write_html
+
     with tempfile.TemporaryDirectory() as tmp, Chromium() as browser:
         for sample, (png, height) in SHOTS.items():
             page_path, report = Path(tmp) / f"{sample}.html", Path(tmp) / f"{sample}.json"
