@@ -59,16 +59,16 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
     finally:
         cluster.stop()
         kill_all()
+        with open(os.path.join(out, "kafka", "run.json"), "w", encoding="utf-8") as fh:
+            json.dump({"kafka_version": runtime.version, "cluster_id": cluster.cluster_id,
+                       "features": features, "waits": runner.log.waits,
+                       "elections": runner.log.elections, "errors": runner.log.errors,
+                       "timings": runner.log.timings}, fh, indent=2, sort_keys=True)
     truth = build_truth(runner, final_view, final_hw)
     with open(os.path.join(out, "acks.jsonl"), "w", encoding="utf-8") as fh:
         fh.write("".join(json.dumps(a, sort_keys=True) + "\n" for a in runner.acks))
     with open(os.path.join(out, "truth.json"), "w", encoding="utf-8") as fh:
         fh.write(json.dumps(truth, sort_keys=True, indent=2) + "\n")
-    with open(os.path.join(out, "kafka", "run.json"), "w", encoding="utf-8") as fh:
-        json.dump({"kafka_version": runtime.version, "cluster_id": cluster.cluster_id,
-                   "features": features, "waits": runner.log.waits,
-                   "elections": runner.log.elections, "errors": runner.log.errors,
-                   "timings": runner.log.timings}, fh, indent=2, sort_keys=True)
     if not keep_step_copies:
         shutil.rmtree(runner.steps_dir, ignore_errors=True)
     return SimulationResult(out, truth, runner.acks, runner)

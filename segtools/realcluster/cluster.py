@@ -58,6 +58,7 @@ class RealCluster:
         self.brokers: dict[int, JvmProcess] = {}
         self.cluster_id = _kafka_uuid()
         self._admin: Any = None
+        self._admin_key: tuple[int, ...] = ()
 
     # ------------------------------------------------------------------ paths
     def broker_dir(self, b: int) -> str:
@@ -128,12 +129,16 @@ class RealCluster:
 
     # ------------------------------------------------------------------ Admin API
     def admin(self) -> Any:
-        if self._admin is None:
-            ck = require_client()
+        """An Admin client that knows only the brokers able to answer now: a request sent to a
+        SIGSTOPped broker would hang, so the client is renewed whenever that set changes."""
+        answering = tuple(b for b in sorted(self.ports.brokers) if self._answering(b)) \
+            or tuple(sorted(self.ports.brokers))
+        if self._admin is None or self._admin_key != answering:
+            require_client()
             from confluent_kafka.admin import AdminClient
 
-            del ck
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap(),
+            self._admin_key = answering
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap(list(answering)),
                                        "socket.timeout.ms": 3000,
                                        "reconnect.backoff.max.ms": 200,
                                        "topic.metadata.refresh.interval.ms": 500,
@@ -154,7 +159,13 @@ class RealCluster:
 
     def describe(self) -> dict[tuple[str, int], PartitionView]:
         """Leader, ISR and replicas of every partition of the scenario's topics."""
-        md = self.admin().list_topics(timeout=3)
+        if self.brokers and not any(self._answering(b) for b in self.brokers):
+            raise ClusterError("no broker is running and not paused")
+        try:
+            md = self.admin().list_topics(timeout=3)
+        except Exception:  # noqa: BLE001 - the broker asked went away: ask a fresh client
+            self._admin = None
+            md = self.admin().list_topics(timeout=5)
         out: dict[tuple[str, int], PartitionView] = {}
         for t in self.scenario.topics:
             tm = md.topics.get(t.name)
@@ -187,6 +198,8 @@ class RealCluster:
 
     def _answering(self, b: int) -> bool:
         p = self.brokers.get(b)
+        if not self.brokers:  # starting: every broker is about to answer
+            return True
         return p is not None and p.alive() and not p.paused
 
     def create_topics(self, timeout: float = 60.0) -> None:
@@ -205,11 +218,16 @@ class RealCluster:
             except Exception as exc:  # noqa: BLE001
                 raise ClusterError(f"creating topic {name} failed: {exc}") from None
 
+        tps = [(t.name, p) for t in self.scenario.topics for p in range(t.partitions)]
+
         def ready() -> bool:
+            # the metadata names a leader before its log exists: an acks=0 record sent then
+            # is dropped without a word, so wait until every leader answers ListOffsets
             view = self.describe()
-            return all((t.name, p) in view and view[(t.name, p)].leader is not None
-                       for t in self.scenario.topics for p in range(t.partitions))
-        self.wait_for(ready, timeout, "every partition has a leader")
+            if not all(tp in view and view[tp].leader is not None for tp in tps):
+                return False
+            return set(self.high_watermarks()) >= set(tps)
+        self.wait_for(ready, timeout, "every partition has a leader that answers")
 
     # ------------------------------------------------------------------ faults
     def crash(self, b: int) -> None:

@@ -18,7 +18,7 @@ MIN_SEGMENT_BYTES = 1024 * 1024
 SESSION_TIMEOUT_MS = 8000
 HEARTBEAT_INTERVAL_MS = 500
 #: the ISR shrink of a follower that stopped fetching (checked every half of it)
-REPLICA_LAG_TIME_MAX_MS = 1000
+REPLICA_LAG_TIME_MAX_MS = 2500
 
 
 def free_port() -> int:

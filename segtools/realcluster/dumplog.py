@@ -27,9 +27,23 @@ class DumpedRecord:
     control: bool
 
 
+#: one command-line argument may not exceed 128 KiB (Linux MAX_ARG_STRLEN): --files is split
+_FILES_ARG_MAX = 100_000
+
+
 def _run(runtime: KafkaRuntime, files: list[str], *flags: str) -> str:
-    if not files:
-        return ""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for f in files:
+        if chunks[-1] and size + len(f) + 1 > _FILES_ARG_MAX:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(f)
+        size += len(f) + 1
+    return "".join(_run_one(runtime, c, *flags) for c in chunks if c)
+
+
+def _run_one(runtime: KafkaRuntime, files: list[str], *flags: str) -> str:
     res = run_tool(runtime.command(DUMP_LOG_MAIN, *flags, "--files", ",".join(files), heap="256m"),
                    timeout=300)
     if res.returncode != 0:
