@@ -5,6 +5,7 @@ formatted with Kafka's storage tool, driven through the Admin API (confluent-kaf
 from __future__ import annotations
 
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class RealCluster:
         self.cluster_id = _kafka_uuid()
         self._admin: Any = None
         self._admin_key: tuple[int, ...] = ()
+        self._crashed_at: dict[int, int] = {}
 
     # ------------------------------------------------------------------ paths
     def broker_dir(self, b: int) -> str:
@@ -231,7 +233,26 @@ class RealCluster:
 
     # ------------------------------------------------------------------ faults
     def crash(self, b: int) -> None:
+        self._crashed_at[b] = self._controller_log_size()
         self.brokers[b].kill()
+
+    def _controller_log_size(self) -> int:
+        try:
+            return os.path.getsize(os.path.join(self.kafka_dir, "controller.log"))
+        except OSError:
+            return 0
+
+    def fenced_since_crash(self, b: int) -> bool:
+        """Has the controller fenced broker ``b`` since it was crashed? Read from the
+        controller's own log (the Admin API needs a running broker to answer)."""
+        start = self._crashed_at.get(b)
+        if start is None:
+            return True
+        with open(os.path.join(self.kafka_dir, "controller.log"), "rb") as fh:
+            fh.seek(start)
+            text = fh.read()
+        return re.search(rb"BrokerRegistrationChangeRecord\(brokerId=%d, brokerEpoch=\d+, fenced=1"
+                         % b, text) is not None
 
     def shutdown(self, b: int) -> bool:
         return self.brokers[b].terminate(60.0)

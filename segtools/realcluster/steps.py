@@ -96,9 +96,15 @@ class StepRunner:
         if paused and step.kind != "advance":
             return
         if not any(p.alive() for p in self.cluster.brokers.values()):
-            # nobody to ask (the Admin API talks to brokers): recorded, not waited for
-            self.log.waits.append({"step": step.index, "kind": step.kind, "reached": None,
-                                   "seconds": 0.0, "why": "no broker running"})
+            # nobody to ask through the Admin API: the controller's own log tells when the
+            # crashed brokers are fenced (their partitions then go offline, as in the model)
+            t0 = time.monotonic()
+            ok = self.cluster.wait_for(
+                lambda: all(self.cluster.fenced_since_crash(b) for b in self.cluster.brokers),
+                WAIT_S, "the crashed brokers fenced", raise_on_timeout=False)
+            self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
+                                   "seconds": round(time.monotonic() - t0, 3),
+                                   "how": "controller log: broker fenced"})
             return
         timeout = config.SESSION_TIMEOUT_MS * 0.6 / 1000 if paused else WAIT_S
         expected = self._expected()
