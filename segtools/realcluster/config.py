@@ -15,10 +15,13 @@ MIN_SEGMENT_BYTES = 1024 * 1024
 #: how long the controller waits for a heartbeat before it fences a broker. A paused
 #: (SIGSTOPped) broker stops heartbeating too: a pause must stay shorter than this, or the
 #: controller fences the broker, which the model's `pause` (alive, not fetching) never does.
-SESSION_TIMEOUT_MS = 8000
+SESSION_TIMEOUT_MS = 10000
 HEARTBEAT_INTERVAL_MS = 500
 #: the ISR shrink of a follower that stopped fetching (checked every half of it)
-REPLICA_LAG_TIME_MAX_MS = 2500
+REPLICA_LAG_TIME_MAX_MS = 3500
+#: how long a leader parks a follower's fetch when there is nothing new: a fetch parked before
+#: a SIGSTOP is answered with whatever arrives meanwhile, into the stopped follower's socket
+REPLICA_FETCH_WAIT_MAX_MS = 100
 
 
 def free_port() -> int:
@@ -86,7 +89,7 @@ def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: st
         "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
         "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
         "replica.lag.time.max.ms": REPLICA_LAG_TIME_MAX_MS,
-        "replica.fetch.wait.max.ms": 100,
+        "replica.fetch.wait.max.ms": REPLICA_FETCH_WAIT_MAX_MS,
         "replica.fetch.backoff.ms": 100,
         "replica.high.watermark.checkpoint.interval.ms": 200,
         "log.segment.bytes": max(spec.segment_bytes, MIN_SEGMENT_BYTES),

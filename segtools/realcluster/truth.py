@@ -272,7 +272,9 @@ def _attach_reasons_and_holdings(runner: StepRunner, elections: dict[tuple[str, 
                 e.reason = e.reason or "offline"
                 continue
             for i, obs in enumerate(runner.observations):
-                path = os.path.join(obs.copy_dir or "", f"broker-{e.leader}", f"{tp[0]}-{tp[1]}",
+                if obs.copy_dir is None:
+                    continue
+                path = os.path.join(obs.copy_dir, f"broker-{e.leader}", f"{tp[0]}-{tp[1]}",
                                     "leader-epoch-checkpoint")
                 epochs = dict(read_epochs(path))
                 if e.epoch in epochs:
