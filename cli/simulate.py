@@ -23,7 +23,7 @@ from segtools.cli.errors import handle_errors
 @handle_errors
 def simulate(scenario: str, out_dir: str, seed: int | None, engine: str, kafka_home: str | None,
              debug: bool) -> None:
-    """Run the replicated-cluster SCENARIO (YAML/JSON, CONTRACT.md section 3) into DIR.
+    """Run the replicated-cluster SCENARIO (YAML/JSON, docs/CONTRACT.md section 3) into DIR.
 
     With the model, the same scenario and seed always give byte-identical output. With
     --engine kafka, every step is a real action on real brokers (README: "the real engine").
