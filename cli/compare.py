@@ -178,6 +178,8 @@ def _printable(text: str) -> str:
 def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,
                   histories: Any, tables_dir: str | None, forced: bool) -> Any:
     from segtools.spark import session
+
+    session.require_pyspark()
     from segtools.spark.compare_job import run_compare
 
     if "SPARK_SUBMIT" not in os.environ and not os.environ.get("PYSPARK_GATEWAY_PORT"):
