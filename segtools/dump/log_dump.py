@@ -51,6 +51,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     max_bytes = opts.max_bytes
     abs_path = text.java_absolute_path(path)
     non_consecutive: list[tuple[int, int]] = []
+    kafka4 = opts.kafka4
     last_offset = -1
     prev_batch_last = None
     fatal = False
@@ -91,13 +92,15 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
             try:
                 for record in batch.records(max_message_size=_NO_MESSAGE_LIMIT):
                     offset = record.offset
-                    if last_offset != -1 and offset != last_offset + 1:
+                    # Kafka 4.x also compares the file's first record with -1 (a segment that
+                    # does not start at offset 0 reports "-1 is followed by N"); 3.x skipped it
+                    if offset != last_offset + 1 and (kafka4 or last_offset != -1):
                         non_consecutive.append((last_offset, offset))
                     last_offset = offset
                     control = None
                     if is_control and metadata:
                         try:
-                            control = describe_control(record.key, record.value)
+                            control = describe_control(record.key, record.value, kafka4)
                         except FormatError as exc:
                             ctx.error("corrupt_control_record", exc.located(
                                 path=path, position=batch.position, base_offset=batch.base_offset))

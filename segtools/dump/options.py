@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 MAX_BYTES_DEFAULT = 2147483647
 MAX_MESSAGE_SIZE_DEFAULT = 5 * 1024 * 1024
 
+#: kafka-dump-log text dialects: "4.3" is the pinned Kafka 4.3.1 (jvm/pom.xml), the default;
+#: "3.9" the Scala tool of Kafka 3.x (docs/DUMP_LOG.md; differences in "Kafka 4.x text")
+KAFKA_VERSIONS = ("4.3", "3.9")
+DEFAULT_KAFKA_VERSION = "4.3"
+
 # exit statuses (CONTRACT.md section 1)
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -33,6 +38,12 @@ class DumpOptions:
     output: str = "text"          # text | json | ndjson
     quiet: bool = False
     debug: bool = False
+    kafka_version: str = DEFAULT_KAFKA_VERSION  # whose text: KAFKA_VERSIONS
+
+    @property
+    def kafka4(self) -> bool:
+        """Kafka 4.x text (the Java DumpLogSegments) rather than 3.x (the Scala one)."""
+        return self.kafka_version != "3.9"
 
     @property
     def should_print_data_log(self) -> bool:
@@ -50,10 +61,14 @@ class DumpOptions:
 class Summaries:
     """The maps kafka-dump-log prints to stderr after all files, keyed by absolute path.
 
-    Index mismatches and non-consecutive pairs are kept newest first (Kafka prepends to a
-    Scala List); time-index errors in discovery order (Kafka appends to an ArrayBuffer).
+    Index mismatches and non-consecutive pairs are kept newest first (Kafka 3.x prepends to a
+    Scala List); time-index errors in discovery order (Kafka appends to a list).
     ``puts`` records, per map, the keys of Kafka's ``put`` calls so the summaries can be
-    printed in Scala HashMap order (scala_order.py)."""
+    printed in Kafka's HashMap order (scala_order.py): Scala 2.13's for 3.x, Java's for 4.x.
+
+    Kafka 4.x keeps index mismatches and non-consecutive pairs in a ``TreeMap`` per file
+    (``ordered_pairs``): one pair per index offset (the last one found wins), printed by
+    descending index offset; one pair per previous offset, printed ascending."""
 
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -61,6 +76,9 @@ class Summaries:
     offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     puts: dict[str, list[str]] = field(default_factory=dict)
+    #: per map, the key of every computeIfAbsent call of Kafka 4.x (one per pair)
+    calls: dict[str, list[str]] = field(default_factory=dict)
+    kafka_version: str = DEFAULT_KAFKA_VERSION
 
     def set_newest_first(self, name: str, path: str, pairs: list[tuple[int, int]]) -> None:
         """Index mismatches / non-consecutive pairs of one file: Kafka puts once per pair and
@@ -68,6 +86,7 @@ class Summaries:
         target = getattr(self, name)
         target[path] = pairs + target.get(path, [])
         self.puts.setdefault(name, []).extend([path] * len(pairs))
+        self.calls.setdefault(name, []).extend([path] * len(pairs))
 
     def append(self, name: str, path: str, pair: tuple[int, int]) -> None:
         """A time-index error: Kafka puts the file's buffer once, when it is created."""
@@ -76,9 +95,25 @@ class Summaries:
             target[path] = []
             self.puts.setdefault(name, []).append(path)
         target[path].append(pair)
+        self.calls.setdefault(name, []).append(path)
 
     def ordered(self, name: str) -> list[tuple[str, list[tuple[int, int]]]]:
-        from segtools.dump.scala_order import scala_hashmap_order
+        """(absolute path, pairs) in the order Kafka prints them."""
+        from segtools.dump.scala_order import java_hashmap_order, scala_hashmap_order
 
         target = getattr(self, name)
-        return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
+        if self.kafka_version == "3.9":
+            return [(path, target[path])
+                    for path in scala_hashmap_order(self.puts.get(name, []))]
+        return [(path, self.ordered_pairs(name, target[path]))
+                for path in java_hashmap_order(self.calls.get(name, []))]
+
+    @staticmethod
+    def ordered_pairs(name: str, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Kafka 4.x's TreeMap view of one file's pairs (stored newest first for the
+        index/non-consecutive maps, in discovery order for the time-index lists)."""
+        if name == "index_mismatches":
+            return sorted(dict(reversed(pairs)).items(), reverse=True)
+        if name == "non_consecutive":
+            return sorted(dict(reversed(pairs)).items())
+        return pairs

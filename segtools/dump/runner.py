@@ -31,7 +31,8 @@ class DumpContext:
         self.options = options
         self.sink = sink
         self.err = err
-        self.summaries = Summaries()
+        self.summaries = Summaries(kafka_version=options.kafka_version)
+        sink.configure(options)
         self.status = EXIT_CLEAN
         self.parser: Any = None
 
@@ -146,7 +147,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             transaction_log_decoder=options.transaction_log_decoder,
             cluster_metadata_decoder=options.cluster_metadata_decoder,
             key_decoder_class=options.key_decoder_class,
-            value_decoder_class=options.value_decoder_class)
+            value_decoder_class=options.value_decoder_class,
+            kafka4=options.kafka4)
 
     files: list[str] = []
     unreadable: dict[str, OSError] = {}  # directories that could not be listed

@@ -1,4 +1,5 @@
-"""Iteration order of Scala 2.13's ``mutable.HashMap`` for String keys.
+"""Iteration order of Scala 2.13's ``mutable.HashMap`` (Kafka 3.x's kafka-dump-log) and of
+Java's ``java.util.HashMap`` (Kafka 4.x's) for String keys.
 
 kafka-dump-log keeps its end-of-run summaries (index mismatches, time-index errors,
 non-consecutive offsets) in ``mutable.Map[String, ...]`` keyed by absolute path and prints them
@@ -45,3 +46,22 @@ def scala_hashmap_order(puts: Iterable[str]) -> list[str]:
     mask = buckets - 1
     return sorted(first_put, key=lambda k: (_improved(k) & mask, _signed(_improved(k)),
                                             first_put[k]))
+
+
+def java_hashmap_order(calls: Iterable[str]) -> list[str]:
+    """Distinct keys in the order a ``java.util.HashMap`` filled by these ``computeIfAbsent``
+    calls (in this order, hits included) iterates them (Kafka 4.x's DumpLogSegments).
+
+    ``computeIfAbsent`` first resizes (16 buckets, doubled) when the size already exceeds
+    0.75 of the buckets, hits included, then links a new key at the head of its bucket;
+    resizing splits buckets keeping their order. So: bucket = ``(h ^ (h >>> 16)) &
+    (buckets - 1)``, newest first within a bucket. (Checked against java.util.HashMap in
+    tests/realkafka.)"""
+    first_put: dict[str, int] = {}
+    buckets = 16
+    for key in calls:
+        if len(first_put) > buckets * 3 // 4:
+            buckets *= 2
+        first_put.setdefault(key, len(first_put))
+    mask = buckets - 1
+    return sorted(first_put, key=lambda k: (_improved(k) & mask, -first_put[k]))

@@ -14,6 +14,9 @@ class Sink:
 
     def begin_file(self, path: str, kind: str) -> None: ...
 
+    def configure(self, options: Any) -> None:
+        """Called once with the run's DumpOptions (e.g. whose text: --kafka-version)."""
+
     def header(self, line: str, fields: dict[str, Any]) -> None: ...
 
     def batch(self, batch: Any) -> None: ...
@@ -45,6 +48,10 @@ class TextSink(Sink):
         self.out = out
         self.err = err
         self._write = out.write
+        self.kafka4 = True
+
+    def configure(self, options: Any) -> None:
+        self.kafka4 = options.kafka4
 
     def begin_file(self, path: str, kind: str) -> None:
         self._write(f"Dumping {path}\n")
@@ -59,7 +66,7 @@ class TextSink(Sink):
                control: tuple[str, dict[str, Any]] | None,
                key: str | None, payload: str | None) -> None:
         self._write(text.record_line(
-            text.record_metadata(batch, record) if metadata else None,
+            text.record_metadata(batch, record, self.kafka4) if metadata else None,
             control[0] if control is not None else None, key, payload) + "\n")
 
     def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
@@ -81,17 +88,7 @@ class TextSink(Sink):
 
     def summary(self, summaries: Summaries) -> None:
         """Kafka's end-of-run stderr blocks, in Kafka's order (DUMP_LOG.md section 8)."""
-        lines: list[str] = []
-        for path, pairs in summaries.ordered("index_mismatches"):
-            lines += text.index_mismatch_lines(path, pairs)
-        for path, pairs in summaries.ordered("timestamp_mismatches"):
-            lines += text.timestamp_mismatch_lines(path, pairs)
-        for path, pairs in summaries.ordered("out_of_order_timestamps"):
-            lines += text.out_of_order_lines(path, pairs)
-        for _, pairs in summaries.ordered("offsets_not_found"):
-            lines += text.offset_not_found_lines(pairs)
-        for path, pairs in summaries.ordered("non_consecutive"):
-            lines += text.non_consecutive_lines(path, pairs)
+        lines = text.summary_lines(summaries)
         if lines:
             self.out.flush()
             self.err.write("\n".join(lines) + "\n")

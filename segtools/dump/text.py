@@ -66,8 +66,9 @@ def batch_line(batch: Any) -> str:
     )
 
 
-def record_metadata(batch: Any, record: Any) -> str:
-    """The metadata part of a record line, without the leading ``| `` (section 3.4)."""
+def record_metadata(batch: Any, record: Any, kafka4: bool = True) -> str:
+    """The metadata part of a record line, without the leading ``| `` (section 3.4).
+    Kafka 3.x printed a stray ``}`` after a legacy record's crc; 4.x does not."""
     key_size = -1 if record.key is None else len(record.key)
     value_size = -1 if record.value is None else len(record.value)
     text = (
@@ -77,8 +78,10 @@ def record_metadata(batch: Any, record: Any) -> str:
     if batch.magic >= 2:
         keys = ",".join(k for k, _ in record.headers)
         text += f" sequence: {record.sequence} headerKeys: [{keys}]"
+    elif kafka4:
+        text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}"
     else:
-        # the stray '}' is Kafka's (DumpLogSegments prints "crc: ${r.checksum}}")
+        # the stray '}' is Kafka 3.x's (DumpLogSegments.scala prints "crc: ${r.checksum}}")
         text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}}}"
     return text
 
@@ -184,8 +187,11 @@ def out_of_order_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]
     return lines
 
 
-def offset_not_found_lines(pairs: Iterable[tuple[int, int]]) -> list[str]:
-    lines = ["The following indexed offsets are not found in the log."]
+def offset_not_found_lines(pairs: Iterable[tuple[int, int]], path: str | None = None) -> list[str]:
+    """Kafka 4.x names the time index (``path``); 3.x printed no file name."""
+    head = ("The following indexed offsets are not found in the log." if path is None
+            else f"The following indexed offsets are not found in :{path}")
+    lines = [head]
     lines += [f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs]
     return lines
 
@@ -193,4 +199,22 @@ def offset_not_found_lines(pairs: Iterable[tuple[int, int]]) -> list[str]:
 def non_consecutive_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
     lines = [f"Non-consecutive offsets in {path}"]
     lines += [f"  {a} is followed by {b}" for a, b in pairs]
+    return lines
+
+
+def summary_lines(summaries: Any) -> list[str]:
+    """Kafka's end-of-run stderr blocks, in Kafka's order (DUMP_LOG.md section 8; Kafka 4.x
+    names the time index in the "not found" block)."""
+    kafka4 = summaries.kafka_version != "3.9"
+    lines: list[str] = []
+    for path, pairs in summaries.ordered("index_mismatches"):
+        lines += index_mismatch_lines(path, pairs)
+    for path, pairs in summaries.ordered("timestamp_mismatches"):
+        lines += timestamp_mismatch_lines(path, pairs)
+    for path, pairs in summaries.ordered("out_of_order_timestamps"):
+        lines += out_of_order_lines(path, pairs)
+    for path, pairs in summaries.ordered("offsets_not_found"):
+        lines += offset_not_found_lines(pairs, path if kafka4 else None)
+    for path, pairs in summaries.ordered("non_consecutive"):
+        lines += non_consecutive_lines(path, pairs)
     return lines
