@@ -95,8 +95,14 @@ class DecoderMessageParser:
     def parse(self, record: Any) -> tuple[str | None, str | None]:
         key, value = record.key, record.value
         if self._fast:
-            return (None if key is None else string_decoder(key),
-                    None if value is None else string_decoder(value))
+            # str(buffer, "utf-8") decodes bytes and memoryviews without a copy; only bytes
+            # that are not valid UTF-8 take Java's replacement path
+            try:
+                return (None if key is None else str(key, "utf-8"),
+                        None if value is None else str(value, "utf-8"))
+            except UnicodeDecodeError:
+                return (None if key is None else string_decoder(key),
+                        None if value is None else string_decoder(value))
         return (None if key is None else _call_decoder(self.key_decoder, key, record, "key"),
                 None if value is None else _call_decoder(self.value_decoder, value, record, "value"))
 

@@ -65,9 +65,9 @@ class TextSink(Sink):
     def record(self, batch: Any, record: Any, metadata: bool,
                control: tuple[str, dict[str, Any]] | None,
                key: str | None, payload: str | None) -> None:
-        self._write(text.record_line(
-            text.record_metadata(batch, record, self.kafka4) if metadata else None,
-            control[0] if control is not None else None, key, payload) + "\n")
+        self._write(text.record_text(batch, record, self.kafka4, metadata,
+                                     control[0] if control is not None else None, key,
+                                     payload) + "\n")
 
     def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
         self._write(line + "\n")

@@ -69,14 +69,16 @@ def batch_line(batch: Any) -> str:
 def record_metadata(batch: Any, record: Any, kafka4: bool = True) -> str:
     """The metadata part of a record line, without the leading ``| `` (section 3.4).
     Kafka 3.x printed a stray ``}`` after a legacy record's crc; 4.x does not."""
-    key_size = -1 if record.key is None else len(record.key)
-    value_size = -1 if record.value is None else len(record.value)
+    key = record.key
+    value = record.value
     text = (
         f"offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
-        f"keySize: {key_size} valueSize: {value_size}"
+        f"keySize: {-1 if key is None else len(key)} "
+        f"valueSize: {-1 if value is None else len(value)}"
     )
     if batch.magic >= 2:
-        keys = ",".join(k for k, _ in record.headers)
+        headers = record.headers
+        keys = ",".join([k for k, _ in headers]) if headers else ""
         text += f" sequence: {record.sequence} headerKeys: [{keys}]"
     elif kafka4:
         text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}"
@@ -84,6 +86,22 @@ def record_metadata(batch: Any, record: Any, kafka4: bool = True) -> str:
         # the stray '}' is Kafka 3.x's (DumpLogSegments.scala prints "crc: ${r.checksum}}")
         text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}}}"
     return text
+
+
+def record_text(batch: Any, record: Any, kafka4: bool, metadata: bool, control: str | None,
+                key: str | None, payload: str | None) -> str:
+    """``record_line(record_metadata(...) if metadata else None, ...)`` in one call: the
+    deep-iteration hot path (one call per record)."""
+    if not metadata:
+        return record_line(None, control, key, payload)
+    line = RECORD_PREFIX + record_metadata(batch, record, kafka4)
+    if control is not None:
+        line += control
+    if key is not None:
+        line += f" key: {key}"
+    if payload is not None:
+        line += f" payload: {payload}"
+    return line
 
 
 def record_line(metadata: str | None, control: str | None, key: str | None,
