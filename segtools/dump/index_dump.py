@@ -189,7 +189,7 @@ def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, s
             ctx.error("index_sanity_check", IndexCorruptionError(
                 f"Corrupt index found, index file ({abs_path}) has non-zero size but the last "
                 f"offset is {last_offset} which is less than the base offset {base}", path=path))
-        elif length % 8 != 0 and not opts.kafka4:  # 4.x maps whole entries only
+        elif length % 8 != 0:
             ctx.error("index_sanity_check", IndexCorruptionError(
                 f"Index file {abs_path} is corrupt, found {length} bytes which is neither "
                 f"positive nor a multiple of 8", path=path))

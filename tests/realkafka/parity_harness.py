@@ -50,6 +50,9 @@ class Outcome:
     stderr: str
     status: int
     exception: str = ""
+    #: what the real tool wrote to its inputs ("created <path>" / "modified <path>" lines);
+    #: the harness undoes it after each job
+    changes: str = ""
 
     @property
     def crashed(self) -> bool:
@@ -123,7 +126,8 @@ class KafkaDumpLog:
 
     def run_cli(self, args: Sequence[str], cwd: Path, timeout: float = 600) -> Outcome:
         """kafka-dump-log as users run it: its own JVM, uncaught exceptions kill it."""
-        created = _absent_siblings(args, cwd)
+        created, saved = _inputs_of(args, cwd)
+        changes = []
         try:
             proc = subprocess.run(self._java(DUMP_LOG_MAIN, *args), cwd=cwd,
                                   capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -131,6 +135,11 @@ class KafkaDumpLog:
             for path in created:  # the .index the tool creates next to a .timeindex
                 if path.exists():
                     path.unlink()
+                    changes.append(f"created {path}")
+            for path, data in saved.items():  # the indexes it truncates to whole entries
+                if not path.exists() or path.read_bytes() != data:
+                    path.write_bytes(data)
+                    changes.append(f"modified {path}")
         stdout = proc.stdout.decode("utf-8", "replace")
         stderr = proc.stderr.decode("utf-8", "replace")
         exception = ""
@@ -138,24 +147,31 @@ class KafkaDumpLog:
         if marker in stderr:
             head, _, exception = stderr.partition(marker)
             stderr = head
-        return Outcome(stdout, stderr, proc.returncode, exception)
+        return Outcome(stdout, stderr, proc.returncode, exception,
+                       "".join(c + "\n" for c in changes))
 
 
-def _absent_siblings(args: Sequence[str], cwd: Path) -> list[Path]:
-    absent = []
+def _inputs_of(args: Sequence[str], cwd: Path) -> tuple[list[Path], dict[Path, bytes]]:
+    """The files a run may touch: (absent .index/.log/.timeindex siblings, bytes of the
+    present ones and of the inputs themselves)."""
+    absent: list[Path] = []
+    saved: dict[Path, bytes] = {}
     for i, arg in enumerate(args[:-1]):
         if arg != "--files":
             continue
         for name in args[i + 1].split(","):
             p = Path(cwd, name)
-            for suffix in (".index", ".log", ".timeindex"):
-                sibling = p.with_name(p.name.split(".")[0] + suffix)
-                if not sibling.exists():
-                    absent.append(sibling)
-    return absent
+            for f in [p] + [p.with_name(p.name.split(".")[0] + s)
+                            for s in (".index", ".log", ".timeindex")]:
+                if not f.exists():
+                    if f != p:
+                        absent.append(f)
+                elif f.is_file() and f.stat().st_size < (64 << 20):
+                    saved[f] = f.read_bytes()
+    return absent, saved
 
 
-_FRAME = re.compile(rb"@@PARITY@@ (\d+) (\d+) (\d+)\n")
+_FRAME = re.compile(rb"@@PARITY@@ (\d+) (\d+) (\d+) (\d+)\n")
 
 
 def _parse_frames(data: bytes) -> list[Outcome]:
@@ -165,14 +181,14 @@ def _parse_frames(data: bytes) -> list[Outcome]:
         m = _FRAME.match(data, pos)
         if m is None:
             raise RuntimeError(f"parity driver output is not framed at byte {pos}")
-        n_out, n_err, n_exc = (int(g) for g in m.groups())
+        sizes = [int(g) for g in m.groups()]
         pos = m.end()
-        out = data[pos:pos + n_out]
-        err = data[pos + n_out:pos + n_out + n_err]
-        exc = data[pos + n_out + n_err:pos + n_out + n_err + n_exc]
-        pos += n_out + n_err + n_exc
-        outcomes.append(Outcome(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                                1 if exc else 0, exc.decode("utf-8", "replace")))
+        blocks = []
+        for n in sizes:
+            blocks.append(data[pos:pos + n].decode("utf-8", "replace"))
+            pos += n
+        out, err, exc, changes = blocks
+        outcomes.append(Outcome(out, err, 1 if exc else 0, exc, changes))
     return outcomes
 
 

@@ -59,6 +59,33 @@ def test_real_tool_stderr_is_clean(kafka_dump_log: h.KafkaDumpLog, parity_ws: Pa
     assert kafka_dump_log.version == "4.3.1"
 
 
+def test_the_real_tool_writes_to_its_inputs_and_the_harness_undoes_it(
+        kafka_dump_log: h.KafkaDumpLog, parity_ws: Path) -> None:
+    """Why ours runs first and the driver restores inputs: kafka-dump-log truncates an index
+    to whole entries when it opens it, and creates a missing .index next to a .timeindex."""
+    part = parity_ws / "writes-0"
+    part.mkdir()
+    src = parity_ws / "samples" / "dump" / "simple-0"
+    for name in ("00000000000000000000.log", "00000000000000000000.index",
+                 "00000000000000000000.timeindex"):
+        (part / name).write_bytes((src / name).read_bytes())
+    index = part / "00000000000000000000.index"
+    index.write_bytes(index.read_bytes() + b"\x07\x07\x07")
+    before = index.read_bytes()
+    ours = h.run_ours(["--files", "writes-0/00000000000000000000.index"], parity_ws)
+    assert index.read_bytes() == before  # segtools never writes
+    kafka = kafka_dump_log.run_jobs([["--files", "writes-0/00000000000000000000.index"]],
+                                    parity_ws)[0]
+    assert kafka.changes == f"modified {index}\n"
+    assert index.read_bytes() == before  # restored by the driver
+    assert h.compare(kafka, ours, "index").ok
+    (part / "00000000000000000000.index").unlink()
+    kafka = kafka_dump_log.run_jobs([["--files", "writes-0/00000000000000000000.timeindex"]],
+                                    parity_ws)[0]
+    assert kafka.changes == f"created {index}\n" and not index.exists()
+    assert "Invalid max index size: -1" in kafka.exception
+
+
 def test_every_small_file_matches_the_real_tool(kafka_dump_log: h.KafkaDumpLog,
                                                 parity_ws: Path) -> None:
     """Every file the real tool reads in the real broker data, samples/generated,
@@ -71,8 +98,8 @@ def test_every_small_file_matches_the_real_tool(kafka_dump_log: h.KafkaDumpLog,
     flags = {a for c in cases for a in c.args}
     assert {"--cluster-metadata-decoder", "--offsets-decoder", "--transaction-log-decoder",
             "--verify-index-only", "--index-sanity-check", "--max-bytes"} <= flags
+    ours = [h.run_ours(c.args, parity_ws) for c in cases]  # first: the real tool writes
     kafka = kafka_dump_log.run_jobs([c.args for c in cases], parity_ws)
-    ours = [h.run_ours(c.args, parity_ws) for c in cases]
     tally, explained, unexplained = _judge(kafka, ours, cases)
     assert not unexplained, "\n".join(unexplained[:40])
     assert tally[h.IDENTICAL] > 0.95 * len(cases), tally
@@ -88,9 +115,9 @@ def test_transaction_log_decoder_matches_the_real_tool(kafka_dump_log: h.KafkaDu
     log = "built/__transaction_state-0/00000000000000000000.log"
     cases = [["--transaction-log-decoder", "--files", log],
              ["--transaction-log-decoder", "--skip-record-metadata", "--files", log]]
+    ours_all = [h.run_ours(args, parity_ws) for args in cases]
     kafka = kafka_dump_log.run_jobs(cases, parity_ws)
-    for args, k in zip(cases, kafka):
-        ours = h.run_ours(args, parity_ws)
+    for args, k, ours in zip(cases, kafka, ours_all):
         assert h.compare(k, ours).kind == h.IDENTICAL, h.compare(k, ours).reason
     assert '"transactionalId":"txn-flex-1"' in kafka[0].stdout  # the oracle did decode them
     assert "Found an unknown record version 7 for 0 type" in kafka[0].stdout
@@ -108,8 +135,8 @@ def test_multi_file_runs_match_the_real_command_line(kafka_dump_log: h.KafkaDump
         files = [str(p.relative_to(parity_ws)) for p in h.kafka_files(folder)
                  if p.suffix in (".log", ".index", ".timeindex")]
         args = ["--deep-iteration", "--files", ",".join(files)]
-        kafka = kafka_dump_log.run_cli(args, parity_ws)
         ours = h.run_ours(args, parity_ws)
+        kafka = kafka_dump_log.run_cli(args, parity_ws)
         assert kafka.stderr.count("\n") >= 2, f"{name}: no summary to compare"
         verdict = h.compare(kafka, ours, "multi")
         assert verdict.kind == h.IDENTICAL, f"{name}: {verdict.reason}"
@@ -125,8 +152,8 @@ def test_mutants_match_the_real_tool(kafka_dump_log: h.KafkaDumpLog, parity_ws: 
     mutants = h.make_mutants(h.mutant_sources(parity_ws), 300, 7, parity_ws / "mutants-suite")
     pairs = h.mutant_cases(mutants, parity_ws)
     cases = [c for _, c in pairs]
-    kafka = kafka_dump_log.run_jobs([c.args for c in cases], parity_ws)
     ours = [h.run_ours(c.args, parity_ws) for c in cases]
+    kafka = kafka_dump_log.run_jobs([c.args for c in cases], parity_ws)
     tally, explained, unexplained = _judge(kafka, ours, cases)
     assert not unexplained, "\n".join(unexplained[:40])
     assert tally[h.CLEAN_ERROR] > 50, tally  # the mutants do make Kafka die
