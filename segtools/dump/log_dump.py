@@ -59,6 +59,8 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     # Kafka's dump deep-iterates legacy wrappers without a per-message limit
     # (Integer.MAX_VALUE; --max-message-size is for .index only); the reader still bounds the
     # total decompressed bytes of a batch
+    sink_record = sink.record  # bound once: called once per record
+    parse = parser.parse if parser is not None else None
     with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
                        max_message_size=_NO_MESSAGE_LIMIT) as reader:
         batches = iter(reader)
@@ -107,12 +109,12 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                     key = payload = None
                     if print_data and not is_control:
                         try:
-                            key, payload = parser.parse(record)  # type: ignore[union-attr]
+                            key, payload = parse(record)  # type: ignore[misc]
                         except FormatError as exc:  # where Kafka's tool aborts
                             ctx.error("undecodable_record", exc.located(
                                 path=path, position=batch.position,
                                 base_offset=batch.base_offset), offset=offset)
-                    sink.record(batch, record, metadata, control, key, payload)
+                    sink_record(batch, record, metadata, control, key, payload)
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(
                     path=path, position=batch.position, base_offset=batch.base_offset))
