@@ -16,8 +16,9 @@ Each is dumped once with ``--deep-iteration --print-data-log`` to /dev/null by
 * ``segtools dump`` as a fresh process.
 
 Records/s are given with start-up (wall time of the whole command) and without it (the
-start-up measured on a one-batch file is subtracted). One run each: the numbers are
-indicative, not a statistic. The outputs are also checked to be identical (sizes and
+start-up measured on a one-batch file is subtracted), and per CPU-second (user + system of
+all the command's threads), which stays comparable on a loaded machine. One run each: the
+numbers are indicative, not a statistic. The outputs are also checked to be identical (sizes and
 SHA-256 of stdout), so the speed compared is that of the same work.
 """
 
@@ -86,8 +87,9 @@ def ours_command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "segtools", "dump", *args]
 
 
-def timed(cmd: list[str], cwd: str) -> tuple[float, str, int]:
-    """Wall seconds, sha256 of stdout and its size (stdout streamed, never held whole)."""
+def timed(cmd: list[str], cwd: str) -> tuple[float, str, int, float]:
+    """Wall seconds, sha256 of stdout, its size (streamed, never held whole) and the CPU
+    seconds (user + system, all threads: the JVM's JIT and GC threads count) of the command."""
     digest = hashlib.sha256()
     size = 0
     start = time.perf_counter()
@@ -100,8 +102,10 @@ def timed(cmd: list[str], cwd: str) -> tuple[float, str, int]:
             break
         digest.update(chunk)
         size += len(chunk)
-    proc.wait()
-    return time.perf_counter() - start, digest.hexdigest(), size
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return (time.perf_counter() - start, digest.hexdigest(), size,
+            usage.ru_utime + usage.ru_stime)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,10 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         write_segment(os.path.join(tiny_dir, LOG_NAME), 1, 1)
         tiny = ["--files", os.path.join("tiny-0", LOG_NAME)]
         timed(kafka_command(tiny), base)  # warm the page cache and the JVM's CDS archive
-        k_start = min(timed(kafka_command(flags + tiny), base)[0] for _ in range(3))
-        o_start = min(timed(ours_command(flags + tiny), base)[0] for _ in range(3))
-        print(f"start-up (one-batch file): kafka-dump-log {k_start:.2f} s, "
-              f"segtools dump {o_start:.2f} s", flush=True)
+        k_runs = [timed(kafka_command(flags + tiny), base) for _ in range(3)]
+        o_runs = [timed(ours_command(flags + tiny), base) for _ in range(3)]
+        k_start, k_start_cpu = min(r[0] for r in k_runs), min(r[3] for r in k_runs)
+        o_start, o_start_cpu = min(r[0] for r in o_runs), min(r[3] for r in o_runs)
+        print(f"start-up (one-batch file): kafka-dump-log {k_start:.2f} s wall "
+              f"({k_start_cpu:.2f} s CPU), segtools dump {o_start:.2f} s wall "
+              f"({o_start_cpu:.2f} s CPU); load average {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} CPUs", flush=True)
         rows = []
         for name, per_batch in (("16k", _records_per_16k()), ("single", 1)):
             d = os.path.join(base, f"{name}-0")
@@ -133,17 +141,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {size / 2**20:.0f} MiB, {records:,} records, {per_batch} per batch "
                   f"(written in {time.perf_counter() - t0:.0f} s)", flush=True)
             rel = ["--files", os.path.join(f"{name}-0", LOG_NAME)]
-            kt, kh, ks = timed(kafka_command(flags + rel), base)
-            ot, oh, os_ = timed(ours_command(flags + rel), base)
+            kt, kh, ks, kc = timed(kafka_command(flags + rel), base)
+            ot, oh, os_, oc = timed(ours_command(flags + rel), base)
             same = (kh, ks) == (oh, os_)
             rows.append((name, records, kt, ot, same))
             print(f"  kafka-dump-log: {kt:7.1f} s  {records / kt:12,.0f} rec/s  "
                   f"without start-up {records / max(kt - k_start, 1e-9):12,.0f} rec/s", flush=True)
             print(f"  segtools dump:  {ot:7.1f} s  {records / ot:12,.0f} rec/s  "
                   f"without start-up {records / max(ot - o_start, 1e-9):12,.0f} rec/s", flush=True)
-            print(f"  speed-up {kt / ot:.2f}x (without start-up "
-                  f"{(kt - k_start) / max(ot - o_start, 1e-9):.2f}x); identical stdout: {same} "
-                  f"({ks:,} bytes)", flush=True)
+            print(f"  CPU time: kafka-dump-log {kc:.1f} s ({records / kc:,.0f} rec/CPU-s, "
+                  f"without start-up {records / max(kc - k_start_cpu, 1e-9):,.0f}), "
+                  f"segtools dump {oc:.1f} s ({records / oc:,.0f} rec/CPU-s, without start-up "
+                  f"{records / max(oc - o_start_cpu, 1e-9):,.0f})", flush=True)
+            print(f"  speed-up {kt / ot:.2f}x wall (without start-up "
+                  f"{(kt - k_start) / max(ot - o_start, 1e-9):.2f}x), {kc / oc:.2f}x CPU "
+                  f"(without start-up {(kc - k_start_cpu) / max(oc - o_start_cpu, 1e-9):.2f}x); "
+                  f"identical stdout: {same} ({ks:,} bytes)", flush=True)
             os.remove(path)
         return 0 if all(r[4] for r in rows) else 1
     finally:
