@@ -20,13 +20,12 @@ handling and exit status as the console script). ``compare`` judges one job.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
+import random
 import re
 import shutil
 import subprocess
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -410,7 +409,6 @@ class Case:
     args: list[str]
     kind: str
     group: str = "file"
-    expect: list[str] = field(default_factory=list)
 
 
 def partition_of(path: Path) -> str:
@@ -446,17 +444,6 @@ def cases_for(files: Sequence[Path], root: Path) -> list[Case]:
         else:
             add()
     return cases
-
-
-def python_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("LC_ALL", "C.UTF-8")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    return env
-
-
-if __name__ == "__main__":  # pragma: no cover - manual smoke run
-    print(sys.argv)
 
 
 # --------------------------------------------------------------------------- built inputs
@@ -545,7 +532,7 @@ class Mutant:
     detail: str
 
 
-def _mutate(data: bytes, kind: str, rng: "random.Random") -> tuple[str, str, bytes]:
+def _mutate(data: bytes, kind: str, rng: random.Random) -> tuple[str, str, bytes]:
     buf = bytearray(data)
     batches = batch_positions(data) if kind in ("log", "checkpoint") else []
     ops = ["bitflip", "truncate", "append_garbage", "overwrite_bytes"]
@@ -613,8 +600,6 @@ def _mutate(data: bytes, kind: str, rng: "random.Random") -> tuple[str, str, byt
 def make_mutants(sources: Sequence[Path], count: int, seed: int, dest: Path) -> list[Mutant]:
     """``count`` deterministic mutants (seeded) of ``sources``, each in its own partition-like
     folder under ``dest`` with unmutated copies of the siblings the real tool opens."""
-    import random
-
     rng = random.Random(seed)
     mutants = []
     for i in range(count):
