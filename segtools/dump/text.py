@@ -93,6 +93,12 @@ def record_text(batch: Any, record: Any, kafka4: bool, metadata: bool, control: 
     """``record_line(record_metadata(...) if metadata else None, ...)`` in one call: the
     deep-iteration hot path (one call per record)."""
     if not metadata:
+        if kafka4:
+            # 4.x: the "| " prefix goes to the first printed part, key or payload (3.x gave a
+            # key-less record " payload: ..." without the "|")
+            if key is not None:
+                return f"| key: {key}" + ("" if payload is None else f" payload: {payload}")
+            return "" if payload is None else f"| payload: {payload}"
         return record_line(None, control, key, payload)
     line = RECORD_PREFIX + record_metadata(batch, record, kafka4)
     if control is not None:

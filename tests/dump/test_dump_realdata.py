@@ -123,7 +123,7 @@ def test_kafka20_subhash_values() -> None:
     status, out, _ = _dump(log, print_data_log=True, skip_record_metadata=True)
     assert status == 0
     assert [line for line in out if "payload" in line] == [
-        " payload: subhash", " payload: reddy", " payload: kaipa"]
+        "| payload: subhash", "| payload: reddy", "| payload: kaipa"]
 
 
 # ------------------------------------------------------------------ internal-topic decoders

@@ -429,8 +429,10 @@ def cases_for(files: Sequence[Path], root: Path) -> list[Case]:
         if kind in ("log", "checkpoint"):
             add()
             add("--deep-iteration", "--print-data-log")
+            add("--print-data-log", "--skip-record-metadata")
             if kind == "checkpoint" or part.startswith("__cluster_metadata"):
                 add("--cluster-metadata-decoder")
+                add("--cluster-metadata-decoder", "--skip-record-metadata")
             if part.startswith("__consumer_offsets"):
                 add("--offsets-decoder")
             if part.startswith("__transaction_state"):
