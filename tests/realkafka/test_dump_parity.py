@@ -176,13 +176,33 @@ def test_java_hashmap_order_is_javas(kafka_dump_log: h.KafkaDumpLog, tmp_path: P
         "    Map<String, Integer> m = new HashMap<>();\n"
         "    for (String k : line.split(\"\\t\")) m.computeIfAbsent(k, x -> 1);\n"
         "    System.out.println(String.join(\"\\t\", m.keySet())); } } }\n")
+    from collections import Counter
+
+    from segtools.dump.scala_order import _improved
+
     rng = random.Random(3)
     runs = []
-    for _ in range(400):
+    for _ in range(400):  # unrelated paths
         n = rng.choice([1, 2, 5, 12, 13, 14, 25, 49, 97, 200])
         keys = [f"/tmp/x{rng.randrange(10**6)}/broker-{rng.randrange(4)}/t-{rng.randrange(9)}/"
                 f"{rng.randrange(10**5):020d}.timeindex" for _ in range(n)]
         runs.append([rng.choice(keys) for _ in range(rng.choice([n, 2 * n, 3 * n]))])
+    for _ in range(600):  # paths a few characters apart collide in the low hash bits
+        root = f"/tmp/ws{rng.randrange(300)}/samples/generated/c-durability-acks-all"
+        keys = list(dict.fromkeys(
+            f"{root}/{rng.choice(['', 'snapshots/before-restart/'])}broker-{rng.randrange(1, 4)}"
+            f"/rf{rng.randrange(2, 4)}-min{rng.randrange(1, 3)}-{rng.randrange(3)}/"
+            f"{rng.randrange(3):020d}.timeindex" for _ in range(rng.choice([5, 10, 13, 20, 30]))))
+        runs.append([rng.choice(keys) for _ in range(len(keys))] + keys)
+
+    def treeified(calls: list[str]) -> bool:
+        """8+ keys in one bucket of a 64+ bucket table: a red-black bin (not modelled)."""
+        keys = set(calls)
+        size = 64
+        while len(keys) > size * 3 // 4:
+            size *= 2
+        return max(Counter(_improved(k) & (size - 1) for k in keys).values()) >= 8 \
+            or max(Counter(_improved(k) & 63 for k in keys).values()) >= 8
     data = tmp_path / "calls.txt"
     data.write_text("".join("\t".join(calls) + "\n" for calls in runs))
     proc = subprocess.run([kafka_dump_log.runtime.java, str(source), str(data)],
@@ -190,6 +210,8 @@ def test_java_hashmap_order_is_javas(kafka_dump_log: h.KafkaDumpLog, tmp_path: P
     assert proc.returncode == 0, proc.stderr
     java = proc.stdout.splitlines()
     assert len(java) == len(runs)
-    wrong = [i for i, (calls, line) in enumerate(zip(runs, java))
+    checked = [(calls, line) for calls, line in zip(runs, java) if not treeified(calls)]
+    assert len(checked) > 0.95 * len(runs)
+    wrong = [i for i, (calls, line) in enumerate(checked)
              if java_hashmap_order(calls) != line.split("\t")]
-    assert not wrong, f"{len(wrong)} of {len(runs)} orders differ, e.g. run {wrong[0]}"
+    assert not wrong, f"{len(wrong)} of {len(checked)} orders differ, e.g. run {wrong[0]}"
