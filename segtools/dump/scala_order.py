@@ -85,3 +85,20 @@ def java_hashmap_order(calls: Iterable[str]) -> list[str]:
             bins = rebin()
     mask = buckets - 1
     return sorted(first_put, key=lambda k: (improved[k] & mask, -first_put[k]))
+
+
+def java_hashmap_order_is_modelled(keys: Iterable[str]) -> bool:
+    """False when ``java_hashmap_order`` may be wrong for these keys: 8 or more of them share a
+    bucket of a table of 64+ buckets, which Java turns into a red-black tree bin."""
+    distinct = set(keys)
+    size = 64
+    while len(distinct) > size * 3 // 4:
+        size *= 2
+    for buckets in (64, size):
+        counts: dict[int, int] = {}
+        for k in distinct:
+            b = _improved(k) & (buckets - 1)
+            counts[b] = counts.get(b, 0) + 1
+        if counts and max(counts.values()) >= 8:
+            return False
+    return True
