@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from segtools.dump import text
 from segtools.dump.control import describe_control
 from segtools.dump.options import MAX_BYTES_DEFAULT
-from segtools.errors import FormatError, InputError
+from segtools.dump.pairs import PairStore
+from segtools.errors import BatchTooLargeError, FormatError, InputError
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
@@ -50,7 +51,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     parser = ctx.parser if print_data else None
     max_bytes = opts.max_bytes
     abs_path = text.java_absolute_path(path)
-    non_consecutive: list[tuple[int, int]] = []
+    non_consecutive = PairStore()
     kafka4 = opts.kafka4
     last_offset = -1
     prev_batch_last = None
@@ -62,13 +63,16 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     sink_record = sink.record  # bound once: called once per record
     parse = parser.parse if parser is not None else None
     with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
-                       max_message_size=_NO_MESSAGE_LIMIT) as reader:
+                       max_message_size=_NO_MESSAGE_LIMIT,
+                       max_batch_bytes=opts.max_batch_bytes) as reader:
         batches = iter(reader)
         while True:
             try:
                 batch = next(batches)
             except StopIteration:
                 break
+            except BatchTooLargeError:
+                raise  # a limit the user can raise, not corruption: unusable input (exit 2)
             except FormatError as exc:
                 ctx.error("corrupt_batch", exc.located(path=path))
                 fatal = True
@@ -97,7 +101,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                     # Kafka 4.x also compares the file's first record with -1 (a segment that
                     # does not start at offset 0 reports "-1 is followed by N"); 3.x skipped it
                     if offset != last_offset + 1 and (kafka4 or last_offset != -1):
-                        non_consecutive.append((last_offset, offset))
+                        non_consecutive.append(last_offset, offset)
                     last_offset = offset
                     control = None
                     if is_control and metadata:
@@ -115,6 +119,8 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                                 path=path, position=batch.position,
                                 base_offset=batch.base_offset), offset=offset)
                     sink_record(batch, record, metadata, control, key, payload)
+            except BatchTooLargeError:
+                raise
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(
                     path=path, position=batch.position, base_offset=batch.base_offset))
@@ -127,9 +133,9 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                          line=text.invalid_bytes_line(trailing, name), stream="out")
 
     if non_consecutive:
-        non_consecutive.reverse()  # Kafka prepends to a List: newest first
+        # Kafka prepends to a List: printed newest first
         ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
-        for a, b in non_consecutive:
+        for a, b in non_consecutive.newest_first():
             # gaps are normal after compaction; only offsets that do not increase are corruption
             ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},
                          is_problem=b <= a)

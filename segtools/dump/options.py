@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from segtools.dump.pairs import PairStore
 
 #: Integer.MAX_VALUE, kafka-dump-log's --max-bytes default; other values hide the trailer line
 MAX_BYTES_DEFAULT = 2147483647
@@ -38,6 +41,11 @@ class DumpOptions:
     output: str = "text"          # text | json | ndjson
     quiet: bool = False
     debug: bool = False
+    #: print the `segtools: ` per-file finding lines and the summary line on stderr at the
+    #: end (the command does; library callers get Kafka's stderr only)
+    summary: bool = False
+    #: segtools.limits' bound on one batch (on disk and decompressed); None: the default
+    max_batch_bytes: int | None = None
     kafka_version: str = DEFAULT_KAFKA_VERSION  # whose text: KAFKA_VERSIONS
 
     @property
@@ -57,6 +65,12 @@ class DumpOptions:
         return self.deep_iteration or self.should_print_data_log
 
 
+#: Kafka's puts of one file's pairs, as recorded for the HashMap order: repeated puts of a key
+#: that is already there change the table only through the first two (a repeat may grow the
+#: table once; at the grown size it cannot again), so longer runs are cut to this
+_PUTS_PER_RUN = 3
+
+
 @dataclass
 class Summaries:
     """The maps kafka-dump-log prints to stderr after all files, keyed by absolute path.
@@ -65,28 +79,33 @@ class Summaries:
     Scala List); time-index errors in discovery order (Kafka appends to a list).
     ``puts`` records, per map, the keys of Kafka's ``put`` calls so the summaries can be
     printed in Kafka's HashMap order (scala_order.py): Scala 2.13's for 3.x, Java's for 4.x.
+    Pairs may be a list (newest first) or a PairStore (pairs.py), which keeps millions of
+    pairs in bounded memory.
 
     Kafka 4.x keeps index mismatches and non-consecutive pairs in a ``TreeMap`` per file
     (``ordered_pairs``): one pair per index offset (the last one found wins), printed by
     descending index offset; one pair per previous offset, printed ascending."""
 
-    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    index_mismatches: dict[str, list[Any]] = field(default_factory=dict)
     timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     out_of_order_timestamps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[Any]] = field(default_factory=dict)
     puts: dict[str, list[str]] = field(default_factory=dict)
-    #: per map, the key of every computeIfAbsent call of Kafka 4.x (one per pair)
+    #: per map, Kafka 4.x's computeIfAbsent calls that can change the table (``_call``)
     calls: dict[str, list[str]] = field(default_factory=dict)
     kafka_version: str = DEFAULT_KAFKA_VERSION
+    _seen: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    _after_insert: dict[str, bool] = field(default_factory=dict, repr=False)
 
-    def set_newest_first(self, name: str, path: str, pairs: list[tuple[int, int]]) -> None:
+    def set_newest_first(self, name: str, path: str, pairs: "list[tuple[int, int]] | PairStore") -> None:
         """Index mismatches / non-consecutive pairs of one file: Kafka puts once per pair and
         keeps prepending when the same file is dumped again."""
         target = getattr(self, name)
-        target[path] = pairs + target.get(path, [])
-        self.puts.setdefault(name, []).extend([path] * len(pairs))
-        self.calls.setdefault(name, []).extend([path] * len(pairs))
+        target[path] = [pairs] + target.get(path, [])
+        self.puts.setdefault(name, []).extend([path] * min(len(pairs), _PUTS_PER_RUN))
+        for _ in range(min(len(pairs), 2)):
+            self._call(name, path)
 
     def append(self, name: str, path: str, pair: tuple[int, int]) -> None:
         """A time-index error: Kafka puts the file's buffer once, when it is created."""
@@ -95,25 +114,58 @@ class Summaries:
             target[path] = []
             self.puts.setdefault(name, []).append(path)
         target[path].append(pair)
-        self.calls.setdefault(name, []).append(path)
+        self._call(name, path)
 
-    def ordered(self, name: str) -> list[tuple[str, list[tuple[int, int]]]]:
-        """(absolute path, pairs) in the order Kafka prints them."""
+    def _call(self, name: str, path: str) -> None:
+        """Record a computeIfAbsent call of Kafka 4.x for the Java HashMap order. Only calls
+        that can change the table are kept: an insert, and the first call after an insert
+        (a hit may grow the table once); so memory stays bounded by twice the files."""
+        calls = self.calls.setdefault(name, [])
+        seen = self._seen.setdefault(name, set())
+        if path not in seen:
+            seen.add(path)
+            calls.append(path)
+            self._after_insert[name] = True
+        elif self._after_insert.get(name):
+            calls.append(path)
+            self._after_insert[name] = False
+
+    def ordered(self, name: str) -> list[tuple[str, Iterable[tuple[int, int]]]]:
+        """(path, pairs) in Kafka's printing order; pairs may be a one-pass iterator."""
         from segtools.dump.scala_order import java_hashmap_order, scala_hashmap_order
 
         target = getattr(self, name)
-        if self.kafka_version == "3.9":
-            return [(path, target[path])
-                    for path in scala_hashmap_order(self.puts.get(name, []))]
-        return [(path, self.ordered_pairs(name, target[path]))
-                for path in java_hashmap_order(self.calls.get(name, []))]
+        if self.kafka_version != "3.9":
+            return [(path, self.ordered_pairs(name, target[path]))
+                    for path in java_hashmap_order(self.calls.get(name, []))]
+        if name not in ("index_mismatches", "non_consecutive"):
+            return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
+        return [(path, _chain(target[path]))
+                for path in scala_hashmap_order(self.puts.get(name, []))]
 
     @staticmethod
-    def ordered_pairs(name: str, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Kafka 4.x's TreeMap view of one file's pairs (stored newest first for the
-        index/non-consecutive maps, in discovery order for the time-index lists)."""
+    def ordered_pairs(name: str, parts: list[Any]) -> Iterable[tuple[int, int]]:
+        """Kafka 4.x's TreeMap view of one file's pairs: the index/non-consecutive maps keep
+        one pair per key, the newest (their parts are stored newest first); the time-index
+        lists are printed as found."""
         if name == "index_mismatches":
-            return sorted(dict(reversed(pairs)).items(), reverse=True)
+            return sorted(dict(reversed(list(_chain(parts)))).items(), reverse=True)
         if name == "non_consecutive":
-            return sorted(dict(reversed(pairs)).items())
-        return pairs
+            return sorted(dict(reversed(list(_chain(parts)))).items())
+        return parts
+
+    def close(self) -> None:
+        """Release the temporary files of spilled pairs."""
+        for name in ("index_mismatches", "non_consecutive"):
+            for parts in getattr(self, name).values():
+                for part in parts:
+                    if isinstance(part, PairStore):
+                        part.close()
+
+
+def _chain(parts: list[Any]) -> Iterator[tuple[int, int]]:
+    for part in parts:
+        if isinstance(part, PairStore):
+            yield from part.newest_first()
+        else:
+            yield from part

@@ -225,20 +225,3 @@ def non_consecutive_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[s
     lines += [f"  {a} is followed by {b}" for a, b in pairs]
     return lines
 
-
-def summary_lines(summaries: Any) -> list[str]:
-    """Kafka's end-of-run stderr blocks, in Kafka's order (DUMP_LOG.md section 8; Kafka 4.x
-    names the time index in the "not found" block)."""
-    kafka4 = summaries.kafka_version != "3.9"
-    lines: list[str] = []
-    for path, pairs in summaries.ordered("index_mismatches"):
-        lines += index_mismatch_lines(path, pairs)
-    for path, pairs in summaries.ordered("timestamp_mismatches"):
-        lines += timestamp_mismatch_lines(path, pairs)
-    for path, pairs in summaries.ordered("out_of_order_timestamps"):
-        lines += out_of_order_lines(path, pairs)
-    for path, pairs in summaries.ordered("offsets_not_found"):
-        lines += offset_not_found_lines(pairs, path if kafka4 else None)
-    for path, pairs in summaries.ordered("non_consecutive"):
-        lines += non_consecutive_lines(path, pairs)
-    return lines

@@ -12,9 +12,8 @@ import os
 from typing import TYPE_CHECKING
 
 from segtools.dump import text
-from segtools.dump.index_dump import (Slots, base_offset_of, lookup_position, open_readonly,
-                                      segment_log, sibling)
-from segtools.errors import FormatError, IndexCorruptionError
+from segtools.dump.index_dump import Slots, base_offset_of, lookup_position, segment_log, sibling
+from segtools.errors import BatchTooLargeError, FormatError, IndexCorruptionError
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
@@ -41,11 +40,9 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
             line=f"Warning: {text.java_file(path)}: its offset index {index_path} does not "
                  f"exist (kafka-dump-log dies on this file: 'Invalid max index size: -1'); "
                  f"entries are looked up from position 0 of the log", stream="err")
-    with open_readonly(path) as data:
-        length = len(data)
-        time_slots = Slots(data, base, "time")
+    with Slots.open(path, base, "time") as time_slots:
         if opts.index_sanity_check:
-            _time_index_sanity_check(ctx, path, base, time_slots, length)
+            _time_index_sanity_check(ctx, path, base, time_slots, time_slots.length)
             return
         slots = list(time_slots.real())
     if not slots:
@@ -53,8 +50,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     # an absent index only means no lookup shortcut (position 0)
     positions_for: list[int] = []
     if os.path.exists(index_path):
-        with open_readonly(index_path) as idata:
-            offset_slots = Slots(idata, base, "offset")
+        with Slots.open(index_path, base, "offset") as offset_slots:
             positions_for = [lookup_position(offset_slots, base, o) for _, o in slots]
     else:
         positions_for = [0] * len(slots)
@@ -63,12 +59,15 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     positions: list[int] = []
     base_offsets: list[int] = []
     last_offsets: list[int] = []
-    with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT) as reader:
+    with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT,
+                       max_batch_bytes=opts.max_batch_bytes) as reader:
         try:
             for batch in reader:
                 positions.append(batch.position)
                 base_offsets.append(batch.base_offset)
                 last_offsets.append(batch.last_offset)
+        except BatchTooLargeError:
+            raise  # a limit the user can raise, not corruption (exit 2)
         except FormatError as exc:
             ctx.error("corrupt_batch", exc.located(path=log_path))
         log_size = reader.file_size
@@ -91,7 +90,8 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     max_ts: dict[int, int] = {}
     if wanted:
         last_wanted = max(wanted)
-        with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT) as reader:
+        with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT,
+                           max_batch_bytes=opts.max_batch_bytes) as reader:
             try:
                 for j, batch in enumerate(reader):
                     if j in wanted:
@@ -102,6 +102,8 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
                         max_ts[j] = best
                     if j >= last_wanted:
                         break
+            except BatchTooLargeError:
+                raise  # a limit the user can raise, not corruption (exit 2)
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(path=log_path))
 

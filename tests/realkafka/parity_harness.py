@@ -217,7 +217,7 @@ def run_ours(args: Sequence[str], cwd: Path) -> Outcome:
 
 #: stderr lines only segtools prints (its findings); Kafka's stderr lines must all be there
 _OUR_ONLY_STDERR = re.compile(
-    r"^(Error: |Warning: |Non-monotonic offsets in |No base offset in the file name )")
+    r"^(Error: |Warning: |segtools: |Non-monotonic offsets in |No base offset in the file name )")
 
 IDENTICAL = "identical"
 CLEAN_ERROR = "kafka_crashed_clean_error"
