@@ -208,7 +208,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             cluster_metadata_decoder=options.cluster_metadata_decoder,
             key_decoder_class=options.key_decoder_class,
             value_decoder_class=options.value_decoder_class,
-            kafka4=options.kafka4)
+            # the JSON outputs keep one shape whatever --kafka-version says (txn_key/txn_value)
+            kafka4=options.kafka4 and options.output == "text")
         sink.data_modes = data_modes(ctx.parser)
 
     files: list[str] = []
