@@ -51,6 +51,13 @@ class ReplicaSpec:
         return cls(**d)
 
 
+def _text(name: str) -> str:
+    """A name from the file system as text: bytes that are not UTF-8 (Python keeps them as
+    surrogates, which no encoder accepts) become ``\\xNN``. Kafka never writes such a topic
+    name; a copy of evidence can still hold one, and it must be reported, not crash."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _segment_base(path: str) -> int:
     return int(os.path.basename(path)[:20])
 
@@ -74,15 +81,30 @@ def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int
     return out, problems
 
 
-def discover_replicas(paths: Iterable[str | os.PathLike[str]]) -> list[ReplicaSpec]:
+def discover_replicas(paths: Iterable[str | os.PathLike[str]], *,
+                      warnings: list[str] | None = None) -> list[ReplicaSpec]:
     """Every partition replica under ``paths`` (broker log dirs, a folder of ``broker-<id>``
     dirs, or partition dirs), with its checkpoints. Broker ids come from meta.properties or
     the folder name; copies that would collide (the same broker id holding the same partition
-    in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest."""
+    in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest.
+    A partition dir reached twice (the same dir given twice, or a broker dir and one of its
+    partition dirs) is one replica; a note goes to ``warnings``."""
     from segtools.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
     from segtools.sources import resolve_sources
 
-    sources = [s for s in resolve_sources(list(paths)) if s.partition_dir is not None and s.partition >= 0]
+    paths = list(paths)
+    sources = []
+    seen: dict[str, str] = {}
+    for s in resolve_sources(paths):
+        if s.partition_dir is None or s.partition < 0:
+            continue
+        real = os.path.realpath(s.partition_dir)
+        if real in seen:
+            if warnings is not None:
+                warnings.append(f"{s.partition_dir} was given twice (also as {seen[real]}): compared once")
+            continue
+        seen[real] = s.partition_dir
+        sources.append(s)
     if not sources:
         raise InputError("no Kafka partition directories found in: " + ", ".join(map(str, paths)))
     # broker ids per log dir, de-duplicated
@@ -114,7 +136,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]]) -> list[ReplicaSp
         tp = (s.topic, s.partition)
         pdir = str(s.partition_dir)
         spec = ReplicaSpec(
-            replica_id=len(specs), broker=broker_of[ld], topic=s.topic, partition=s.partition,
+            replica_id=len(specs), broker=broker_of[ld], topic=_text(s.topic), partition=s.partition,
             partition_dir=pdir, log_dir=ld, state=s.state or "",
             segments=sorted(((p, os.path.getsize(p)) for p in s.segments), key=lambda x: _segment_base(x[0])),
             high_watermark=ckpts["replication-offset-checkpoint"].get(tp),

@@ -114,7 +114,9 @@ def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckInde
         reports.append(drill_down(verdict, group, acks))
     attach_group_findings(reports, merge_commits(
         read_commits(spec, end) for spec, end in consumer_offsets_sources([r.verdict for r in reports], specs)))
-    return CompareReport(reports)
+    report = CompareReport(reports)
+    report.attach_lost_offsets(acks)
+    return report
 
 
 def read_commits(spec: ReplicaSpec, end: int) -> Commits:
