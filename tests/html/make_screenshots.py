@@ -1,4 +1,5 @@
-"""Regenerate docs/report-*.png: the HTML report of two generated samples, as
+"""Regenerate docs/report-*.png: the HTML report of three generated samples (one written by a
+real Kafka cluster), as
 `segtools compare samples/generated/<name> --no-spark --acks <name>/acks.jsonl --report ...`
 writes it (the controller's metadata log found beside the brokers), screenshotted in
 headless Chromium.
@@ -19,7 +20,10 @@ REPO = HERE.parents[1]
 
 #: sample -> (png, height shown: the summary and the first partitions)
 SHOTS = {"S7-simple-unclean-election": ("report-unclean-election.png", 1750),
-         "b-unclean-stale-return": ("report-unclean-stale-return.png", 1600)}
+         "b-unclean-stale-return": ("report-unclean-stale-return.png", 1600),
+         # written by a real Kafka 4.3.1 cluster (segtools simulate --engine kafka): the replicas
+         # as they were before the crashed acks=1 leaders came back
+         "real-durability-matrix/snapshots/acks1-before-restart": ("report-real-acks1-leader-crash.png", 1600)}
 
 
 def main() -> None:
@@ -32,10 +36,12 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, Chromium() as browser:
         for sample, (png, height) in SHOTS.items():
-            page_path, report = Path(tmp) / f"{sample}.html", Path(tmp) / f"{sample}.json"
+            name = sample.replace("/", "_")
+            page_path, report = Path(tmp) / f"{name}.html", Path(tmp) / f"{name}.json"
             folder = f"samples/generated/{sample}"
             os.chdir(REPO)
-            res = CliRunner().invoke(cli, ["compare", folder, "--no-spark", "--acks", f"{folder}/acks.jsonl",
+            acks = f"samples/generated/{sample.split('/')[0]}/acks.jsonl"
+            res = CliRunner().invoke(cli, ["compare", folder, "--no-spark", "--acks", acks,
                                            "--report", str(report)])
             if res.exit_code != 1:
                 raise SystemExit(f"{sample}: compare exited {res.exit_code}: {res.output}")
