@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.findings import Finding, rank_status

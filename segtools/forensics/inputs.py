@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.forensics.collect import ReplicaSpec

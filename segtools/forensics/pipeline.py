@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
 from segtools.forensics.collect import ReplicaSpec, discover_replicas, replica_facts
-from segtools.forensics.consumer_groups import (CONSUMER_OFFSETS, Commits, attach_group_findings,
-                                                commits_from_records, merge_commits)
+from segtools.forensics.consumer_groups import (
+    CONSUMER_OFFSETS,
+    Commits,
+    attach_group_findings,
+    commits_from_records,
+    merge_commits,
+)
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.loss import AckIndex, ReferenceFilter, apply_lost_evidence, lost_records
 from segtools.forensics.model import RecordFacts
@@ -77,7 +83,8 @@ def drill_down(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec], acks: Ac
     by_key = {(s.broker, s.log_dir): s for s in specs}
     divergent = {}
     for rng in verdict.divergent_ranges:
-        divergent[(rng.broker, rng.log_dir)] = read(by_key[(rng.broker, rng.log_dir)], rng.first_offset, rng.last_offset)
+        key = (rng.broker, rng.log_dir)
+        divergent[key] = read(by_key[key], rng.first_offset, rng.last_offset)
     ref_spec = by_key.get((verdict.reference_broker, verdict.reference_log_dir))
     ref_rv = next(r for r in verdict.replicas if r.is_reference)
     lo = min(r.first_offset for r in verdict.divergent_ranges)

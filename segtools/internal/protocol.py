@@ -21,8 +21,10 @@ from __future__ import annotations
 import base64
 import struct
 import uuid as _uuid
-from dataclasses import dataclass, field as _dc_field
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as _dc_field
+from typing import Any
 
 from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.errors import SchemaError
@@ -61,7 +63,7 @@ class Versions:
     high: int
 
     @classmethod
-    def parse(cls, text: str | None) -> "Versions | None":
+    def parse(cls, text: str | None) -> Versions | None:
         if text is None or text == "none":
             return None
         text = text.strip()
@@ -99,7 +101,7 @@ class Field:
     tagged: Versions | None = None
     default: Any = _UNSET
     ignorable: bool = False
-    fields: tuple["Field", ...] = ()
+    fields: tuple[Field, ...] = ()
 
     @property
     def key(self) -> str:

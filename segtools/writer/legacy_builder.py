@@ -10,7 +10,7 @@ the last inner message; magic 0 inner offsets are absolute.
 from __future__ import annotations
 
 import struct
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..crc import crc32
 from .batch_builder import NewRecord, codec_id_of
