@@ -80,7 +80,7 @@ def drill_down(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec], acks: Ac
     """Stage 3 for one partition (in process)."""
     if not verdict.divergent_ranges:
         return PartitionReport(verdict)
-    by_key = {(s.broker, s.log_dir): s for s in specs}
+    by_key: dict[tuple[int | None, str], ReplicaSpec] = {(s.broker, s.log_dir): s for s in specs}
     divergent = {}
     for rng in verdict.divergent_ranges:
         key = (rng.broker, rng.log_dir)
@@ -135,7 +135,8 @@ def read_commits(spec: ReplicaSpec, end: int) -> Commits:
 def consumer_offsets_sources(verdicts: Sequence[PartitionVerdict],
                              specs: Sequence[ReplicaSpec]) -> list[tuple[ReplicaSpec, int]]:
     """The reference replica of each __consumer_offsets partition, with its log end offset."""
-    by_key = {(s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
+    by_key: dict[tuple[str, int, int | None, str], ReplicaSpec] = {
+        (s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
     out = []
     for v in verdicts:
         if v.topic != CONSUMER_OFFSETS:

@@ -394,15 +394,15 @@ def _read_struct(r: Reader, fields: Sequence[Field], struct_name: str | None, ve
         for _ in range(count):
             tag = r.uvarint(_join(path, "_tagged_fields"))
             size = r.uvarint(_join(path, "_tagged_fields"))
-            f = tagged.get(tag)
-            if f is None:
+            tf = tagged.get(tag)
+            if tf is None:
                 if size < 0:
                     raise _ReadError(f"Tried to read a negative-size tagged field of {size} "
                                      "bytes", path)
                 unknown.append((tag, r.raw(size, _join(path, f"_tag{tag}"))))
             else:
-                out[f.key] = _read_value(r, f, version, flexible, top_valid, _join(path, f.key),
-                                         tagged=True)
+                out[tf.key] = _read_value(r, tf, version, flexible, top_valid, _join(path, tf.key),
+                                          tagged=True)
         if unknown:
             out[UNKNOWN_TAGGED_FIELDS] = unknown
     # keep the schema's declaration order (tagged values were placed at their default's slot)
