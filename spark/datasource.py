@@ -221,7 +221,7 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
     import pyarrow as pa
 
     from segtools import columnar
-    from segtools.errors import SegtoolsError
+    from segtools.errors import BatchTooLargeError, SegtoolsError
     from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
     schema = BATCH_SCHEMA if level == "batches" else RECORD_SCHEMA
@@ -255,8 +255,9 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
                 if rb.schema != schema:
                     rb = pa.Table.from_batches([rb]).cast(schema).to_batches()[0]
                 yield rb
-        except SegtoolsError:
-            if errors != "stop":
+        except SegtoolsError as exc:
+            # a batch above the limit is never "unreadable bytes": the caller must see it
+            if errors != "stop" or isinstance(exc, BatchTooLargeError):
                 raise
     finally:
         if tmpdir is not None:

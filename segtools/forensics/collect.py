@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from segtools.errors import InputError, SegtoolsError
+from segtools.errors import BatchTooLargeError, InputError, SegtoolsError
 from segtools.forensics.model import BatchFacts, ReplicaFacts
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -214,6 +214,16 @@ def segment_errors(spec: ReplicaSpec, paths: Iterable[str]) -> str | None:
         try:
             for _ in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition):
                 pass
+        except BatchTooLargeError as exc:
+            raise batch_limit_error(exc) from None
         except SegtoolsError as exc:
             errors.append(str(exc))
     return "; ".join(errors) if errors else None
+
+
+def batch_limit_error(exc: BatchTooLargeError) -> InputError:
+    """A batch above --max-batch-bytes stops compare (exit 2): leaving it out would make the
+    replica look shorter than it is. The message names the whole path (replicas share
+    segment names)."""
+    where = os.path.dirname(exc.path) if exc.path else ""
+    return InputError(f"{where}{os.sep if where else ''}{exc}")

@@ -9,9 +9,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from segtools.errors import SegtoolsError
+from segtools.errors import BatchTooLargeError, SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
-from segtools.forensics.collect import ReplicaSpec, discover_replicas, replica_facts
+from segtools.forensics.collect import ReplicaSpec, batch_limit_error, discover_replicas, replica_facts
 from segtools.forensics.consumer_groups import (
     CONSUMER_OFFSETS,
     Commits,
@@ -36,6 +36,10 @@ def scan_replica(spec: ReplicaSpec) -> tuple[list[dict[str, Any]], str | None]:
             for rb in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition,
                                                   broker=spec.replica_id):
                 rows.extend(rb.to_pylist())
+        except BatchTooLargeError as exc:
+            # not a fact about the replica but about our limit: comparing without the batch
+            # would call an unread log empty, so stop and let the user raise --max-batch-bytes
+            raise batch_limit_error(exc) from None
         except SegtoolsError as exc:
             error = f"{error}; {exc}" if error else str(exc)
     return rows, error
