@@ -179,7 +179,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
         ref_start = (lso.get(ref) or 0) if ref is not None else 0
         # every record seen anywhere: (offset, epoch) -> (key, value)
         seen: dict[tuple[int, int], tuple[str | None, str | None]] = {}
-        for (tag, b, t), recs in logs.items():
+        for (_tag, _b, t), recs in logs.items():
             if t != tp:
                 continue
             for r in recs:
@@ -240,7 +240,7 @@ def _fill_ack_epochs(acks: list[dict[str, Any]],
     the batch that holds the record (same offset, key and value) in a log copied right after
     the produce step."""
     where: dict[tuple[str, int, int, str | None, str | None], int] = {}
-    for (tag, b, tp), recs in logs.items():
+    for (_tag, _b, tp), recs in logs.items():
         for r in recs:
             where.setdefault((tp[0], tp[1], r.offset, r.key, r.value), r.leader_epoch)
     for a in acks:
