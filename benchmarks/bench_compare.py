@@ -28,8 +28,7 @@ TAIL_BATCHES = 5
 
 
 def _write_cluster(root: str, total_bytes: int) -> dict[str, int]:
-    from segtools.checkpoints import (write_leader_epoch_checkpoint, write_meta_properties,
-                                      write_offset_checkpoint)
+    from segtools.checkpoints import write_leader_epoch_checkpoint, write_meta_properties, write_offset_checkpoint
     from segtools.writer import LogWriter, NewRecord, build_batch
 
     per_partition = total_bytes // 3 // PARTITIONS
@@ -73,7 +72,8 @@ def _write_cluster(root: str, total_bytes: int) -> dict[str, int]:
         hw[1][tp], hw[2][tp], hw[3][tp] = leo[2], leo[2], common
         lec = {1: [(0, 0), (2, common)], 2: [(0, 0), (2, common)], 3: [(0, 0), (1, common)]}
         for b in (1, 2, 3):
-            write_leader_epoch_checkpoint(os.path.join(root, f"broker-{b}", f"bench-{p}", "leader-epoch-checkpoint"), lec[b])
+            write_leader_epoch_checkpoint(
+                os.path.join(root, f"broker-{b}", f"bench-{p}", "leader-epoch-checkpoint"), lec[b])
     for b in (1, 2, 3):
         d = os.path.join(root, f"broker-{b}")
         write_offset_checkpoint(os.path.join(d, "replication-offset-checkpoint"), hw[b])
@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     RECORDS_PER_BATCH = args.records_per_batch
     if args.cold_cli:
         return _cold_cli(args)
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1024, 2048, 4096] if args.full else [24, 48, 96])
+    sizes = ([int(s) for s in args.sizes.split(",")] if args.sizes
+             else ([1024, 2048, 4096] if args.full else [24, 48, 96]))
 
     from segtools.spark.compare_job import run_compare
     from segtools.spark.session import get_spark
@@ -155,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         statuses = sorted({r.status for p in report.partitions for r in p.verdict.replicas})
         lost = sum(len(p.lost) for p in report.partitions)
         results.append({
-            "total_mb": round(data / 2**20, 1), "records_per_batch": RECORDS_PER_BATCH, "wall_s": round(wall, 2), "cores": cores,
+            "total_mb": round(data / 2**20, 1), "records_per_batch": RECORDS_PER_BATCH,
+            "wall_s": round(wall, 2), "cores": cores,
             "mb_per_s_per_core": round(data / 2**20 / wall / cores, 2),
             "driver_python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "driver_jvm_peak_rss_mb": _jvm_peak_rss_mb(spark),

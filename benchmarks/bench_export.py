@@ -106,9 +106,8 @@ def _case(name: str, pdir: str, out: str, warmup: str | None = None) -> dict:
 
 def run_case(name: str, pdir: Path, out: Path, warmup: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    code = ("import json,sys; sys.path.insert(0, %r); import bench_export as b; "
-            "print(json.dumps(b._case(%r, %r, %r, %r)))") % (
-                str(Path(__file__).parent), name, str(pdir), str(out / "o"), str(warmup))
+    code = (f"import json,sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_export as b; "
+            f"print(json.dumps(b._case({name!r}, {str(pdir)!r}, {str(out / 'o')!r}, {str(warmup)!r})))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -50,7 +50,7 @@ class ControlRecordType(IntEnum):
     KRAFT_VOTERS = 6
 
     @classmethod
-    def from_id(cls, type_id: int) -> "ControlRecordType":
+    def from_id(cls, type_id: int) -> ControlRecordType:
         """Kafka's ``fromTypeId``: unknown ids map to UNKNOWN."""
         try:
             return cls(type_id)

@@ -32,8 +32,8 @@ from construct import (
     GreedyBytes,
     GreedyRange,
     Prefixed,
-    Struct,
     StreamError,
+    Struct,
 )
 from construct.core import stream_read, stream_write
 

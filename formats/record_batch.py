@@ -38,6 +38,7 @@ from enum import IntEnum
 
 from construct import (
     Array,
+    Bytes,
     Const,
     FixedSized,
     Int8sb,
@@ -48,7 +49,6 @@ from construct import (
     Rebuild,
     Struct,
     Terminated,
-    Bytes,
     len_,
     this,
 )

@@ -15,7 +15,7 @@ Attributes are imported lazily so ``import segtools`` stays cheap (the dump CLI 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from segtools.errors import (
     BatchTooLargeError,
@@ -32,6 +32,21 @@ from segtools.errors import (
     TruncatedBatchError,
     UnsupportedMagicError,
 )
+
+if TYPE_CHECKING:
+    # Real types for type checkers; at runtime these names stay lazy (see __getattr__).
+    # `import X as X` marks them as re-exported.
+    from segtools.batches import Record as Record
+    from segtools.batches import RecordBatch as RecordBatch
+    from segtools.batches import SegmentReader as SegmentReader
+    from segtools.batches import read_batches as read_batches
+    from segtools.columnar import iter_batch_batches as iter_batch_batches
+    from segtools.columnar import iter_record_batches as iter_record_batches
+    from segtools.columnar import read_records as read_records
+    from segtools.columnar import scan_batches as scan_batches
+    from segtools.logdir import LogDir as LogDir
+    from segtools.logdir import PartitionDir as PartitionDir
+    from segtools.logdir import open_log_dir as open_log_dir
 
 __version__ = "0.1.0"
 

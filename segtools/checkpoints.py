@@ -409,7 +409,7 @@ def write_partition_metadata(path: PathLike, topic_id: str | _uuid.UUID | bytes,
     """Write ``partition.metadata`` exactly as Kafka does (no trailing newline), atomically."""
     text_id = uuid_to_base64url(topic_id if not isinstance(topic_id, str)
                                 else base64url_to_uuid(topic_id))
-    atomic_write(path, f"version: {version}\ntopic_id: {text_id}".encode("utf-8"))
+    atomic_write(path, f"version: {version}\ntopic_id: {text_id}".encode())
 
 
 def _escape_property(text: str, is_key: bool) -> str:

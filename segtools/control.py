@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import base64
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .errors import CorruptBatchError, FormatError
 from .varint import read_uvarint
@@ -147,7 +148,7 @@ class _FlexReader:
         self.pos += n
         return s
 
-    def compact_array(self, field: str, item: Callable[["_FlexReader"], Any]) -> list[Any] | None:
+    def compact_array(self, field: str, item: Callable[[_FlexReader], Any]) -> list[Any] | None:
         n = self.uvarint(field) - 1
         if n < 0:
             return None

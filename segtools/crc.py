@@ -9,6 +9,7 @@ Both return the unsigned 32-bit value, which is how Kafka reports and compares C
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import crc32c as _crc32c_lib
 
@@ -19,7 +20,7 @@ __all__ = ["crc32c", "crc32", "HARDWARE_CRC32C"]
 #: True when the ``crc32c`` package uses SSE4.2 / ARMv8 instructions.
 HARDWARE_CRC32C: bool = bool(getattr(_crc32c_lib, "hardware_based", False))
 
-_crc32c_fn = getattr(_crc32c_lib, "crc32c", None)
+_crc32c_fn: Any = getattr(_crc32c_lib, "crc32c", None)
 if _crc32c_fn is None:  # very old releases only had crc32()
     _crc32c_fn = getattr(_crc32c_lib, "crc32", None)
 if _crc32c_fn is None:  # pragma: no cover - depends on the installed package

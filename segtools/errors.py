@@ -41,7 +41,7 @@ def display_path(path: str | bytes | os.PathLike[Any] | None) -> str:
 
 
 def os_input_error(path: str | bytes | os.PathLike[Any], exc: OSError,
-                   action: str = "cannot read") -> "InputError":
+                   action: str = "cannot read") -> InputError:
     """The ``InputError`` for an ``OSError`` (permission, symlink loop, name too long, ...)
     met while opening, listing or reading ``path``."""
     return InputError(f"{display_path(path)}: {action}: {exc.strerror or exc}")
@@ -97,7 +97,7 @@ class FormatError(SegtoolsError):
         return f"{prefix}: {msg}" if prefix else msg
 
     def located(self, *, path: str | os.PathLike[str] | None = None, position: int | None = None,
-                base_offset: int | None = None) -> "FormatError":
+                base_offset: int | None = None) -> FormatError:
         """Fill in location fields that an inner decoder could not know, and re-render."""
         if path is not None and self.path is None:
             self.path = os.fspath(path)

@@ -179,7 +179,8 @@ def read_inner_messages(wrapper: LegacyMessage, *, max_decompressed_size: int,
             inner.append(parse_legacy_entry(data, pos))
         except FormatError as exc:
             exc.field = f"inner[{len(inner)}].{exc.field}"
-            raise exc.located()
+            exc.located()   # re-renders the message in place
+            raise
         pos += LOG_OVERHEAD + size
     if not inner:
         raise CorruptBatchError("Found invalid compressed record set with no inner records",

@@ -19,8 +19,9 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any
 
 from segtools.errors import InputError
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from segtools._reader_record import java_int
+from segtools.checkpoints import atomic_write
 from segtools.crc import crc32c
 from segtools.errors import SnapshotFormatError, input_path, os_input_error
 from segtools.formats.producer_snapshot import (
@@ -23,7 +24,6 @@ from segtools.formats.producer_snapshot import (
     PRODUCER_SNAPSHOT_HEADER_SIZE,
     PRODUCER_SNAPSHOT_VERSION,
 )
-from segtools.checkpoints import atomic_write
 
 __all__ = ["ProducerSnapshotEntry", "ProducerSnapshot", "read_producer_snapshot",
            "write_producer_snapshot", "producer_snapshot_bytes", "MAX_SNAPSHOT_BYTES"]

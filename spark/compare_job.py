@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import os
 import pickle
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from segtools.forensics.collect import ReplicaSpec
 from segtools.forensics.consumer_groups import attach_group_findings

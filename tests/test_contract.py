@@ -178,13 +178,15 @@ def _cases():
         both = ["--by-broker"] if spec in ("E", "L") else []     # two replicas of each partition
         cases[f"export {name} -> new"] = _case("export", spec, "outs/o", both)
         cases[f"export {name} -> inside it"] = _case("export", spec, _inside(spec), both, expect=(2,))
-    cases["dump ndjson offsets-decoder"] = _case("dump", "E/broker-0", None, ["--output", "ndjson", "--offsets-decoder"])
+    cases["dump ndjson offsets-decoder"] = _case("dump", "E/broker-0", None,
+                                                 ["--output", "ndjson", "--offsets-decoder"])
     cases["export folder -> inside through the symlink"] = _case("export", "E", "L/deeper/pq", ["--by-broker"],
                                                                  expect=(2,))
     cases["export symlink -> inside the real folder"] = _case("export", "L", "E/pq", ["--by-broker"], expect=(2,))
     for oname, ospec in OUTPUTS.items():
         cases[f"export folder -> {oname}"] = _case("export", "E", ospec, ["--by-broker"])
-        cases[f"export path through a symlink -> {oname}"] = _case("export", "L/broker-1", ospec, ["--level", "batches"])
+        cases[f"export path through a symlink -> {oname}"] = _case("export", "L/broker-1", ospec,
+                                                                   ["--level", "batches"])
         cases[f"simulate -> {oname}"] = _case("simulate", "I/scenario.yaml", ospec, expect=(0,))
         cases[f"demo -> {oname}"] = _case("demo", None, ospec, ["--no-spark"], expect=(0,))
         cases[f"compare --no-spark -> report {oname}"] = _case(

@@ -16,8 +16,17 @@ import sys
 # the builders the dump tests use (one implementation for both)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
                                 "tests", "dump"))
-from dump_builders import (SEG, SPEC_V0_MESSAGE, SPEC_V1_MESSAGE, SPEC_V2_BATCH,  # noqa: E402
-                           control_batch, index_bytes, producer_snapshot, simple_batches, v2_batch)
+from dump_builders import (  # noqa: E402
+    SEG,
+    SPEC_V0_MESSAGE,
+    SPEC_V1_MESSAGE,
+    SPEC_V2_BATCH,
+    control_batch,
+    index_bytes,
+    producer_snapshot,
+    simple_batches,
+    v2_batch,
+)
 from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
 
 TS = 1700000000000

@@ -75,7 +75,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     # For each entry: first batch at/after the indexed position with lastOffset >= offset.
     first_at_least = _FirstAtLeast(last_offsets)
     targets: list[int | None] = []
-    for (ts, offset), position in zip(slots, positions_for):
+    for (_ts, offset), position in zip(slots, positions_for):
         if position > log_size:
             ctx.error("index_entry_unreadable", FormatError(
                 f"offset index position {position} for offset {offset} is past the end of the "

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.findings import Finding, rank_status
@@ -297,10 +298,10 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                 records = committed = control = 0
                 for b in div_batches:
                     first = b.base_offset if id(b) in bad_ids else max(b.base_offset, t)
-                    hw = [x.high_watermark for x in holders.get(b.key, [v]) if x.high_watermark is not None]
+                    hws = [x.high_watermark for x in holders.get(b.key, [v]) if x.high_watermark is not None]
                     # Below the fork a reconciled replica's HW checkpoint speaks for the lineage
                     # it follows now, not for its spliced batch (S6): committed is unknown there.
-                    bound = -1 if id(b) in bad_ids else (max(hw) if hw else -1)
+                    bound = -1 if id(b) in bad_ids else (max(hws) if hws else -1)
                     bounds.append((first, b.last_offset, bound))
                     n = _records_in(b, first)
                     if b.is_control:

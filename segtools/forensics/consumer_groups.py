@@ -9,7 +9,8 @@ checked against the log end.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.forensics.epochs import UNDEFINED_EPOCH, EpochMap

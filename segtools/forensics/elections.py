@@ -9,8 +9,9 @@ forced to the new leader alone while the old ISR did not contain it). Input is w
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 NO_LEADER_CHANGE = -2
 RECOVERING = 1

@@ -9,8 +9,8 @@ clipped and reported as information only.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from segtools.forensics.model import BatchFacts
 

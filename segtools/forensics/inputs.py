@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.forensics.collect import ReplicaSpec
@@ -171,11 +172,11 @@ def check_inputs(paths: Sequence[str | os.PathLike[str]], specs: Sequence[Replic
     for d in check.log_dirs:
         if d.claimed_broker is not None:
             claims.setdefault(d.claimed_broker, []).append(d)
-    for bid, group in sorted(claims.items()):
-        if len(group) > 1:
+    for bid, claimants in sorted(claims.items()):
+        if len(claimants) > 1:
             check.warnings.append(
-                f"{len(group)} log dirs claim broker id {bid}: "
-                + ", ".join(f"{d.log_dir} (compared as broker {d.broker})" for d in group))
+                f"{len(claimants)} log dirs claim broker id {bid}: "
+                + ", ".join(f"{d.log_dir} (compared as broker {d.broker})" for d in claimants))
     if copies is None:
         copies = byte_exact_copies({d.log_dir: [s.partition_dir for s in dirs[d.log_dir]]
                                     for d in check.log_dirs})

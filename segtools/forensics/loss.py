@@ -13,8 +13,9 @@ import base64
 import json
 import os
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from segtools.errors import InputError
 from segtools.forensics.classify import DivergentRange
@@ -81,7 +82,7 @@ class AckIndex:
         return set(self._acked_all.get((topic, partition), ()))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "AckIndex":
+    def load(cls, path: str | os.PathLike[str]) -> AckIndex:
         entries = []
         try:
             with open(path, "rb") as fh:
@@ -112,7 +113,8 @@ class AckIndex:
 def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int, str], Sequence[RecordFacts]],
                  reference: Sequence[RecordFacts],
                  acks: Mapping[tuple[int, int], bool] | None,
-                 committed_by_ack: set[tuple[int, int]] | frozenset = frozenset()) -> tuple[list[LostRecord], list[Finding]]:
+                 committed_by_ack: set[tuple[int, int]] | frozenset = frozenset(),
+                 ) -> tuple[list[LostRecord], list[Finding]]:
     """Lost records per divergent range (keyed by (broker, log_dir)), with relocation and
     committed/acked flags; plus RELOCATED / DUPLICATE findings."""
     at = {(r.offset, r.leader_epoch) for r in reference}

@@ -8,8 +8,9 @@ from rows and the in-process path can build them straight from ``segtools.column
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -34,7 +35,7 @@ class BatchFacts:
     max_timestamp: int = -1          # the batch's MaxTimestamp (ms): what the time view draws
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "BatchFacts":
+    def from_row(cls, row: Mapping[str, Any]) -> BatchFacts:
         """Build from a BATCH_SCHEMA row (dict, pandas row or namedtuple-like mapping)."""
         return cls(
             base_offset=int(row["base_offset"]),

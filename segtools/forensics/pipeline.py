@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from segtools.errors import BatchTooLargeError, SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
 from segtools.forensics.collect import ReplicaSpec, batch_limit_error, discover_replicas, replica_facts
-from segtools.forensics.consumer_groups import (CONSUMER_OFFSETS, Commits, attach_group_findings,
-                                                commits_from_records, merge_commits)
+from segtools.forensics.consumer_groups import (
+    CONSUMER_OFFSETS,
+    Commits,
+    attach_group_findings,
+    commits_from_records,
+    merge_commits,
+)
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.loss import AckIndex, ReferenceFilter, apply_lost_evidence, lost_records
 from segtools.forensics.model import RecordFacts
@@ -78,10 +84,11 @@ def drill_down(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec], acks: Ac
     """Stage 3 for one partition (in process)."""
     if not verdict.divergent_ranges:
         return PartitionReport(verdict)
-    by_key = {(s.broker, s.log_dir): s for s in specs}
+    by_key: dict[tuple[int | None, str], ReplicaSpec] = {(s.broker, s.log_dir): s for s in specs}
     divergent = {}
     for rng in verdict.divergent_ranges:
-        divergent[(rng.broker, rng.log_dir)] = read(by_key[(rng.broker, rng.log_dir)], rng.first_offset, rng.last_offset)
+        key = (rng.broker, rng.log_dir)
+        divergent[key] = read(by_key[key], rng.first_offset, rng.last_offset)
     ref_spec = by_key.get((verdict.reference_broker, verdict.reference_log_dir))
     ref_rv = next(r for r in verdict.replicas if r.is_reference)
     lo = min(r.first_offset for r in verdict.divergent_ranges)
@@ -132,7 +139,8 @@ def read_commits(spec: ReplicaSpec, end: int) -> Commits:
 def consumer_offsets_sources(verdicts: Sequence[PartitionVerdict],
                              specs: Sequence[ReplicaSpec]) -> list[tuple[ReplicaSpec, int]]:
     """The reference replica of each __consumer_offsets partition, with its log end offset."""
-    by_key = {(s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
+    by_key: dict[tuple[str, int, int | None, str], ReplicaSpec] = {
+        (s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
     out = []
     for v in verdicts:
         if v.topic != CONSUMER_OFFSETS:

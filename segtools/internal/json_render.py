@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from segtools.internal.protocol import Field, Message, UNKNOWN_TAGGED_FIELDS, _is_default
+from segtools.internal.protocol import UNKNOWN_TAGGED_FIELDS, Field, Message, _is_default
 
 
 class JavaDouble(float):
@@ -137,7 +138,7 @@ def quote(text: str) -> str:
         if esc is not None:
             out.append(esc)
         elif ch < " ":
-            out.append("\\u%04X" % ord(ch))
+            out.append(f"\\u{ord(ch):04X}")
         else:
             out.append(ch)
     out.append('"')

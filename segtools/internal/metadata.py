@@ -42,7 +42,7 @@ def _frame_field(r: Reader, entity: str) -> int:
     return value - 0x10000 if value > SHORT_MAX else value
 
 
-def decode_record(value: bytes | bytearray | memoryview) -> tuple[str, int, dict[str, Any]]:
+def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, int, dict[str, Any]]:
     """Decode one metadata record value into (type name, version, data dict).
 
     Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.

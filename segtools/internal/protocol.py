@@ -21,8 +21,10 @@ from __future__ import annotations
 import base64
 import struct
 import uuid as _uuid
-from dataclasses import dataclass, field as _dc_field
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as _dc_field
+from typing import Any
 
 from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.errors import SchemaError
@@ -61,7 +63,7 @@ class Versions:
     high: int
 
     @classmethod
-    def parse(cls, text: str | None) -> "Versions | None":
+    def parse(cls, text: str | None) -> Versions | None:
         if text is None or text == "none":
             return None
         text = text.strip()
@@ -99,7 +101,7 @@ class Field:
     tagged: Versions | None = None
     default: Any = _UNSET
     ignorable: bool = False
-    fields: tuple["Field", ...] = ()
+    fields: tuple[Field, ...] = ()
 
     @property
     def key(self) -> str:
@@ -392,15 +394,15 @@ def _read_struct(r: Reader, fields: Sequence[Field], struct_name: str | None, ve
         for _ in range(count):
             tag = r.uvarint(_join(path, "_tagged_fields"))
             size = r.uvarint(_join(path, "_tagged_fields"))
-            f = tagged.get(tag)
-            if f is None:
+            tf = tagged.get(tag)
+            if tf is None:
                 if size < 0:
                     raise _ReadError(f"Tried to read a negative-size tagged field of {size} "
                                      "bytes", path)
                 unknown.append((tag, r.raw(size, _join(path, f"_tag{tag}"))))
             else:
-                out[f.key] = _read_value(r, f, version, flexible, top_valid, _join(path, f.key),
-                                         tagged=True)
+                out[tf.key] = _read_value(r, tf, version, flexible, top_valid, _join(path, tf.key),
+                                          tagged=True)
         if unknown:
             out[UNKNOWN_TAGGED_FIELDS] = unknown
     # keep the schema's declaration order (tagged values were placed at their default's slot)

@@ -11,12 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from segtools.errors import SchemaError
-from segtools.internal.consumer_offsets import (DELETE, _read_body,
-                                                 _read_version, decode_key_with, encode_key_with,
-                                                 encode_value_with, schemas_for,
-                                                 skipped_record_line)
+from segtools.internal.consumer_offsets import (
+    DELETE,
+    _read_body,
+    _read_version,
+    decode_key_with,
+    encode_key_with,
+    encode_value_with,
+    schemas_for,
+    skipped_record_line,
+)
 from segtools.internal.json_render import Raw, dumps, message_json
-from segtools.internal.protocol import Message, field as f, message
+from segtools.internal.protocol import Message, message
+from segtools.internal.protocol import field as f
 
 _KEY_FIELDS = [f("GroupId", "string"), f("TopicId", "uuid"), f("Partition", "int32")]
 _STATE_BATCH = [

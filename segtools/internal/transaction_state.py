@@ -18,17 +18,22 @@ Example::
     ...     "transactionTimeoutMs": 60000, "transactionStatus": 1,
     ...     "transactionPartitions": [{"topic": "t", "partitionIds": [0]}],
     ...     "transactionLastUpdateTimestampMs": 2, "transactionStartTimestampMs": 1})
-    >>> ts.format_record(key, value)
-    ('transaction_metadata::transactionalId=my-txn', 'producerId:5,producerEpoch:0,state=Ongoing,partitions=[t-0],txnLastUpdateTimestamp=2,txnTimeoutMs=60000')
+    >>> key_text, value_text = ts.format_record(key, value)
+    >>> key_text
+    'transaction_metadata::transactionalId=my-txn'
+    >>> value_text
+    'producerId:5,producerEpoch:0,state=Ongoing,partitions=[t-0],txnLastUpdateTimestamp=2,txnTimeoutMs=60000'
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from segtools.errors import SchemaError
-from segtools.internal.protocol import field as f, message, read_message, write_message
+from segtools.internal.protocol import field as f
+from segtools.internal.protocol import message, read_message, write_message
 
 DELETE = "<DELETE>"
 KEY_VERSION = 0

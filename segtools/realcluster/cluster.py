@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.kafka_runtime import KafkaRuntime, KafkaUnavailableError
@@ -210,7 +211,8 @@ class RealCluster:
         new = []
         for t in self.scenario.topics:
             assert t.assignment is not None
-            new.append(NewTopic(t.name, num_partitions=t.partitions, replication_factor=-1, replica_assignment=[list(t.assignment[p]) for p in range(t.partitions)],
+            new.append(NewTopic(t.name, num_partitions=t.partitions, replication_factor=-1,
+                                replica_assignment=[list(t.assignment[p]) for p in range(t.partitions)],
                                 config={"min.insync.replicas": str(t.min_insync_replicas),
                                         "unclean.leader.election.enable": str(t.unclean_leader_election).lower(),
                                         "compression.type": "producer" if t.compression == "none" else t.compression}))

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import IO, Any
 
-_LIVE: dict[int, "JvmProcess"] = {}
+_LIVE: dict[int, JvmProcess] = {}
 _LOCK = threading.Lock()
 _HANDLERS_INSTALLED = False
 
@@ -117,7 +117,7 @@ def run_tool(argv: list[str], *, timeout: float = 120.0) -> subprocess.Completed
 
 
 class _ToolHandle:
-    def __init__(self, proc: "subprocess.Popen[str]") -> None:
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
         self.proc = proc
         self.name = "tool"
 

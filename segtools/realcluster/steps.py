@@ -163,14 +163,14 @@ class StepRunner:
             if not os.path.isdir(src):
                 continue
             proc = self.cluster.brokers.get(b)
-            freeze = proc is not None and proc.alive() and not proc.paused
-            if freeze:
-                proc.pause()
+            frozen = proc if proc is not None and proc.alive() and not proc.paused else None
+            if frozen is not None:
+                frozen.pause()
             try:
                 _copy_dir(src, os.path.join(target, f"broker-{b}"), topics if logs_only else None)
             finally:
-                if freeze:
-                    proc.resume()
+                if frozen is not None:
+                    frozen.resume()
 
     # ------------------------------------------------------------------ steps
     def _do_produce(self, step: Step, planned: list[Any]) -> None:

@@ -150,8 +150,8 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
     committed: dict[tuple[str, int], set[tuple[int, int]]] = {tp: set() for tp in tps}
     for i, obs in enumerate(runner.observations):
         for tp in tps:
-            key = f"{tp[0]}-{tp[1]}"
-            leader, hw = obs.leaders.get(key), obs.high_watermarks.get(key)
+            tp_name = f"{tp[0]}-{tp[1]}"
+            leader, hw = obs.leaders.get(tp_name), obs.high_watermarks.get(tp_name)
             if leader is None or hw is None:
                 continue
             for r in data(f"step{i}", leader, tp):
@@ -166,7 +166,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
     out: dict[str, Any] = {}
     final_leader_of: dict[tuple[str, int], int | None] = {}
     for tp in tps:
-        key = f"{tp[0]}-{tp[1]}"
+        tp_name = f"{tp[0]}-{tp[1]}"
         view = final_view.get(tp)
         leader = view.leader if view is not None else None
         past = [e.leader for e in elections[tp] if e.leader is not None]
@@ -179,7 +179,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
         ref_start = (lso.get(ref) or 0) if ref is not None else 0
         # every record seen anywhere: (offset, epoch) -> (key, value)
         seen: dict[tuple[int, int], tuple[str | None, str | None]] = {}
-        for (tag, b, t), recs in logs.items():
+        for (_tag, _b, t), recs in logs.items():
             if t != tp:
                 continue
             for r in recs:
@@ -220,7 +220,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
                 "clean_shutdown": os.path.exists(os.path.join(bdir, ".kafka_cleanshutdown")),
             }
         ep_list = elections[tp]
-        out[key] = {
+        out[tp_name] = {
             "topic": tp[0], "partition": tp[1], "topic_id": topic_ids.get(tp[0]),
             "leader": leader, "last_leader": last_leader,
             "leader_epoch": ep_list[-1].epoch if ep_list else 0,
@@ -240,7 +240,7 @@ def _fill_ack_epochs(acks: list[dict[str, Any]],
     the batch that holds the record (same offset, key and value) in a log copied right after
     the produce step."""
     where: dict[tuple[str, int, int, str | None, str | None], int] = {}
-    for (tag, b, tp), recs in logs.items():
+    for (_tag, _b, tp), recs in logs.items():
         for r in recs:
             where.setdefault((tp[0], tp[1], r.offset, r.key, r.value), r.leader_epoch)
     for a in acks:

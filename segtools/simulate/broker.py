@@ -106,7 +106,7 @@ class BrokerSteps(_Base):
                                          broker)
                     st.alive = True
             self._page_cache_survives(broker)
-        for tp, reps in self.replicas.items():
+        for _tp, reps in self.replicas.items():
             r = reps.get(broker)
             if r is None:
                 continue

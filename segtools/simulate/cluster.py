@@ -95,7 +95,7 @@ class Cluster(BrokerSteps, ProducerSteps):
                 if ps.leader != NO_LEADER:
                     self.replicas[tp][ps.leader].assign_epoch(0, 0)
                     ps.elections[-1].start_offset = 0
-        for i, p in enumerate(scenario.producers):
+        for _i, p in enumerate(scenario.producers):
             self.producers[p.name] = ProducerState(
                 p.name, self._next_producer_id if p.idempotent else -1, 0 if p.idempotent else -1,
                 p.idempotent, p.transactional_id)
@@ -186,14 +186,14 @@ class Cluster(BrokerSteps, ProducerSteps):
         self._advance_clock(self.now + 1)
 
     def _checkpoint_high_watermarks(self) -> None:
-        for tp, reps in self.replicas.items():
+        for _tp, reps in self.replicas.items():
             for b, r in reps.items():
                 if self.brokers[b].alive:
                     r.hw_checkpoint = r.high_watermark
                     r.epoch_file = list(r.epochs)  # the asynchronous epoch-cache flush lands too
 
     def _flush_and_checkpoint(self, only: int | None = None) -> None:
-        for tp, reps in self.replicas.items():
+        for _tp, reps in self.replicas.items():
             for b, r in reps.items():
                 if self.brokers[b].alive and (only is None or b == only):
                     r.flush()
@@ -384,7 +384,7 @@ class Cluster(BrokerSteps, ProducerSteps):
             new.needs_truncation = False
             new.known_leader = election.leader
             new.known_epoch = election.epoch
-            for b, r in reps.items():
+            for _b, r in reps.items():
                 r.fetch_offset = None
                 r.last_caught_up_ms = self.now
                 r.last_fetch_leader_leo = 0

@@ -151,7 +151,7 @@ class ProducerSteps(_Base):
     def finish(self) -> None:
         """Sends still waiting for a response when the scenario ends time out."""
         for prod in [self._anonymous, *self.producers.values()]:
-            for tp, recs, acks, headers, base_seq, _ in prod.pending:
+            for tp, recs, acks, _headers, _base_seq, _ in prod.pending:
                 for key, value in recs:
                     self.acks.append(AckLine(None, tp[0], tp[1], key, value, acks, False, None,
                                              None, "REQUEST_TIMED_OUT"))

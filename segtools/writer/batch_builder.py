@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ..crc import crc32c
 from ..varint import encode_varlong

@@ -10,7 +10,7 @@ the last inner message; magic 0 inner offsets are absolute.
 from __future__ import annotations
 
 import struct
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..crc import crc32
 from .batch_builder import NewRecord, codec_id_of
@@ -70,6 +70,7 @@ def build_legacy_message_set(
     if codec != 0 and not records:
         raise ValueError("a compressed message set needs at least one record")
     ts_attr = _TIMESTAMP_TYPE_MASK if log_append else 0
+    append_time = -1 if log_append_time is None else log_append_time   # set whenever log_append
 
     def timestamp_of(record: NewRecord) -> int:
         if magic == 0:
@@ -79,7 +80,7 @@ def build_legacy_message_set(
     if codec == 0:
         out = bytearray()
         for i, record in enumerate(records):
-            ts = log_append_time if log_append else timestamp_of(record)
+            ts = append_time if log_append else timestamp_of(record)
             out += build_legacy_message(offset=base_offset + i, magic=magic, key=record.key,
                                         value=record.value, timestamp=ts, attributes=ts_attr)
         return bytes(out)
@@ -94,7 +95,7 @@ def build_legacy_message_set(
 
     payload = compress(codec, bytes(inner), magic=magic)
     if magic == 1:
-        wrapper_ts = log_append_time if log_append else max(timestamp_of(r) for r in records)
+        wrapper_ts = append_time if log_append else max(timestamp_of(r) for r in records)
     else:
         wrapper_ts = -1
     return build_legacy_message(offset=base_offset + len(records) - 1, magic=magic, key=None,

@@ -11,8 +11,9 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
@@ -213,7 +214,7 @@ class LogWriter:
         if not bases:
             self._segments = [self._new_segment(0, active=True)]
             return
-        for i, base in enumerate(bases):
+        for base in bases:
             segment = _Segment(self.dir, base, index_bytes=self.segment_index_bytes,
                                active=False)
             segment.offset_index.entries = self._read_pairs(segment.offset_index.path, ">ii",
@@ -584,7 +585,7 @@ class LogWriter:
         self._take_snapshot(self._log_end_offset)
         self._closed = True
 
-    def __enter__(self) -> "LogWriter":
+    def __enter__(self) -> LogWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -4,8 +4,8 @@ implementation) or from raw bytes given in the spec -- never with segtools' own 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import crc32c as _crc32c
 from click.testing import CliRunner, Result
@@ -190,7 +190,7 @@ def _sequence(base_sequence: int, delta: int) -> int:
         delta - (2147483647 - base_sequence) - 1
 
 
-def kafka_python_lines(data: bytes, decode: "Callable[[bytes], str] | None" = None) -> list[str]:
+def kafka_python_lines(data: bytes, decode: Callable[[bytes], str] | None = None) -> list[str]:
     """The DUMP_LOG.md 3.3/3.4 templates filled with kafka-python's view of each batch.
 
     ``decode`` renders key/value bytes (Java's StringDecoder); by default only valid UTF-8 is
@@ -209,7 +209,8 @@ def kafka_python_lines(data: bytes, decode: "Callable[[bytes], str] | None" = No
             f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
             f"partitionLeaderEpoch: {b.leader_epoch} "
             f"isTransactional: {str(b.is_transactional).lower()} "
-            f"isControl: {str(b.is_control_batch).lower()} deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'} "
+            f"isControl: {str(b.is_control_batch).lower()} "
+            f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'} "
             f"position: {position} {ts_name}: {b.max_timestamp} size: {size} magic: {b.magic} "
             f"compresscodec: {_CODECS[b.compression_type]} crc: {b.crc} "
             f"isvalid: {str(b.validate_crc()).lower()}")

@@ -8,8 +8,17 @@ import struct
 from pathlib import Path
 
 import pytest
-from dump_builders import (SEG, kafka_err, lines, oracle_batches, producer_snapshot, run,
-                           simple_records_log, v2_batch, write_indexes)
+from dump_builders import (
+    SEG,
+    kafka_err,
+    lines,
+    oracle_batches,
+    producer_snapshot,
+    run,
+    simple_records_log,
+    v2_batch,
+    write_indexes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

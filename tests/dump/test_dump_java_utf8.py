@@ -10,6 +10,7 @@ from dump_builders import java_strings
 
 from segtools.dump.parsers import string_decoder
 
+
 def _cases() -> list[bytes]:
     rng = random.Random(20241025)
     interesting = [0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF,

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segtools.dump.index_dump import Slots, lookup_position
-from segtools.dump.time_index_dump import _FirstAtLeast
 from segtools.dump.paths import file_kind
 from segtools.dump.text import java_absolute_path, java_file, optional_long
+from segtools.dump.time_index_dump import _FirstAtLeast
 from segtools.snapshots import ProducerSnapshotEntry
 
 

@@ -8,9 +8,21 @@ import struct
 from pathlib import Path
 
 import pytest
-from dump_builders import (SEG, SPEC_V0_MESSAGE, SPEC_V1_MESSAGE, SPEC_V2_BATCH, control_batch,
-                           kafka_err, lines, oracle_batches, run, simple_records_log, tokens_alternate,
-                           v2_batch, write_indexes)
+from dump_builders import (
+    SEG,
+    SPEC_V0_MESSAGE,
+    SPEC_V1_MESSAGE,
+    SPEC_V2_BATCH,
+    control_batch,
+    kafka_err,
+    lines,
+    oracle_batches,
+    run,
+    simple_records_log,
+    tokens_alternate,
+    v2_batch,
+    write_indexes,
+)
 
 SPEC_BATCH_LINE = (
     "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 "

@@ -3,7 +3,6 @@ segments of every codec and for the real broker files; layout, filters and safet
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 

@@ -7,8 +7,15 @@ import os
 import pytest
 
 from segtools.outputs import (
-    PARTIAL_MARKER, SUCCESS_MARKER, UnsafeOutputError, atomic_file, atomic_write, check_output_file,
-    check_output_location, partial_run, prepare_output_dir,
+    PARTIAL_MARKER,
+    SUCCESS_MARKER,
+    UnsafeOutputError,
+    atomic_file,
+    atomic_write,
+    check_output_file,
+    check_output_location,
+    partial_run,
+    prepare_output_dir,
 )
 
 

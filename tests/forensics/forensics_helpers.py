@@ -93,7 +93,8 @@ def check_against_truth(report, truth: dict, disk: dict, *, with_metadata: bool,
             if on_disk != mine:
                 problems.append((key, rv.broker, "lost set", sorted(on_disk - mine), sorted(mine - on_disk)))
             tr = t["replicas"].get(str(rv.broker))
-            if final_state and tr is not None and (tr["log_end_offset"], tr["log_start_offset"]) != (rv.log_end_offset, rv.log_start_offset):
+            if final_state and tr is not None and (
+                    (tr["log_end_offset"], tr["log_start_offset"]) != (rv.log_end_offset, rv.log_start_offset)):
                 problems.append((key, rv.broker, "offsets", tr, rv.log_end_offset, rv.log_start_offset))
             if on_disk:
                 if rv.status not in DIVERGED or rv.fork_offset != min(o for o, _ in on_disk):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from forensics_helpers import dense, replica
+
 from segtools.forensics.classify import classify_partition
 from segtools.forensics.elections import Election, PartitionHistory
-
-from forensics_helpers import dense, replica
 
 
 def by_broker(verdict):

@@ -263,9 +263,9 @@ def test_report_summary_block(tmp_path):
     assert s["records_lost"]["acked"] is not None and s["offsets_lost"]["total"] == 0
     assert s["verdict"] == "COMMITTED_LOSS"
     # the partitions list is what it always was
-    from segtools.forensics.pipeline import compare_in_process
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
+    from segtools.forensics.pipeline import compare_in_process
     same = compare_in_process([str(sample)], acks=AckIndex.load(sample / "acks.jsonl"),
                               histories=load_histories(str(sample / "controller"))).to_json()
     assert doc["partitions"] == same["partitions"]

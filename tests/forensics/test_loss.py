@@ -64,10 +64,10 @@ def test_ack_index_reads_acks_jsonl_and_rejects_garbage(tmp_path):
 
 
 def test_acks_all_acknowledgement_proves_commitment_beyond_a_stale_hw_checkpoint():
+    from forensics_helpers import dense, replica
+
     from segtools.forensics.classify import classify_partition
     from segtools.forensics.loss import apply_lost_evidence
-
-    from forensics_helpers import dense, replica
 
     # S8 shape: A's tail [505..509]@e3 above its (stale) HWC 505; B leads e4 from 505
     a = replica(1, dense([(480, 509, 3)]), hw=505, clean=False)

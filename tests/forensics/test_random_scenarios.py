@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from forensics_helpers import check_against_truth, disk_records_by_replica
 
 from segtools.forensics.elections import load_histories
 from segtools.forensics.loss import AckIndex
 from segtools.forensics.pipeline import compare_in_process
 from segtools.simulate import random_scenario, run
-
-from forensics_helpers import check_against_truth, disk_records_by_replica
 
 CHUNK = 25
 

@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from forensics_helpers import check_against_truth, disk_records_by_replica
 
 from segtools.forensics.elections import load_histories
 from segtools.forensics.loss import AckIndex
 from segtools.forensics.pipeline import compare_in_process
-
-from forensics_helpers import check_against_truth, disk_records_by_replica
 
 GENERATED = Path(__file__).resolve().parents[2] / "samples" / "generated"
 SAMPLES = sorted(p.name for p in GENERATED.iterdir() if (p / "truth.json").is_file()) if GENERATED.is_dir() else []

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from forensics_helpers import batch
+
 from segtools.forensics.epochs import EpochMap, build_epoch_map, epoch_entries_from_batches
 from segtools.forensics.truncation import fork_offset
-
-from forensics_helpers import batch
 
 
 def emap(entries, leo):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from construct import ConstructError
+from fmt_helpers import KRAFT, roundtrip
 from kafka.record.default_records import DefaultRecordBatch
 
 from segtools.formats.control import (
@@ -21,8 +22,6 @@ from segtools.formats.control import (
     SnapshotHeaderRecord,
     VotersRecord,
 )
-
-from fmt_helpers import KRAFT, roundtrip
 
 META = KRAFT + "/__cluster_metadata-0"
 

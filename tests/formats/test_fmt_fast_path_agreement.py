@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fmt_helpers import KRAFT
 
 from segtools.batches import SegmentReader
 from segtools.formats.control import CONTROL_VALUE_SCHEMAS, ControlRecordKey, ControlRecordType
@@ -14,12 +15,10 @@ from segtools.formats.legacy import LegacyLogEntry
 from segtools.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
     RECORD_BATCH_OVERHEAD,
-    Records,
-    RecordBatch,
     TIMESTAMP_TYPE_MASK,
+    RecordBatch,
+    Records,
 )
-
-from fmt_helpers import KRAFT
 
 FILES = [
     "kafka-2.0-zk-small/logdir/subhash-0/00000000000000000000.log",
@@ -81,7 +80,8 @@ def test_fast_reader_agrees_with_declarations(realdata: Path, rel: str) -> None:
 
 
 def test_fast_reader_agrees_on_legacy_messages(realdata: Path) -> None:
-    path = realdata / "kafka-0.8-0.9-legacy-messages/fetch1.mytopic.1p.nocompression.kafka.0821.tmy-topic.p0.records.bin"
+    path = (realdata / "kafka-0.8-0.9-legacy-messages"
+            / "fetch1.mytopic.1p.nocompression.kafka.0821.tmy-topic.p0.records.bin")
     n = 0
     with SegmentReader(path) as reader:
         for batch in reader:

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segtools.errors import CorruptBatchError, FormatError
+from segtools.formats.checkpoints import OffsetCheckpointFile
 from segtools.formats.control import (
     ControlRecordKey,
     EndTxnMarker,
@@ -16,11 +17,10 @@ from segtools.formats.control import (
     VotersRecord,
 )
 from segtools.formats.legacy import LegacyLogEntry
+from segtools.formats.primitives import parse_located
 from segtools.formats.producer_snapshot import ProducerSnapshot
 from segtools.formats.record_batch import Record, RecordBatch, RecordBatchHeader
-from segtools.formats.checkpoints import OffsetCheckpointFile
 from segtools.formats.root_files import JsonDocument, PartitionMetadataText
-from segtools.formats.primitives import parse_located
 
 DECLARATIONS = [RecordBatchHeader, RecordBatch, Record, LegacyLogEntry, ControlRecordKey,
                 EndTxnMarker, LeaderChangeMessage, SnapshotHeaderRecord, VotersRecord,

@@ -6,6 +6,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from fmt_helpers import KRAFT, ZK_FINAL, roundtrip
 
 from segtools.formats.indexes import (
     ABORTED_TXN_SIZE,
@@ -16,8 +17,6 @@ from segtools.formats.indexes import (
     TimeIndexEntry,
     TransactionIndex,
 )
-
-from fmt_helpers import KRAFT, ZK_FINAL, roundtrip
 
 
 def test_offset_index_example_section_5() -> None:

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from construct import ConstructError
+from fmt_helpers import roundtrip
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from segtools.formats.legacy import LegacyLogEntry, LegacyMessage, RECORD_OVERHEAD_V0
-
-from fmt_helpers import roundtrip
+from segtools.formats.legacy import RECORD_OVERHEAD_V0, LegacyLogEntry, LegacyMessage
 
 V1_EXAMPLE = bytes.fromhex(
     "0000000000000000 00000018 39268c33 01 00 0000018bcfe56800 00000001 6b 00000001 76"
@@ -74,7 +73,8 @@ def test_real_legacy_entries_roundtrip_and_crc(realdata: Path, name: str) -> Non
 
 def test_invalid_crc_file_differs_only_in_crc(realdata: Path) -> None:
     good = (realdata / LEGACY_DIR / "fetch2.mytopic.nocompression.kafka.0900.tmy-topic.p0.records.bin").read_bytes()
-    bad = (realdata / LEGACY_DIR / "fetch2.mytopic.nocompression.invalid_crc.kafka.0900.tmy-topic.p0.records.bin").read_bytes()
+    bad = (realdata / LEGACY_DIR
+           / "fetch2.mytopic.nocompression.invalid_crc.kafka.0900.tmy-topic.p0.records.bin").read_bytes()
     entry = roundtrip(LegacyLogEntry, _entries(bad)[0][1])
     assert zlib.crc32(_entries(bad)[0][1][16:]) != entry.message.crc
     assert LegacyLogEntry.parse(_entries(good)[0][1]).message.value == entry.message.value

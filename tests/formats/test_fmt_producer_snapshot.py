@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import construct
 import crc32c
 import pytest
+from fmt_helpers import roundtrip
 
 from segtools.formats.producer_snapshot import (
     PRODUCER_ENTRIES_OFFSET,
@@ -14,8 +16,6 @@ from segtools.formats.producer_snapshot import (
     ProducerSnapshot,
     ProducerSnapshotEntry,
 )
-
-from fmt_helpers import roundtrip
 
 
 def _snapshots(realdata: Path) -> list[Path]:
@@ -47,5 +47,5 @@ def test_known_entry_values(realdata: Path) -> None:
     # the log in tests/segtools/test_snapshots.py); here: field order and widths
     assert [(e.producer_id, e.epoch, e.coordinator_epoch, e.current_txn_first_offset)
             for e in snap.entries] == [(45, 0, -1, -1), (46, 0, -1, -1)]
-    with pytest.raises(Exception):
+    with pytest.raises(construct.StreamError):
         ProducerSnapshot.parse(path.read_bytes()[:-1])

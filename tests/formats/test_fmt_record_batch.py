@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from construct import ConstructError
+from fmt_helpers import roundtrip
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.util import decode_varint, encode_varint
 
@@ -23,8 +24,6 @@ from segtools.formats.record_batch import (
     Records,
     TimestampType,
 )
-
-from fmt_helpers import roundtrip
 
 # FORMATS.md section 1.9 (computed for the spec, not by segtools)
 EXAMPLE_1_9 = bytes.fromhex(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from construct import ConstructError
+from fmt_helpers import KRAFT, ZK_FINAL, roundtrip
 
 from segtools.formats.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
 from segtools.formats.names import (
@@ -24,8 +25,6 @@ from segtools.formats.root_files import (
     PartitionMetadataText,
     PropertiesLines,
 )
-
-from fmt_helpers import KRAFT, ZK_FINAL, roundtrip
 
 
 def test_every_real_offset_checkpoint_roundtrips(realdata: Path) -> None:
@@ -49,7 +48,8 @@ def test_every_real_leader_epoch_checkpoint_roundtrips(realdata: Path) -> None:
     assert len(files) > 100
     for path in files:
         roundtrip(LeaderEpochCheckpointFile, path.read_bytes())
-    cp = LeaderEpochCheckpointFile.parse((realdata / KRAFT / "__cluster_metadata-0/leader-epoch-checkpoint").read_bytes())
+    cp = LeaderEpochCheckpointFile.parse(
+        (realdata / KRAFT / "__cluster_metadata-0/leader-epoch-checkpoint").read_bytes())
     assert cp.entries == [{"leader_epoch": 1, "start_offset": 0}]
 
 

@@ -118,7 +118,7 @@ class Chromium:
             raise TimeoutError(f"chromium: no answer to {what}") from None
 
     def wait_event(self, method: str, session: str, timeout: float | None = None) -> dict[str, Any]:
-        for i, m in enumerate(self.events):
+        for m in self.events:
             if m.get("method") == method and m.get("sessionId") == session and not m.get("_seen"):
                 m["_seen"] = True
                 return m

@@ -24,7 +24,6 @@ def compare_sample(name: str, *, acks: bool = True) -> dict[str, Any]:
 @functools.cache
 def _compare_sample(name: str, acks: bool) -> str:
     from segtools.cli.compare import default_metadata_log
-
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.pipeline import compare_in_process

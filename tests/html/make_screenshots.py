@@ -30,8 +30,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from cdp_chromium import Chromium
     from click.testing import CliRunner
-    from segtools.cli.main import cli
 
+    from segtools.cli.main import cli
     from segtools.report_html import write_html
 
     with tempfile.TemporaryDirectory() as tmp, Chromium() as browser:

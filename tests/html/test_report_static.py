@@ -9,9 +9,9 @@ import re
 
 from click.testing import CliRunner
 from conftest import GENERATED, compare_sample, truth
-from segtools.cli.main import cli
 from test_report_browser import S7, XSS_KEY, XSS_TOPIC, XSS_VALUE, hostile_report
 
+from segtools.cli.main import cli
 from segtools.report_html import render_html
 
 

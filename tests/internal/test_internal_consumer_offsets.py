@@ -25,8 +25,7 @@ def _records(realdata: Path, name: str):
     base = realdata / LOGDIRS[name]
     for part in sorted(base.glob("__consumer_offsets-*")):
         for batch in read_batches(part):
-            for record in batch.records():
-                yield record
+            yield from batch.records()
 
 
 @pytest.fixture(scope="module")

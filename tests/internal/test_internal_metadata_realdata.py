@@ -130,7 +130,7 @@ def test_register_broker_record_matches_meta_properties(realdata, decoded):
 
 def test_format_record_json_lines(realdata, decoded):
     rows = _log_rows(realdata, decoded)
-    for offset, value, name, version, data in rows[:2000]:
+    for offset, value, name, version, _data in rows[:2000]:
         line = metadata.format_record(value, offset=offset)
         parsed = json.loads(line)
         assert list(parsed) == ["type", "version", "data"]

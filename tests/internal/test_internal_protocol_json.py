@@ -11,7 +11,8 @@ import struct
 import uuid
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from segtools.errors import SchemaError
 from segtools.internal import consumer_offsets as co

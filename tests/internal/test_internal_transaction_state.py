@@ -8,7 +8,8 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from segtools.errors import SchemaError
 from segtools.internal import transaction_state as ts

@@ -3,14 +3,12 @@ way: Ctrl-C (SIGINT), SIGTERM, and even SIGKILL of segtools itself (PR_SET_PDEAT
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-
 from cluster_fixtures import REPO, SCENARIOS, java_processes_of, require_real_kafka
 
 pytestmark = pytest.mark.realkafka

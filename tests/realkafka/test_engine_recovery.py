@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cluster_fixtures import REPO, disk_records_by_replica, require_real_kafka
 
 pytestmark = pytest.mark.realkafka
@@ -106,7 +105,7 @@ def _snapshot(root: Path) -> dict[str, bytes | list[bytes]]:
 
 def test_every_generated_broker_dir_is_recovered_by_a_real_broker(tmp_path):
     require_real_kafka()
-    from confluent_kafka import TopicCollection, TopicPartition, Consumer
+    from confluent_kafka import Consumer, TopicCollection, TopicPartition
     from confluent_kafka.admin import NewTopic
 
     from segtools.kafka_runtime import kafka_runtime
@@ -133,7 +132,7 @@ def test_every_generated_broker_dir_is_recovered_by_a_real_broker(tmp_path):
                         config={"index.interval.bytes": str(t["r"]["index_interval"]),
                                 "segment.index.bytes": str(max(t["r"]["index_bytes"], 4096))})
                for name, t in topics.items()]
-        for name, fut in cluster.admin().create_topics(new, request_timeout=60).items():
+        for fut in cluster.admin().create_topics(new, request_timeout=60).values():
             fut.result()
         ids: dict[str, str] = {}
 
@@ -198,7 +197,8 @@ def test_every_generated_broker_dir_is_recovered_by_a_real_broker(tmp_path):
         for t, p in all_tps:
             low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
             ends[(t, p)] = (low, high)
-        consumer.assign([TopicPartition(t, p, ends[(t, p)][0]) for t, p in all_tps if ends[(t, p)][1] > ends[(t, p)][0]])
+        consumer.assign([TopicPartition(t, p, ends[(t, p)][0]) for t, p in all_tps
+                         if ends[(t, p)][1] > ends[(t, p)][0]])
         got: dict[tuple[str, int], dict[int, tuple]] = {tp: {} for tp in all_tps}
         deadline = time.monotonic() + 120
         pending = {tp for tp in all_tps if ends[tp][1] > ends[tp][0]}

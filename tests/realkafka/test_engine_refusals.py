@@ -3,14 +3,10 @@ with an error naming the step (exit 2); and the scenario key for Kafka's feature
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
-
 from cluster_fixtures import SCENARIOS, java_processes_of
+
 from segtools.cli.main import cli
 from segtools.errors import ScenarioError
 from segtools.realcluster import check_supported

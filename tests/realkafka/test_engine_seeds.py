@@ -7,7 +7,6 @@ same statuses and causes."""
 from __future__ import annotations
 
 import pytest
-
 from cluster_fixtures import (
     SCENARIOS,
     check_against_truth,

@@ -445,7 +445,7 @@ def test_control_records_of_data_batch_is_empty():
 def test_partition_and_log_dir_ordering(tmp_path):
     logdir = tmp_path / "broker"
     names = ["t-10", "t-2", "my-topic-1", "my-topic-0", "a-3"]
-    for n, name in enumerate(names):
+    for name in names:
         part = logdir / name
         part.mkdir(parents=True)
         for base in (100, 5, 20):  # lexically 100 < 20 < 5; numerically 5 < 20 < 100

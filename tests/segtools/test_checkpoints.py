@@ -67,7 +67,7 @@ def test_real_leader_epoch_checkpoints_roundtrip(realdata: Path, tmp_path: Path)
     for path in files:
         entries = read_leader_epoch_checkpoint(path)
         lines = path.read_text().splitlines()
-        assert entries == [EpochEntry(int(a), int(b)) for a, b in (l.split() for l in lines[2:])]
+        assert entries == [EpochEntry(int(a), int(b)) for a, b in (line.split() for line in lines[2:])]
         distinct.setdefault(path.read_bytes(), (path, entries))
     assert len(distinct) > 3
     for path, entries in distinct.values():     # write back each distinct content (fsync is slow)
@@ -177,7 +177,7 @@ def test_non_ascii_checkpoint_positions_in_linear_time(tmp_path: Path) -> None:
     assert CountingStr.sliced <= 3 * len(text)
 
     path = tmp_path / "replication-offset-checkpoint"
-    path.write_bytes("0\n400000\n".encode() + "\u00e9t\u00e9 0 1\n".encode() * 399_999
+    path.write_bytes(b"0\n400000\n" + "\u00e9t\u00e9 0 1\n".encode() * 399_999
                      + "\u00e9t\u00e9 0\n".encode())
     with pytest.raises(CheckpointFormatError) as info:
         read_offset_checkpoint(path)

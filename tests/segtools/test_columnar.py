@@ -10,10 +10,6 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from segtools import columnar
-from segtools.errors import CorruptBatchError, FormatError, SegtoolsError
-from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 from test_columnar_gen import (
     CODECS,
     Rec,
@@ -27,6 +23,10 @@ from test_columnar_gen import (
     random_segment,
     write_segment,
 )
+
+from segtools import columnar
+from segtools.errors import CorruptBatchError, FormatError, SegtoolsError
+from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 ENGINES = columnar.available_engines()
 ORACLE_COLUMNS = ["offset", "timestamp_ms", "timestampType", "key", "value", "headers",
@@ -379,7 +379,7 @@ def test_timestamp_filters_accept_datetimes_naive_as_utc(tmp_path):
     recs = [Rec(b"k", b"v", [], 1_700_000_000_000 + i * 1000) for i in range(5)]
     path = write_segment(tmp_path, kp_batch(recs, base_offset=0))
     start = datetime.datetime(2023, 11, 14, 22, 13, 21)                 # = ...001000 ms UTC
-    end = datetime.datetime(2023, 11, 14, 22, 13, 23, tzinfo=datetime.timezone.utc)
+    end = datetime.datetime(2023, 11, 14, 22, 13, 23, tzinfo=datetime.UTC)
     t = columnar.read_records(path, start_timestamp=start, end_timestamp=end)
     assert t.column("offset").to_pylist() == [1, 2]
     with pytest.raises(SegtoolsError):

@@ -78,7 +78,7 @@ def compressible(rng: random.Random, n: int) -> bytes:
 def random_records(rng: random.Random, n: int, *, compress: bool) -> list[Rec]:
     recs = []
     ts = 1_700_000_000_000 + rng.randrange(10**6)
-    for i in range(n):
+    for _ in range(n):
         key = None if rng.random() < 0.2 else (b"k%d" % rng.randrange(1000))
         if rng.random() < 0.15:
             value = None
@@ -89,7 +89,7 @@ def random_records(rng: random.Random, n: int, *, compress: bool) -> list[Rec]:
         headers: list[tuple[str, bytes | None]] = []
         if rng.random() < 0.4:
             for j in range(rng.randrange(1, 4)):
-                hk = rng.choice(["trace", "ü-ñ", "", "k%d" % j])
+                hk = rng.choice(["trace", "ü-ñ", "", f"k{j}"])
                 hv = None if rng.random() < 0.3 else bytes(rng.randrange(256) for _ in range(rng.randrange(0, 8)))
                 headers.append((hk, hv))
         recs.append(Rec(key, value, headers, ts + rng.randrange(-5, 50)))

@@ -11,9 +11,6 @@ import pyarrow as pa
 import pytest
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
-
-from segtools import columnar
-from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 from test_columnar_gen import (
     LOG_NAME,
     Rec,
@@ -23,6 +20,9 @@ from test_columnar_gen import (
     random_segment,
     write_segment,
 )
+
+from segtools import columnar
+from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 ENGINES = columnar.available_engines()
 ORACLE_COLUMNS = ["offset", "timestamp_ms", "timestampType", "key", "value", "headers",

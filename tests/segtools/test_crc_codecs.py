@@ -7,7 +7,6 @@ import gzip
 import os
 import random
 import struct
-import zlib
 from pathlib import Path
 
 import cramjam
@@ -16,7 +15,6 @@ import pytest
 import zstandard
 from kafka import codec as kcodec
 
-from segtools import codecs
 from segtools.codecs import COMPRESSION_NAMES, compress, decompress, xxh32
 from segtools.crc import crc32, crc32c
 from segtools.errors import CompressionError, CorruptBatchError
@@ -314,7 +312,8 @@ public class CodecOracle {
         byte[] block = new byte[65536];
         int pos = 7;
         while (true) {
-            int word = (f[pos] & 0xFF) | (f[pos + 1] & 0xFF) << 8 | (f[pos + 2] & 0xFF) << 16 | (f[pos + 3] & 0xFF) << 24;
+            int word = (f[pos] & 0xFF) | (f[pos + 1] & 0xFF) << 8
+                | (f[pos + 2] & 0xFF) << 16 | (f[pos + 3] & 0xFF) << 24;
             pos += 4;
             if (word == 0) return out.toByteArray();
             int n = word & 0x7FFFFFFF;

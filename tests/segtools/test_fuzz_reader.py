@@ -13,6 +13,7 @@ import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path
 
+import crc32c as crc32c_lib
 import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,6 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-import crc32c as crc32c_lib
 from segtools.batches import RecordBatch, SegmentReader
 from segtools.errors import CompressionError, FormatError, SegtoolsError
 

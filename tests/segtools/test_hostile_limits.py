@@ -16,9 +16,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import hostile_files as H
 import pytest
 
-import hostile_files as H
 import segtools
 from segtools import columnar
 from segtools.batches import SegmentReader, read_batches

@@ -191,7 +191,8 @@ def test_sanity_checks(realdata: Path, tmp_path: Path) -> None:
     sanity_check_time_index(realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.timeindex")
     path = tmp_path / "00000000000000000000.timeindex"
     path.write_bytes(time_index_entry(2000, 1) + time_index_entry(1000, 2))
-    with pytest.raises(IndexCorruptionError, match="last timestamp is 1000 which is less than the first timestamp 2000"):
+    with pytest.raises(IndexCorruptionError,
+                       match="last timestamp is 1000 which is less than the first timestamp 2000"):
         sanity_check_time_index(path)
     ipath = tmp_path / "00000000000000000000.index"
     ipath.write_bytes(offset_index_entry(5, 100) + offset_index_entry(-3, 200))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import re
 
+import hostile_files as H
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
-import hostile_files as H
 from segtools.cli.main import cli
 from segtools.limits import MAX_BATCH_BYTES_ENV
 

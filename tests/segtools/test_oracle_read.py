@@ -189,7 +189,7 @@ def test_legacy_uncompressed(tmp_path, magic):
     batches = list(read_batches(path))
     assert len(batches) == len(LEGACY)  # one batch per outer message
     oracle = _kp_records(raw)
-    for i, (batch, (kbatch, krecs)) in enumerate(zip(batches, oracle)):
+    for i, (batch, (_kbatch, krecs)) in enumerate(zip(batches, oracle)):
         ts, key, value = LEGACY[i]
         assert batch.magic == magic and batch.compression == "none"
         assert batch.base_offset == batch.last_offset == 100 + i
@@ -279,7 +279,8 @@ def test_legacy_v1_wrapper_offset_below_last_inner_is_corrupt():
 
 # ------------------------------------------------------------------------------- property test
 
-_header = st.tuples(st.text(st.characters(blacklist_categories=("Cs",)), max_size=8), st.one_of(st.none(), st.binary(max_size=16)))
+_header = st.tuples(st.text(st.characters(blacklist_categories=("Cs",)), max_size=8),
+                    st.one_of(st.none(), st.binary(max_size=16)))
 _record = st.tuples(st.integers(-10**6, 10**6), st.one_of(st.none(), st.binary(max_size=40)),
                     st.one_of(st.none(), st.binary(max_size=200)),
                     st.lists(_header, max_size=3))

@@ -8,10 +8,10 @@ one of our readers.
 from __future__ import annotations
 
 import pytest
+from test_batches import record_body, v2_batch, write, zz
 
 from segtools import columnar
 from segtools.batches import iter_records, read_batches
-from test_batches import record_body, v2_batch, write, zz
 
 ENGINES = columnar.available_engines()
 

@@ -89,7 +89,8 @@ def index_problems(pdir: str) -> list[str]:
                 b = by_pos.get(position)
                 if b is None or b.last_offset != base + rel:
                     if not (i == 0 and rel == 0 and position == 0):
-                        problems.append(f"{idx}: entry {i} ({base + rel}, {position}) is not a batch start with that last offset")
+                        problems.append(f"{idx}: entry {i} ({base + rel}, {position}) "
+                                        "is not a batch start with that last offset")
         tidx = os.path.join(pdir, name[:20] + ".timeindex")
         if os.path.exists(tidx):
             data = open(tidx, "rb").read()

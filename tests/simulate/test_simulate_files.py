@@ -8,10 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
+from sim_oracle import index_problems, partition_dirs, read_partition, read_segment
 
 from segtools.simulate import run
-
-from sim_oracle import index_problems, partition_dirs, read_partition, read_segment
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "samples" / "scenarios"
 
@@ -51,7 +50,7 @@ def rolling_out(tmp_path_factory):
 
 def test_every_segment_reads_back_with_kafka_python(rolling_out):
     n_segments = 0
-    for broker, name, pdir in partition_dirs(str(rolling_out)):
+    for _broker, _name, pdir in partition_dirs(str(rolling_out)):
         logs = sorted(n for n in os.listdir(pdir) if n.endswith(".log"))
         n_segments += len(logs)
         prev_last = -1
@@ -141,7 +140,7 @@ def test_sample_scenarios_write_valid_logs(scenario, tmp_path):
     roots = [tmp_path / "out"] + sorted((tmp_path / "out" / "snapshots").glob("*")) \
         if (tmp_path / "out" / "snapshots").exists() else [tmp_path / "out"]
     for root in roots:
-        for broker, name, pdir in partition_dirs(str(root)):
+        for _broker, _name, pdir in partition_dirs(str(root)):
             for b in read_partition(pdir):
                 assert b.crc_valid
             assert index_problems(pdir) == []

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from sim_oracle import partition_dirs, read_partition, records_by_offset
 
 from segtools.simulate import simulate
-
-from sim_oracle import partition_dirs, read_partition, records_by_offset
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SCENARIOS = sorted(p.stem for p in (SAMPLES / "scenarios").glob("*.yaml"))
@@ -41,12 +40,12 @@ def truth_of(name: str) -> dict:
 def test_a_leadership_back_on_preferred_replicas():
     truth = truth_of("a-preferred-leader-return")
     assert len(truth) == 3
-    for tp, t in truth.items():
+    for t in truth.values():
         assert t["leader"] == t["assignment"][0]
         assert t["lost"] == [] and sorted(t["isr"]) == [1, 2]
     # broker 2 was down for the six messages and holds them all after catching up
     b2 = set()
-    for broker, name, p in partition_dirs(str(gen("a-preferred-leader-return"))):
+    for broker, _name, p in partition_dirs(str(gen("a-preferred-leader-return"))):
         if broker == 2:
             b2 |= {v for _, (_, _, v) in records_by_offset(p).items()}
     assert {f"m{i}".encode() for i in range(1, 7)} <= b2

@@ -37,8 +37,7 @@ def test_log_dir_and_partition_dir_and_snapshot_folder():
 def test_many_small_segments_share_a_few_tasks(tmp_path):
     """Issue 16: 10,000 empty segments were 10,000 Spark tasks (444 s). Groups are sized by
     bytes (each file counts at least its open cost); every segment is read once, in order."""
-    from segtools.spark.datasource import (GROUP_BYTES, OPEN_COST_BYTES, KafkaSegmentsReader,
-                                           SegmentGroup)
+    from segtools.spark.datasource import GROUP_BYTES, OPEN_COST_BYTES, KafkaSegmentsReader, SegmentGroup
 
     src = GENERATED / "S0-healthy-baseline" / "broker-1" / "orders-0"
     pdir = tmp_path / "broker-1" / "orders-0"

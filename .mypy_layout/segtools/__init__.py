@@ -1,0 +1,1 @@
+../../segtools/__init__.py

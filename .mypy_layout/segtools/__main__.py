@@ -1,0 +1,1 @@
+../../segtools/__main__.py

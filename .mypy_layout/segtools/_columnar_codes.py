@@ -1,0 +1,1 @@
+../../segtools/_columnar_codes.py

@@ -1,0 +1,1 @@
+../../segtools/_kernel.py

@@ -1,0 +1,1 @@
+../../segtools/_py_records.py

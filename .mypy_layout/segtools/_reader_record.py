@@ -1,0 +1,1 @@
+../../segtools/_reader_record.py

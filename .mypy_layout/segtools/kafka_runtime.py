@@ -1,0 +1,1 @@
+../../segtools/kafka_runtime.py

@@ -1,0 +1,1 @@
+../../segtools/report_svg.py
