@@ -78,7 +78,6 @@ _INT64_MAX = 2**63 - 1
 #: base offsets to which any int offsetDelta can be added without leaving the int64 range
 _NO_INT_OVERFLOW_LOW = _INT64_MIN + 2**31
 _NO_INT_OVERFLOW_HIGH = _INT64_MAX - 2**31
-_SEGMENT_NAME = re.compile(r"^(\d{1,20})\.log$")
 
 
 class RecordBatch:
@@ -718,36 +717,19 @@ def _read_at(f: Any, pos: int, n: int) -> bytes:
 # -------------------------------------------------------------------- directories
 
 
-def _segment_logs(partition_dir: str) -> list[str]:
-    logs = []
-    for entry in os.listdir(partition_dir):
-        m = _SEGMENT_NAME.match(entry)
-        if m:
-            full = os.path.join(partition_dir, entry)
-            if os.path.isfile(full):
-                logs.append((int(m.group(1)), full))
-    logs.sort()
-    return [p for _, p in logs]
-
-
 def segment_paths(path: str | os.PathLike[str]) -> list[str]:
     """The ``.log`` files ``read_batches`` reads for ``path``, in reading order.
 
-    Directories are modelled by ``segtools.logdir.open_log_dir`` (partition dirs sorted by
-    topic, partition number, state); a directory that is not named like a partition but holds
-    segment files directly is read as one partition.
+    What a path stands for is decided by :func:`segtools.sources.resolve` (a segment, a
+    partition dir, a broker log dir, a folder of broker dirs); partitions come in (topic,
+    partition, broker, state) order, segments by base offset. Warnings about the inputs (links
+    out of the input, duplicates) are issued with :mod:`warnings`.
     """
-    from .logdir import open_log_dir
+    from .sources import resolve
 
-    p = os.fspath(path)
-    if os.path.isfile(p):
-        return [p]
-    if not os.path.isdir(p):
-        raise InputError(f"{p}: no such file or directory")
-    model = open_log_dir(p)
-    if model.partitions:
-        return [log for pd in model.partitions for log in pd.log_paths]
-    return _segment_logs(p)
+    resolution = resolve([path])
+    resolution.warn(stacklevel=4)
+    return resolution.segment_paths()
 
 
 def read_batches(path: str | os.PathLike[str], *, max_bytes: int | None = None,

@@ -25,7 +25,6 @@ import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -151,29 +150,13 @@ class _Segment:
 
 def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | None,
               broker: int | None) -> list[_Segment]:
-    """Segment files under ``path`` (a segment, a partition dir or a broker log dir)."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file or directory")
-    if not p.is_dir():   # a segment (a FIFO or device is refused when it is opened)
-        t, part, b = None, None, None
-        try:
-            from segtools.logdir import parse_partition_dir_name
-            from segtools.sources import broker_id_of
+    """Segment files under ``path``, as :func:`segtools.sources.resolve` finds them."""
+    from segtools.sources import resolve
 
-            t, part, _state = parse_partition_dir_name(p.parent.name)
-            b = broker_id_of(p.parent.parent)   # meta.properties of the enclosing log dir
-        except ImportError:
-            pass
-        except Exception:  # noqa: BLE001 - a segment copied out of its partition dir
-            t, part, b = None, None, None
-        return [_Segment(str(p), topic if topic is not None else t,
-                         partition if partition is not None else part,
-                         broker if broker is not None else b)]
-    from segtools.sources import resolve_sources
-
+    resolution = resolve([path])
+    resolution.warn(stacklevel=4)
     found = []
-    for source in resolve_sources([p]):
+    for source in resolution.partitions:
         t = topic if topic is not None else (source.topic or None)
         part = partition if partition is not None else (
             source.partition if source.partition >= 0 else None)
