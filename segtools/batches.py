@@ -16,7 +16,6 @@ raises ``FormatError`` subclasses that carry path, position, base offset and fie
 from __future__ import annotations
 
 import os
-import re
 import struct
 from typing import Any, Iterator
 

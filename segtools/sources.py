@@ -280,9 +280,7 @@ def _check_text(path: str) -> None:
 
 def _os_error(path: str, exc: OSError) -> InputError:
     if exc.errno == errno.ELOOP:
-        return InputError(f"{path}: symlink loop")
-    if exc.errno == errno.ENAMETOOLONG:
-        return InputError(f"{path}: file name too long")
+        return InputError(f"cannot read {path}: symlink loop (too many levels of symbolic links)")
     return InputError(f"cannot read {path}: {exc.strerror or exc}")
 
 
@@ -331,9 +329,10 @@ class _Fs:
                 st = os.stat(inner)
             except FileNotFoundError:
                 if os.path.islink(inner):
-                    raise InputError(f"{self.display(inner)}: broken symlink to "
+                    raise InputError(f"cannot read {self.display(inner)}: broken symlink to "
                                      f"{os.readlink(inner)}") from None
-                raise InputError(f"{self.display(inner)}: no such file or directory") from None
+                raise InputError(f"cannot read {self.display(inner)}: No such file or directory"
+                                 ) from None
             except OSError as exc:
                 raise _os_error(self.display(inner), exc) from None
             return DirEntry(name, inner, _stat.S_ISDIR(st.st_mode), _stat.S_ISREG(st.st_mode),
@@ -346,7 +345,7 @@ class _Fs:
         except OSError as exc:
             raise _os_error(self.display(inner), exc) from None
         if info.type == pafs.FileType.NotFound:
-            raise InputError(f"{self.display(inner)}: no such file or directory")
+            raise InputError(f"cannot read {self.display(inner)}: No such file or directory")
         return DirEntry(name, inner, info.type == pafs.FileType.Directory,
                         info.type == pafs.FileType.File, info.size or 0, info.mtime_ns or 0)
 
@@ -443,7 +442,8 @@ def broker_id_of(log_dir: PathInput) -> int | None:
 
 
 class _Resolver:
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], keep_duplicate_files: bool = False) -> None:
+        self.keep_duplicate_files = keep_duplicate_files
         self.roots: list[str] = []
         for t in texts:
             fs = _Fs(t)
@@ -606,7 +606,7 @@ class _Resolver:
         display = fs.display(inner)
         if not top.is_dir:
             if not top.is_regular:
-                raise InputError(f"{display}: not a regular file or directory")
+                raise InputError(f"cannot read {display}: not a regular file or directory")
             return self._segment_input(fs, inner)
         if not self._first_visit(fs, inner):
             return ResolvedInput(display, "nothing")
@@ -644,11 +644,11 @@ class _Resolver:
         display = fs.display(inner)
         real = fs.realpath(inner)
         first = self.seen_dirs.get(real)
-        if first is not None:
+        if first is not None and not self.keep_duplicate_files:
             self.warnings.append(PathWarning("duplicate_input", display,
                                              f"{display}: same file as {first}; read once", first))
             return ResolvedInput(display, "nothing")
-        self.seen_dirs[real] = display
+        self.seen_dirs.setdefault(real, display)
         parent = inner.rstrip("/").rsplit("/", 1)[0] if "/" in inner else "."
         pname = parent.rstrip("/").rsplit("/", 1)[-1]
         topic, partition, state, broker, log_dir = "", -1, "", None, None
@@ -716,11 +716,13 @@ def _copy_notices(fs_of: dict[str, _Fs], log_dirs: list[LogDirSource]) -> list[P
 
 
 def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", "collect"] = "raise",
-            check_copies: bool = True) -> Resolution:
+            check_copies: bool = True, keep_duplicate_files: bool = False) -> Resolution:
     """What ``paths`` stand for (see the module docs).
 
     With ``errors="collect"`` an unusable input becomes a :class:`ResolvedInput` of kind
-    ``error`` (dump reports it and goes on); otherwise its :class:`InputError` is raised."""
+    ``error`` (dump reports it and goes on); otherwise its :class:`InputError` is raised.
+    ``keep_duplicate_files`` keeps a file named twice as two inputs (dump, like Kafka's
+    tool, dumps it twice); directories are always read once."""
     if isinstance(paths, (str, bytes, bytearray, os.PathLike)):
         items: list[Any] = [paths]
     else:
@@ -735,7 +737,7 @@ def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", 
                 raise
             texts.append(None)
             failures[i] = exc
-    resolver = _Resolver([t for t in texts if t is not None])
+    resolver = _Resolver([t for t in texts if t is not None], keep_duplicate_files)
     res = Resolution()
     fs_of: dict[str, _Fs] = {}
     for i, text in enumerate(texts):
@@ -767,6 +769,8 @@ def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", 
             continue
         for p in item.partitions:
             prev = merged.get(p.partition_dir)
+            if prev is not None and set(p.segments) <= set(prev.segments):
+                continue
             if prev is None:
                 merged[p.partition_dir] = p
             else:

@@ -149,13 +149,16 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             value_decoder_class=options.value_decoder_class)
 
     files: list[str] = []
-    unreadable: dict[str, OSError] = {}  # directories that could not be listed
-    for p in paths:
-        try:
-            files += path_rules.expand(p)
-        except OSError as exc:
-            files.append(p)  # reported as unusable when dumped
-            unreadable[p] = exc
+    unreadable: dict[str, BaseException] = {}  # arguments that cannot be used
+    resolution = path_rules.resolve_inputs(list(paths))
+    for warning in resolution.messages:   # links out of the input, duplicates, copies
+        err.write(f"Warning: {warning.message}\n")
+    for item in resolution.inputs:
+        if item.error is not None:
+            files.append(item.path)  # reported as unusable when dumped
+            unreadable[item.path] = item.error
+        else:
+            files += path_rules.files_of(item)
     # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
     progress = _progress(err, not options.quiet and len(files) > 1
                          and _isatty(err) and not _isatty(out))
