@@ -13,23 +13,23 @@ from segtools.cli.errors import TroubleError, handle_errors
 
 
 def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
-    """``DIR/controller/__cluster_metadata-0`` of the first given folder of ``broker-*`` dirs
-    that has one (what `segtools simulate` writes with ``metadata_log: true``); a given
+    """The controller's ``__cluster_metadata-0`` of the first given folder of broker dirs that
+    has one (what `segtools simulate` writes with ``metadata_log: true``); a given
     ``DIR/broker-<id>`` dir stands for its folder ``DIR``."""
+    from segtools.errors import SegtoolsError
+    from segtools.sources import resolve
+
     folders = []
     for d in dirs:
         d = os.path.normpath(d)
         folders.append(os.path.dirname(d) if re.fullmatch(r"broker-\d+", os.path.basename(d)) else d)
     for d in dict.fromkeys(folders):
-        candidate = os.path.join(d, "controller", "__cluster_metadata-0")
-        if not os.path.isdir(candidate):
-            continue
         try:
-            has_brokers = any(e.is_dir() and re.fullmatch(r"broker-\d+", e.name) for e in os.scandir(d))
-        except OSError:
+            found = resolve([d or "."], errors="collect", check_copies=False)
+        except SegtoolsError:
             continue
-        if has_brokers:
-            return candidate
+        if found.inputs[0].kind == "cluster" and found.metadata_logs:
+            return found.metadata_logs[0].partition_dir
     return None
 
 
@@ -81,7 +81,12 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
             click.echo(f"compare: using the controller's metadata log {auto_log}", err=True)
         except SegtoolsError as exc:
             click.echo(f"compare: ignoring the controller's metadata log: {exc}", err=True)
-    specs = discover_replicas(list(dirs))
+    from segtools.sources import resolve
+
+    resolution = resolve(list(dirs))
+    for warning in resolution.messages:   # links out of the input, duplicates, copies
+        click.echo(f"compare: warning: {warning.message}", err=True)
+    specs = discover_replicas(list(dirs), resolution)
     if no_spark:
         from segtools.forensics.pipeline import compare_in_process
 
@@ -96,6 +101,9 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     click.echo(render_summary(report, max_rows=max_rows))
     if report_path:
         with open(report_path, "w", encoding="utf-8") as fh:
-            json.dump(report.to_json(), fh, indent=1, sort_keys=False)
+            doc = report.to_json()
+            if resolution.messages:   # what the inputs held that the verdicts do not show
+                doc["input_warnings"] = [w.to_json() for w in resolution.messages]
+            json.dump(doc, fh, indent=1, sort_keys=False)
             fh.write("\n")
     sys.exit(report.exit_code)

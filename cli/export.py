@@ -84,13 +84,18 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
         end_timestamp=_parse_time(end_time, "--end-time"),
         include_control=not skip_control, compression=compression, by_broker=by_broker,
     )
+    from segtools.sources import resolve
+
+    resolution = resolve(list(paths))
+    for warning in resolution.messages:   # links out of the input, duplicates, copies
+        click.echo(f"warning: {warning.message}", err=True)
     if master:
         from segtools.spark.session import get_spark
 
         summary = export_with_spark(list(paths), out_dir, options, get_spark(master=master),
-                                    overwrite=overwrite)
+                                    overwrite=overwrite, resolution=resolution)
     else:
-        sources = plan_export(list(paths), out_dir, options, overwrite)
+        sources = plan_export(list(paths), out_dir, options, overwrite, resolution)
         total = sum(os.path.getsize(s) for src in sources for s in src.segments)
         show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024
         with click.progressbar(length=total, label="exporting", file=sys.stderr) if show else _null() as bar:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from segtools.errors import InputError
 from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
-from segtools.sources import PartitionSource, resolve_sources
+from segtools.sources import PartitionSource, Resolution, resolve
 
 _SEGMENT_BASE_DIGITS = 20
 #: Columns worth dictionary-encoding (few distinct values). Keys, values, offsets and timestamps
@@ -234,11 +234,10 @@ def _check_output(out_dir: str, sources: list[PartitionSource], overwrite: bool)
     if "://" in out_dir:
         return
     out = Path(out_dir).resolve()
-    for src in sources:
-        for base in (src.log_dir, src.partition_dir):
-            if base and (out == Path(base).resolve() or Path(base).resolve() in out.parents):
-                raise InputError(f"--out {out_dir} is inside the input {base}: inputs are evidence "
-                                 "and are never written to")
+    for base in [b for src in sources for b in (src.log_dir, src.partition_dir) if b]:
+        if out == Path(base).resolve() or Path(base).resolve() in out.parents:
+            raise InputError(f"--out {out_dir} is inside the input {base}: inputs are evidence "
+                             "and are never written to")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise InputError(f"--out {out_dir} is not empty (use --overwrite to add to it)")
 
@@ -258,9 +257,16 @@ def _check_collisions(sources: list[PartitionSource], options: ExportOptions) ->
 
 
 def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions,
-                overwrite: bool = False) -> list[PartitionSource]:
-    """Resolve and filter the inputs, and refuse unsafe or ambiguous outputs."""
-    sources = select_sources(resolve_sources(list(paths)), options)
+                overwrite: bool = False, resolution: Resolution | None = None) -> list[PartitionSource]:
+    """Resolve and filter the inputs, and refuse unsafe or ambiguous outputs.
+
+    ``resolution``: what :func:`segtools.sources.resolve` made of ``paths`` when the caller
+    already asked (to print its warnings); resolved here otherwise."""
+    if resolution is None:
+        resolution = resolve(list(paths))
+    if not resolution.partitions:
+        raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
+    sources = select_sources(resolution.partitions, options)
     _check_output(out_dir, sources, overwrite)
     _check_collisions(sources, options)
     return sources
@@ -286,14 +292,15 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
 
 
 def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions | None,
-                      spark, *, overwrite: bool = False) -> ExportSummary:
+                      spark, *, overwrite: bool = False,
+                      resolution: Resolution | None = None) -> ExportSummary:
     """The same export, with partition replicas spread over Spark tasks.
 
     Each task runs :func:`export_source` on one partition replica, so the files (names and
     rows) are identical to the single-process path; only per-file summaries reach the driver.
     """
     options = options or ExportOptions()
-    sources = plan_export(paths, out_dir, options, overwrite)
+    sources = plan_export(paths, out_dir, options, overwrite, resolution)
     summary = ExportSummary(partitions=len(sources))
     if not sources:
         return summary

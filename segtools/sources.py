@@ -221,7 +221,7 @@ class Resolution:
     #: data partitions, sorted by (topic, partition, broker, log dir, state)
     partitions: list[PartitionSource] = field(default_factory=list)
     #: controller ``__cluster_metadata-0`` dirs seen in a cluster folder (not in partitions)
-    metadata_logs: list[str] = field(default_factory=list)
+    metadata_logs: list[PartitionSource] = field(default_factory=list)
     warnings: list[PathWarning] = field(default_factory=list)
     notices: list[PathWarning] = field(default_factory=list)
 
@@ -451,7 +451,7 @@ class _Resolver:
                 self.roots.append(fs.realpath(fs.inner))
         self.warnings: list[PathWarning] = []
         self.seen_dirs: dict[str, str] = {}    # realpath -> display path, dirs already read
-        self.metadata_logs: list[str] = []
+        self.metadata_logs: list[PartitionSource] = []
 
     # -- links and duplicates
 
@@ -635,7 +635,7 @@ class _Resolver:
         brokers = [m for m in members if m.role == "broker"]
         for m in members:
             if m.role == "controller":
-                self.metadata_logs.extend(p.partition_dir or "" for p in m.partitions)
+                self.metadata_logs.extend(m.partitions)
         if brokers:
             return ResolvedInput(display, "cluster", log_dirs=brokers)
         return ResolvedInput(display, "nothing")
