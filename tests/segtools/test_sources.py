@@ -67,6 +67,17 @@ SHAPES = {
 }
 
 
+def test_issue_11_example_read_batches_and_scan_batches_agree_on_a_cluster_folder() -> None:
+    """Issue 11: read_batches(folder of broker dirs) yielded 0 batches, scan_batches 60 rows."""
+    import segtools
+
+    objects = list(segtools.read_batches(S0))
+    table = segtools.scan_batches(S0)
+    assert objects and len(objects) == table.num_rows
+    assert [b.base_offset for b in objects] == table.column("base_offset").to_pylist()
+    assert segtools.resolve(S0).inputs[0].kind == "cluster"
+
+
 def test_kinds(tree: Path) -> None:
     for kind, rel in SHAPES.items():
         got = resolve([tree / rel]).inputs[0].kind
