@@ -284,6 +284,13 @@ def _os_error(path: str, exc: OSError) -> InputError:
     return InputError(f"cannot read {path}: {exc.strerror or exc}")
 
 
+def _from_uri(uri: str) -> tuple[Any, str]:
+    """(pyarrow filesystem, path inside it) for a URI."""
+    from pyarrow import fs as pafs
+
+    return pafs.FileSystem.from_uri(uri)
+
+
 class _Fs:
     """The listing and small reads the resolver needs, for local paths or a pyarrow URI."""
 
@@ -291,10 +298,8 @@ class _Fs:
         self.arrow: Any = None
         self.scheme = ""
         if "://" in text and not text.startswith("file://"):
-            from pyarrow import fs as pafs
-
             try:
-                self.arrow, self.inner = pafs.FileSystem.from_uri(text)
+                self.arrow, self.inner = _from_uri(text)
             except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds
                 raise InputError(f"{text}: cannot open filesystem: {exc}") from None
             self.scheme = text.split("://", 1)[0] + "://"

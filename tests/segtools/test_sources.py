@@ -384,3 +384,56 @@ def test_every_entry_point_reads_the_same_batches(tree: Path, shape: str) -> Non
     want = [(Path(b.path).name, b.position, r.offset) for b in read_batches(path)
             for r in b.records()]
     assert got == want
+
+
+# ------------------------------------------------------------------ URIs (pyarrow.fs)
+
+
+def _strip(uri: str, scheme: str) -> str:
+    assert uri.startswith(scheme), uri
+    return uri[len(scheme):]
+
+
+def test_file_uri_means_the_local_path(tree: Path) -> None:
+    from segtools.spark.datasource import plan_segments
+
+    local = resolve([tree / "cluster"])
+    uri = resolve([f"file://{tree / 'cluster'}"])
+    assert [_strip(s, "file://") for s in uri.segment_paths()] == local.segment_paths()
+    assert [(p.topic, p.partition, p.broker, p.state) for p in uri.partitions] == \
+        [(p.topic, p.partition, p.broker, p.state) for p in local.partitions]
+    assert sorted(_strip(p.uri, "file://") for p in plan_segments(f"file://{tree / 'cluster'}")) \
+        == sorted(local.segment_paths())
+
+
+def test_other_uris_go_through_pyarrow_fs(tree: Path, monkeypatch) -> None:
+    """A URI is listed by the pyarrow filesystem from_uri gives (a local one stands in for S3
+    here) and resolves to the same shapes, brokers and segments as the local path."""
+    from pyarrow import fs as pafs
+
+    import segtools.sources as sources
+
+    listed: list[str] = []
+
+    class Recording:
+        """A LocalFileSystem that records what it is asked to list."""
+
+        def __init__(self) -> None:
+            self.fs = pafs.LocalFileSystem()
+
+        def get_file_info(self, arg):
+            listed.append(getattr(arg, "base_dir", arg))
+            return self.fs.get_file_info(arg)
+
+        def open_input_file(self, path):
+            return self.fs.open_input_file(path)
+
+    monkeypatch.setattr(sources, "_from_uri", lambda uri: (Recording(), uri[len("test://"):]))
+    for rel in ("cluster", "cluster/broker-2", "cluster/broker-1/orders-0", "evidence", "etc"):
+        local = resolve([tree / rel])
+        remote = resolve([f"test://{tree / rel}"])
+        assert remote.inputs[0].kind == local.inputs[0].kind, rel
+        assert [_strip(s, "test://") for s in remote.segment_paths()] == local.segment_paths()
+        assert [(p.topic, p.partition, p.broker, p.state) for p in remote.partitions] == \
+            [(p.topic, p.partition, p.broker, p.state) for p in local.partitions]
+    assert listed, "the pyarrow filesystem was not used"
