@@ -62,17 +62,53 @@ def _run(command: click.Command, args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
+#: What the demo writes in its folder; a re-run replaces these and nothing else.
+DEMO_ENTRIES = ("scenario.yaml", "cluster", "report.json", "parquet")
+#: Marks a folder as the demo's own, so running the demo again may replace its entries.
+DEMO_MARKER = ".segtools-demo"
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    """Refuse a folder that holds anything but a previous demo run, unless --force; never
+    delete anything the demo did not write."""
+    if out.exists() and not out.is_dir():
+        raise TroubleError(f"--out {out} exists and is not a folder")
+    own = (out / DEMO_MARKER).is_file()
+    if out.is_dir() and any(out.iterdir()) and not own:
+        clashes = [name for name in DEMO_ENTRIES if (out / name).exists()]
+        if not force:
+            raise TroubleError(f"--out {out} exists and is not empty (use a new folder, or --force "
+                               f"to add the demo's {', '.join(DEMO_ENTRIES)} to it)")
+        if clashes:
+            raise TroubleError(f"--out {out} already holds {', '.join(clashes)}, which the demo did "
+                               "not write; it is never deleted: use another folder")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / DEMO_MARKER).write_text("written by `segtools demo`; a re-run replaces "
+                                   f"{', '.join(DEMO_ENTRIES)} here\n")
+    for name in DEMO_ENTRIES:   # a previous demo run's entries (checked above: ours)
+        entry = out / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        elif entry.exists() or entry.is_symlink():
+            entry.unlink()
+
+
 def _banner(text: str) -> None:
     click.secho(f"\n=== {text}", bold=True)
 
 
 @click.command()
 @click.option("--out", "out_dir", default="demo-out", show_default=True, type=click.Path(),
-              help="Folder for everything the demo writes (replaced if it exists).")
+              help="Folder for everything the demo writes: new or empty, or a previous demo's "
+                   "(its demo files are replaced).")
+@click.option("--force", is_flag=True,
+              help="Write into a non-empty --out folder that is not a previous demo's (nothing in it "
+                   "is deleted; refused if it holds files of the demo's names).")
 @click.option("--master", default=None, help="Spark master for the compare step (default local[*]).")
+@click.option("--no-spark", is_flag=True, help="Compare in this process instead of on Spark.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def demo(out_dir: str, master: str | None, debug: bool) -> None:
+def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: bool) -> None:
     """Simulate a cluster with a failure, dump, compare on Spark, export to Parquet."""
     from segtools.cli.compare import compare
     from segtools.cli.dump import dump
@@ -80,9 +116,7 @@ def demo(out_dir: str, master: str | None, debug: bool) -> None:
     from segtools.cli.simulate import simulate
 
     out = Path(out_dir)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    _prepare_out(out, force)
     scenario = out / "scenario.yaml"
     scenario.write_text(DEMO_SCENARIO)
     cluster = out / "cluster"
@@ -96,12 +130,14 @@ def demo(out_dir: str, master: str | None, debug: bool) -> None:
     _run(dump, ["--files", str(segment), "--deep-iteration", "--print-data-log", "--max-bytes", "600"])
 
     report = out / "report.json"
-    _banner("3/4 compare the three replicas on Spark")
+    _banner(f"3/4 compare the three replicas {'in this process' if no_spark else 'on Spark'}")
     args = [str(cluster / f"broker-{b}") for b in (1, 2, 3)]
     args += ["--report", str(report), "--acks", str(cluster / "acks.jsonl"),
              "--metadata-log", str(cluster / "controller" / "__cluster_metadata-0")]
     if master:
         args += ["--master", master]
+    if no_spark:
+        args += ["--no-spark"]
     code = _run(compare, args)
     if code not in (0, 1):
         raise TroubleError("compare failed")

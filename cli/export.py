@@ -58,8 +58,11 @@ def _parse_time(text: str | None, flag: str) -> int | None:
               help="Leave out transaction markers and other control records.")
 @click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "none"]), default="snappy",
               show_default=True)
-@click.option("--by-broker", is_flag=True, help="Add a broker=<id>/ level (several replicas of a partition).")
-@click.option("--overwrite", is_flag=True, help="Allow a non-empty --out folder.")
+@click.option("--by-broker", is_flag=True,
+              help="One replica=broker-<id>/ folder per input log dir (several replicas of a partition); "
+                   "two inputs claiming one broker id get broker-<id> and broker-<id>-2 (legend printed).")
+@click.option("--overwrite", is_flag=True,
+              help="Allow a non-empty --out folder (files of the same name are replaced, others kept).")
 @click.option("--master", default=None, help="Run on Spark with this master URL (e.g. local[*], spark://host:7077).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -70,8 +73,12 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
            quiet: bool, debug: bool) -> None:
     """Write PATHS (segments, partition dirs or broker log dirs) to Parquet under --out.
 
-    Files land in OUT/topic=<t>/partition=<p>/<t>+<p>+<first offset>.snappy.parquet; record
-    columns start with Spark's Kafka source schema, then the forensic columns.
+    Files land in OUT/part-<topic>+<partition>+<first offset>.snappy.parquet (one per segment;
+    OUT/replica=broker-<id>/ with --by-broker); record columns start with Spark's Kafka source
+    schema, then the forensic columns. pd.read_parquet(OUT), pyarrow.parquet.read_table(OUT),
+    DuckDB read_parquet('OUT/**/*.parquet') and spark.read.parquet(OUT) read it as it is.
+    OUT/_PARTIAL marks an export that has not finished (interrupted or failed); OUT/_SUCCESS
+    one that has.
     """
     from segtools.export import ExportOptions, export_sources, export_with_spark, plan_export
 
@@ -89,20 +96,27 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     resolution = resolve(list(paths))
     for warning in resolution.messages:   # links out of the input, duplicates, copies
         click.echo(f"warning: {warning.message}", err=True)
-    if master:
-        from segtools.spark.session import get_spark
-
-        summary = export_with_spark(list(paths), out_dir, options, get_spark(master=master),
-                                    overwrite=overwrite, resolution=resolution)
-    else:
-        sources = plan_export(list(paths), out_dir, options, overwrite, resolution)
-        total = sum(os.path.getsize(s) for src in sources for s in src.segments)
-        show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024
-        with click.progressbar(length=total, label="exporting", file=sys.stderr) if show else _null() as bar:
-            summary = export_sources(sources, out_dir, options,
-                                     on_segment=lambda seg: bar.update(os.path.getsize(seg)))
-    if not summary.partitions:
+    # checked before Spark starts: an unsafe --out is refused in a second, not after the JVM
+    sources = plan_export(list(paths), out_dir, options, overwrite, resolution)
+    if not sources:
         raise TroubleError("no partition matched the inputs and filters")
+    try:
+        if master:
+            from segtools.spark.session import get_spark
+
+            summary = export_with_spark(list(paths), out_dir, options, get_spark(master=master),
+                                        overwrite=overwrite, resolution=resolution)
+        else:
+            total = sum(os.path.getsize(s) for src in sources for s in src.segments)
+            show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024
+            with click.progressbar(length=total, label="exporting", file=sys.stderr) if show else _null() as bar:
+                summary = export_sources(sources, out_dir, options,
+                                         on_segment=lambda seg: bar.update(os.path.getsize(seg)))
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: {out_dir} holds a partial export (marked {out_dir}/_PARTIAL)", err=True)
+        sys.exit(130)
+    if by_broker:
+        _print_broker_legend(sources)
     click.echo(f"exported {summary.rows} {level} from {summary.partitions} partition replica(s), "
                f"{summary.segments} segment(s), {summary.bytes_read} bytes -> {len(summary.files)} "
                f"Parquet file(s) under {out_dir}")
@@ -110,6 +124,14 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
         click.echo(f"warning: {summary.crc_invalid_rows} exported {level} come from batches whose CRC "
                    "does not match (column crc_valid = false)", err=True)
         sys.exit(1)
+
+
+def _print_broker_legend(sources) -> None:
+    """Which input went to which replica= folder (several inputs may claim one broker id)."""
+    from segtools.export import broker_folders
+
+    for ident, name in sorted(broker_folders(sources).items(), key=lambda kv: kv[1]):
+        click.echo(f"replica={name}/ <- {ident}")
 
 
 class _null:

@@ -1,17 +1,31 @@
 """Export batches and records to Parquet (CONTRACT.md section 5).
 
-Layout: ``OUT/topic=<t>/partition=<p>/<t>+<p>+<first offset, 10 digits>.<codec>.parquet``,
-Hive-style folders that Spark, pyarrow and DuckDB discover, file names as Kafka Connect's S3
-sink writes them. One file per source segment, written as a stream of row groups so memory
-stays flat whatever the segment size. With ``by_broker`` a ``broker=<id>/`` level comes first
-so several replicas of one partition can be exported side by side.
+Layout: every file directly in ``OUT``, named
+``part-<topic>+<partition>+<first offset, 10 digits>.<codec>.parquet``
+(``...+<offset>.batches.<codec>.parquet`` at batch level). Each file holds the ``topic`` and
+``partition`` columns itself, so the folder adds none: Hive ``topic=``/``partition=`` folders
+made pandas/pyarrow infer a second, differently typed ``topic``/``partition`` (dictionary, or
+an integer for a topic named "123") and refuse the folder, and plain sub-folders are not read
+by Spark's default ``spark.read.parquet(OUT)``. Flat, the default calls of pandas, pyarrow,
+DuckDB (``OUT/**/*.parquet``) and Spark all read ``OUT`` with Spark's Kafka types. Every file
+name starts with ``part-`` because Spark and Hadoop skip names starting with ``_`` or ``.``
+(internal topics such as ``__consumer_offsets``); the rest is Kafka Connect's
+``<topic>+<partition>+<offset>``. One file per source segment, written as a stream of row
+groups (memory flat in segment size) to a hidden temporary name and renamed when complete.
+
+With ``by_broker`` each input log dir gets one Hive folder ``replica=broker-<id>/`` (readers
+add a string column ``replica``; ``broker`` stays the id read from the files). Two input log
+dirs that claim the same broker id get ``replica=broker-0`` and ``replica=broker-0-2`` (…-3,
+in real-path order; :func:`broker_folders` says which is which), so no input overwrites another
+and their rows stay apart. ``OUT/_PARTIAL`` marks a run that has not ended well;
+``OUT/_SUCCESS`` (JSON: inputs, folders, files, rows) one that has.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -118,22 +132,53 @@ def _segments_in_range(segments: tuple[str, ...], options: ExportOptions) -> lis
 
 
 def file_stem(topic: str, partition: int, first_offset: int) -> str:
-    """Kafka Connect's ``<topic>+<partition>+<offset, 10 digits>``.
-
-    Spark and Hadoop skip files whose names begin with ``_`` or ``.`` (they take them for
-    metadata), which would hide internal topics such as ``__consumer_offsets``; those files
-    get a ``part-`` prefix."""
-    stem = f"{topic}+{partition}+{first_offset:010d}"
-    return f"part-{stem}" if stem[0] in "_." else stem
+    """``part-<topic>+<partition>+<offset, 10 digits>``: Kafka Connect's name behind a ``part-``
+    prefix, in every layout. Spark and Hadoop skip files whose names begin with ``_`` or ``.``
+    (they take them for metadata), which would hide internal topics such as
+    ``__consumer_offsets``; one prefix for all topics keeps a single naming scheme."""
+    return f"part-{topic}+{partition}+{first_offset:010d}"
 
 
-def _partition_folder(src: PartitionSource, options: ExportOptions) -> str:
-    parts = []
-    if options.by_broker:
-        parts.append(f"broker={src.broker if src.broker is not None else 'unknown'}")
-    parts.append(f"topic={src.topic}")
-    parts.append(f"partition={src.partition}")
-    return "/".join(parts)
+def parquet_file_name(topic: str, partition: int, first_offset: int, options: ExportOptions) -> str:
+    """The name of the file that holds a segment's rows from ``first_offset`` on."""
+    kind = ".batches" if options.level == "batches" else ""
+    return f"{file_stem(topic, partition, first_offset)}{kind}.{CODEC_SUFFIX[options.compression]}.parquet"
+
+
+def _replica_identity(src: PartitionSource) -> str:
+    """The input a replica came from: its log dir (for loose segment files, the folder above
+    their partition dir)."""
+    return os.path.realpath(src.log_dir or os.path.dirname(src.partition_dir or ""))
+
+
+def broker_folders(sources: list[PartitionSource]) -> dict[str, str]:
+    """``broker-<id>`` replica name per input log dir (real path) for ``--by-broker``.
+
+    One folder per input log dir: when several log dirs claim one broker id (two copies of a
+    broker taken at different times, both saying broker 0 in meta.properties) the first, in
+    real-path order, gets ``broker-0`` and the next ``broker-0-2``, ``broker-0-3``...; a log dir
+    without a known id is ``broker-unknown``. Nothing is ever exported twice into one name."""
+    by_id: dict[str, list[str]] = {}
+    for src in sources:
+        ident = _replica_identity(src)
+        name = f"broker-{src.broker if src.broker is not None else 'unknown'}"
+        if ident not in by_id.setdefault(name, []):
+            by_id[name].append(ident)
+    folders: dict[str, str] = {}
+    for name, idents in by_id.items():
+        for i, ident in enumerate(sorted(idents)):
+            folders[ident] = name if i == 0 else f"{name}-{i + 1}"
+    return folders
+
+
+def partition_folder(src: PartitionSource, options: ExportOptions,
+                     folders: dict[str, str] | None = None) -> str:
+    """The folder of a replica's files relative to the output: ``""`` (all files in ``OUT``),
+    or ``replica=broker-<id>[-n]`` with ``by_broker``."""
+    if not options.by_broker:
+        return ""
+    folders = folders if folders is not None else broker_folders([src])
+    return f"replica={folders[_replica_identity(src)]}"
 
 
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
@@ -184,14 +229,17 @@ def _open_filesystem(out_dir: str):
 
 
 def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
-                  on_segment: Callable[[str], None] | None = None) -> list[ExportedFile]:
-    """Export one partition replica: one Parquet file per source segment that has rows."""
+                  on_segment: Callable[[str], None] | None = None,
+                  folder: str | None = None) -> list[ExportedFile]:
+    """Export one partition replica: one Parquet file per source segment that has rows.
+
+    ``folder``: the replica's folder relative to ``out_dir`` (default
+    :func:`partition_folder`; :func:`export_sources` passes the disambiguated one)."""
     filesystem, root = _open_filesystem(out_dir)
     schema = BATCH_SCHEMA if options.level == "batches" else RECORD_SCHEMA
     offset_col = "base_offset" if options.level == "batches" else "offset"
-    folder = f"{root}/{_partition_folder(src, options)}"
-    suffix = CODEC_SUFFIX[options.compression]
-    kind = ".batches" if options.level == "batches" else ""
+    folder = partition_folder(src, options) if folder is None else folder
+    folder = f"{root}/{folder}" if folder else root
     written: list[ExportedFile] = []
     for segment in _segments_in_range(src.segments, options):
         writer = None
@@ -203,7 +251,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                 if writer is None:
                     filesystem.create_dir(folder, recursive=True)
                     first = rb.column(offset_col)[0].as_py()
-                    tmp_path = f"{folder}/.{file_stem(src.topic, src.partition, first)}{kind}.inprogress"
+                    # hidden while incomplete (readers skip "."), renamed when closed
+                    tmp_path = f"{folder}/.{parquet_file_name(src.topic, src.partition, first, options)}.inprogress"
                     writer = pq.ParquetWriter(
                         tmp_path, schema, compression=options.compression, filesystem=filesystem,
                         use_dictionary=[n for n in schema.names if n in DICTIONARY_COLUMNS])
@@ -215,44 +264,86 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
             if writer is not None:
                 writer.close()
                 writer = None
-                final = f"{folder}/{file_stem(src.topic, src.partition, first)}{kind}.{suffix}.parquet"
+                final = f"{folder}/{parquet_file_name(src.topic, src.partition, first, options)}"
                 filesystem.move(tmp_path, final)
                 written.append(ExportedFile(path=final, topic=src.topic, partition=src.partition,
                                             broker=src.broker, rows=rows, first_offset=first,
                                             last_offset=last, source_segment=segment,
                                             crc_invalid_rows=invalid))
         finally:
-            if writer is not None:  # an error mid-segment: leave no half-written file behind
-                writer.close()
-                filesystem.delete_file(tmp_path)
+            if writer is not None:  # an error or Ctrl-C mid-segment: no half-written file left
+                try:
+                    writer.close()
+                finally:
+                    filesystem.delete_file(tmp_path)
         if on_segment is not None:
             on_segment(segment)
     return written
 
 
-def _check_output(out_dir: str, sources: list[PartitionSource], overwrite: bool) -> None:
+def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: list[PartitionSource],
+                  overwrite: bool) -> None:
+    """Refuse an output inside any input: the paths the user named (a folder of broker dirs
+    included), their real paths, and every resolved log/partition dir."""
+    from segtools.outputs import UnsafeOutputError, check_output_location
+
+    named = [os.fspath(p) for p in paths]
+    resolved = [d for src in sources for d in (src.log_dir, src.partition_dir) if d]
+    check_output_location(out_dir, named + resolved)
+    try:
+        out_dir.encode("utf-8")
+    except UnicodeEncodeError:   # pyarrow's filesystems take UTF-8 paths only
+        shown = os.fsencode(out_dir).decode("utf-8", "backslashreplace")
+        raise UnsafeOutputError(f"--out {shown}: the path is not UTF-8; choose a UTF-8 name") from None
     if "://" in out_dir:
         return
-    out = Path(out_dir).resolve()
-    for base in [b for src in sources for b in (src.log_dir, src.partition_dir) if b]:
-        if out == Path(base).resolve() or Path(base).resolve() in out.parents:
-            raise InputError(f"--out {out_dir} is inside the input {base}: inputs are evidence "
-                             "and are never written to")
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise InputError(f"--out {out_dir} is not empty (use --overwrite to add to it)")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UnsafeOutputError(f"--out {out_dir} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UnsafeOutputError(f"--out {out_dir} is not empty (use --overwrite to add to it)")
+
+
+def _check_names(sources: list[PartitionSource]) -> None:
+    """A partition dir whose name is not UTF-8 cannot be a Kafka topic (names are ASCII) and
+    cannot go into a Parquet string column: say so in one line instead of failing mid-way."""
+    for src in sources:
+        try:
+            src.topic.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(src.partition_dir or src.topic).decode("utf-8", "backslashreplace")
+            raise InputError(f"{shown}: the folder name is not UTF-8, so it is not a Kafka topic "
+                             "partition; leave it out with --topics") from None
+
+
+def _dedupe(sources: list[PartitionSource]) -> list[PartitionSource]:
+    """The same partition dir or segment reached twice (``export X X``, ``export cluster
+    cluster/broker-1``) is exported once, so the counts printed are the rows on disk."""
+    seen: set[str] = set()
+    kept = []
+    for src in sources:
+        key = os.path.realpath(src.partition_dir) if src.partition_dir else repr(src.segments)
+        if key in seen:
+            continue
+        seen.add(key)
+        first: dict[str, str] = {}
+        for seg in src.segments:
+            first.setdefault(os.path.realpath(seg), seg)
+        segments = tuple(first.values())
+        kept.append(src if len(segments) == len(src.segments) else replace(src, segments=segments))
+    return kept
 
 
 def _check_collisions(sources: list[PartitionSource], options: ExportOptions) -> None:
-    if options.by_broker:
-        return
-    seen: dict[tuple[str, int], PartitionSource] = {}
+    seen: dict[tuple[str, str, int], PartitionSource] = {}
+    folders = broker_folders(sources) if options.by_broker else None
     for src in sources:
-        key = (src.topic, src.partition)
+        key = (partition_folder(src, options, folders), src.topic, src.partition)
         if key in seen:
+            hint = "" if options.by_broker else "; use --by-broker to export each replica under replica=broker-<id>/"
             raise InputError(
                 f"{src.topic}-{src.partition} is in more than one input "
-                f"({seen[key].partition_dir} and {src.partition_dir}); "
-                "use --by-broker to export each replica under broker=<id>/")
+                f"({seen[key].partition_dir} and {src.partition_dir}){hint}")
         seen[key] = src
 
 
@@ -266,8 +357,9 @@ def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: Expo
         resolution = resolve(list(paths))
     if not resolution.partitions:
         raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
-    sources = select_sources(resolution.partitions, options)
-    _check_output(out_dir, sources, overwrite)
+    sources = _dedupe(select_sources(resolution.partitions, options))
+    _check_output(list(paths), out_dir, sources, overwrite)
+    _check_names(sources)
     _check_collisions(sources, options)
     return sources
 
@@ -280,15 +372,53 @@ def export(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOpt
     return export_sources(plan_export(paths, out_dir, options, overwrite), out_dir, options, on_segment)
 
 
+def _success_summary(summary: ExportSummary, sources: list[PartitionSource], options: ExportOptions,
+                     root: str) -> dict:
+    """What ``_SUCCESS`` holds: the inputs, which folder each went to, and every file's rows."""
+    def rel(path: str) -> str:
+        return path[len(root):].lstrip("/") if path.startswith(root) else path
+
+    out: dict = {"level": options.level, "rows": summary.rows, "files": len(summary.files),
+                 "partition_replicas": summary.partitions, "segments": summary.segments}
+    if options.by_broker:
+        out["replicas"] = {f"replica={name}": ident for ident, name in broker_folders(sources).items()}
+    out["parquet_files"] = [{"path": rel(f.path), "rows": f.rows, "source_segment": f.source_segment}
+                            for f in summary.files]
+    return out
+
+
+def _run_marked(out_dir: str, sources: list[PartitionSource], options: ExportOptions,
+                body: Callable[[], ExportSummary]) -> ExportSummary:
+    from segtools.outputs import partial_run
+
+    filesystem, root = _open_filesystem(out_dir)
+    filesystem.create_dir(root, recursive=True)
+    with partial_run(root, command="segtools export",
+                     filesystem=None if "://" not in out_dir else filesystem) as run:
+        summary = body()
+        run.summary = _success_summary(summary, sources, options, root)
+    return summary
+
+
 def export_sources(sources: list[PartitionSource], out_dir: str, options: ExportOptions,
                    on_segment: Callable[[str], None] | None = None) -> ExportSummary:
-    """Export already planned sources (see :func:`plan_export`) in this process."""
+    """Export already planned sources (see :func:`plan_export`) in this process.
+
+    ``OUT/_PARTIAL`` is there until every file is written, then ``OUT/_SUCCESS``."""
     summary = ExportSummary(partitions=len(sources))
-    for src in sources:
-        summary.files.extend(export_source(src, out_dir, options, on_segment))
-        summary.segments += len(src.segments)
-        summary.bytes_read += sum(os.path.getsize(s) for s in src.segments)
-    return summary
+    if not sources:
+        return summary
+    folders = broker_folders(sources) if options.by_broker else None
+
+    def body() -> ExportSummary:
+        for src in sources:
+            summary.files.extend(export_source(src, out_dir, options, on_segment,
+                                               folder=partition_folder(src, options, folders)))
+            summary.segments += len(src.segments)
+            summary.bytes_read += sum(os.path.getsize(s) for s in src.segments)
+        return summary
+
+    return _run_marked(out_dir, sources, options, body)
 
 
 def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions | None,
@@ -304,10 +434,16 @@ def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options
     summary = ExportSummary(partitions=len(sources))
     if not sources:
         return summary
-    rdd = spark.sparkContext.parallelize(sources, numSlices=len(sources))
-    for exported in rdd.flatMap(lambda src: export_source(src, out_dir, options)).collect():
-        summary.files.append(exported)
-    summary.files.sort(key=lambda f: (f.topic, f.partition, f.broker or -1, f.first_offset))
-    summary.segments = sum(len(s.segments) for s in sources)
-    summary.bytes_read = sum(os.path.getsize(p) for s in sources for p in s.segments)
-    return summary
+    folders = broker_folders(sources) if options.by_broker else None
+    tasks = [(src, partition_folder(src, options, folders)) for src in sources]
+
+    def body() -> ExportSummary:
+        rdd = spark.sparkContext.parallelize(tasks, numSlices=len(tasks))
+        for exported in rdd.flatMap(lambda t: export_source(t[0], out_dir, options, folder=t[1])).collect():
+            summary.files.append(exported)
+        summary.files.sort(key=lambda f: (f.topic, f.partition, f.broker or -1, f.first_offset))
+        summary.segments = sum(len(s.segments) for s in sources)
+        summary.bytes_read = sum(os.path.getsize(p) for s in sources for p in s.segments)
+        return summary
+
+    return _run_marked(out_dir, sources, options, body)

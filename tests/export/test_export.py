@@ -56,9 +56,8 @@ def _kp_decode(log_bytes: bytes):
 
 
 def _parquet_rows(out_dir: Path, topic: str, partition: int):
-    folder = out_dir / f"topic={topic}" / f"partition={partition}"
     rows = []
-    for f in sorted(folder.glob("*.parquet")):
+    for f in sorted(out_dir.glob(f"part-{topic}+{partition}+*.parquet")):
         table = pq.read_table(f, partitioning=None)
         assert table.schema.names == RECORD_SCHEMA.names
         for r in table.to_pylist():
@@ -107,13 +106,13 @@ def test_generated_segments_match_kafka_python(generated_dir, tmp_path):
         expected += _kp_decode(seg.read_bytes())
     assert summary.rows == len(expected) == 40
     assert _parquet_rows(tmp_path / "out", "payments", 3) == expected
-    names = sorted(p.name for p in (tmp_path / "out/topic=payments/partition=3").iterdir())
-    assert names == ["payments+3+0000000000.snappy.parquet", "payments+3+0000000020.snappy.parquet"]
+    names = sorted(p.name for p in (tmp_path / "out").glob("*.parquet"))
+    assert names == ["part-payments+3+0000000000.snappy.parquet", "part-payments+3+0000000020.snappy.parquet"]
 
 
 def test_forensic_columns_carry_batch_fields(generated_dir, tmp_path):
     export([generated_dir], str(tmp_path / "out"))
-    table = pq.read_table(tmp_path / "out/topic=payments/partition=3/payments+3+0000000000.snappy.parquet")
+    table = pq.read_table(tmp_path / "out/part-payments+3+0000000000.snappy.parquet")
     rows = table.to_pylist()
     by_offset = {r["offset"]: r for r in rows}
     # offsets 4..7: codec 0, transactional variant; 12..15 gzip transactional with LogAppendTime
@@ -160,9 +159,9 @@ def test_filters(generated_dir, tmp_path):
 
 def test_batch_level_export(generated_dir, tmp_path):
     export([generated_dir], str(tmp_path / "out"), ExportOptions(level="batches"))
-    files = sorted((tmp_path / "out/topic=payments/partition=3").glob("*.parquet"))
-    assert [f.name for f in files] == ["payments+3+0000000000.batches.snappy.parquet",
-                                       "payments+3+0000000020.batches.snappy.parquet"]
+    files = sorted((tmp_path / "out").glob("*.parquet"))
+    assert [f.name for f in files] == ["part-payments+3+0000000000.batches.snappy.parquet",
+                                       "part-payments+3+0000000020.batches.snappy.parquet"]
     rows = [r for f in files for r in pq.read_table(f).to_pylist()]
     assert [r["base_offset"] for r in rows] == list(range(0, 40, 4))
     assert [r["compression"] for r in rows[:4]] == ["none", "none", "gzip", "gzip"]
@@ -177,17 +176,18 @@ def test_output_inside_input_is_refused_and_input_untouched(generated_dir):
 
 
 def test_replicas_of_one_partition_need_by_broker(generated_dir, tmp_path):
-    b1, b2 = tmp_path / "broker-1", tmp_path / "broker-2"
+    cluster = tmp_path / "cluster"
+    b1, b2 = cluster / "broker-1", cluster / "broker-2"
     for b in (b1, b2):
         (b / "payments-3").mkdir(parents=True)
         for seg in generated_dir.glob("*.log"):
             (b / "payments-3" / seg.name).write_bytes(seg.read_bytes())
     with pytest.raises(InputError, match="--by-broker"):
         export([b1, b2], str(tmp_path / "out"))
-    summary = export([tmp_path], str(tmp_path / "out2"), ExportOptions(by_broker=True))
+    summary = export([cluster], str(tmp_path / "out2"), ExportOptions(by_broker=True))
     assert summary.rows == 80
-    assert (tmp_path / "out2/broker=1/topic=payments/partition=3").is_dir()
-    assert (tmp_path / "out2/broker=2/topic=payments/partition=3").is_dir()
+    assert (tmp_path / "out2/replica=broker-1").is_dir()
+    assert (tmp_path / "out2/replica=broker-2").is_dir()
 
 
 def test_cli_exit_codes_and_snappy_files(generated_dir, tmp_path):

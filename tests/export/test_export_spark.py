@@ -4,6 +4,7 @@ source returns the same rows."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -24,13 +25,28 @@ def _rows(folder: Path):
 
 
 def test_spark_reads_exported_parquet_with_kafka_schema(spark, realdata, tmp_path):
+    """spark.read.parquet(OUT), the default call, on a plain and a --by-broker export; a topic
+    named "123" stays a string (a Hive topic=123 folder would have made it an int)."""
+    src = tmp_path / "in"
+    shutil.copytree(realdata / "kafka-2.5-zk-first-topic/final", src)
+    shutil.copytree(src / "first_topic-0", src / "123-9999")
     out = tmp_path / "out"
-    export([realdata / "kafka-2.5-zk-first-topic/final"], str(out))
+    export([src], str(out))
     df = spark.read.parquet(str(out))
     assert df.dtypes[:8] == SPARK_KAFKA
-    assert df.count() == sum(pq.read_metadata(f).num_rows for f in out.rglob("*.parquet"))
+    assert df.count() == sum(pq.read_metadata(f).num_rows for f in out.rglob("*.parquet")) > 0
     first = df.where("topic = 'first_topic' and partition = 0").orderBy("offset").first()
     assert first.offset == 0 and isinstance(first.value, (bytes, bytearray))
+    assert [r.topic for r in df.where("partition = 9999").select("topic").distinct().collect()] == ["123"]
+
+    both = tmp_path / "both"
+    export([realdata / "kafka-2.5-zk-first-topic/early", src], str(both), ExportOptions(by_broker=True))
+    replicas = spark.read.parquet(str(both))
+    assert replicas.dtypes[:8] == SPARK_KAFKA and ("replica", "string") in replicas.dtypes
+    counts = {r.replica: r["count"] for r in replicas.groupBy("replica").count().collect()}
+    on_disk = {d.name.split("=", 1)[1]: sum(pq.read_metadata(f).num_rows for f in d.glob("*.parquet"))
+               for d in both.iterdir() if d.is_dir()}
+    assert counts == on_disk and len(counts) == 2
 
 
 def test_spark_path_writes_the_same_files_and_rows(spark, realdata, tmp_path):
