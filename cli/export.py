@@ -93,11 +93,11 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     )
     from segtools.sources import resolve
 
-    resolution = resolve(list(paths))
-    for warning in resolution.messages:   # links out of the input, duplicates, copies
-        click.echo(f"warning: {warning.message}", err=True)
+    resolution = resolve(list(paths), non_utf8="keep")   # refused after --topics (plan_export)
     # checked before Spark starts: an unsafe --out is refused in a second, not after the JVM
     sources = plan_export(list(paths), out_dir, options, overwrite, resolution)
+    for warning in resolution.messages:   # links out of the input, duplicates, copies
+        click.echo(f"warning: {warning.message}", err=True)
     if not sources:
         raise TroubleError("no partition matched the inputs and filters")
     try:

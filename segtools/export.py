@@ -354,7 +354,7 @@ def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: Expo
     ``resolution``: what :func:`segtools.sources.resolve` made of ``paths`` when the caller
     already asked (to print its warnings); resolved here otherwise."""
     if resolution is None:
-        resolution = resolve(list(paths))
+        resolution = resolve(list(paths), non_utf8="keep")   # _check_names after --topics
     if not resolution.partitions:
         raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
     sources = _dedupe(select_sources(resolution.partitions, options))

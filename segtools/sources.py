@@ -160,6 +160,9 @@ class PathWarning:
     message: str
     target: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _shown(self.message))   # always printable
+
     def __str__(self) -> str:
         return self.message
 
@@ -270,15 +273,21 @@ def _join(base: str, name: str) -> str:
     return base + name if base.endswith("/") else base + "/" + name
 
 
-def _check_text(path: str) -> None:
+def _shown(path: str) -> str:
+    """``path`` printable whatever bytes it holds (0xff shows as \\xff)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _is_utf8(name: str) -> bool:
     try:
-        path.encode("utf-8")
+        name.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError(f"{path.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')}"
-                         ": file name is not valid UTF-8") from None
+        return False
+    return True
 
 
 def _os_error(path: str, exc: OSError) -> InputError:
+    path = _shown(path)
     if exc.errno == errno.ELOOP:
         return InputError(f"cannot read {path}: symlink loop (too many levels of symbolic links)")
     return InputError(f"cannot read {path}: {exc.strerror or exc}")
@@ -333,11 +342,9 @@ class _Fs:
             try:
                 st = os.stat(inner)
             except FileNotFoundError:
-                if os.path.islink(inner):
-                    raise InputError(f"cannot read {self.display(inner)}: broken symlink to "
-                                     f"{os.readlink(inner)}") from None
-                raise InputError(f"cannot read {self.display(inner)}: No such file or directory"
-                                 ) from None
+                why = ("broken symlink to " + os.readlink(inner) if os.path.islink(inner)
+                       else "No such file or directory")
+                raise _os_error(self.display(inner), FileNotFoundError(errno.ENOENT, why)) from None
             except OSError as exc:
                 raise _os_error(self.display(inner), exc) from None
             return DirEntry(name, inner, _stat.S_ISDIR(st.st_mode), _stat.S_ISREG(st.st_mode),
@@ -365,7 +372,6 @@ class _Fs:
                 raise _os_error(self.display(inner), exc) from None
             for e in raw:
                 full = _join(inner, e.name)
-                _check_text(self.display(full))
                 target = None
                 try:
                     if e.is_symlink():
@@ -432,7 +438,6 @@ def _as_text(raw: Any) -> str:
         raise InputError(f"{text!r}: bytes paths are not supported; pass a str")
     if not text:
         raise InputError("empty path")
-    _check_text(text)
     return text
 
 
@@ -457,6 +462,8 @@ class _Resolver:
         self.warnings: list[PathWarning] = []
         self.seen_dirs: dict[str, str] = {}    # realpath -> display path, dirs already read
         self.metadata_logs: list[PartitionSource] = []
+        #: partition dirs and segment files to be read whose names are not UTF-8
+        self.bad_names: list[str] = []
 
     # -- links and duplicates
 
@@ -524,6 +531,8 @@ class _Resolver:
             topic, partition, state, _ = _parse_dir_name(name)
         except InputError:   # a folder of segment copies (".", "evidence/")
             topic, partition, state = "", -1, ""
+        if not _is_utf8(name):
+            self.bad_names.append(fs.display(inner))
         files = [e for e in entries if not e.is_dir and self._usable(fs, e)]
         logs = sorted((off, e.path, e.size) for e in files
                       if (off := _live_log_offset(e.name)) is not None)
@@ -611,7 +620,7 @@ class _Resolver:
         display = fs.display(inner)
         if not top.is_dir:
             if not top.is_regular:
-                raise InputError(f"cannot read {display}: not a regular file or directory")
+                raise InputError(f"cannot read {_shown(display)}: not a regular file or directory")
             return self._segment_input(fs, inner)
         if not self._first_visit(fs, inner):
             return ResolvedInput(display, "nothing")
@@ -654,6 +663,8 @@ class _Resolver:
                                              f"{display}: same file as {first}; read once", first))
             return ResolvedInput(display, "nothing")
         self.seen_dirs.setdefault(real, display)
+        if not _is_utf8(inner.rstrip("/").rsplit("/", 1)[-1]):
+            raise InputError(f"{_shown(display)}: file name is not UTF-8")
         parent = inner.rstrip("/").rsplit("/", 1)[0] if "/" in inner else "."
         pname = parent.rstrip("/").rsplit("/", 1)[-1]
         topic, partition, state, broker, log_dir = "", -1, "", None, None
@@ -721,13 +732,17 @@ def _copy_notices(fs_of: dict[str, _Fs], log_dirs: list[LogDirSource]) -> list[P
 
 
 def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", "collect"] = "raise",
-            check_copies: bool = True, keep_duplicate_files: bool = False) -> Resolution:
+            check_copies: bool = True, keep_duplicate_files: bool = False,
+            non_utf8: Literal["raise", "keep"] = "raise") -> Resolution:
     """What ``paths`` stand for (see the module docs).
 
     With ``errors="collect"`` an unusable input becomes a :class:`ResolvedInput` of kind
     ``error`` (dump reports it and goes on); otherwise its :class:`InputError` is raised.
     ``keep_duplicate_files`` keeps a file named twice as two inputs (dump, like Kafka's
-    tool, dumps it twice); directories are always read once."""
+    tool, dumps it twice); directories are always read once. A partition dir or segment file
+    whose name is not UTF-8 (Kafka names are ASCII; such a name cannot go into a message, an
+    Arrow string column or a file name) is an InputError naming it; ``non_utf8="keep"`` keeps
+    such partition dirs (export filters topics first and then refuses what is left)."""
     if isinstance(paths, (str, bytes, bytearray, os.PathLike)):
         items: list[Any] = [paths]
     else:
@@ -750,7 +765,10 @@ def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", 
             res.inputs.append(ResolvedInput(repr(items[i]), "error", error=failures[i]))
             continue
         try:
+            resolver.bad_names = []
             item = resolver.resolve_one(text)
+            if resolver.bad_names and non_utf8 == "raise":
+                raise InputError(f"{_shown(resolver.bad_names[0])}: file name is not UTF-8")
         except SegtoolsError as exc:
             if errors == "raise":
                 raise

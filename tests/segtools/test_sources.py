@@ -37,7 +37,7 @@ def tree(tmp_path: Path) -> Path:
     cluster = tmp_path / "cluster"
     for b in (1, 2):
         shutil.copytree(S0 / f"broker-{b}", cluster / f"broker-{b}")
-    future = cluster / "broker-2" / f"orders-0.{UID}-future"
+    future = cluster / "broker-2" / f"orders-1.{UID}-future"
     future.mkdir()
     shutil.copy(S0 / "broker-2" / "orders-0" / SEG, future / SEG)
     (cluster / "broker-3").mkdir()
@@ -59,7 +59,7 @@ SHAPES = {
     "cluster": "cluster",
     "log_dir": "cluster/broker-2",
     "partition_dir": "cluster/broker-1/orders-0",
-    "state_partition_dir": f"cluster/broker-2/orders-0.{UID}-future",
+    "state_partition_dir": f"cluster/broker-2/orders-1.{UID}-future",
     "segment": f"cluster/broker-1/orders-0/{SEG}",
     "segment_folder": "evidence",
     "metadata_log": "cluster/controller",
@@ -97,7 +97,7 @@ def test_cluster_means_its_broker_dirs(tree: Path) -> None:
     # the controller's log is kept apart, snapshots/ and notes.txt are not evidence to read
     assert [Path(m.partition_dir).name for m in res.metadata_logs] == ["__cluster_metadata-0"]
     assert {(p.topic, p.partition, p.broker, p.state) for p in res.partitions} == {
-        ("orders", 0, 1, ""), ("orders", 0, 2, ""), ("orders", 0, 2, "future")}
+        ("orders", 0, 1, ""), ("orders", 0, 2, ""), ("orders", 1, 2, "future")}
     assert not any("snapshots" in s for s in res.segment_paths())
 
 
@@ -259,7 +259,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, object]:
         "symlink loop in a partition dir": part_loop,
         "name of 300 characters": tmp_path / ("x" * 300),
         "bytes path": os.fsencode(tmp_path / "a"),
-        "non-UTF-8 segment name": bad_name,
+        "non-UTF-8 segment name": Path(os.fsdecode(os.fsencode(bad_name) + b"/0000\xff.log")),
         "non-UTF-8 partition dir name": bad_dir,
     }
 
@@ -279,8 +279,8 @@ def test_unusable_paths_are_input_errors(tmp_path: Path, case: str, entry: str) 
     shown = {"bytes path": "bytes paths are not supported",
              "symlink loop": "symlink loop", "symlink loop in a partition dir": "symlink loop",
              "name of 300 characters": "x" * 300,
-             "non-UTF-8 segment name": "not valid UTF-8",
-             "non-UTF-8 partition dir name": "not valid UTF-8"}[case]
+             "non-UTF-8 segment name": "not UTF-8",
+             "non-UTF-8 partition dir name": "not UTF-8"}[case]
     assert shown in message
     if case.startswith("non-UTF-8"):
         assert "\\xff" in message
@@ -322,7 +322,7 @@ def test_cli_gives_one_line_on_unusable_paths(tmp_path: Path) -> None:
     path = _bad_inputs(tmp_path)["non-UTF-8 segment name"]
     res = CliRunner().invoke(cli, ["export", str(path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "not valid UTF-8" in res.output
+    assert "not UTF-8" in res.output
 
 
 # ------------------------------------------------------------------ one meaning everywhere
