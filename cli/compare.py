@@ -36,7 +36,7 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 @click.command("compare")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the JSON report (CONTRACT.md section 4) to FILE.")
+              help="Write the JSON report (docs/CONTRACT.md section 4) to FILE.")
 @click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl) to mark lost records as acked.")
 @click.option("--master", default=None, help="Spark master URL (default local[*], or spark-submit's).")
@@ -49,11 +49,14 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
                    "broker-* dirs that has one.")
 @click.option("--no-spark", is_flag=True, help="Run in this process without Spark (small inputs).")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
+@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
+              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
+                   "Raise it for clusters with message.max.bytes above that.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, no_spark: bool, max_rows: int,
-            debug: bool) -> None:
+            debug: bool, max_batch_bytes: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
@@ -62,7 +65,16 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.report import render_summary
+    from segtools.limits import MAX_BATCH_BYTES_ENV, parse_size
 
+    if max_batch_bytes is not None:
+        try:
+            limit = parse_size(max_batch_bytes)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
+        # every reader of the run (in process, and Spark's Python workers, which inherit the
+        # environment) takes the limit from here
+        os.environ[MAX_BATCH_BYTES_ENV] = str(limit)
     for d in dirs:
         inside = os.path.realpath(d) + os.sep
         if tables_dir and os.path.realpath(tables_dir).startswith(inside):
@@ -83,7 +95,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
             click.echo(f"compare: ignoring the controller's metadata log: {exc}", err=True)
     from segtools.sources import resolve
 
-    resolution = resolve(list(dirs))
+    resolution = resolve(list(dirs), non_utf8="raise")
     for warning in resolution.messages:   # links out of the input, duplicates, copies
         click.echo(f"compare: warning: {warning.message}", err=True)
     specs = discover_replicas(list(dirs), resolution)

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+from segtools.outputs import atomic_write
 
 #: The embedded scenario (CONTRACT.md section 3 format). Broker 3 is paused and falls out of
 #: the ISR; acks=all writes are then committed on brokers 1 and 2 only (min.insync 1); both
@@ -118,7 +119,7 @@ def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: b
     out = Path(out_dir)
     _prepare_out(out, force)
     scenario = out / "scenario.yaml"
-    scenario.write_text(DEMO_SCENARIO)
+    atomic_write(scenario, DEMO_SCENARIO)
     cluster = out / "cluster"
 
     _banner(f"1/4 simulate: 3 brokers, unclean election  ->  {cluster}")

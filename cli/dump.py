@@ -101,6 +101,7 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         output=output,
         quiet=quiet,
         debug=debug,
+        summary=True,
     )
     from segtools.dump.runner import run_dump
 
@@ -117,10 +118,11 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         status = run_dump(all_paths, options, out=sys.stdout, err=sys.stderr)
         sys.stdout.flush()
     except BrokenPipeError:
-        # the reader went away (`segtools dump ... | head`): stop quietly, no traceback and no
-        # second error when Python flushes stdout at exit
+        # the reader went away (`segtools dump ... | head`): stop quietly with exit 0, as
+        # `cat` does under SIGPIPE; the input was fine, and no second error when Python
+        # flushes stdout at exit
         _silence_stdout()
-        sys.exit(2)
+        sys.exit(0)
     if status:
         sys.exit(status)
 

@@ -43,6 +43,17 @@ def _parse_time(text: str | None, flag: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
+def _parse_max_batch_bytes(value: str | None) -> int | None:
+    if value is None:
+        return None
+    from segtools.limits import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, help="Output folder (local path, or s3://, hdfs:// URI).")
@@ -64,13 +75,17 @@ def _parse_time(text: str | None, flag: str) -> int | None:
 @click.option("--overwrite", is_flag=True,
               help="Allow a non-empty --out folder (files of the same name are replaced, others kept).")
 @click.option("--master", default=None, help="Run on Spark with this master URL (e.g. local[*], spark://host:7077).")
+@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
+              callback=lambda ctx, param, value: _parse_max_batch_bytes(value),
+              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
+                   "Raise it for clusters with message.max.bytes above that.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None, partitions: str | None,
            start_offset: int | None, end_offset: int | None, start_time: str | None, end_time: str | None,
            skip_control: bool, compression: str, by_broker: bool, overwrite: bool, master: str | None,
-           quiet: bool, debug: bool) -> None:
+           quiet: bool, debug: bool, max_batch_bytes: int | None = None) -> None:
     """Write PATHS (segments, partition dirs or broker log dirs) to Parquet under --out.
 
     Files land in OUT/part-<topic>+<partition>+<first offset>.snappy.parquet (one per segment;
@@ -90,10 +105,11 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
         start_timestamp=_parse_time(start_time, "--start-time"),
         end_timestamp=_parse_time(end_time, "--end-time"),
         include_control=not skip_control, compression=compression, by_broker=by_broker,
+        max_batch_bytes=max_batch_bytes,
     )
     from segtools.sources import resolve
 
-    resolution = resolve(list(paths), non_utf8="keep")   # refused after --topics (plan_export)
+    resolution = resolve(list(paths))   # non-UTF-8 names are refused after --topics (plan_export)
     # checked before Spark starts: an unsafe --out is refused in a second, not after the JVM
     sources = plan_export(list(paths), out_dir, options, overwrite, resolution)
     for warning in resolution.messages:   # links out of the input, duplicates, copies
@@ -120,9 +136,12 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     click.echo(f"exported {summary.rows} {level} from {summary.partitions} partition replica(s), "
                f"{summary.segments} segment(s), {summary.bytes_read} bytes -> {len(summary.files)} "
                f"Parquet file(s) under {out_dir}")
+    for finding in summary.findings:
+        click.echo(f"Error: {finding}", err=True)
     if summary.crc_invalid_rows:
         click.echo(f"warning: {summary.crc_invalid_rows} exported {level} come from batches whose CRC "
                    "does not match (column crc_valid = false)", err=True)
+    if summary.crc_invalid_rows or summary.findings:
         sys.exit(1)
 
 
@@ -130,7 +149,11 @@ def _print_broker_legend(sources) -> None:
     """Which input went to which replica= folder (several inputs may claim one broker id)."""
     from segtools.export import broker_folders
 
-    for ident, name in sorted(broker_folders(sources).items(), key=lambda kv: kv[1]):
+    def order(item: tuple[str, str]) -> tuple:
+        parts = item[1].split("-")[1:]          # broker-<id>[-n]: numeric order, unknown last
+        return tuple(int(p) if p.isdigit() else float("inf") for p in parts)
+
+    for ident, name in sorted(broker_folders(sources).items(), key=order):
         click.echo(f"replica={name}/ <- {ident}")
 
 

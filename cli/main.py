@@ -32,7 +32,11 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        return getattr(importlib.import_module(module_name), attr)
+        command = getattr(importlib.import_module(module_name), attr)
+        from segtools.cli.examples import add_examples
+
+        add_examples(name, command)
+        return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,6 +50,10 @@ def cli() -> None:
     export    batches and records to Parquet in Spark's Kafka schema
     simulate  write real Kafka log dirs from a replicated-cluster scenario
     demo      all of the above on embedded defaults
+
+    `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
+    repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,
+    docs/FORENSICS.md.
     """
 
 

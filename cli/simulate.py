@@ -15,7 +15,7 @@ from segtools.cli.errors import handle_errors
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def simulate(scenario: str, out_dir: str, seed: int | None, debug: bool) -> None:
-    """Run the replicated-cluster SCENARIO (YAML/JSON, CONTRACT.md section 3) into DIR.
+    """Run the replicated-cluster SCENARIO (YAML/JSON, docs/CONTRACT.md section 3) into DIR.
 
     The same scenario and seed always give byte-identical output.
     """

@@ -18,10 +18,12 @@ import importlib
 from typing import Any
 
 from segtools.errors import (
+    BatchTooLargeError,
     CheckpointFormatError,
     CompressionError,
     CorruptBatchError,
     CrcMismatchError,
+    FileChangedError,
     FormatError,
     IndexCorruptionError,
     InputError,
@@ -51,7 +53,8 @@ _LAZY = {
 __all__ = [
     "SegtoolsError", "InputError", "FormatError", "TruncatedBatchError", "CorruptBatchError",
     "CrcMismatchError", "UnsupportedMagicError", "CompressionError", "IndexCorruptionError",
-    "CheckpointFormatError", "MissingCodecError", *_LAZY,
+    "CheckpointFormatError", "MissingCodecError", "BatchTooLargeError", "FileChangedError",
+    *_LAZY,
 ]
 
 

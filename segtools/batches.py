@@ -16,7 +16,9 @@ raises ``FormatError`` subclasses that carry path, position, base offset and fie
 from __future__ import annotations
 
 import os
+import stat
 import struct
+import time
 from typing import Any, Iterator
 
 from . import codecs
@@ -24,12 +26,17 @@ from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, j
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
 from .errors import (
+    BatchTooLargeError,
     CorruptBatchError,
     CrcMismatchError,
+    FileChangedError,
     FormatError,
     InputError,
     TruncatedBatchError,
     UnsupportedMagicError,
+    display_path,
+    input_path,
+    os_input_error,
 )
 from .legacy import (
     LOG_OVERHEAD,
@@ -39,6 +46,7 @@ from .legacy import (
     parse_legacy_header,
     read_inner_messages,
 )
+from .limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
 from .varint import read_varint, read_varlong
 
 __all__ = [
@@ -54,6 +62,7 @@ __all__ = [
     "HEADER_SIZE_UP_TO_MAGIC",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_BATCH_BYTES",
 ]
 
 #: baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
@@ -66,10 +75,20 @@ _OFFSET_SIZE = struct.Struct(">qi")
 
 #: kafka-dump-log's --max-message-size default; bounds one legacy inner message.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-#: Bound on the decompressed payload of one batch (a decompression bomb stops here).
-DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
+#: older name of segtools.limits.DEFAULT_MAX_BATCH_BYTES (the one bound on a batch)
+DEFAULT_MAX_DECOMPRESSED_SIZE = DEFAULT_MAX_BATCH_BYTES
 
 _READ_CHUNK = 1 << 20
+#: v2 batches above this are not held in memory: their CRC is computed in streamed windows
+#: and their bytes are read again only when records() or raw() needs them
+_EAGER_BATCH_BYTES = 8 << 20
+_CRC_STEP = 4 << 20
+#: before damage is reported, the reader reads the damaged bytes and the file's stat again
+#: _SETTLE_CHECKS times, _SETTLE_SECONDS apart (once per file, so a damaged file costs at most
+#: 0.15 s more): a writer caught between truncate and rewrite, even when the machine is busy,
+#: has moved on by then
+_SETTLE_SECONDS = 0.05
+_SETTLE_CHECKS = 3
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 _INT64_MIN = -2**63
@@ -99,6 +118,7 @@ class RecordBatch:
                  "producer_id", "producer_epoch", "base_sequence", "last_sequence",
                  "records_count", "_buf", "_legacy", "_inner", "_inner_error",
                  "_max_decompressed_size", "_max_message_size")
+    # _buf is None for a batch too large to hold (see _EAGER_BATCH_BYTES): raw() reads it
 
     # populated by the constructors below
     path: str
@@ -134,10 +154,16 @@ class RecordBatch:
 
     @classmethod
     def from_bytes(cls, buf: bytes | bytearray | memoryview, *, path: str = "", position: int = 0,
-                   max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                   max_decompressed_size: int | None = None,
                    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                   segment: str | None = None) -> "RecordBatch":
-        """Build a batch from its complete on-disk bytes (``buf`` = exactly one batch)."""
+                   segment: str | None = None,
+                   max_batch_bytes: int | None = None) -> "RecordBatch":
+        """Build a batch from its complete on-disk bytes (``buf`` = exactly one batch).
+
+        ``max_batch_bytes`` (older name ``max_decompressed_size``) bounds what the records
+        may decompress to (segtools.limits)."""
+        max_decompressed_size = resolve_max_batch_bytes(
+            max_batch_bytes, max_decompressed_size=max_decompressed_size)
         if type(buf) is not bytes:  # keys/values must come out as bytes, not views
             buf = bytes(buf)
         if len(buf) < HEADER_SIZE_UP_TO_MAGIC:
@@ -160,12 +186,15 @@ class RecordBatch:
 
     @classmethod
     def _v2_batch(cls, buf: bytes, path: str, segment: str, position: int,
-                  max_decompressed_size: int) -> "RecordBatch":
+                  max_decompressed_size: int, *, size: int | None = None,
+                  computed_crc: int | None = None) -> "RecordBatch":
+        """``buf`` is the whole batch, or (``size`` and ``computed_crc`` given) only its
+        61-byte header: the bytes of a large batch are read again when needed."""
         self = cls.__new__(cls)
         self.path = path
         self.segment = segment
         self.position = position
-        self.size = len(buf)
+        self.size = len(buf) if size is None else size
         if len(buf) < RECORD_BATCH_OVERHEAD:
             base_offset, size = _OFFSET_SIZE.unpack_from(buf, 0)
             raise CorruptBatchError(
@@ -179,7 +208,7 @@ class RecordBatch:
         self.partition_leader_epoch = ple
         self.magic = magic
         self.crc = crc
-        computed = crc32c(memoryview(buf)[CRC_START:])
+        computed = crc32c(memoryview(buf)[CRC_START:]) if computed_crc is None else computed_crc
         self.computed_crc = computed
         self.crc_valid = computed == crc
         self.attributes = attributes
@@ -201,7 +230,7 @@ class RecordBatch:
         self.last_sequence = (NO_SEQUENCE if base_sequence == NO_SEQUENCE
                               else increment_sequence(base_sequence, last_offset_delta))
         self.records_count = count
-        self._buf = buf
+        self._buf = buf if size is None else None
         self._legacy = None
         self._inner = None
         self._inner_error = None
@@ -283,7 +312,21 @@ class RecordBatch:
 
     def raw(self) -> bytes:
         """The batch bytes exactly as on disk."""
+        if self._buf is None:  # a large batch: read again from the file
+            return self._read_again()
         return self._buf
+
+    def _read_again(self) -> bytes:
+        try:
+            with open(self.path, "rb", buffering=0) as f:
+                st = os.fstat(f.fileno())
+                data = _read_at(f, self.position, self.size)
+                if len(data) != self.size or _changed(st, os.fstat(f.fileno())):
+                    raise FileChangedError(f"{display_path(self.path)}: file changed while "
+                                           f"reading (batch at position {self.position})")
+        except OSError as exc:
+            raise os_input_error(self.path, exc) from None
+        return data
 
     def records(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Iterator[Record]:
         """Records of this batch (legacy: the inner messages, or the message itself).
@@ -373,7 +416,15 @@ class RecordBatch:
                               position=self.position + 57, field="records_count")
         if count == 0:  # DefaultRecordBatch.iterator(): empty batches yield nothing
             return iter(())
-        buf = self._buf
+        limit = self._max_decompressed_size
+        if self.compression_id != 0 and count > limit // MIN_RECORD_BYTES:
+            # a record takes at least 7 bytes: refused before anything is decompressed
+            raise BatchTooLargeError(
+                f"records_count {count} needs at least {count * MIN_RECORD_BYTES} bytes of "
+                f"records, more than the limit", limit=limit, path=self.path or None,
+                position=self.position + 57, base_offset=self.base_offset,
+                field="records_count")
+        buf = self.raw()
         if self.compression_id == 0:
             return self._decode_records(buf, RECORD_BATCH_OVERHEAD, self.position)
         try:
@@ -585,26 +636,35 @@ class SegmentReader:
     not entirely inside are not read. CRC mismatches are reported in ``crc_valid``; with
     ``strict_crc`` they raise ``CrcMismatchError`` instead. After iteration ``valid_bytes`` is the end of the last
     complete batch; ``file_size - valid_bytes`` trailing bytes are invalid (a torn tail).
+
+    ``max_batch_bytes`` (older name ``max_decompressed_size``; default
+    ``segtools.limits.DEFAULT_MAX_BATCH_BYTES``) bounds one batch: a larger length field raises
+    ``BatchTooLargeError`` before anything is read, and so do records decompressing past it.
+    A file whose size or modification time changes while it is read, when the read ends
+    early or meets a CRC mismatch or broken bytes, raises ``FileChangedError`` instead of
+    reporting corruption that may not be on disk.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int | None = None,
+    def __init__(self, path: str | os.PathLike[str] | bytes, *, max_bytes: int | None = None,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                 strict_crc: bool = False) -> None:
-        self.path = os.fspath(path)
+                 max_decompressed_size: int | None = None,
+                 strict_crc: bool = False, max_batch_bytes: int | None = None) -> None:
+        self.path = input_path(path)
         self.strict_crc = strict_crc
         try:
             st = os.stat(self.path)
         except OSError as exc:
-            raise InputError(f"cannot read {self.path}: {exc.strerror or exc}") from None
-        if not os.path.isfile(self.path):
-            raise InputError(f"{self.path} is not a regular file")
+            raise os_input_error(self.path, exc) from None
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{display_path(self.path)} is not a regular file")
         if not os.access(self.path, os.R_OK):
-            raise InputError(f"{self.path} is not readable")
+            raise InputError(f"{display_path(self.path)} is not readable")
         self.file_size: int = st.st_size
         self.max_bytes = max_bytes
         self.max_message_size = max_message_size
-        self.max_decompressed_size = max_decompressed_size
+        self.max_batch_bytes = resolve_max_batch_bytes(
+            max_batch_bytes, max_decompressed_size=max_decompressed_size)
+        self.max_decompressed_size = self.max_batch_bytes  # older name
         self.valid_bytes: int = 0
         self.batches_read: int = 0
         self._files: set[Any] = set()  # open handles of live iterations
@@ -637,47 +697,104 @@ class SegmentReader:
         path = self.path
         segment = os.path.basename(path)
         end = self.end
+        limit = self.max_batch_bytes
         self.valid_bytes = 0
         self.batches_read = 0
         try:
-            f = open(path, "rb", buffering=0)  # read-only: input files are evidence
+            # read-only: input files are evidence; O_NONBLOCK: a FIFO swapped in since the
+            # stat must not block the open (no effect on regular files)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            f = open(fd, "rb", buffering=0)
+            st0 = os.fstat(fd)
         except OSError as exc:
-            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise os_input_error(path, exc) from None
         self._files.add(f)
+        if not stat.S_ISREG(st0.st_mode):
+            f.close()
+            self._files.discard(f)
+            raise InputError(f"{display_path(path)} is not a regular file")
+
+        def changed(why: str) -> FileChangedError:
+            return FileChangedError(f"{display_path(path)}: file changed while reading "
+                                    f"({why}), near position {pos}")
+
+        def check_unchanged(seen: bytes = b"", at: int = 0) -> None:
+            """Raise FileChangedError when the file is not the one we opened any more: its
+            stat differs, or ``seen`` (bytes read at ``at``) reads back differently. Called
+            only where a read looks damaged, so healthy files pay nothing."""
+            if f.closed:
+                return
+            if not settled:  # once per file: give a writer in mid-rewrite time to show
+                settled.append(True)
+                for _ in range(_SETTLE_CHECKS - 1):
+                    time.sleep(_SETTLE_SECONDS)
+                    compare(seen, at)
+                time.sleep(_SETTLE_SECONDS)
+            compare(seen, at)
+
+        def compare(seen: bytes, at: int) -> None:
+            if seen and _read_at(f, at, len(seen)) != seen:
+                raise changed("bytes read twice differ")
+            if _changed(st0, os.fstat(f.fileno())):
+                raise changed("size or modification time")
+
+        settled: list[bool] = []
         window = b""
         window_start = 0
         pos = 0
         try:
             while end - pos > HEADER_SIZE_UP_TO_MAGIC:
                 if f.closed:
-                    raise InputError(f"{path}: the reader was closed during iteration")
+                    raise InputError(f"{display_path(path)}: the reader was closed during "
+                                     "iteration")
                 if pos + HEADER_SIZE_UP_TO_MAGIC > window_start + len(window):
                     window = _read_at(f, pos, min(max(_READ_CHUNK, HEADER_SIZE_UP_TO_MAGIC),
                                                   end - pos))
                     window_start = pos
                     if len(window) < HEADER_SIZE_UP_TO_MAGIC:
-                        break  # file shrank underneath us
+                        # reads stay below the size at open: a short one means it shrank
+                        raise changed("the file shrank")
                 rel = pos - window_start
                 offset, size = _OFFSET_SIZE.unpack_from(window, rel)
                 if size < RECORD_OVERHEAD_V0:
+                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
                     raise CorruptBatchError(
                         f"Found record size {size} smaller than minimum record overhead "
-                        f"({RECORD_OVERHEAD_V0}) in file {path}.", path=path, position=pos,
-                        base_offset=offset, field="batch_length", actual=size)
+                        f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path,
+                        position=pos, base_offset=offset, field="batch_length", actual=size)
                 total = LOG_OVERHEAD + size
                 if total > end - pos:
+                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
                     break  # torn tail: counted as invalid trailing bytes
-                if rel + total > len(window):
-                    window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))
-                    window_start = pos
-                    rel = 0
-                    if len(window) < total:
-                        break
-                buf = window[rel:rel + total]
-                batch = RecordBatch.from_bytes(buf, path=path, position=pos,
-                                               max_decompressed_size=self.max_decompressed_size,
-                                               max_message_size=self.max_message_size,
-                                               segment=segment)
+                if total > limit:
+                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
+                    raise BatchTooLargeError(
+                        f"batch of {total} bytes on disk is larger than the limit",
+                        limit=limit, path=path, position=pos, base_offset=offset,
+                        field="batch_length")
+                if total > _EAGER_BATCH_BYTES and window[rel + 16] not in _LEGACY_MAGIC_BYTES:
+                    batch = self._large_v2_batch(f, pos, total, segment)
+                    if batch is None:
+                        raise changed("the file shrank")
+                else:
+                    if rel + total > len(window):
+                        window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))
+                        window_start = pos
+                        rel = 0
+                        if len(window) < total:
+                            raise changed("the file shrank")
+                    buf = window[rel:rel + total]
+                    try:
+                        batch = RecordBatch.from_bytes(buf, path=path, position=pos,
+                                                       max_batch_bytes=limit,
+                                                       max_message_size=self.max_message_size,
+                                                       segment=segment)
+                    except FormatError:
+                        check_unchanged(buf, pos)
+                        raise
+                if not batch.crc_valid:
+                    # a mismatch read from a file being rewritten is not on disk
+                    check_unchanged(batch._buf or b"", pos)
                 if self.strict_crc and not batch.crc_valid:
                     raise CrcMismatchError(
                         f"CRC mismatch, stored 0x{batch.crc:08x} computed "
@@ -687,9 +804,28 @@ class SegmentReader:
                 self.valid_bytes = pos
                 self.batches_read += 1
                 yield batch
+        except OSError as exc:
+            raise os_input_error(path, exc) from None
         finally:
             f.close()
             self._files.discard(f)
+
+    def _large_v2_batch(self, f: Any, pos: int, total: int, segment: str) -> RecordBatch | None:
+        """A v2 batch too large to hold: header read, CRC-32C computed over streamed windows,
+        bytes left on disk (``raw()`` reads them again). None when the file ends early."""
+        head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
+        if len(head) < RECORD_BATCH_OVERHEAD:
+            return None
+        crc = crc32c(memoryview(head)[CRC_START:])
+        done = RECORD_BATCH_OVERHEAD
+        while done < total:
+            chunk = _read_at(f, pos + done, min(_CRC_STEP, total - done))
+            if not chunk:
+                return None
+            crc = crc32c(chunk, crc)
+            done += len(chunk)
+        return RecordBatch._v2_batch(head, self.path, segment, pos, self.max_batch_bytes,
+                                     size=total, computed_crc=crc)
 
     def records(self) -> Iterator[Record]:
         """Every record of every batch (deep iteration)."""
@@ -697,10 +833,20 @@ class SegmentReader:
             yield from batch.records(max_message_size=self.max_message_size)
 
 
+#: magic bytes read as legacy entries: 0, 1 and every negative int8 (Kafka: magic < 2)
+_LEGACY_MAGIC_BYTES = frozenset([0, 1, *range(0x80, 0x100)])
+
+
+def _changed(before: os.stat_result, after: os.stat_result) -> bool:
+    """True when ``after`` is not the same file content state as ``before``."""
+    return (before.st_size != after.st_size or before.st_mtime_ns != after.st_mtime_ns
+            or before.st_ino != after.st_ino)
+
+
 def _read_at(f: Any, pos: int, n: int) -> bytes:
     """Read up to ``n`` bytes at ``pos`` (fewer only at end of file)."""
     if f.closed:
-        raise InputError(f"{f.name}: the reader was closed during iteration")
+        raise InputError("the reader was closed during iteration")
     f.seek(pos)
     parts = []
     got = 0
@@ -716,7 +862,7 @@ def _read_at(f: Any, pos: int, n: int) -> bytes:
 # -------------------------------------------------------------------- directories
 
 
-def segment_paths(path: str | os.PathLike[str]) -> list[str]:
+def segment_paths(path: str | os.PathLike[str] | bytes) -> list[str]:
     """The ``.log`` files ``read_batches`` reads for ``path``, in reading order.
 
     What a path stands for is decided by :func:`segtools.sources.resolve` (a segment, a
@@ -731,15 +877,19 @@ def segment_paths(path: str | os.PathLike[str]) -> list[str]:
     return resolution.segment_paths()
 
 
-def read_batches(path: str | os.PathLike[str], *, max_bytes: int | None = None,
+def read_batches(path: str | os.PathLike[str] | bytes, *, max_bytes: int | None = None,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
-                 ) -> Iterator[RecordBatch]:
+                 max_decompressed_size: int | None = None,
+                 max_batch_bytes: int | None = None) -> Iterator[RecordBatch]:
     """Batches of a segment file, a partition dir (all ``.log`` in offset order) or a broker
-    log dir (all partition dirs, by topic then partition number)."""
+    log dir (all partition dirs, by topic then partition number).
+
+    ``max_batch_bytes`` (older name ``max_decompressed_size``) bounds one batch on disk and
+    decompressed (segtools.limits)."""
+    limit = resolve_max_batch_bytes(max_batch_bytes, max_decompressed_size=max_decompressed_size)
     for seg in segment_paths(path):
         with SegmentReader(seg, max_bytes=max_bytes, max_message_size=max_message_size,
-                           max_decompressed_size=max_decompressed_size) as reader:
+                           max_batch_bytes=limit) as reader:
             yield from reader
 
 
@@ -747,9 +897,8 @@ def read_batches(path: str | os.PathLike[str], *, max_bytes: int | None = None,
 iter_batches = read_batches
 
 
-def iter_records(path: str | os.PathLike[str], **kw: Any) -> Iterator[Record]:
+def iter_records(path: str | os.PathLike[str] | bytes, **kw: Any) -> Iterator[Record]:
     """Every record under ``path`` (see ``read_batches``)."""
     max_message_size = kw.get("max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
     for batch in read_batches(path, **kw):
         yield from batch.records(max_message_size=max_message_size)
-

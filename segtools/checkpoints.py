@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from segtools.errors import CheckpointFormatError, InputError
+from segtools.errors import CheckpointFormatError, InputError, display_path, input_path
 from segtools.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_VERSION,
     OFFSET_CHECKPOINT_VERSION,
@@ -86,12 +86,12 @@ class CleanShutdown:
 # ---------------------------------------------------------------------------------------- reading
 
 def _read_text(path: PathLike, what: str) -> tuple[str, str]:
-    path = os.fspath(path)
+    path = input_path(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_TEXT_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {what} {display_path(path)}: {exc.strerror or exc}") from exc
     if len(data) > MAX_TEXT_BYTES:
         raise CheckpointFormatError(f"{what} is larger than {MAX_TEXT_BYTES} bytes", path=path,
                                     position=MAX_TEXT_BYTES)
@@ -128,7 +128,7 @@ def _lines(text: str) -> list[tuple[int, int, str]]:
 
 def _malformed(path: str, line: tuple[int, int, str]) -> CheckpointFormatError:
     number, pos, content = line
-    return CheckpointFormatError(f"Malformed line in checkpoint file [{path}]: {content}",
+    return CheckpointFormatError(f"Malformed line in checkpoint file [{display_path(path)}]: {content}",
                                  path=path, position=pos, field=f"line {number}")
 
 
@@ -164,7 +164,7 @@ def _read_checkpoint(path: PathLike, expected_version: int, entry_fields: int,
     if len(entries) != count:
         last = lines[-1]
         raise CheckpointFormatError(
-            f"Expected [{count}] entries in checkpoint file [{path}], but found only "
+            f"Expected [{count}] entries in checkpoint file [{display_path(path)}], but found only "
             f"[{len(entries)}]", path=path, position=last[1], field=f"line {last[0]}",
             expected=count, actual=len(entries))
     return version, entries
@@ -173,7 +173,7 @@ def _read_checkpoint(path: PathLike, expected_version: int, entry_fields: int,
 def read_offset_checkpoint(path: PathLike, *,
                            expected_version: int = OFFSET_CHECKPOINT_VERSION) -> OffsetCheckpoint:
     """A ``<topic> <partition> <offset>`` checkpoint; later duplicate lines win, as in Kafka's map."""
-    path = os.fspath(path)
+    path = input_path(path)
     version, lines = _read_checkpoint(path, expected_version, 3, "offset checkpoint")
     entries: dict[tuple[str, int], int] = {}
     for line, (topic, partition, offset) in lines:
@@ -186,7 +186,7 @@ def read_offset_checkpoint(path: PathLike, *,
 
 def read_leader_epoch_checkpoint(path: PathLike) -> list[EpochEntry]:
     """``leader-epoch-checkpoint`` entries in file order (empty file: no entries)."""
-    path = os.fspath(path)
+    path = input_path(path)
     _, lines = _read_checkpoint(path, LEADER_EPOCH_CHECKPOINT_VERSION, 2, "leader-epoch-checkpoint")
     out = []
     for line, (epoch, start_offset) in lines:
@@ -209,7 +209,7 @@ def read_partition_metadata(path: PathLike) -> PartitionMetadata:
                                     field="line 1")
 
     def malformed(line: tuple[int, int, str]) -> CheckpointFormatError:
-        return CheckpointFormatError(f"Malformed line in checkpoint file [{path}]: {line[2]}",
+        return CheckpointFormatError(f"Malformed line in checkpoint file [{display_path(path)}]: {line[2]}",
                                      path=path, position=line[1], field=f"line {line[0]}")
 
     parts = _COLON_SPACES.split(lines[0][2])
@@ -221,7 +221,7 @@ def read_partition_metadata(path: PathLike) -> PartitionMetadata:
         raise malformed(lines[0]) from None
     if version < 0:
         raise CheckpointFormatError(
-            f"Unrecognized version of partition metadata file ({path}): {version}",
+            f"Unrecognized version of partition metadata file ({display_path(path)}): {version}",
             path=path, position=lines[0][1], field="line 1", actual=version)
     if len(lines) < 2:
         raise CheckpointFormatError("partition metadata file has no topic_id line", path=path,
@@ -235,7 +235,7 @@ def read_partition_metadata(path: PathLike) -> PartitionMetadata:
         raise CheckpointFormatError(f"invalid topic ID: {exc}", path=path, position=lines[1][1],
                                     field="line 2") from None
     if topic_id == ZERO_UUID:
-        raise CheckpointFormatError(f"Invalid topic ID in partition metadata file ({path})",
+        raise CheckpointFormatError(f"Invalid topic ID in partition metadata file ({display_path(path)})",
                                     path=path, position=lines[1][1], field="line 2")
     return PartitionMetadata(version, topic_id)
 
@@ -360,7 +360,7 @@ def read_clean_shutdown(path: PathLike) -> CleanShutdown:
 
 def atomic_write(path: PathLike, data: bytes) -> None:
     """Write ``<path>.tmp``, fsync it, rename it over ``path`` and fsync the directory (as Kafka)."""
-    path = os.fspath(path)
+    path = input_path(path)
     tmp = path + TMP_SUFFIX
     with open(tmp, "wb") as fh:
         fh.write(data)

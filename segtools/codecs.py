@@ -22,7 +22,7 @@ import zlib
 from functools import lru_cache
 from typing import Any
 
-from .errors import CompressionError, MissingCodecError
+from .errors import BatchTooLargeError, CompressionError, MissingCodecError
 
 __all__ = [
     "COMPRESSION_NAMES",
@@ -86,9 +86,8 @@ def _import(module: str, package: str) -> Any:
 
 
 def _too_big(codec: str, max_size: int) -> CompressionError:
-    return CompressionError(
-        f"{codec} payload decompresses to more than {max_size} bytes (max message size)",
-        field="records")
+    return BatchTooLargeError(f"{codec} records decompress to more than {max_size} bytes",
+                              limit=max_size, field="records")
 
 
 def _corrupt(codec: str, detail: object) -> CompressionError:
@@ -204,6 +203,9 @@ def _gunzip(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
                 raise _corrupt("gzip", exc) from None
             out += chunk
             if len(out) > max_size:
+                # free the output before raising: the traceback keeps this frame (and its
+                # locals) alive as long as the error is kept, e.g. in a worker's result list
+                out.clear()
                 raise _too_big("gzip", max_size)
             if d.eof:
                 break
@@ -226,7 +228,7 @@ def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     n = len(src)
     if n < len(XERIAL_HEADER) or src[:len(XERIAL_MAGIC)] != XERIAL_MAGIC:
         # SnappyInputStream falls back to one raw snappy block when the magic is absent.
-        return _snappy_raw_block(snappy, src, max_size, 0)
+        return _snappy_raw_block(snappy, src, max_size, 0, max_size)
     out = bytearray()
     pos = len(XERIAL_HEADER)
     while pos < n:
@@ -241,19 +243,21 @@ def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
         if block_len < 0 or block_len > n - pos:
             raise _corrupt("snappy", f"block length {block_len} at payload byte {pos - 4} "
                                      f"exceeds the {n - pos} remaining bytes")
-        out += _snappy_raw_block(snappy, src[pos:pos + block_len], max_size - len(out), pos)
+        out += _snappy_raw_block(snappy, src[pos:pos + block_len], max_size - len(out), pos,
+                                 max_size)
         pos += block_len
     return bytes(out)
 
 
-def _snappy_raw_block(snappy: Any, block: bytes, room: int, where: int) -> bytes:
+def _snappy_raw_block(snappy: Any, block: bytes, room: int, where: int, limit: int) -> bytes:
     try:
         expected = int(snappy.decompress_raw_len(block))
     except Exception as exc:  # cramjam raises its own DecompressionError
         raise _corrupt("snappy", f"block at payload byte {where}: {exc}") from None
     if expected > room:  # checked before cramjam allocates the output
-        raise CompressionError(f"snappy payload decompresses to more than the allowed size "
-                               f"(block of {expected} bytes, {room} left)", field="records")
+        raise BatchTooLargeError(f"snappy records decompress to more than the allowed size "
+                                 f"(block of {expected} bytes, {room} left)",
+                                 limit=limit, field="records")
     try:
         return bytes(snappy.decompress_raw(block))
     except Exception as exc:
@@ -285,6 +289,7 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int, magic: int) -> b
     except Exception as exc:  # lz4 raises RuntimeError on corrupt frames
         raise _corrupt("lz4", exc) from None
     if len(out) > max_size:
+        out = b""   # freed now, not when the error's traceback goes
         raise _too_big("lz4", max_size)
     if not d.eof:
         raise _corrupt("lz4", "frame truncated (no end mark)")
@@ -313,6 +318,8 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
                 piece = obj.decompress(chunk)
                 produced += len(piece)
                 if produced > max_size:
+                    parts.clear()   # freed now, not when the error's traceback goes
+                    del piece
                     raise _too_big("zstd", max_size)
                 parts.append(piece)
             # input fed past the frame end comes back as unused_data: rewind to it

@@ -35,16 +35,22 @@ from segtools._columnar_codes import (
     RECORD_BATCH_OVERHEAD,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
+    SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
     record_error,
 )
 from segtools.errors import (
+    BatchTooLargeError,
     CorruptBatchError,
+    FileChangedError,
     FormatError,
     InputError,
     SegtoolsError,
     UnsupportedMagicError,
+    display_path,
+    os_input_error,
 )
+from segtools.limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
 from segtools.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
 __all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_records",
@@ -59,8 +65,11 @@ _HAVE_PREADV = hasattr(os, "preadv")
 #: record bytes (compressed or not) gathered into one output chunk; keeps every binary column
 #: far below Arrow's 2 GiB offset limit (CONVENTIONS.md pitfall 7)
 _CHUNK_BYTES = 64 * 1024 * 1024
-#: default bound on one batch's decompressed records (a compression bomb stops here)
-DEFAULT_MAX_UNCOMPRESSED = 256 * 1024 * 1024
+#: older name of segtools.limits.DEFAULT_MAX_BATCH_BYTES, the one bound on a batch (on disk
+#: and decompressed) that every reader applies
+DEFAULT_MAX_UNCOMPRESSED = DEFAULT_MAX_BATCH_BYTES
+#: CRC-32C of a batch larger than the window is computed over reads of this size
+_CRC_STEP = 4 * 1024 * 1024
 
 _COMPRESSION_NAMES = ["none", "gzip", "snappy", "lz4", "zstd",
                       "unknown(5)", "unknown(6)", "unknown(7)"]
@@ -157,12 +166,24 @@ def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | 
     resolution.warn(stacklevel=4)
     found = []
     for source in resolution.partitions:
-        t = topic if topic is not None else (source.topic or None)
+        t = topic if topic is not None else (_text(source.topic) or None)
         part = partition if partition is not None else (
             source.partition if source.partition >= 0 else None)
         b = broker if broker is not None else source.broker
         found.extend(_Segment(seg, t, part, b) for seg in source.segments)
     return found
+
+
+def _text(name: str | None) -> str | None:
+    """A name from the file system as Arrow can store it: bytes that are not UTF-8 (kept by
+    Python as surrogates) become U+FFFD instead of failing the string conversion."""
+    if name is None:
+        return None
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "replace")
 
 
 _READ_AHEAD: Any = None   # one background reader thread, created on first use
@@ -198,15 +219,17 @@ class _SegmentFile:
             # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on regular files)
             self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
-            raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+            raise os_input_error(path, exc, "cannot open") from None
         try:
             st = os.fstat(self._fd)
         except OSError as exc:
             os.close(self._fd)
-            raise InputError(f"{path}: cannot stat: {exc.strerror or exc}") from exc
+            raise os_input_error(path, exc, "cannot stat") from None
         if not stat.S_ISREG(st.st_mode):
             os.close(self._fd)
-            raise InputError(f"{path} is not a regular file")
+            raise InputError(f"{display_path(path)} is not a regular file")
+        self._stat = st
+        self._settled = False
         self.size = st.st_size
         self._window = max(64, window if window is not None else _SCAN_BYTES)
         self._bufs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
@@ -276,6 +299,8 @@ class _SegmentFile:
             except OSError as exc:
                 raise InputError(f"{self.path}: read failed at {pos}: "
                                  f"{exc.strerror or exc}") from exc
+        if got < want:   # reads stay below the size at open: a short one means it shrank
+            raise self.changed("the file shrank", pos)
         self._cur = index
         self.base = pos
         self.filled = got
@@ -286,6 +311,58 @@ class _SegmentFile:
     @property
     def at_eof(self) -> bool:
         return self.base + self.filled >= self.size
+
+    def changed(self, why: str, pos: int | None = None) -> FileChangedError:
+        return FileChangedError(f"{display_path(self.path)}: file changed while reading "
+                                f"({why}), near position {self.base if pos is None else pos}")
+
+    def check_unchanged(self, pos: int | None = None, n: int = 0) -> None:
+        """Raise ``FileChangedError`` when size or modification time differ from the open, or
+        the loaded bytes [pos, pos + n) read back differently: called where a read found
+        damage, which a concurrent writer (truncate and rewrite) causes without any
+        corruption on disk. Healthy files never get here."""
+        if not self._settled:   # once per file: give a writer in mid-rewrite time to show
+            self._settled = True
+            import time
+
+            from segtools.batches import _SETTLE_CHECKS, _SETTLE_SECONDS
+
+            for _ in range(_SETTLE_CHECKS - 1):
+                time.sleep(_SETTLE_SECONDS)
+                self._compare(pos, n)
+            time.sleep(_SETTLE_SECONDS)
+        self._compare(pos, n)
+
+    def _compare(self, pos: int | None, n: int) -> None:
+        if pos is not None and n > 0:
+            rel = pos - self.base
+            if 0 <= rel and rel + n <= self.filled:
+                seen = bytes(self.view[rel:rel + n])
+                try:
+                    again = os.pread(self._fd, n, pos)
+                except OSError:
+                    again = b""
+                if again != seen:
+                    raise self.changed("bytes read twice differ", pos)
+        try:
+            now = os.fstat(self._fd)
+        except OSError:
+            return
+        before = self._stat
+        if (now.st_size != before.st_size or now.st_mtime_ns != before.st_mtime_ns
+                or now.st_ino != before.st_ino):
+            raise self.changed("size or modification time", pos)
+
+    def crc_step_read(self, pos: int, n: int) -> np.ndarray:
+        """``n`` bytes at ``pos`` in a scratch buffer (streamed CRC of large batches)."""
+        buf = getattr(self, "_scratch", None)
+        if buf is None or buf.shape[0] < n:
+            buf = self._scratch = np.empty(max(n, _CRC_STEP), dtype=np.uint8)
+        try:
+            got = self._read(buf, pos, n)
+        except OSError as exc:
+            raise os_input_error(self.path, exc) from None
+        return buf[:got]
 
     def close(self) -> None:
         if self._pending is not None:   # never close the fd under a running read
@@ -401,16 +478,16 @@ def _raise_scan_status(mf: _SegmentFile, pos: int, status: int) -> None:
             path=mf.path, position=pos, base_offset=offset, field="batch_length")
 
 
-def _legacy_batch(mf: _SegmentFile, pos: int, size: int) -> Any:
+def _legacy_batch(mf: _SegmentFile, pos: int, size: int, limit: int) -> Any:
     """The object reader's view of one legacy (magic 0/1) entry: its fields and records."""
     from segtools.batches import RecordBatch
 
     rel = pos - mf.base
     return RecordBatch.from_bytes(bytes(mf.view[rel:rel + 12 + size]), path=mf.path,
-                                  position=pos)
+                                  position=pos, max_batch_bytes=limit)
 
 
-def _fill_legacy(h: _Headers, mf: _SegmentFile) -> None:
+def _fill_legacy(h: _Headers, mf: _SegmentFile, limit: int = DEFAULT_MAX_BATCH_BYTES) -> None:
     """Columns of magic 0/1 entries from the object reader; v2 columns derived from headers."""
     h.last_offset = h.base_offset + h.last_offset_delta
     h.timestamp_type = np.where((h.attributes & 0x08) != 0, 1, 0).astype(np.int8)
@@ -419,7 +496,7 @@ def _fill_legacy(h: _Headers, mf: _SegmentFile) -> None:
         return
     h.legacy = {}
     for i in legacy_rows.tolist():
-        b = _legacy_batch(mf, int(h.position[i]), int(h.batch_length[i]))
+        b = _legacy_batch(mf, int(h.position[i]), int(h.batch_length[i]), limit)
         h.legacy[i] = b
         h.base_offset[i] = b.base_offset
         h.last_offset[i] = b.last_offset
@@ -450,19 +527,86 @@ def _scan_window(sf: _SegmentFile, kernel: Any, rel: int, max_batches: int) -> t
             return chunks, rel, status
 
 
-def _finish_chunk(sf: _SegmentFile, h: _Headers, kernel: Any) -> _Headers:
+def _finish_chunk(sf: _SegmentFile, h: _Headers, kernel: Any,
+                  limit: int = DEFAULT_MAX_BATCH_BYTES) -> _Headers:
     h.crc_valid = _check_crcs(sf, h, kernel)
-    _fill_legacy(h, sf)
+    _fill_legacy(h, sf, limit)
+    if not h.crc_valid.all():
+        # a mismatch read from a file being rewritten is not on disk: read those batches again
+        for i in np.flatnonzero(~h.crc_valid).tolist():
+            sf.check_unchanged(int(h.position[i]), int(h.batch_length[i]) + 12)
     return h
 
 
-def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK) -> Iterator[_Headers]:
+def _head(h: _Headers, n: int) -> _Headers:
+    """The first ``n`` rows of ``h``."""
+    return _Headers(**{name: (value[:n] if isinstance(value, np.ndarray) else value)
+                       for name, value in vars(h).items()})
+
+
+def _too_large(sf: _SegmentFile, pos: int, base_offset: int, total: int,
+               limit: int) -> BatchTooLargeError:
+    sf.check_unchanged(pos, 12)
+    return BatchTooLargeError(f"batch of {total} bytes on disk is larger than the limit",
+                              limit=limit, path=sf.path, position=pos, base_offset=base_offset,
+                              field="batch_length")
+
+
+def _finished_within_limit(sf: _SegmentFile, chunks: list[_Headers], kernel: Any,
+                           limit: int) -> Iterator[_Headers]:
+    """Finished header chunks; a batch above ``limit`` on disk raises after the rows before
+    it (the object reader refuses it at the same place)."""
+    for h in chunks:
+        over = np.flatnonzero(h.batch_length + 12 > limit)
+        if over.size:
+            i = int(over[0])
+            if i:
+                yield _finish_chunk(sf, _head(h, i), kernel, limit)
+            raise _too_large(sf, int(h.position[i]), int(h.base_offset[i]),
+                             int(h.batch_length[i]) + 12, limit)
+        yield _finish_chunk(sf, h, kernel, limit)
+
+
+def _streamed_header(sf: _SegmentFile, pos: int, total: int, limit: int) -> _Headers | None:
+    """The header row of a v2 batch larger than the window, its CRC-32C computed over
+    streamed reads so memory does not grow with the batch. None if the file ends early."""
+    from segtools.batches import V2_HEADER
+
+    head = bytes(sf.crc_step_read(pos, RECORD_BATCH_OVERHEAD))
+    if len(head) < RECORD_BATCH_OVERHEAD:
+        raise sf.changed("the file shrank", pos)
+    values = V2_HEADER.unpack_from(head)
+    crc = _crc.crc32c(head[21:])
+    done = RECORD_BATCH_OVERHEAD
+    while done < total:
+        chunk = sf.crc_step_read(pos + done, min(_CRC_STEP, total - done))
+        if not chunk.shape[0]:
+            raise sf.changed("the file shrank", pos)
+        crc = _crc.crc32c(memoryview(chunk), crc)
+        done += int(chunk.shape[0])
+    row = (pos, values[0], values[1]) + values[2:]
+    cols = {name: np.array([v], dtype=dt) for (name, dt), v in zip(_HEADER_DTYPES.items(), row)}
+    h = _Headers(**cols, base=sf.base)
+    h.crc_valid = np.array([crc == values[4]])
+    _fill_legacy(h, sf, limit)
+    if not h.crc_valid[0]:
+        sf.check_unchanged()
+    return h
+
+
+def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
+                  limit: int = DEFAULT_MAX_BATCH_BYTES,
+                  need_bytes: bool = True) -> Iterator[_Headers]:
     """Header chunks of one file in file order, walked like FileLogInputStream. Each chunk's
     bytes stay in ``sf``'s window until the consumer asks for the next chunk. Raises after
     yielding what came before the damage.
 
     A window's headers are walked first (cheap), so the read of the next window can start in
-    the background while this one's CRCs are computed and its records decoded."""
+    the background while this one's CRCs are computed and its records decoded.
+
+    A batch above ``limit`` on disk raises ``BatchTooLargeError`` before it is read. A v2
+    batch larger than the window is read whole only when ``need_bytes`` (records are
+    decoded); otherwise its CRC is computed over streamed reads."""
     sf.load(0)
     while True:
         chunks, rel, status = _scan_window(sf, kernel, 0, max_batches)
@@ -470,26 +614,39 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK)
         fatal = status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT)
         if not fatal and not sf.at_eof and rel > 0:
             sf.prefetch(next_pos)
-        for h in chunks:
-            yield _finish_chunk(sf, h, kernel)
+        yield from _finished_within_limit(sf, chunks, kernel, limit)
         if fatal:
+            sf.check_unchanged(next_pos, min(17, sf.base + sf.filled - next_pos))
             _raise_scan_status(sf, next_pos, status)
         if sf.at_eof:
+            if status == SCAN_TORN_TAIL:   # a tail cut by a concurrent writer is no finding
+                sf.check_unchanged(next_pos, min(12, sf.base + sf.filled - next_pos))
             return            # SCAN_END or a torn tail: Kafka stops here without an error
         if rel == 0:
-            # one batch larger than the window: read it whole (it fits in the file, else the
-            # window would have reached EOF and this would be a torn tail)
+            # one batch larger than the window (it fits in the file, else the window would
+            # have reached EOF and this would be a torn tail)
             size = int.from_bytes(sf.view[8:12], "big", signed=True) if sf.filled >= 12 else 0
             if size < 14 or next_pos + 12 + size > sf.size:
                 return
+            if 12 + size > limit:
+                raise _too_large(sf, next_pos, int.from_bytes(sf.view[0:8], "big", signed=True),
+                                 12 + size, limit)
+            magic = int.from_bytes(sf.view[16:17], "big", signed=True)
+            if not need_bytes and magic >= 2 and size + 12 >= RECORD_BATCH_OVERHEAD:
+                h = _streamed_header(sf, next_pos, 12 + size, limit)
+                if h is None:
+                    return
+                yield h
+                sf.load(next_pos + 12 + size)
+                continue
             sf.load(next_pos, 12 + size)
             chunks, next_rel, status = _scan_window(sf, kernel, 0, 1)
-            for h in chunks:
-                yield _finish_chunk(sf, h, kernel)
+            yield from _finished_within_limit(sf, chunks, kernel, limit)
             if status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT):
+                sf.check_unchanged(sf.base + next_rel, 17)
                 _raise_scan_status(sf, sf.base + next_rel, status)
             if next_rel == 0:    # the file shrank while we read it
-                return
+                raise sf.changed("the file shrank")
             next_pos = sf.base + next_rel
         sf.load(next_pos)
 
@@ -531,7 +688,7 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _const_string(seg.topic, n),
         _const_int32(seg.partition, n),
         _const_int32(seg.broker, n),
-        _const_string(os.path.basename(seg.path), n),
+        _const_string(_text(os.path.basename(seg.path)), n),
         pa.array(h.position, pa.int64()),
         pa.array((h.batch_length + 12).astype(np.int32), pa.int32()),
         pa.array(h.base_offset, pa.int64()),
@@ -561,15 +718,28 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
 # public API: batches
 
 
-def iter_batch_batches(path: str | os.PathLike[str], *, topic: str | None = None,
+def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | None = None,
                        partition: int | None = None, broker: int | None = None,
-                       engine: str = "auto", max_rows: int = _SCAN_CHUNK) -> Iterator[pa.RecordBatch]:
-    """One ``BATCH_SCHEMA`` row per batch (legacy: per outer message), in bounded chunks."""
+                       engine: str = "auto", max_rows: int = _SCAN_CHUNK,
+                       max_batch_bytes: int | None = None,
+                       max_uncompressed_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+    """One ``BATCH_SCHEMA`` row per batch (legacy: per outer message), in bounded chunks.
+
+    A batch above ``max_batch_bytes`` on disk raises ``BatchTooLargeError``; a batch larger
+    than the read window is checked (CRC-32C) over streamed reads, never held whole."""
+    limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
     for seg in _segments(path, topic, partition, broker):
         with _SegmentFile(seg.path) as mf:
-            for h in _iter_headers(mf, kernel, max(1, int(max_rows))):
-                yield _batch_table(h, seg)
+            try:
+                for h in _iter_headers(mf, kernel, max(1, int(max_rows)), limit,
+                                       need_bytes=False):
+                    yield _batch_table(h, seg)
+            except FormatError:
+                mf.check_unchanged()
+                raise
+            except OSError as exc:
+                raise os_input_error(seg.path, exc) from None
 
 
 def scan_batches(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
@@ -757,19 +927,26 @@ def _decompress(mf: _SegmentFile, h: _Headers, i: int, max_uncompressed: int) ->
     return _decompress_task(*_compressed_payload(mf, h, i), max_uncompressed)
 
 
-def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, int, str, int, int]:
+def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, int, str, int, int, int]:
     """The compressed records section of batch ``i``, copied out of the read window (so a
     worker thread never reads a window that may be recycled), with what errors need."""
     pos = int(h.position[i])
     rel = pos - h.base
     data = bytes(mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])])
-    return data, int(h.attributes[i]) & 0x07, mf.path, pos, int(h.base_offset[i])
+    return (data, int(h.attributes[i]) & 0x07, mf.path, pos, int(h.base_offset[i]),
+            int(h.records_count[i]))
 
 
 def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: int,
-                     max_uncompressed: int) -> bytes:
+                     count: int, max_uncompressed: int) -> bytes:
     from segtools import codecs
 
+    if count > max_uncompressed // MIN_RECORD_BYTES:
+        # a record takes at least 7 bytes: refused before anything is decompressed
+        raise BatchTooLargeError(
+            f"records_count {count} needs at least {count * MIN_RECORD_BYTES} bytes of "
+            f"records, more than the limit", limit=max_uncompressed, path=path,
+            position=pos + 57, base_offset=base_offset, field="records_count")
     try:
         return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
     except FormatError as exc:
@@ -817,7 +994,9 @@ def _decompress_group(tasks: list[tuple[bytes, int, str, int, int]],
         try:
             out.append(_decompress_task(*task, max_uncompressed))
         except SegtoolsError as exc:
-            out.append(exc)
+            # without its traceback: it would tie this frame (and ``out``) into a cycle that
+            # keeps every payload alive until the cyclic GC runs
+            out.append(exc.with_traceback(None))
             break
     return out
 
@@ -904,7 +1083,7 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _COMPRESSION_DICT.take(pa.array((attrs & 0x07).astype(np.int32))),
         pa.array(crc_valid, pa.bool_()),
         pa.array(h.position[b], pa.int64()),
-        _const_string(os.path.basename(seg.path), n),
+        _const_string(_text(os.path.basename(seg.path)), n),
     ], schema=RECORD_SCHEMA)
 
 
@@ -970,7 +1149,7 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
     compressed batches are decompressed one by one; legacy entries go one by one through the
     object reader.
     """
-    for h in _iter_headers(mf, kernel):
+    for h in _iter_headers(mf, kernel, limit=max_uncompressed):
         n = len(h)
         region = h.batch_length + 12 - RECORD_BATCH_OVERHEAD
         # each record takes at least 7 bytes: a hostile recordsCount cannot inflate buffers
@@ -1060,37 +1239,50 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
 _SKIP, _PLAIN, _PACKED, _LEGACY, _ODD = 0, 1, 2, 3, 4
 
 
-def iter_record_batches(path: str | os.PathLike[str], *, topic: str | None = None,
+def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | None = None,
                         partition: int | None = None, broker: int | None = None,
                         max_rows: int = 65536, include_control: bool = True,
                         start_offset: int | None = None, end_offset: int | None = None,
                         start_timestamp: Any = None, end_timestamp: Any = None,
-                        engine: str = "auto",
-                        max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED) -> Iterator[pa.RecordBatch]:
-    """Records under ``path`` as ``RECORD_SCHEMA`` RecordBatches of at most about ``max_rows``
-    rows (a single larger batch is never split).
+                        engine: str = "auto", max_batch_bytes: int | None = None,
+                        max_uncompressed_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Records under ``path`` as ``RECORD_SCHEMA`` RecordBatches of at most ``max_rows`` rows
+    (the rows of one larger Kafka batch come as several slices).
 
     Filters: ``start_offset`` inclusive, ``end_offset`` exclusive; ``start_timestamp``
     inclusive, ``end_timestamp`` exclusive (epoch ms or datetime, compared with the record
     timestamp as Kafka reports it); ``include_control=False`` drops control batches.
+    ``max_batch_bytes`` (older name ``max_uncompressed_bytes``) bounds one batch on disk and
+    decompressed (segtools.limits); above it ``BatchTooLargeError`` names the batch.
     """
+    limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
     filters = _Filters(include_control, start_offset, end_offset, _ms(start_timestamp),
                        _ms(end_timestamp))
+    rows = max(1, int(max_rows))
     for seg in _segments(path, topic, partition, broker):
         with _SegmentFile(seg.path) as mf:
-            for rc, h in _iter_row_chunks(mf, kernel, filters, max(1, int(max_rows)),
-                                          max_uncompressed_bytes):
-                if not rc.offset.shape[0]:
-                    continue
-                rb = _record_batch(rc, h, seg)
-                if filters.rows_filtered:
-                    rb = rb.filter(pa.array(filters.row_mask(rc)))
-                    if not rb.num_rows:
+            try:
+                for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit):
+                    if not rc.offset.shape[0]:
                         continue
-                yield rb
+                    rb = _record_batch(rc, h, seg)
+                    if filters.rows_filtered:
+                        rb = rb.filter(pa.array(filters.row_mask(rc)))
+                        if not rb.num_rows:
+                            continue
+                    if rb.num_rows <= rows:
+                        yield rb
+                    else:
+                        for start in range(0, rb.num_rows, rows):
+                            yield rb.slice(start, rows)
+            except FormatError:
+                mf.check_unchanged()
+                raise
+            except OSError as exc:
+                raise os_input_error(seg.path, exc) from None
 
 
-def read_records(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
+def read_records(path: str | os.PathLike[str] | bytes, **kw: Any) -> pa.Table:
     """All records under ``path`` as one table (concatenation of :func:`iter_record_batches`)."""
     return pa.Table.from_batches(list(iter_record_batches(path, **kw)), schema=RECORD_SCHEMA)

@@ -26,6 +26,36 @@ class InputError(SegtoolsError):
     """A path that cannot be used at all: missing, unreadable, not a Kafka file or directory."""
 
 
+class FileChangedError(InputError):
+    """The file changed (size or modification time) while it was read: what was read may
+    mix two versions, so it is reported as this instead of a corruption finding."""
+
+
+def display_path(path: str | bytes | os.PathLike[Any] | None) -> str:
+    """``path`` printable in any terminal: bytes that are not UTF-8 (a name with byte 0xff)
+    become ``\\xff`` escapes instead of surrogates that cannot be written to stdout."""
+    if path is None:
+        return ""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def os_input_error(path: str | bytes | os.PathLike[Any], exc: OSError,
+                   action: str = "cannot read") -> "InputError":
+    """The ``InputError`` for an ``OSError`` (permission, symlink loop, name too long, ...)
+    met while opening, listing or reading ``path``."""
+    return InputError(f"{display_path(path)}: {action}: {exc.strerror or exc}")
+
+
+def input_path(path: Any) -> str:
+    """``path`` as ``str`` (bytes paths decoded like ``os.fsdecode``); a value that is not a
+    path is an ``InputError``, not a ``TypeError``."""
+    try:
+        return os.fsdecode(path)
+    except TypeError:
+        raise InputError(f"not a path: {path!r} (expected str, bytes or os.PathLike)") from None
+
+
 class FormatError(SegtoolsError):
     """Bytes that do not follow Kafka's format, with their location."""
 
@@ -52,7 +82,7 @@ class FormatError(SegtoolsError):
     def _render(self) -> str:
         where = []
         if self.path is not None:
-            where.append(os.path.basename(self.path))
+            where.append(display_path(os.path.basename(self.path)))
         if self.position is not None:
             where.append(f"@ position {self.position}")
         if self.base_offset is not None:
@@ -61,8 +91,9 @@ class FormatError(SegtoolsError):
             where.append(f"field {self.field}")
         prefix = " ".join(where)
         msg = self.reason
-        if self.expected is not None or self.actual is not None:
+        if self.expected is not None:
             msg = f"{msg}: expected {self.expected!r}, got {self.actual!r}"
+        # an ``actual`` without ``expected`` stays an attribute: "expected None" says nothing
         return f"{prefix}: {msg}" if prefix else msg
 
     def located(self, *, path: str | os.PathLike[str] | None = None, position: int | None = None,
@@ -96,6 +127,19 @@ class UnsupportedMagicError(FormatError):
 
 class CompressionError(CorruptBatchError):
     """A compressed payload that does not decompress, or decompresses past the size limit."""
+
+
+class BatchTooLargeError(CompressionError):
+    """A batch above ``max_batch_bytes`` (segtools.limits): on disk, once decompressed, or by
+    its record count. The message names the limit and how to raise it."""
+
+    def __init__(self, message: str, *, limit: int, **kw: Any) -> None:
+        from .limits import format_size
+
+        self.limit = limit
+        super().__init__(f"{message} (max_batch_bytes is {limit} bytes = {format_size(limit)}; "
+                         "if this batch is genuine, raise the limit with --max-batch-bytes "
+                         "or max_batch_bytes=)", **kw)
 
 
 class IndexCorruptionError(FormatError):

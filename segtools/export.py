@@ -62,6 +62,7 @@ class ExportOptions:
     compression: str = "snappy"
     by_broker: bool = False
     engine: str = "auto"
+    max_batch_bytes: int | None = None      # None: segtools.limits.DEFAULT_MAX_BATCH_BYTES
 
     def __post_init__(self) -> None:
         if self.level not in ("records", "batches"):
@@ -89,6 +90,9 @@ class ExportSummary:
     partitions: int = 0
     segments: int = 0
     bytes_read: int = 0
+    #: corrupt batch frames (a size field Kafka rejects): the segment's rows before it are
+    #: exported, the rest of that segment cannot be located; a finding (exit 1), as in dump
+    findings: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -186,7 +190,8 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
 
     if options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
-                                              broker=src.broker):
+                                              broker=src.broker,
+                                              max_batch_bytes=options.max_batch_bytes):
             rb = _filter_batch_rows(rb, options)
             if rb.num_rows:
                 yield rb
@@ -196,7 +201,24 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
         include_control=options.include_control, start_offset=options.start_offset,
         end_offset=options.end_offset, start_timestamp=options.start_timestamp,
         end_timestamp=options.end_timestamp, engine=options.engine,
+        max_batch_bytes=options.max_batch_bytes,
     )
+
+
+def _frame_errors_as_findings(tables: Iterator[pa.RecordBatch], findings: list[str] | None,
+                              rows_so_far: Callable[[], int]) -> Iterator[pa.RecordBatch]:
+    """``tables`` up to a batch whose size field is impossible (Kafka's
+    CorruptRecordException: nothing after it can be located), recorded in ``findings``."""
+    from segtools.errors import CompressionError, CorruptBatchError, TruncatedBatchError
+
+    try:
+        yield from tables
+    except (CorruptBatchError, TruncatedBatchError) as exc:
+        if (findings is None or isinstance(exc, CompressionError)
+                or getattr(exc, "field", None) != "batch_length"):
+            raise
+        findings.append(f"{exc} ({rows_so_far()} row(s) of the segment before it exported, "
+                        "the rest of the segment skipped)")
 
 
 def _filter_batch_rows(rb: pa.RecordBatch, options: ExportOptions) -> pa.RecordBatch:
@@ -230,11 +252,14 @@ def _open_filesystem(out_dir: str):
 
 def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                   on_segment: Callable[[str], None] | None = None,
-                  folder: str | None = None) -> list[ExportedFile]:
+                  folder: str | None = None,
+                  findings: list[str] | None = None) -> list[ExportedFile]:
     """Export one partition replica: one Parquet file per source segment that has rows.
 
     ``folder``: the replica's folder relative to ``out_dir`` (default
-    :func:`partition_folder`; :func:`export_sources` passes the disambiguated one)."""
+    :func:`partition_folder`; :func:`export_sources` passes the disambiguated one).
+    ``findings``: when given, a batch whose size field is impossible ends its segment with a
+    finding appended here (the rows before it are kept) instead of an exception."""
     filesystem, root = _open_filesystem(out_dir)
     schema = BATCH_SCHEMA if options.level == "batches" else RECORD_SCHEMA
     offset_col = "base_offset" if options.level == "batches" else "offset"
@@ -247,7 +272,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
         rows = invalid = 0
         first = last = -1
         try:
-            for rb in _iter_tables(segment, src, options):
+            for rb in _frame_errors_as_findings(_iter_tables(segment, src, options), findings,
+                                                lambda: rows):
                 if writer is None:
                     filesystem.create_dir(folder, recursive=True)
                     first = rb.column(offset_col)[0].as_py()
@@ -301,7 +327,11 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     if out.exists() and not out.is_dir():
         raise UnsafeOutputError(f"--out {out_dir} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise UnsafeOutputError(f"--out {out_dir} is not empty (use --overwrite to add to it)")
+        from segtools.outputs import PARTIAL_MARKER
+
+        what = ("holds an export that did not finish (_PARTIAL)" if (out / PARTIAL_MARKER).exists()
+                else "is not empty")
+        raise UnsafeOutputError(f"--out {out_dir} {what} (use --overwrite to add to it)")
 
 
 def _check_names(sources: list[PartitionSource]) -> None:
@@ -354,7 +384,7 @@ def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: Expo
     ``resolution``: what :func:`segtools.sources.resolve` made of ``paths`` when the caller
     already asked (to print its warnings); resolved here otherwise."""
     if resolution is None:
-        resolution = resolve(list(paths), non_utf8="keep")   # _check_names after --topics
+        resolution = resolve(list(paths))   # non-UTF-8 names: _check_names after --topics
     if not resolution.partitions:
         raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
     sources = _dedupe(select_sources(resolution.partitions, options))
@@ -384,6 +414,8 @@ def _success_summary(summary: ExportSummary, sources: list[PartitionSource], opt
         out["replicas"] = {f"replica={name}": ident for ident, name in broker_folders(sources).items()}
     out["parquet_files"] = [{"path": rel(f.path), "rows": f.rows, "source_segment": f.source_segment}
                             for f in summary.files]
+    if summary.findings:
+        out["findings"] = list(summary.findings)
     return out
 
 
@@ -413,12 +445,22 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
     def body() -> ExportSummary:
         for src in sources:
             summary.files.extend(export_source(src, out_dir, options, on_segment,
-                                               folder=partition_folder(src, options, folders)))
+                                               folder=partition_folder(src, options, folders),
+                                               findings=summary.findings))
             summary.segments += len(src.segments)
             summary.bytes_read += sum(os.path.getsize(s) for s in src.segments)
         return summary
 
     return _run_marked(out_dir, sources, options, body)
+
+
+def _spark_task(src: PartitionSource, out_dir: str, options: ExportOptions,
+                folder: str) -> list[ExportedFile | str]:
+    """One Spark task: the replica's files, then its findings (as strings)."""
+    findings: list[str] = []
+    files: list[ExportedFile | str] = list(export_source(src, out_dir, options, folder=folder,
+                                                         findings=findings))
+    return files + findings
 
 
 def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions | None,
@@ -439,8 +481,11 @@ def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options
 
     def body() -> ExportSummary:
         rdd = spark.sparkContext.parallelize(tasks, numSlices=len(tasks))
-        for exported in rdd.flatMap(lambda t: export_source(t[0], out_dir, options, folder=t[1])).collect():
-            summary.files.append(exported)
+        for exported in rdd.flatMap(lambda t: _spark_task(t[0], out_dir, options, t[1])).collect():
+            if isinstance(exported, str):
+                summary.findings.append(exported)
+            else:
+                summary.files.append(exported)
         summary.files.sort(key=lambda f: (f.topic, f.partition, f.broker or -1, f.first_offset))
         summary.segments = sum(len(s.segments) for s in sources)
         summary.bytes_read = sum(os.path.getsize(p) for s in sources for p in s.segments)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from segtools.errors import IndexCorruptionError, InputError
+from segtools.errors import IndexCorruptionError, InputError, display_path, input_path
 from segtools.formats.indexes import (
     ABORTED_TXN_SIZE,
     CURRENT_ABORTED_TXN_VERSION,
@@ -59,7 +59,7 @@ def index_base_offset(path: PathLike) -> int:
     Kafka takes ``Long.parseLong`` of the name up to the first dot; a name that is not a
     20-digit segment file name raises :class:`InputError`.
     """
-    name = os.path.basename(os.fspath(path))
+    name = os.path.basename(input_path(path))
     match = SEGMENT_FILE_RE.match(name)
     if match is None:
         raise InputError(f"{name}: not a segment file name (<20 digits>.index|.timeindex|...)")
@@ -77,14 +77,14 @@ def _require_regular_file(path: str, kind: str) -> None:
     except OSError:
         return  # open() below reports it with the usual message
     if not stat.S_ISREG(mode):
-        raise IndexCorruptionError(f"{kind} {path} is not a regular file", path=path)
+        raise IndexCorruptionError(f"{kind} {display_path(path)} is not a regular file", path=path)
 
 
 def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: str,
                         strict: bool, trim: bool) -> np.ndarray:
     """Slots read in bounded steps, stopping at the zero tail. Read, not mapped: a broker
     trimming the index at roll must not kill the reader with SIGBUS or a short mapping."""
-    path = os.fspath(path)
+    path = input_path(path)
     _require_regular_file(path, kind)
     step = max(1, _READ_STEP // entry_size) * entry_size
     parts: list[np.ndarray] = []
@@ -116,7 +116,7 @@ def _read_fixed_entries(path: PathLike, dtype: np.dtype, entry_size: int, kind: 
                 if len(data) < step:
                     break
     except OSError as exc:
-        raise InputError(f"cannot read {kind} file {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {kind} file {display_path(path)}: {exc.strerror or exc}") from exc
     if not parts:
         return np.zeros(0, dtype=dtype)
     return np.concatenate(parts)   # a new, writable array (frombuffer views are read-only)
@@ -151,7 +151,7 @@ def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:
     :class:`IndexCorruptionError` ("Unexpected aborted transaction version"); otherwise such
     entries are returned as they are.
     """
-    path = os.fspath(path)
+    path = input_path(path)
     _require_regular_file(path, "transaction index")
     out: list[AbortedTxn] = []
     try:
@@ -171,7 +171,7 @@ def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:
                 out.append(AbortedTxn(version, producer_id, first_offset, last_offset, lso))
                 position += ABORTED_TXN_SIZE
     except OSError as exc:
-        raise InputError(f"cannot read transaction index {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read transaction index {display_path(path)}: {exc.strerror or exc}") from exc
     return out
 
 
@@ -223,12 +223,12 @@ def sanity_check_offset_index(path: PathLike, base_offset: int | None = None) ->
     Like Kafka, the last *slot* (zero tail included) is checked. Raises
     :class:`IndexCorruptionError` with Kafka's message.
     """
-    path = os.fspath(path)
+    path = input_path(path)
     base = index_base_offset(path) if base_offset is None else base_offset
     try:
         size, _, last = _untrimmed_last(path, OFFSET_INDEX_ENTRY_SIZE)
     except OSError as exc:
-        raise InputError(f"cannot read index file {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read index file {display_path(path)}: {exc.strerror or exc}") from exc
     apath = os.path.abspath(path)
     if last:
         last_offset = base + _OFFSET_ENTRY.unpack(last)[0]
@@ -246,12 +246,12 @@ def sanity_check_offset_index(path: PathLike, base_offset: int | None = None) ->
 
 def sanity_check_time_index(path: PathLike, base_offset: int | None = None) -> None:
     """Kafka's ``TimeIndex.sanityCheck``; raises :class:`IndexCorruptionError` with Kafka's message."""
-    path = os.fspath(path)
+    path = input_path(path)
     base = index_base_offset(path) if base_offset is None else base_offset
     try:
         size, first, last = _untrimmed_last(path, TIME_INDEX_ENTRY_SIZE)
     except OSError as exc:
-        raise InputError(f"cannot read time index file {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read time index file {display_path(path)}: {exc.strerror or exc}") from exc
     apath = os.path.abspath(path)
     last_pos = size - size % TIME_INDEX_ENTRY_SIZE - TIME_INDEX_ENTRY_SIZE
     if last:

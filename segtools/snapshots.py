@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from segtools._reader_record import java_int
 from segtools.crc import crc32c
-from segtools.errors import InputError, SnapshotFormatError
+from segtools.errors import SnapshotFormatError, input_path, os_input_error
 from segtools.formats.producer_snapshot import (
     CRC_OFFSET,
     PRODUCER_ENTRIES_OFFSET,
@@ -83,7 +83,7 @@ def read_producer_snapshot(path: PathLike) -> ProducerSnapshot:
     Raises :class:`SnapshotFormatError` for an unknown version (Kafka: "Snapshot contained an
     unknown file version N"), a truncated header, or an entry count the file cannot hold.
     """
-    path = os.fspath(path)
+    path = input_path(path)
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -91,9 +91,35 @@ def read_producer_snapshot(path: PathLike) -> ProducerSnapshot:
                 raise SnapshotFormatError("file too large for a producer snapshot", path=path,
                                           position=0, expected=f"<= {MAX_SNAPSHOT_BYTES}",
                                           actual=size)
-            data = fh.read()
+            # read in steps: the header says how many entries to keep; the rest (a sparse
+            # 1 GiB file is mostly a hole) only feeds the CRC, never held whole
+            data = fh.read(PRODUCER_SNAPSHOT_HEADER_SIZE)
+            computed = crc32c(memoryview(data)[PRODUCER_ENTRIES_OFFSET:])
+            count = (_HEADER.unpack_from(data, 0)[2]
+                     if len(data) >= PRODUCER_SNAPSHOT_HEADER_SIZE else 0)
+            want = max(0, min(count, (size - len(data)) // PRODUCER_ENTRY_SIZE))
+            entries_bytes = fh.read(want * PRODUCER_ENTRY_SIZE)
+            computed = crc32c(entries_bytes, computed)
+            total = len(data) + len(entries_bytes)
+            while True:
+                chunk = fh.read(_READ_STEP)
+                if not chunk:
+                    break
+                computed = crc32c(chunk, computed)
+                total += len(chunk)
+            data += entries_bytes
     except OSError as exc:
-        raise InputError(f"cannot read producer snapshot {path}: {exc.strerror or exc}") from exc
+        raise os_input_error(path, exc, "cannot read producer snapshot") from None
+    return _parse(path, data, total, computed)
+
+
+#: bytes read per step when the CRC covers bytes after the entries
+_READ_STEP = 4 << 20
+
+
+def _parse(path: str, data: bytes, total: int, computed: int) -> ProducerSnapshot:
+    """Entries from ``data`` (header + declared entries); ``total`` is the file size read
+    and ``computed`` the CRC-32C over all bytes after the CRC field."""
     if len(data) < 2:
         raise SnapshotFormatError("Snapshot failed schema validation: truncated version field",
                                   path=path, position=0, field="version")
@@ -110,17 +136,16 @@ def read_producer_snapshot(path: PathLike) -> ProducerSnapshot:
             path=path, position=len(data), field=field_name,
             expected=PRODUCER_SNAPSHOT_HEADER_SIZE, actual=len(data))
     _, crc, count = _HEADER.unpack_from(data, 0)
-    computed = crc32c(memoryview(data)[PRODUCER_ENTRIES_OFFSET:])
-    available = (len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE) // PRODUCER_ENTRY_SIZE
+    available = (total - PRODUCER_SNAPSHOT_HEADER_SIZE) // PRODUCER_ENTRY_SIZE
     if count < 0 or count > available:
         raise SnapshotFormatError(
             f"Snapshot failed schema validation: entry count {count} does not fit the "
-            f"{len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE} bytes after the header",
+            f"{total - PRODUCER_SNAPSHOT_HEADER_SIZE} bytes after the header",
             path=path, position=PRODUCER_ENTRIES_OFFSET, field="producer_entries",
             expected=f"0..{available}", actual=count)
     entries = [ProducerSnapshotEntry(*_ENTRY.unpack_from(data, PRODUCER_SNAPSHOT_HEADER_SIZE + i * PRODUCER_ENTRY_SIZE))
                for i in range(count)]
-    trailing = len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE - count * PRODUCER_ENTRY_SIZE
+    trailing = total - PRODUCER_SNAPSHOT_HEADER_SIZE - count * PRODUCER_ENTRY_SIZE
     return ProducerSnapshot(version, crc, crc == computed, computed, entries, trailing)
 
 

@@ -37,7 +37,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
-from segtools.errors import InputError, SegtoolsError
+from segtools.errors import InputError, SegtoolsError, input_path
 from segtools.formats.checkpoints import LEADER_EPOCH_CHECKPOINT, ROOT_OFFSET_CHECKPOINTS
 from segtools.formats.names import (
     KRAFT_SNAPSHOT_RE,
@@ -427,15 +427,9 @@ def list_dir(path: PathInput) -> list[DirEntry]:
 
 
 def _as_text(raw: Any) -> str:
-    if isinstance(raw, (bytes, bytearray)):
-        raise InputError(f"{bytes(raw)!r}: bytes paths are not supported; pass a str "
-                         "(os.fsdecode) or a pathlib.Path")
-    try:
-        text = os.fspath(raw)
-    except TypeError:
-        raise InputError(f"{raw!r}: not a path") from None
-    if isinstance(text, bytes):
-        raise InputError(f"{text!r}: bytes paths are not supported; pass a str")
+    """A user path as ``str``: bytes are decoded like ``os.fsdecode`` (as the readers take
+    them); anything that is not a path is an InputError, never a TypeError."""
+    text = input_path(bytes(raw) if isinstance(raw, bytearray) else raw)
     if not text:
         raise InputError("empty path")
     return text
@@ -664,7 +658,7 @@ class _Resolver:
             return ResolvedInput(display, "nothing")
         self.seen_dirs.setdefault(real, display)
         if not _is_utf8(inner.rstrip("/").rsplit("/", 1)[-1]):
-            raise InputError(f"{_shown(display)}: file name is not UTF-8")
+            self.bad_names.append(display)
         parent = inner.rstrip("/").rsplit("/", 1)[0] if "/" in inner else "."
         pname = parent.rstrip("/").rsplit("/", 1)[-1]
         topic, partition, state, broker, log_dir = "", -1, "", None, None
@@ -733,16 +727,16 @@ def _copy_notices(fs_of: dict[str, _Fs], log_dirs: list[LogDirSource]) -> list[P
 
 def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", "collect"] = "raise",
             check_copies: bool = True, keep_duplicate_files: bool = False,
-            non_utf8: Literal["raise", "keep"] = "raise") -> Resolution:
+            non_utf8: Literal["raise", "keep"] = "keep") -> Resolution:
     """What ``paths`` stand for (see the module docs).
 
     With ``errors="collect"`` an unusable input becomes a :class:`ResolvedInput` of kind
     ``error`` (dump reports it and goes on); otherwise its :class:`InputError` is raised.
     ``keep_duplicate_files`` keeps a file named twice as two inputs (dump, like Kafka's
     tool, dumps it twice); directories are always read once. A partition dir or segment file
-    whose name is not UTF-8 (Kafka names are ASCII; such a name cannot go into a message, an
-    Arrow string column or a file name) is an InputError naming it; ``non_utf8="keep"`` keeps
-    such partition dirs (export filters topics first and then refuses what is left)."""
+    whose name is not UTF-8 (Kafka names are ASCII) is kept by default (the readers show it
+    with U+FFFD); ``non_utf8="raise"`` makes it an InputError naming it (compare, whose report
+    holds names, refuses such input in one line)."""
     if isinstance(paths, (str, bytes, bytearray, os.PathLike)):
         items: list[Any] = [paths]
     else:

@@ -257,8 +257,8 @@ def test_every_command_leaves_every_input_untouched(workspace, case):
 
 @pytest.mark.spark
 def test_compare_on_spark_leaves_every_input_untouched(spark, workspace):
-    """The one Spark case: compare's default runner with --report and --tables, through a symlink.
-    Only the small topic is kept: Spark's cost grows with the partition count."""
+    """The one Spark case: compare with --report and --tables (which runs on Spark), through a
+    symlink. Only the small topic is kept: Spark's cost grows with the partition count."""
     for offsets in (workspace / "evidence").glob("broker-*/__consumer_offsets-*"):
         shutil.rmtree(offsets)
     _run_and_check(workspace, "compare", "L", "OL/r.json", ["--tables", _place(workspace, "OL/tables")],

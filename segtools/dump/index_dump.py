@@ -3,17 +3,17 @@ and 6), and the index-file helpers time_index_dump.py shares.
 
 Kafka opens indexes with ``entries = floor(length / entry size)``, zero-filled preallocated
 tail included, and stops at the first slot whose offset equals the base offset after slot 0.
-``segtools.indexes`` returns trimmed arrays, which cannot tell "empty file" from "one zero
-slot", so the raw slots are read here with ``struct``.
+The slots up to that tail come from ``segtools.indexes`` (read in bounded steps, never
+mapped); the count comes from the file size, and the few tail slots a lookup or sanity check
+touches are read one at a time.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, BinaryIO, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 
 from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
@@ -23,36 +23,8 @@ if TYPE_CHECKING:
 
 _OFFSET_ENTRY = struct.Struct(">ii")     # relativeOffset, position
 _TIME_ENTRY = struct.Struct(">qi")       # timestamp, relativeOffset
-_TXN_ENTRY = struct.Struct(">hqqqq")     # version, producerId, first, last, lastStable
 _LOG_HEAD = struct.Struct(">qi")         # baseOffset, length
-_SIGNED_BYTE = struct.Struct(">b")       # AbortedTxn.version(): ByteBuffer.get(0)
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
-
-
-#: index files up to this size (every index Kafka writes by default: 10 MiB) are read, not mapped
-READ_WHOLE_MAX = 64 * 1024 * 1024
-
-
-@contextmanager
-def open_readonly(path: str) -> Iterator[bytes | mmap.mmap]:
-    """The file's bytes, read-only (empty files give b"").
-
-    Files up to READ_WHOLE_MAX bytes are read into memory: a mapping of a file that a live
-    broker truncates meanwhile (an index trimmed when its segment rolls) would kill the process
-    with SIGBUS. Larger files are mapped so that they never sit in memory whole."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            yield b""
-            return
-        if size <= READ_WHOLE_MAX:
-            yield f.read(size)
-            return
-        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            yield m
-        finally:
-            m.close()
 
 
 class _LogHeads:
@@ -115,30 +87,77 @@ def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path
     return int(base_offset + struct.unpack_from(">i", head, 23)[0])
 
 
+_REAL_CHUNK = 65536  # slots turned into Python ints at a time while iterating
+
+
 class Slots:
-    """Index slots read on demand from the file's bytes: a preallocated 10 MiB index of an
-    unclosed segment has a million zero slots we must not turn into Python objects.
+    """Index slots: a preallocated 10 MiB index of an unclosed segment has a million zero slots
+    we must not turn into Python objects.
 
     ``self[i]`` is (absolute offset, position) for ``.index`` and (timestamp, absolute offset)
-    for ``.timeindex``."""
+    for ``.timeindex``. ``Slots(data, ...)`` reads slots from bytes; ``Slots.open(path, ...)``
+    from a file, without mapping it: a broker trimming an index at roll must not kill the dump
+    with SIGBUS."""
 
-    def __init__(self, data: bytes | mmap.mmap, base: int, kind: str) -> None:
-        self.data = data
+    def __init__(self, data: bytes, base: int, kind: str) -> None:
         self.base = base
         self.time = kind == "time"
         self.size = _TIME_ENTRY.size if self.time else _OFFSET_ENTRY.size
         self.count = len(data) // self.size
+        self.data = data
+        self.path: str | None = None
+        self._fd = -1
+        self._first: Any = None   # numpy int64 arrays of the slots before the zero tail
+        self._second: Any = None
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: str, base: int, kind: str) -> Iterator["Slots"]:
+        from segtools.indexes import read_offset_index, read_time_index
+
+        with open(path, "rb") as f:
+            slots = cls(b"", base, kind)
+            slots.path = path
+            slots._fd = f.fileno()
+            slots.count = os.fstat(f.fileno()).st_size // slots.size
+            read = read_time_index if slots.time else read_offset_index
+            real = read(path, strict=False, trim=True)[:slots.count]
+            if slots.time:
+                slots._first = real["timestamp"].astype("int64")
+                slots._second = real["relative_offset"].astype("int64") + base
+            else:
+                slots._first = real["relative_offset"].astype("int64") + base
+                slots._second = real["position"].astype("int64")
+            yield slots
+
+    @property
+    def length(self) -> int:
+        """Bytes Kafka's index object covers (what its sanity check divides)."""
+        if self.path is None:
+            return len(self.data)
+        return os.fstat(self._fd).st_size
 
     def __len__(self) -> int:
         return self.count
 
+    def _slot_bytes(self, i: int) -> bytes:
+        if self.path is None:
+            return self.data[i * self.size:(i + 1) * self.size]
+        chunk = os.pread(self._fd, self.size, i * self.size)
+        if len(chunk) < self.size:
+            raise InputError(f"{self.path} changed while reading: it no longer holds slot {i}")
+        return chunk
+
     def __getitem__(self, i: int) -> tuple[int, int]:
         if i < 0:
             i += self.count
+        if self._first is not None and i < len(self._first):
+            return int(self._first[i]), int(self._second[i])
+        chunk = self._slot_bytes(i)
         if self.time:
-            ts, rel = _TIME_ENTRY.unpack_from(self.data, i * 12)
+            ts, rel = _TIME_ENTRY.unpack(chunk)
             return ts, self.base + rel
-        rel, pos = _OFFSET_ENTRY.unpack_from(self.data, i * 8)
+        rel, pos = _OFFSET_ENTRY.unpack(chunk)
         return self.base + rel, pos
 
     def offset(self, i: int) -> int:
@@ -147,6 +166,11 @@ class Slots:
     def real(self) -> Iterator[tuple[int, int]]:
         """Slots up to the zero tail: Kafka stops at the first slot after slot 0 whose offset
         equals the base offset."""
+        if self._first is not None:
+            for start in range(0, len(self._first), _REAL_CHUNK):
+                yield from zip(self._first[start:start + _REAL_CHUNK].tolist(),
+                               self._second[start:start + _REAL_CHUNK].tolist())
+            return
         for i in range(self.count):
             entry = self[i]
             if i > 0 and entry[1 if self.time else 0] == self.base:
@@ -170,8 +194,8 @@ def dump_index(ctx: "DumpContext", path: str) -> None:
     log_path = segment_log(ctx, path)
     if log_path is None:
         return
-    with open_readonly(path) as data:
-        _dump_index_slots(ctx, path, log_path, base, Slots(data, base, "offset"), len(data))
+    with Slots.open(path, base, "offset") as slots:
+        _dump_index_slots(ctx, path, log_path, base, slots, slots.length)
 
 
 def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, slots: Slots,
@@ -262,22 +286,24 @@ def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, targ
 
 def dump_txn_index(ctx: "DumpContext", path: str) -> None:
     """One line per complete 34-byte entry; ``version`` is the first byte only (Kafka quirk)."""
+    from segtools.indexes import read_txn_index
+
     base_offset_of(path)  # Kafka parses it (and fails on a bad name) before reading
-    with open_readonly(path) as data:
-        n = len(data) // 34
-        previous_last = None
-        for i in range(n):
-            _, producer_id, first, last, lso = _TXN_ENTRY.unpack_from(data, i * 34)
-            version = _SIGNED_BYTE.unpack_from(data, i * 34)[0]  # Java byte: signed
-            if version > 0:
-                ctx.error("txn_index_version", FormatError(
-                    f"Unexpected aborted transaction version {version}", path=path,
-                    position=i * 34, field="version"))
-            if previous_last is not None and last <= previous_last:
-                ctx.flag("txn_index_not_increasing",
-                         {"position": i * 34, "last_offset": last,
-                          "previous_last_offset": previous_last})
-            previous_last = last
-            ctx.sink.entry("aborted_txn", text.txn_index_line(version, producer_id, first, last, lso),
-                           {"version": version, "producer_id": producer_id, "first_offset": first,
-                            "last_offset": last, "last_stable_offset": lso})
+    previous_last = None
+    for i, txn in enumerate(read_txn_index(path, strict=False)):
+        version, last = txn.version, txn.last_offset
+        if version > 0:
+            ctx.error("txn_index_version", FormatError(
+                f"Unexpected aborted transaction version {version}", path=path,
+                position=i * 34, field="version"))
+        if previous_last is not None and last <= previous_last:
+            ctx.flag("txn_index_not_increasing",
+                     {"position": i * 34, "last_offset": last,
+                      "previous_last_offset": previous_last})
+        previous_last = last
+        ctx.sink.entry("aborted_txn",
+                       text.txn_index_line(version, txn.producer_id, txn.first_offset, last,
+                                           txn.last_stable_offset),
+                       {"version": version, "producer_id": txn.producer_id,
+                        "first_offset": txn.first_offset, "last_offset": last,
+                        "last_stable_offset": txn.last_stable_offset})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from segtools.dump import text
 from segtools.dump.control import describe_control
 from segtools.dump.options import MAX_BYTES_DEFAULT
+from segtools.dump.pairs import PairStore
 from segtools.errors import FormatError, InputError
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     parser = ctx.parser if print_data else None
     max_bytes = opts.max_bytes
     abs_path = text.java_absolute_path(path)
-    non_consecutive: list[tuple[int, int]] = []
+    non_consecutive = PairStore()
     last_offset = -1
     prev_batch_last = None
     fatal = False
@@ -92,7 +93,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                 for record in batch.records(max_message_size=_NO_MESSAGE_LIMIT):
                     offset = record.offset
                     if last_offset != -1 and offset != last_offset + 1:
-                        non_consecutive.append((last_offset, offset))
+                        non_consecutive.append(last_offset, offset)
                     last_offset = offset
                     control = None
                     if is_control and metadata:
@@ -122,9 +123,9 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                          line=text.invalid_bytes_line(trailing, name), stream="out")
 
     if non_consecutive:
-        non_consecutive.reverse()  # Kafka prepends to a List: newest first
+        # Kafka prepends to a List: printed newest first
         ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
-        for a, b in non_consecutive:
+        for a, b in non_consecutive.newest_first():
             # gaps are normal after compaction; only offsets that do not increase are corruption
             ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},
                          is_problem=b <= a)

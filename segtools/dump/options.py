@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from segtools.dump.pairs import PairStore
 
 #: Integer.MAX_VALUE, kafka-dump-log's --max-bytes default; other values hide the trailer line
 MAX_BYTES_DEFAULT = 2147483647
@@ -33,6 +36,9 @@ class DumpOptions:
     output: str = "text"          # text | json | ndjson
     quiet: bool = False
     debug: bool = False
+    #: print the `segtools: ` per-file finding lines and the summary line on stderr at the
+    #: end (the command does; library callers get Kafka's stderr only)
+    summary: bool = False
 
     @property
     def should_print_data_log(self) -> bool:
@@ -46,6 +52,12 @@ class DumpOptions:
         return self.deep_iteration or self.should_print_data_log
 
 
+#: Kafka's puts of one file's pairs, as recorded for the HashMap order: repeated puts of a key
+#: that is already there change the table only through the first two (a repeat may grow the
+#: table once; at the grown size it cannot again), so longer runs are cut to this
+_PUTS_PER_RUN = 3
+
+
 @dataclass
 class Summaries:
     """The maps kafka-dump-log prints to stderr after all files, keyed by absolute path.
@@ -53,21 +65,22 @@ class Summaries:
     Index mismatches and non-consecutive pairs are kept newest first (Kafka prepends to a
     Scala List); time-index errors in discovery order (Kafka appends to an ArrayBuffer).
     ``puts`` records, per map, the keys of Kafka's ``put`` calls so the summaries can be
-    printed in Scala HashMap order (scala_order.py)."""
+    printed in Scala HashMap order (scala_order.py). Pairs may be a list (newest first) or a
+    PairStore (pairs.py), which keeps millions of pairs in bounded memory."""
 
-    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    index_mismatches: dict[str, list[Any]] = field(default_factory=dict)
     timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     out_of_order_timestamps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[Any]] = field(default_factory=dict)
     puts: dict[str, list[str]] = field(default_factory=dict)
 
-    def set_newest_first(self, name: str, path: str, pairs: list[tuple[int, int]]) -> None:
+    def set_newest_first(self, name: str, path: str, pairs: "list[tuple[int, int]] | PairStore") -> None:
         """Index mismatches / non-consecutive pairs of one file: Kafka puts once per pair and
         keeps prepending when the same file is dumped again."""
         target = getattr(self, name)
-        target[path] = pairs + target.get(path, [])
-        self.puts.setdefault(name, []).extend([path] * len(pairs))
+        target[path] = [pairs] + target.get(path, [])
+        self.puts.setdefault(name, []).extend([path] * min(len(pairs), _PUTS_PER_RUN))
 
     def append(self, name: str, path: str, pair: tuple[int, int]) -> None:
         """A time-index error: Kafka puts the file's buffer once, when it is created."""
@@ -77,8 +90,28 @@ class Summaries:
             self.puts.setdefault(name, []).append(path)
         target[path].append(pair)
 
-    def ordered(self, name: str) -> list[tuple[str, list[tuple[int, int]]]]:
+    def ordered(self, name: str) -> list[tuple[str, Iterable[tuple[int, int]]]]:
+        """(path, pairs) in Kafka's printing order; pairs may be a one-pass iterator."""
         from segtools.dump.scala_order import scala_hashmap_order
 
         target = getattr(self, name)
-        return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
+        if name not in ("index_mismatches", "non_consecutive"):
+            return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
+        return [(path, _chain(target[path]))
+                for path in scala_hashmap_order(self.puts.get(name, []))]
+
+    def close(self) -> None:
+        """Release the temporary files of spilled pairs."""
+        for name in ("index_mismatches", "non_consecutive"):
+            for parts in getattr(self, name).values():
+                for part in parts:
+                    if isinstance(part, PairStore):
+                        part.close()
+
+
+def _chain(parts: list[Any]) -> Iterator[tuple[int, int]]:
+    for part in parts:
+        if isinstance(part, PairStore):
+            yield from part.newest_first()
+        else:
+            yield from part

@@ -113,6 +113,7 @@ class InternalTopicParser:
     SchemaError where Kafka's tool would abort (the dump reports it and goes on)."""
 
     def __init__(self, module: str) -> None:
+        self.module = module
         try:
             mod = importlib.import_module(f"segtools.internal.{module}")
             self._format: Callable[..., tuple[str | None, str | None]] = mod.format_record

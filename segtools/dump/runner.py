@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sys
 import traceback
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from segtools.dump import paths as path_rules
 from segtools.dump.options import (EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE, DumpOptions,
                                    Summaries)
 from segtools.dump.sinks import Sink, TextSink
-from segtools.errors import FormatError, SegtoolsError
+from segtools.dump.tally import RunTally
+from segtools.errors import FormatError, InputError, SegtoolsError
 
 
 class InternalError(SegtoolsError):
@@ -34,6 +36,8 @@ class DumpContext:
         self.summaries = Summaries()
         self.status = EXIT_CLEAN
         self.parser: Any = None
+        self.tally = RunTally()
+        self.current_file: str | None = None
 
     def _raise_status(self, status: int) -> None:
         self.status = max(self.status, status)
@@ -41,6 +45,7 @@ class DumpContext:
     def error(self, kind: str, exc: BaseException, **fields: Any) -> None:
         """A corrupt or inconsistent input (exit 1), printed on stderr right away."""
         self._raise_status(EXIT_FINDINGS)
+        self.tally.errors += 1
         details: dict[str, Any] = {"problem": True, "message": str(exc)}
         if isinstance(exc, FormatError):
             details.update(position=exc.position, base_offset=exc.base_offset, field=exc.field)
@@ -52,6 +57,7 @@ class DumpContext:
     def trouble(self, exc: BaseException) -> None:
         """Input that cannot be used at all (exit 2)."""
         self._raise_status(EXIT_TROUBLE)
+        self.tally.errors += 1
         if isinstance(exc, OSError) and exc.filename is not None:
             message = f"cannot read {exc.filename}: {exc.strerror or exc}"
         else:
@@ -66,6 +72,10 @@ class DumpContext:
              stream: str = "err") -> None:
         """A finding whose text (if any) Kafka prints inline (e.g. the invalid-bytes trailer)."""
         self._raise_status(EXIT_FINDINGS)
+        if kind == "crc_invalid":
+            self.tally.crc_invalid += 1
+        else:
+            self.tally.errors += 1
         self.sink.finding(kind, {"problem": True, **fields}, line=line, stream=stream)
 
     def deferred(self, kind: str, fields: dict[str, Any], is_problem: bool = True) -> None:
@@ -74,6 +84,7 @@ class DumpContext:
         record-level time-index offsets): listed, but the exit status stays 0."""
         if is_problem:
             self._raise_status(EXIT_FINDINGS)
+        self.tally.deferred(self.current_file or "", kind, fields, is_problem)
         self.sink.finding(kind, {"problem": is_problem, **fields}, line=None)
 
 
@@ -110,15 +121,61 @@ def make_sink(output: str, out: TextIO, err: TextIO) -> Sink:
     raise ValueError(f"unknown output {output!r}")
 
 
-def _progress(err: TextIO, enabled: bool) -> Callable[[int, int, str], None]:
-    if not enabled:
-        return lambda i, n, name: None
+class StatusLine:
+    """stderr with a one-line progress display that is erased before anything else is written
+    to stderr and at the end, so it never mixes with warnings or stays behind on screen.
 
-    def show(i: int, n: int, name: str) -> None:
-        err.write(f"\r\x1b[K[{i}/{n}] {name}" if i < n else "\r\x1b[K")
-        err.flush()
+    Drawn only when stderr is a terminal and stdout is not (the data goes to a file or a pipe
+    and a human watches), and cut to the terminal width so it never wraps into stale rows."""
 
-    return show
+    def __init__(self, err: TextIO, enabled: bool) -> None:
+        self.err = err
+        self.enabled = enabled
+        self.drawn = False
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+        return getattr(self.err, name)
+
+    def clear(self) -> None:
+        if self.drawn:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+            self.drawn = False
+
+    def write(self, text: str) -> int:
+        self.clear()
+        return self.err.write(text)
+
+    def show(self, i: int, n: int, name: str) -> None:
+        if not self.enabled:
+            return
+        line = _fit(f"[{i + 1}/{n}] ", name, _terminal_width(self.err) - 1)
+        self.err.write("\r\x1b[K" + line)
+        self.err.flush()
+        self.drawn = True
+
+
+def _terminal_width(stream: TextIO) -> int:
+    """Columns of the terminal ``stream`` is on (COLUMNS wins, as shutil.get_terminal_size has
+    it); shutil alone would ask stdout, which is redirected whenever progress is shown."""
+    if os.environ.get("COLUMNS", "").isdigit() and int(os.environ["COLUMNS"]) > 0:
+        return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return shutil.get_terminal_size().columns
+
+
+def _fit(prefix: str, name: str, width: int) -> str:
+    """``prefix + name`` in at most ``width`` characters, keeping the end of the path."""
+    if width <= 0:
+        return ""
+    if len(prefix) + len(name) <= width:
+        return prefix + name
+    room = width - len(prefix) - 3
+    if room <= 0:
+        return (prefix + name)[:width]
+    return prefix + "..." + name[-room:]
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -135,7 +192,10 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
     Raises SegtoolsError (exit 2) only for problems found before any file is read, such as
     a decoder that cannot be loaded."""
     out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
+    raw_err = sys.stderr if err is None else err
+    # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
+    status_line = StatusLine(raw_err, not options.quiet and _isatty(raw_err) and not _isatty(out))
+    err = status_line  # type: ignore[assignment]
     sink = make_sink(options.output, out, err)
     ctx = DumpContext(options, sink, err)
     if options.should_print_data_log:
@@ -147,9 +207,10 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             cluster_metadata_decoder=options.cluster_metadata_decoder,
             key_decoder_class=options.key_decoder_class,
             value_decoder_class=options.value_decoder_class)
+        sink.data_modes = data_modes(ctx.parser)
 
     files: list[str] = []
-    unreadable: dict[str, BaseException] = {}  # arguments that cannot be used
+    unreadable: dict[str, BaseException] = {}  # arguments that cannot be dumped at all
     resolution = path_rules.resolve_inputs(list(paths))
     for warning in resolution.messages:   # links out of the input, duplicates, copies
         err.write(f"Warning: {warning.message}\n")
@@ -157,39 +218,76 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
         if item.error is not None:
             files.append(item.path)  # reported as unusable when dumped
             unreadable[item.path] = item.error
-        else:
-            files += path_rules.files_of(item)
-    # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
-    progress = _progress(err, not options.quiet and len(files) > 1
-                         and _isatty(err) and not _isatty(out))
+            continue
+        found = path_rules.files_of(item)
+        if item.kind != "segment" and not any(
+                path_rules.file_kind(os.path.basename(f)) != "unknown" for f in found):
+            # an empty folder or one without Kafka files (a typo'd parent, /etc): one line,
+            # exit 2, instead of silence or a page of "Ignoring unknown file"
+            files.append(item.path)
+            unreadable[item.path] = InputError(f"no Kafka files found under {item.path}")
+            continue
+        files += found
+    status_line.enabled = status_line.enabled and len(files) > 1
 
-    for i, path in enumerate(files):
-        progress(i, len(files), path)
-        kind = path_rules.file_kind(os.path.basename(path))
-        sink.begin_file(_display(path), kind)
-        try:
-            if path in unreadable:
-                raise unreadable[path]
-            if kind != "unknown" and not os.path.exists(path):
-                raise FileNotFoundError(2, "No such file or directory", path)
-            if kind != "unknown" and not os.path.isfile(path):
-                raise IsADirectoryError(21, "Not a regular file", path)
-            _dispatch(ctx, path, kind)
-        except FormatError as exc:
-            ctx.error("corrupt_file", exc.located(path=path))
-        except BrokenPipeError:
-            raise  # our output is gone, not our input: the command stops
-        except (SegtoolsError, OSError) as exc:
-            ctx.trouble(exc)
-        except Exception as exc:  # a bug must cost one file, not the whole forensic run
-            if options.debug:
-                raise
-            ctx.trouble(InternalError(f"internal error while dumping {path}: "
-                                      f"{type(exc).__name__}: {exc} (rerun with --debug)"))
-        sink.end_file()
-    progress(len(files), len(files), "")
-    sink.summary(ctx.summaries)
+    try:
+        for i, path in enumerate(files):
+            status_line.show(i, len(files), path)
+            ctx.current_file = path
+            kind = path_rules.file_kind(os.path.basename(path))
+            if path in unreadable and not isinstance(unreadable[path], OSError):
+                ctx.trouble(unreadable[path])  # not a file: no file document, just the error
+                continue
+            ctx.tally.files += 1
+            sink.begin_file(_display(path), kind)
+            try:
+                if path in unreadable:
+                    raise unreadable[path]
+                if kind != "unknown" and not os.path.exists(path):
+                    raise FileNotFoundError(2, "No such file or directory", path)
+                if kind != "unknown" and not os.path.isfile(path):
+                    raise IsADirectoryError(21, "Not a regular file", path)
+                _dispatch(ctx, path, kind)
+            except FormatError as exc:
+                ctx.error("corrupt_file", exc.located(path=path))
+            except BrokenPipeError:
+                raise  # our output is gone, not our input: the command stops
+            except (SegtoolsError, OSError) as exc:
+                ctx.trouble(exc)
+            except Exception as exc:  # a bug must cost one file, not the whole forensic run
+                if options.debug:
+                    raise
+                ctx.trouble(InternalError(f"internal error while dumping {path}: "
+                                          f"{type(exc).__name__}: {exc} (rerun with --debug)"))
+            sink.end_file()
+    except BaseException:
+        status_line.clear()  # Ctrl-C or a closed pipe: no progress left on the screen
+        raise
+    ctx.current_file = None
+    status_line.clear()
+    try:
+        sink.summary(ctx.summaries)
+    finally:
+        ctx.summaries.close()
+    if options.summary:
+        out.flush()
+        for line in ctx.tally.lines(ctx.status):
+            err.write(line + "\n")
+        err.flush()
     return ctx.status
+
+
+def data_modes(parser: Any) -> tuple[str, str]:
+    """How JSON renders (key, payload): the record's bytes for Kafka's StringDecoder, nested
+    JSON for the internal-topic decoders, the string of any other decoder."""
+    from segtools.dump.parsers import DecoderMessageParser, InternalTopicParser, string_decoder
+
+    if isinstance(parser, DecoderMessageParser):
+        return ("bytes" if parser.key_decoder is string_decoder else "text",
+                "bytes" if parser.value_decoder is string_decoder else "text")
+    if isinstance(parser, InternalTopicParser) and parser.module == "transaction_state":
+        return ("txn_key", "txn_value")
+    return ("json", "json")
 
 
 def _display(path: str) -> str:

@@ -3,14 +3,23 @@ sinks (json_out.py) print the same facts as objects."""
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, TextIO
 
 from segtools.dump import text
 from segtools.dump.options import Summaries
 
 
+_SUMMARY_CHUNK = 4096  # pair lines formatted at a time
+
+
 class Sink:
-    """Event interface used by log_dump/index_dump/state_dump. ``stream`` is "out" or "err"."""
+    """Event interface used by log_dump/index_dump/state_dump. ``stream`` is "out" or "err".
+
+    ``data_modes`` is set by the runner when data is printed: how the JSON sinks render keys
+    and payloads (json_out.data_value); the text sink prints the decoders' strings."""
+
+    data_modes: tuple[str, str] | None = None
 
     def begin_file(self, path: str, kind: str) -> None: ...
 
@@ -80,18 +89,31 @@ class TextSink(Sink):
         return self.out
 
     def summary(self, summaries: Summaries) -> None:
-        """Kafka's end-of-run stderr blocks, in Kafka's order (DUMP_LOG.md section 8)."""
-        lines: list[str] = []
-        for path, pairs in summaries.ordered("index_mismatches"):
-            lines += text.index_mismatch_lines(path, pairs)
-        for path, pairs in summaries.ordered("timestamp_mismatches"):
-            lines += text.timestamp_mismatch_lines(path, pairs)
-        for path, pairs in summaries.ordered("out_of_order_timestamps"):
-            lines += text.out_of_order_lines(path, pairs)
-        for _, pairs in summaries.ordered("offsets_not_found"):
-            lines += text.offset_not_found_lines(pairs)
-        for path, pairs in summaries.ordered("non_consecutive"):
-            lines += text.non_consecutive_lines(path, pairs)
-        if lines:
-            self.out.flush()
-            self.err.write("\n".join(lines) + "\n")
+        """Kafka's end-of-run stderr blocks, in Kafka's order (DUMP_LOG.md section 8), written
+        in bounded chunks: a block may hold millions of pairs."""
+        blocks = [
+            (summaries.ordered("index_mismatches"), text.index_mismatch_lines),
+            (summaries.ordered("timestamp_mismatches"), text.timestamp_mismatch_lines),
+            (summaries.ordered("out_of_order_timestamps"), text.out_of_order_lines),
+            (summaries.ordered("offsets_not_found"),
+             lambda _path, pairs: text.offset_not_found_lines(pairs)),
+            (summaries.ordered("non_consecutive"), text.non_consecutive_lines),
+        ]
+        flushed = False
+        for entries, lines_of in blocks:
+            for path, pairs in entries:
+                if not flushed:
+                    self.out.flush()
+                    flushed = True
+                pairs = iter(pairs)
+                head = True
+                while True:
+                    chunk = list(islice(pairs, _SUMMARY_CHUNK))
+                    if not chunk and not head:
+                        break
+                    lines = lines_of(path, chunk)
+                    # the heading once, then only the pair lines of later chunks
+                    self.err.write("\n".join(lines if head else lines[1:]) + "\n")
+                    head = False
+                    if len(chunk) < _SUMMARY_CHUNK:
+                        break

@@ -12,8 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from segtools.dump import text
-from segtools.dump.index_dump import (Slots, base_offset_of, lookup_position, open_readonly,
-                                      segment_log, sibling)
+from segtools.dump.index_dump import Slots, base_offset_of, lookup_position, segment_log, sibling
 from segtools.errors import FormatError, IndexCorruptionError
 
 if TYPE_CHECKING:
@@ -32,11 +31,9 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     log_path = segment_log(ctx, path)
     if log_path is None:
         return
-    with open_readonly(path) as data:
-        length = len(data)
-        time_slots = Slots(data, base, "time")
+    with Slots.open(path, base, "time") as time_slots:
         if opts.index_sanity_check:
-            _time_index_sanity_check(ctx, path, base, time_slots, length)
+            _time_index_sanity_check(ctx, path, base, time_slots, time_slots.length)
             return
         slots = list(time_slots.real())
     if not slots:
@@ -45,8 +42,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     # shortcut (position 0), so we go on with the check.
     positions_for: list[int] = []
     if os.path.exists(index_path):
-        with open_readonly(index_path) as idata:
-            offset_slots = Slots(idata, base, "offset")
+        with Slots.open(index_path, base, "offset") as offset_slots:
             positions_for = [lookup_position(offset_slots, base, o) for _, o in slots]
     else:
         positions_for = [0] * len(slots)

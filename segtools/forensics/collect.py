@@ -89,7 +89,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
 
     paths = list(paths)
     if resolution is None:
-        resolution = resolve(paths)
+        resolution = resolve(paths, non_utf8="raise")   # names go into the report
     sources = [s for s in resolution.partitions if s.partition_dir is not None and s.partition >= 0]
     if not sources:
         raise InputError("no Kafka files found (no Kafka partition directories) in: "

@@ -128,7 +128,8 @@ def test_ndjson_findings(tmp_path: Path) -> None:
     finding = [o for o in objs if o["type"] == "finding"]
     assert finding == [{"type": "finding", "kind": "invalid_bytes", "file": str(log),
                         "problem": True, "position": 69, "size": 3,
-                        "message": f"Found 3 invalid bytes at the end of {SEG}.log"}]
+                        "message": f"Found 3 invalid bytes at the end of {SEG}.log",
+                        "topic": None, "partition": None}]
     assert result.exit_code == 1
 
 
@@ -211,7 +212,8 @@ def test_console_script_end_to_end(partition: Path) -> None:
     assert out.returncode == 0
     assert out.stdout.splitlines()[-1] == ("| offset: 0 CreateTime: 1700000000000 keySize: -1 "
                                            "valueSize: 1 sequence: -1 headerKeys: []")
-    assert out.stderr == ""
+    assert out.stderr == ("segtools: 1 file, 0 errors, 0 CRC-invalid batches, "
+                          "0 index mismatches, 0 benign notes; exit 0\n")
 
 
 def test_renamed_segment_is_still_dumped(tmp_path: Path) -> None:
@@ -243,21 +245,72 @@ def test_ndjson_benign_findings_are_marked(tmp_path: Path) -> None:
     findings = [json.loads(line) for line in result.stdout.splitlines()
                 if json.loads(line)["type"] == "finding"]
     assert findings == [{"type": "finding", "kind": "non_consecutive_offsets", "file": str(log),
-                         "problem": False, "previous_offset": 0, "offset": 7}]
+                         "problem": False, "previous_offset": 0, "offset": 7,
+                         "topic": None, "partition": None}]
     assert result.exit_code == 0
 
 
-def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
-    log = tmp_path / f"{SEG}.log"
-    log.write_bytes(SPEC_V2_BATCH * 3000)
+@pytest.mark.parametrize("output", ["text", "json", "ndjson"])
+def test_closed_pipe_ends_quietly_with_exit_0(tmp_path: Path, output: str) -> None:
+    """`segtools dump DIR | head -3`: the reader going away is not unusable input (cat under
+    SIGPIPE): exit 0, nothing on stderr, no traceback."""
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    (part / f"{SEG}.log").write_bytes(SPEC_V2_BATCH * 3000)
     proc = subprocess.Popen([sys.executable, "-m", "segtools", "dump", "--deep-iteration",
-                             str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--output", output, str(part)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.readline()
-    proc.stdout.close()  # like `| head -1`
+    for _ in range(3):
+        proc.stdout.readline()
+    proc.stdout.close()  # like `| head -3`
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 2
-    assert err == ""
+    assert (proc.wait(timeout=60), err) == (0, "")
+
+
+def test_closed_pipe_in_a_shell_pipeline(tmp_path: Path) -> None:
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    (part / f"{SEG}.log").write_bytes(SPEC_V2_BATCH * 3000)
+    script = (f'"{sys.executable}" -m segtools dump --deep-iteration "{part}" | head -3 >/dev/null;'
+              ' echo "status=${PIPESTATUS[0]}"')
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout == "status=0\n"
+    assert out.stderr == ""
+
+
+@pytest.mark.parametrize("output", ["text", "ndjson"])
+def test_folder_without_kafka_files_is_unusable_input(tmp_path: Path, output: str) -> None:
+    empty = tmp_path / "emptydir"
+    empty.mkdir()
+    etc = tmp_path / "etc"  # shaped like /etc: plain files and nested folders, nothing Kafka's
+    (etc / "ssl" / "certs").mkdir(parents=True)
+    (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (etc / "hosts").write_text("127.0.0.1 localhost\n")
+    (etc / "ssl" / "certs" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (etc / "default-1").mkdir()  # named like a partition, but empty
+    for folder in (empty, etc):
+        result = invoke("--output", output, folder)
+        assert result.exit_code == 2, result.stderr
+        errors = [line for line in (result.stderr + result.stdout).splitlines()
+                  if "no Kafka files found under" in line]
+        assert len(errors) == 1 and str(folder) in errors[0]
+        assert "Ignoring unknown file" not in result.output + result.stderr
+        assert "Traceback" not in result.stderr
+        if output == "text":
+            assert result.stdout == ""
+            assert [line for line in result.stderr.splitlines()
+                    if not line.startswith("segtools: ")] == [
+                f"Error: no Kafka files found under {folder}"]
+
+
+def test_folder_without_kafka_files_next_to_a_good_one(partition: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "emptydir"
+    empty.mkdir()
+    result = invoke(partition / f"{SEG}.log", empty)
+    assert result.exit_code == 2
+    assert BATCH_LINE in result.stdout
+    assert f"Error: no Kafka files found under {empty}" in result.stderr
 
 
 def test_non_utf8_terminal_gets_question_marks(tmp_path: Path) -> None:
@@ -269,7 +322,7 @@ def test_non_utf8_terminal_gets_question_marks(tmp_path: Path) -> None:
     log.write_bytes(bytes(builder.build()))
     out = subprocess.run([sys.executable, "-m", "segtools", "dump", "--print-data-log", str(log)],
                          capture_output=True, env={**os.environ, "PYTHONIOENCODING": "latin-1"})
-    assert out.returncode == 0 and out.stderr == b""
+    assert out.returncode == 0 and out.stderr.startswith(b"segtools: 1 file, 0 errors")
     # euro sign and the single U+FFFD Java makes of an encoded surrogate: one '?' each
     assert out.stdout.endswith(b"headerKeys: [] payload: ??\n")
 
@@ -352,3 +405,117 @@ def test_segments_in_a_folder_not_named_like_a_partition_keep_segment_order(
         dumped = [Path(line[len("Dumping "):]).name for line in result.stdout.splitlines()
                   if line.startswith("Dumping ")]
         assert dumped == expected, where
+
+
+def _terminal(raw: str) -> tuple[list[str], str]:
+    """What a terminal shows for ``raw``: finished rows and the row the cursor is on (handles
+    CR, LF and ESC[K, which is all the progress display may use)."""
+    rows: list[str] = []
+    row: list[str] = []
+    col = 0
+    i = 0
+    while i < len(raw):
+        if raw.startswith("\x1b[K", i):
+            del row[col:]
+            i += 3
+            continue
+        ch = raw[i]
+        i += 1
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            rows.append("".join(row))
+            row, col = [], 0
+        else:
+            assert ch != "\x1b", f"unexpected escape sequence at {i}: {raw[i - 1:i + 8]!r}"
+            if col < len(row):
+                row[col] = ch
+            else:
+                row.append(ch)
+            col += 1
+    return rows, "".join(row)
+
+
+def _run_with_pty(args: list[str], pty_for: str, columns: int = 40) -> tuple[int, str, str]:
+    """Run ``segtools dump ARGS`` with a pseudo-terminal of ``columns`` columns as its stderr
+    (``pty_for="err"``) or stdout (``"out"``) and a pipe for the other stream."""
+    import fcntl
+    import pty
+    import struct as struct_
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct_.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    streams = {"stdout": slave, "stderr": subprocess.PIPE} if pty_for == "out" else \
+        {"stdout": subprocess.PIPE, "stderr": slave}
+    proc = subprocess.Popen([sys.executable, "-m", "segtools", "dump", *args], env=env,
+                            stdin=subprocess.DEVNULL, **streams)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        piped = (proc.stderr if pty_for == "out" else proc.stdout).read().decode()  # type: ignore[union-attr]
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=10)
+        os.close(master)
+    return code, b"".join(chunks).decode(), piped
+
+
+def _many_files(tmp_path: Path) -> Path:
+    """A partition dir with a long path, 12 segments and one corrupt log in the middle."""
+    part = tmp_path / ("a-topic-with-a-rather-long-name-to-overflow-the-terminal" + "-0")
+    part.mkdir()
+    for i in range(12):
+        (part / f"{i * 10:020d}.log").write_bytes(SPEC_V2_BATCH)
+    (part / f"{55:020d}.log").write_bytes(b"\0" * 12 + b"\0\0\0\x05" + b"\0" * 10)
+    return part
+
+
+def test_progress_on_a_terminal_stderr_is_cut_and_cleared(tmp_path: Path) -> None:
+    part = _many_files(tmp_path)
+    code, err, out = _run_with_pty([str(part)], pty_for="err", columns=40)
+    assert code == 1 and out.count("Dumping ") == 13
+    draws = [m for m in err.split("\x1b[K") if m.startswith("[")]
+    assert draws, f"no progress drawn: {err!r}"
+    for draw in draws:
+        shown = draw.split("\r")[0]
+        assert len(shown) < 40, shown  # never wraps
+    rows, current = _terminal(err)
+    assert current == ""  # cleared at the end
+    # no progress residue: every row on screen is a real message
+    assert rows[0].startswith("Error: ") and "smaller than minimum record overhead" in rows[0]
+    assert rows[-1].startswith("segtools: 13 files, 1 error")
+    assert all(not row.startswith("[") for row in rows), rows
+
+
+def test_no_progress_when_stdout_is_the_terminal(tmp_path: Path) -> None:
+    part = _many_files(tmp_path)
+    code, out, err = _run_with_pty([str(part)], pty_for="out", columns=40)
+    assert code == 1 and out.count("Dumping ") == 13
+    assert "\x1b[K" not in err and "\r" not in err and "[1/" not in err
+    assert err.splitlines()[-1].startswith("segtools: 13 files")
+
+
+def test_no_progress_with_quiet(tmp_path: Path) -> None:
+    part = _many_files(tmp_path)
+    code, err, _ = _run_with_pty(["-q", str(part)], pty_for="err", columns=40)
+    assert code == 1
+    assert "\x1b[K" not in err and "[1/" not in err

@@ -160,8 +160,16 @@ def run(*args: str | Path) -> Result:
     return CliRunner().invoke(dump, [str(a) for a in args], catch_exceptions=False)
 
 
+def kafka_err(text: str) -> str:
+    """stderr without segtools' own ``segtools: `` lines (per-file notes and the run summary),
+    i.e. what kafka-dump-log itself would print."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith("segtools: "))
+
+
 def lines(text: str) -> list[str]:
-    return text.splitlines()
+    """Kafka's stderr lines (segtools' own ``segtools: `` lines dropped)."""
+    return kafka_err(text).splitlines()
 
 
 def tokens_alternate(line: str) -> bool:

@@ -85,3 +85,27 @@ def test_file_kinds_follow_last_suffix() -> None:
     assert file_kind("leader-epoch-checkpoint") == "leader_epoch_checkpoint"
     assert file_kind("00000000000000000000.swap") == "unknown"
     assert file_kind(".lock") == "unknown"
+
+
+@settings(max_examples=150, deadline=None)
+@given(raw=st.binary(max_size=200), kind=st.sampled_from(["offset", "time"]),
+       base=st.integers(0, 1 << 40))
+def test_slots_read_from_a_file_equal_slots_read_from_bytes(raw: bytes, kind: str,
+                                                            base: int) -> None:
+    """Slots.open (stepped reads through segtools.indexes, tail slots one by one) sees exactly
+    what the byte-level definition sees: count, the real slots, and every slot by index."""
+    import tempfile
+
+    expected = Slots(raw, base, kind)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, f"{base:020d}.{'timeindex' if kind == 'time' else 'index'}")
+        with open(path, "wb") as f:
+            f.write(raw)
+        with Slots.open(path, base, kind) as slots:
+            assert len(slots) == len(expected)
+            assert slots.length == len(raw)
+            assert list(slots.real()) == list(expected.real())
+            assert [slots[i] for i in range(len(slots))] == \
+                [expected[i] for i in range(len(expected))]
+            if len(slots):
+                assert slots[-1] == expected[-1]

@@ -57,6 +57,8 @@ def test_spark_path_writes_the_same_files_and_rows(spark, realdata, tmp_path):
     rel = lambda files, root: sorted(str(Path(f.path).relative_to(root)) for f in files)  # noqa: E731
     assert rel(local.files, tmp_path / "local") == rel(distributed.files, tmp_path / "spark")
     assert _rows(tmp_path / "local") == _rows(tmp_path / "spark")
+    for out in ("local", "spark"):     # both runners mark a finished export the same way
+        assert (tmp_path / out / "_SUCCESS").is_file() and not (tmp_path / out / "_PARTIAL").exists()
 
 
 def test_data_source_returns_the_exported_rows(spark, realdata, tmp_path):

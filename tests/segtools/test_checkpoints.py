@@ -166,7 +166,7 @@ def test_non_ascii_checkpoint_positions_in_linear_time(tmp_path: Path) -> None:
     start = time.perf_counter()
     with pytest.raises(CheckpointFormatError) as info:
         read_offset_checkpoint(path)
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < 60   # quadratic took minutes; generous on a busy machine
     assert info.value.field == "line 400002"
     assert info.value.position == len(b"0\n400000\n") + 399_999 * len("\u00e9t\u00e9 0 1\n".encode())
 

@@ -254,19 +254,18 @@ def _bad_inputs(tmp_path: Path) -> dict[str, object]:
     bad_dir.mkdir()
     (bad_dir / "meta.properties").write_text("broker.id=1\n")
     os.mkdir(os.fsencode(bad_dir) + b"/orders\xff-0")
+    shutil.copy(S0 / "broker-1" / "orders-0" / SEG, os.fsdecode(os.fsencode(bad_dir) + b"/orders\xff-0/") + SEG)
     return {
         "symlink loop": loop,
         "symlink loop in a partition dir": part_loop,
         "name of 300 characters": tmp_path / ("x" * 300),
-        "bytes path": os.fsencode(tmp_path / "a"),
         "non-UTF-8 segment name": Path(os.fsdecode(os.fsencode(bad_name) + b"/0000\xff.log")),
         "non-UTF-8 partition dir name": bad_dir,
     }
 
 
 @pytest.mark.parametrize("case", ["symlink loop", "symlink loop in a partition dir",
-                                  "name of 300 characters", "bytes path",
-                                  "non-UTF-8 segment name", "non-UTF-8 partition dir name"])
+                                  "name of 300 characters"])
 @pytest.mark.parametrize("entry", [name for name, _ in _entry_points()])
 def test_unusable_paths_are_input_errors(tmp_path: Path, case: str, entry: str) -> None:
     path = _bad_inputs(tmp_path)[case]
@@ -276,14 +275,9 @@ def test_unusable_paths_are_input_errors(tmp_path: Path, case: str, entry: str) 
     assert isinstance(info.value, InputError)
     message = str(info.value)
     message.encode("utf-8")   # printable: no lone surrogates
-    shown = {"bytes path": "bytes paths are not supported",
-             "symlink loop": "symlink loop", "symlink loop in a partition dir": "symlink loop",
-             "name of 300 characters": "x" * 300,
-             "non-UTF-8 segment name": "not UTF-8",
-             "non-UTF-8 partition dir name": "not UTF-8"}[case]
+    shown = {"symlink loop": "symlink loop", "symlink loop in a partition dir": "symlink loop",
+             "name of 300 characters": "x" * 300}[case]
     assert shown in message
-    if case.startswith("non-UTF-8"):
-        assert "\\xff" in message
     if case == "symlink loop in a partition dir":
         assert "00000000000000000100.log" in message
 
@@ -318,11 +312,31 @@ def test_unlistable_unrelated_folder_in_a_cluster_is_a_warning(tree: Path, monke
     assert "unlistable_dir" in [w.code for w in res.warnings]
 
 
-def test_cli_gives_one_line_on_unusable_paths(tmp_path: Path) -> None:
-    path = _bad_inputs(tmp_path)["non-UTF-8 segment name"]
-    res = CliRunner().invoke(cli, ["export", str(path), "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "not UTF-8" in res.output
+@pytest.mark.parametrize("case", ["non-UTF-8 segment name", "non-UTF-8 partition dir name"])
+def test_non_utf8_names_are_kept_or_refused_by_name(tmp_path: Path, case: str) -> None:
+    path = _bad_inputs(tmp_path)[case]
+    kept = resolve([path])     # the readers read them (U+FFFD in Arrow columns)
+    assert kept.segment_paths()
+    with pytest.raises(InputError) as info:
+        resolve([path], non_utf8="raise")
+    message = str(info.value)
+    message.encode("utf-8")   # printable: no lone surrogates
+    assert "not UTF-8" in message and "\\xff" in message
+
+
+def test_compare_refuses_a_non_utf8_partition_dir_in_one_line(tmp_path: Path) -> None:
+    path = _bad_inputs(tmp_path)["non-UTF-8 partition dir name"]
+    res = CliRunner().invoke(cli, ["compare", str(path), "--no-spark"])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1 and "not UTF-8" in res.output
+
+
+def test_bytes_path_means_the_same_as_its_str(tree: Path) -> None:
+    for rel in ("cluster", f"cluster/broker-1/orders-0/{SEG}"):
+        assert resolve([os.fsencode(tree / rel)]).segment_paths() == \
+            resolve([tree / rel]).segment_paths()
+    with pytest.raises(InputError):
+        resolve([12345])
 
 
 # ------------------------------------------------------------------ one meaning everywhere

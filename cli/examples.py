@@ -1,0 +1,57 @@
+"""Examples and document pointers shown at the end of each command's --help (the group adds
+them when it loads a command). Every flag used here is checked against the command's options
+and every document named here ships in the repository (tests/cli/test_commands.py)."""
+
+from __future__ import annotations
+
+EXAMPLES: dict[str, str] = {
+    "dump": """\
+\b
+Examples:
+  segtools dump /var/lib/kafka/data/orders-0 --deep-iteration --print-data-log
+  segtools dump --files 00000000000000000000.index --verify-index-only
+  segtools dump /var/lib/kafka/data --output ndjson | jq 'select(.type == "finding")'
+\b
+Lines starting with "segtools: " on stderr are ours (per-file notes, run summary); the
+rest is kafka-dump-log's text. Docs: docs/DUMP_LOG.md (every line Kafka prints),
+docs/CONTRACT.md section 2 (flags, JSON fields, exit codes).""",
+    "compare": """\
+\b
+Examples:
+  segtools compare broker-1/ broker-2/ broker-3/ --report report.json
+  segtools compare cluster/ --acks cluster/acks.jsonl --no-spark
+  segtools compare cluster/ --master spark://host:7077 --tables tables/
+\b
+Docs: docs/FORENSICS.md (what the statuses mean), docs/CONTRACT.md (report format).""",
+    "export": """\
+\b
+Examples:
+  segtools export /var/lib/kafka/data --out parquet/
+  segtools export broker-1/ --out parquet/ --topics 'orders*' --start-offset 1000
+  segtools export broker-1/ broker-2/ --by-broker --level batches --out batches/
+\b
+Docs: docs/CONTRACT.md (layout and columns).""",
+    "simulate": """\
+\b
+Examples:
+  segtools simulate samples/scenarios/S7-simple-unclean-election.yaml --out cluster/
+  segtools simulate my-scenario.yaml --out cluster/ --seed 42
+\b
+Docs: docs/CONTRACT.md section 3 (scenario format), samples/scenarios/README.md.""",
+    "demo": """\
+\b
+Examples:
+  segtools demo
+  segtools demo --out /tmp/segtools-demo --master 'local[2]'
+\b
+Docs: README.md, docs/FORENSICS.md.""",
+}
+
+
+def add_examples(name: str, command: object) -> None:
+    """Append the examples of ``name`` to the command's epilog (once)."""
+    text = EXAMPLES.get(name)
+    epilog = getattr(command, "epilog", None)
+    if text is None or (epilog and "Examples:" in epilog):
+        return
+    command.epilog = f"{epilog}\n\n{text}" if epilog else text  # type: ignore[attr-defined]

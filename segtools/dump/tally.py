@@ -1,0 +1,123 @@
+"""What `segtools dump` adds to kafka-dump-log's stderr, after Kafka's own blocks: one line per
+file and kind of deferred finding (naming the file, which Kafka's "The following indexed
+offsets are not found in the log." block does not, and saying when it is benign), then one
+summary line. Every such line starts with ``segtools: `` so a diff against Kafka's tool can
+drop them (``grep -v '^segtools: '``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PREFIX = "segtools: "
+_SAMPLES = 5  # offsets quoted per line; the JSON outputs list every one
+
+#: kinds counted as index mismatches (offset and time index checks)
+_INDEX_KINDS = frozenset({"index_offset_mismatch", "time_index_offset_not_found",
+                          "time_index_timestamp_mismatch", "time_index_out_of_order"})
+
+#: why a finding Kafka reports is not corruption, by (kind, reason field)
+_BENIGN_WHY = {
+    "gap": "benign: compaction, deleted records and transaction markers leave offset gaps",
+    "inside_batch": "benign: brokers before 3.8 indexed the offset of the batch's "
+                    "max-timestamp record, inside the batch (KAFKA-16310)",
+    "unused_slot": "benign: the unused first slot of a preallocated index "
+                   "(an active segment, or one a crash left unflushed)",
+}
+
+
+@dataclass
+class _Group:
+    count: int = 0
+    samples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunTally:
+    files: int = 0
+    errors: int = 0
+    crc_invalid: int = 0
+    index_mismatches: int = 0
+    benign: int = 0
+    # file -> (description key) -> group, in discovery order
+    groups: dict[str, dict[tuple[str, str], _Group]] = field(default_factory=dict)
+
+    def deferred(self, path: str, kind: str, fields: dict[str, Any], is_problem: bool) -> None:
+        if not is_problem:
+            self.benign += 1
+        elif kind in _INDEX_KINDS:
+            self.index_mismatches += 1
+        else:  # offsets that do not increase
+            self.errors += 1
+        if fields.get("unused_slot"):
+            reason = "unused_slot"
+        elif fields.get("inside_batch"):
+            reason = "inside_batch"
+        elif kind == "non_consecutive_offsets" and not is_problem:
+            reason = "gap"
+        else:
+            reason = "problem" if is_problem else "benign"
+        group = self.groups.setdefault(path, {}).setdefault((kind, reason), _Group())
+        group.count += 1
+        if len(group.samples) < _SAMPLES:
+            if kind == "non_consecutive_offsets":
+                group.samples.append(f"{fields.get('previous_offset')} -> {fields.get('offset')}")
+            else:
+                value = fields.get("index_offset", fields.get("index_timestamp"))
+                if value is not None:
+                    group.samples.append(str(value))
+
+    def lines(self, status: int) -> list[str]:
+        from segtools.dump.text import java_absolute_path
+
+        out = []
+        for path, groups in self.groups.items():
+            shown = java_absolute_path(path)
+            for (kind, reason), group in groups.items():
+                out.append(f"{PREFIX}{shown}: {_describe(kind, reason, group)}")
+        out.append(
+            f"{PREFIX}{_n(self.files, 'file')}, {_n(self.errors, 'error')}, "
+            f"{_n(self.crc_invalid, 'CRC-invalid batch', 'CRC-invalid batches')}, "
+            f"{_n(self.index_mismatches, 'index mismatch', 'index mismatches')}, "
+            f"{_n(self.benign, 'benign note')}; exit {status}")
+        return out
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def _quote(group: _Group) -> str:
+    more = ", ..." if group.count > len(group.samples) else ""
+    return ", ".join(group.samples) + more
+
+
+_WHAT = {
+    "non_consecutive_offsets": ("offset gap", "offset gaps",
+                                "under \"Non-consecutive offsets in\"", "offsets"),
+    "index_offset_mismatch": ("index entry whose offset is not the log's",
+                              "index entries whose offset is not the log's",
+                              "under \"Mismatches in :\"", "index offset"),
+    "time_index_offset_not_found": ("time-index offset not found as a batch's last offset",
+                                    "time-index offsets not found as a batch's last offset",
+                                    "under \"The following indexed offsets are not found in "
+                                    "the log.\"", "indexed offset"),
+    "time_index_timestamp_mismatch": ("time-index timestamp not the batch's",
+                                      "time-index timestamps not the batch's",
+                                      "under \"Found timestamp mismatch in :\"",
+                                      "index timestamp"),
+    "time_index_out_of_order": ("time-index timestamp out of order",
+                                "time-index timestamps out of order",
+                                "under \"Found out of order timestamp in :\"", "index timestamp"),
+}
+
+
+def _describe(kind: str, reason: str, group: _Group) -> str:
+    one, many, where, label = _WHAT.get(kind, (kind, kind, "", "offset"))
+    if kind == "non_consecutive_offsets" and reason == "problem":
+        one, many = "offset that does not increase", "offsets that do not increase"
+    text = f"{group.count} {one if group.count == 1 else many} ({label} {_quote(group)})"
+    if where:
+        text += f", listed {where}"
+    why = _BENIGN_WHY.get(reason)
+    return f"{text}; {why}" if why else f"{text}; a problem (exit 1)"
