@@ -217,7 +217,10 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
     for item in resolution.inputs:
         if item.error is not None:
             files.append(item.path)  # reported as unusable when dumped
-            unreadable[item.path] = item.error
+            if os.path.isdir(item.path):
+                unreadable[item.path] = item.error
+            # else a file argument (missing, a FIFO...): dumped as a file, failing with its
+            # own OSError and counted as a file, as Kafka's tool does
             continue
         found = path_rules.files_of(item)
         if item.kind != "segment" and not any(
