@@ -4,6 +4,7 @@ total data size; reports wall time, throughput per core, driver memory and growt
     python benchmarks/bench_compare.py                 # --quick sizes (24, 48, 96 MB total)
     python benchmarks/bench_compare.py --full          # 1, 2 and 4 GB total
     python benchmarks/bench_compare.py --sizes 200,400 --master local[2] --json out.json
+    python benchmarks/bench_compare.py --cold-cli --sizes 512,2048,6144   # the runner threshold
 
 Data: per partition, broker 1 leads (epoch 0 then epoch 2), broker 2 lags by a few batches,
 broker 3 holds a divergent uncommitted tail in epoch 1 (so stage 3 decodes records). The
@@ -110,8 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep generated inputs")
     ap.add_argument("--records-per-batch", type=int, default=RECORDS_PER_BATCH,
                     help="smaller batches = more headers to scan per GB (default %(default)s)")
+    ap.add_argument("--cold-cli", action="store_true",
+                    help="time whole `segtools compare` runs (a fresh process each: JVM start "
+                         "included) with --no-spark and with --spark; what the default runner "
+                         "threshold (cli/compare.py IN_PROCESS_MAX_BYTES) is set from")
     args = ap.parse_args(argv)
     RECORDS_PER_BATCH = args.records_per_batch
+    if args.cold_cli:
+        return _cold_cli(args)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1024, 2048, 4096] if args.full else [24, 48, 96])
 
     from segtools.spark.compare_job import run_compare
@@ -171,6 +178,42 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)
     spark.stop()
+    return 0
+
+
+def _cold_cli(args: argparse.Namespace) -> int:
+    """Cold CLI wall time of each runner per size (inputs in the page cache for both)."""
+    import subprocess
+
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [512, 2048, 6144]
+    rows = []
+    for mb in sizes:
+        root = os.path.join(args.workdir, f"{mb}MB-{RECORDS_PER_BATCH}rpb")
+        if not os.path.isdir(os.path.join(root, "broker-3")):
+            shutil.rmtree(root, ignore_errors=True)
+            _write_cluster(root, mb << 20)
+        for dirpath, _, files in os.walk(root):           # warm the page cache for both runners
+            for f in files:
+                with open(os.path.join(dirpath, f), "rb") as fh:
+                    while fh.read(1 << 22):
+                        pass
+        row = {"total_mb": round(_dir_bytes(root) / 2**20, 1)}
+        for name, extra in (("in_process_s", ["--no-spark"]),
+                            ("spark_s", ["--spark"] + (["--master", args.master] if args.master else []))):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "segtools", "compare", root, *extra],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            row[name] = round(time.perf_counter() - t0, 2)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"{'total MB':>9} {'in-process s':>13} {'Spark s':>9}")
+    for r in rows:
+        print(f"{r['total_mb']:>9} {r['in_process_s']:>13} {r['spark_s']:>9}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
     return 0
 
 

@@ -5,11 +5,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+from typing import Any
 
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+
+#: Inputs up to this many bytes of segments run in this process; larger ones on Spark.
+#: Measured on the project's 2-core machine (benchmarks/bench_compare.py data, cold CLI runs,
+#: README "segtools compare: runner, legend, report"): the in-process runner was faster than
+#: local Spark at every size measured, 0.5 GB to 6.1 GB (6.1 GB: 14 s vs 261 s; Spark pays
+#: 20 s or more to start its JVM and has the same 2 cores); the threshold is the largest
+#: measured size.
+IN_PROCESS_MAX_BYTES = 6 << 30
 
 
 def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
@@ -36,18 +46,23 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 @click.command("compare")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the JSON report (docs/CONTRACT.md section 4) to FILE.")
+              help="Write the JSON report (docs/REPORT.md) to FILE.")
 @click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl) to mark lost records as acked.")
-@click.option("--master", default=None, help="Spark master URL (default local[*], or spark-submit's).")
+@click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
+              "or spark-submit's).")
 @click.option("--tables", "tables_dir", type=click.Path(file_okay=False),
               help="Also write the intermediate tables (batches, replicas, verdicts, "
-                   "divergent_records) as Parquet under DIR.")
+                   "divergent_records) as Parquet under DIR (implies --spark).")
 @click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
                    "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
                    "broker-* dirs that has one.")
-@click.option("--no-spark", is_flag=True, help="Run in this process without Spark (small inputs).")
+@click.option("--spark/--no-spark", "use_spark", default=None,
+              help="Force the Spark runner / the in-process runner. Default: in process up to "
+                   "6 GiB of segments, Spark above (or with --master / --tables).")
+@click.option("--strict", is_flag=True,
+              help="Refuse inputs from different clusters (cluster.id) instead of warning.")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
 @click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
               help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
@@ -55,17 +70,19 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
-            tables_dir: str | None, metadata_log: str | None, no_spark: bool, max_rows: int,
-            debug: bool, max_batch_bytes: str | None = None) -> None:
+            tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
+            max_rows: int, debug: bool, max_batch_bytes: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
     from segtools.errors import SegtoolsError
     from segtools.forensics.collect import discover_replicas
     from segtools.forensics.elections import load_histories
+    from segtools.forensics.inputs import check_inputs, unique_inputs
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.report import render_summary
     from segtools.limits import MAX_BATCH_BYTES_ENV, parse_size
+    from segtools.outputs import atomic_write, check_output_file, check_output_location
 
     if max_batch_bytes is not None:
         try:
@@ -75,47 +92,181 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         # every reader of the run (in process, and Spark's Python workers, which inherit the
         # environment) takes the limit from here
         os.environ[MAX_BATCH_BYTES_ENV] = str(limit)
-    for d in dirs:
-        inside = os.path.realpath(d) + os.sep
-        if tables_dir and os.path.realpath(tables_dir).startswith(inside):
-            raise TroubleError(f"--tables {tables_dir} is inside input {d}; inputs are evidence")
-        if report_path and os.path.realpath(report_path).startswith(inside):
-            raise TroubleError(f"--report {report_path} is inside input {d}; inputs are evidence")
-    if tables_dir and no_spark:
-        raise TroubleError("--tables writes Spark's intermediate tables; drop --no-spark")
+    if use_spark is False and (master or tables_dir):
+        raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
+    paths, warnings = unique_inputs(dirs)
+    if tables_dir:
+        check_output_location(tables_dir, paths, flag="--tables")
+    if report_path:
+        # inside an input, or an input file itself (a hard link to a checkpoint): refused
+        check_output_file(report_path, paths, flag="--report")
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
-    auto_log = None if metadata_log else default_metadata_log(dirs)
+    auto_log = None if metadata_log else default_metadata_log(paths)
     if auto_log:
         # found, not asked for: a log that cannot be replayed only costs the causes
         try:
             histories = load_histories(auto_log)
-            click.echo(f"compare: using the controller's metadata log {auto_log}", err=True)
+            _note(f"using the controller's metadata log {auto_log}")
         except SegtoolsError as exc:
-            click.echo(f"compare: ignoring the controller's metadata log: {exc}", err=True)
+            _note(f"ignoring the controller's metadata log: {exc}")
     from segtools.sources import resolve
 
-    resolution = resolve(list(dirs), non_utf8="raise")
-    for warning in resolution.messages:   # links out of the input, duplicates, copies
-        click.echo(f"compare: warning: {warning.message}", err=True)
-    specs = discover_replicas(list(dirs), resolution)
-    if no_spark:
+    resolution = resolve(paths)   # links out of the input, nested duplicates, copies
+    warnings += [w.message for w in resolution.messages]
+    specs = discover_replicas(paths, resolution, warnings=warnings)
+    check = check_inputs(paths, specs)
+    warnings += check.warnings
+    for w in warnings:
+        _note(f"warning: {w}")
+    if strict and check.cluster_conflict:
+        raise TroubleError(f"{check.cluster_conflict} (--strict)")
+    total = sum(size for s in specs for _p, size in s.segments)
+    spark_wanted = use_spark if use_spark is not None else bool(
+        master or tables_dir or total > IN_PROCESS_MAX_BYTES)
+    odd = next((s.partition_dir for s in specs if not _utf8(s.partition_dir)), None)
+    if spark_wanted and odd is not None:
+        # Spark reads through pyarrow filesystems, which take UTF-8 paths only
+        raise TroubleError(f"{_printable(odd)}: a path that is not UTF-8 cannot be read on Spark; "
+                           "run compare with --no-spark (or rename a copy of the evidence)")
+    if not spark_wanted:
         from segtools.forensics.pipeline import compare_in_process
 
-        report = compare_in_process(list(dirs), acks=acks, histories=histories, specs=specs)
+        runner = "in-process"
+        report = compare_in_process(paths, acks=acks, histories=histories, specs=specs)
     else:
-        from segtools.spark.compare_job import run_compare
-        from segtools.spark.session import get_spark
-
-        spark = get_spark(master=master, app_name="segtools-compare")
-        report = run_compare(spark, list(dirs), acks=acks, histories=histories,
-                             tables_dir=tables_dir, specs=specs)
-    click.echo(render_summary(report, max_rows=max_rows))
+        runner = "spark"
+        report = _run_on_spark(paths, specs, total, master=master, acks=acks, histories=histories,
+                               tables_dir=tables_dir, forced=use_spark is True)
+    click.echo(_printable(render_summary(report, max_rows=max_rows)))
+    click.echo(_printable("\n".join(check.legend_lines())))
     if report_path:
-        with open(report_path, "w", encoding="utf-8") as fh:
-            doc = report.to_json()
-            if resolution.messages:   # what the inputs held that the verdicts do not show
-                doc["input_warnings"] = [w.to_json() for w in resolution.messages]
-            json.dump(doc, fh, indent=1, sort_keys=False)
-            fh.write("\n")
+        # temporary file + rename: never half a report, and a link at the path keeps its bytes
+        atomic_write(report_path, json.dumps(report.report_json(inputs=check.to_json(), warnings=warnings,
+                                                                runner=runner), indent=1) + "\n")
     sys.exit(report.exit_code)
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _note(text: str) -> None:
+    click.echo(_printable(f"compare: {text}"), err=True)
+
+
+def _printable(text: str) -> str:
+    """Paths with bytes that are not UTF-8 (kept by Python as surrogates) shown as \\xNN
+    instead of failing the terminal's encoder."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,
+                  histories: Any, tables_dir: str | None, forced: bool) -> Any:
+    from segtools.spark import session
+    from segtools.spark.compare_job import run_compare
+
+    if "SPARK_SUBMIT" not in os.environ and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        session.check_java()          # before the line below: no usable Java is one line
+    why = ("--spark" if forced else "--master" if master else "--tables" if tables_dir else
+           f"above the {IN_PROCESS_MAX_BYTES / 2**30:g} GiB in-process threshold")
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:            # spark-submit, a notebook, a test: its session, its UI
+        _note(f"running on the active Spark session ({why}); Spark UI "
+              f"{active.sparkContext.uiWebUrl or 'disabled'}")
+        return run_compare(active, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
+    # One line on stderr, before the ~20 s JVM start: what starts, why, where its UI will be.
+    port = _free_port()
+    host = "localhost" if (master or "local").startswith("local") else _hostname()
+    _note(f"starting Spark ({master or 'local[*]'}) for {total / 2**20:.1f} MiB of segments "
+          f"({why}); Spark UI http://{host}:{port}")
+    previous = signal.signal(signal.SIGINT, _interrupted)
+    try:
+        spark = session.get_spark(master=master, app_name="segtools-compare",
+                                  config={"spark.ui.port": str(port)})
+        ui = spark.sparkContext.uiWebUrl
+        if ui and not ui.rstrip("/").endswith(f":{port}"):
+            _note(f"Spark UI moved to {ui}")      # the port was taken meanwhile
+        return run_compare(spark, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    """Ctrl-C while Spark runs: say so in one line and leave at once. Raising
+    KeyboardInterrupt inside a py4j call makes py4j print tracebacks. pyspark starts its JVM
+    with SIGINT ignored; it is stopped here (also while it is still starting, when pyspark
+    does not know it yet) so that it neither outlives us nor writes after our last line."""
+    import time
+
+    jvms = set(_children(os.getpid()))
+    try:
+        from pyspark import SparkContext
+
+        proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+        if proc is not None:
+            jvms.add(proc.pid)
+    except Exception:  # noqa: BLE001 - leaving anyway
+        pass
+    for pid in jvms:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    while jvms and time.monotonic() < deadline:
+        for pid in list(jvms):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    jvms.discard(pid)
+            except ChildProcessError:
+                jvms.discard(pid)
+        time.sleep(0.05)
+    for pid in jvms:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)

@@ -25,6 +25,17 @@ def _files(value: str | None) -> list[str]:
     return parts
 
 
+def _parse_max_batch_bytes(value: str | None) -> int | None:
+    if value is None:
+        return None
+    from segtools.limits import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--files", "files", metavar="file1,file2,...",
@@ -57,6 +68,11 @@ def _files(value: str | None) -> list[str]:
               help="Decode records as __transaction_state data.")
 @click.option("--cluster-metadata-decoder", is_flag=True,
               help="Decode record values as KRaft metadata records (JSON).")
+@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
+              callback=lambda ctx, param, value: _parse_max_batch_bytes(value),
+              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default "
+                   "16MiB). A batch above it stops that file with exit 2; raise it for "
+                   "clusters with message.max.bytes above that.")
 @click.option("--output", "output", type=click.Choice(["text", "json", "ndjson"]),
               default="text", show_default=True,
               help="text: kafka-dump-log's exact lines; json: one document per file; "
@@ -69,7 +85,8 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
          skip_record_metadata: bool, verify_index_only: bool, index_sanity_check: bool,
          max_message_size: int, max_bytes: int, key_decoder_class: str | None,
          value_decoder_class: str | None, offsets_decoder: bool, transaction_log_decoder: bool,
-         cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool) -> None:
+         cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool,
+         max_batch_bytes: int | None = None) -> None:
     """Dump Kafka log segments, indexes, snapshots and checkpoints like kafka-dump-log.
 
     PATHS may be files, partition directories or broker log directories (every file in
@@ -102,6 +119,7 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         quiet=quiet,
         debug=debug,
         summary=True,
+        max_batch_bytes=max_batch_bytes,
     )
     from segtools.dump.runner import run_dump
 

@@ -862,6 +862,14 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     return _RowChunk(o_offset[:n], o_ts[:n], o_seq[:n], batch, key, value, headers)
 
 
+def _slice_rows(rc: _RowChunk, start: int, stop: int) -> _RowChunk:
+    """Rows [start, stop) of a row chunk (views, no copies)."""
+    return _RowChunk(rc.offset[start:stop], rc.timestamp_ms[start:stop], rc.sequence[start:stop],
+                     rc.batch[start:stop], rc.key.slice(start, stop - start),
+                     rc.value.slice(start, stop - start), rc.headers.slice(start, stop - start),
+                     None if rc.record_crc_ok is None else rc.record_crc_ok[start:stop])
+
+
 def _rows_to_chunk(rows: list[tuple], batch_of_row: list[int], crc_ok: list[bool] | None = None) -> _RowChunk:
     offsets = np.fromiter((r[0] for r in rows), np.int64, len(rows))
     ts = np.fromiter((r[1] for r in rows), np.int64, len(rows))
@@ -1264,18 +1272,18 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
         with _SegmentFile(seg.path) as mf:
             try:
                 for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit):
-                    if not rc.offset.shape[0]:
-                        continue
-                    rb = _record_batch(rc, h, seg)
-                    if filters.rows_filtered:
-                        rb = rb.filter(pa.array(filters.row_mask(rc)))
-                        if not rb.num_rows:
-                            continue
-                    if rb.num_rows <= rows:
+                    n = int(rc.offset.shape[0])
+                    # one Kafka batch can hold more rows than max_rows: its decoded rows are
+                    # turned into Arrow max_rows at a time, so only the decoded columns and
+                    # one output batch are held at once
+                    for start in range(0, n, rows):
+                        part = rc if n <= rows else _slice_rows(rc, start, min(n, start + rows))
+                        rb = _record_batch(part, h, seg)
+                        if filters.rows_filtered:
+                            rb = rb.filter(pa.array(filters.row_mask(part)))
+                            if not rb.num_rows:
+                                continue
                         yield rb
-                    else:
-                        for start in range(0, rb.num_rows, rows):
-                            yield rb.slice(start, rows)
             except FormatError:
                 mf.check_unchanged()
                 raise

@@ -290,6 +290,7 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
         reports.append(PartitionReport(loaded[key], lost, findings))
     attach_group_findings(reports, _group_commits(spark, loaded.values(), specs, b_specs))
     report = CompareReport(reports)
+    report.attach_lost_offsets(acks)
     if tables_dir:
         rows = [{"topic": p.verdict.topic, "partition": p.verdict.partition,
                  **{k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.to_json().items()}}

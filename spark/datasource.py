@@ -8,8 +8,12 @@ Path Support
     on any filesystem pyarrow knows (local paths, ``file://``, ``hdfs://``, ``s3://``).
 
 Partitioning Strategy
-    One ``InputPartition`` per ``.log`` segment file, so a task never reads more than one
-    segment and Spark spreads big partitions over cores.
+    Segment files are grouped into ``InputPartition`` s by bytes, in (topic, partition,
+    broker, base offset) order: a group closes once it holds ``GROUP_BYTES`` (128 MiB,
+    counting each file as at least ``OPEN_COST_BYTES``, 1 MiB, like Spark's own file
+    sources), so a big segment is a task of its own and thousands of small or empty segments
+    share a few tasks (one task per file cost ~45 ms of Spark overhead each: 10,000 empty
+    segments took 444 s).
 
 Performance Notes
     ``read()`` yields Arrow record batches from ``segtools.columnar`` (no per-row Python
@@ -24,6 +28,7 @@ Options (all strings)
     ``end_offset``: record offsets to keep (records level; segments outside are skipped).
     ``errors``: ``raise`` (default) or ``stop`` (end a segment at unreadable bytes).
     ``topics`` / ``partitions``: comma lists; other segments are never opened.
+    ``group_bytes``: bytes of segments per task (default 128 MiB; 1 = one task per segment).
 
 Examples
     >>> import segtools.spark
@@ -50,6 +55,38 @@ class SegmentPartition(InputPartition):
     broker: int | None
     base_offset: int
     next_base_offset: int | None   # base offset of the next segment, for offset pruning
+    size: int = 0                  # bytes, for grouping
+
+
+#: Bytes per task (a group of segments), and the least a file counts for (its open cost).
+GROUP_BYTES = 128 << 20
+OPEN_COST_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class SegmentGroup(InputPartition):
+    """Several segment files read by one task, in order."""
+
+    segments: tuple[SegmentPartition, ...]
+
+
+def group_segments(parts: list[SegmentPartition], *, group_bytes: int = GROUP_BYTES,
+                   open_cost: int = OPEN_COST_BYTES) -> list[SegmentGroup]:
+    """Consecutive segments packed into groups of about ``group_bytes`` (each file counted as at
+    least ``open_cost``); order is kept, so every group reads its files in plan order."""
+    groups: list[SegmentGroup] = []
+    current: list[SegmentPartition] = []
+    weight = 0
+    for p in parts:
+        cost = max(p.size, open_cost)
+        if current and weight + cost > group_bytes:
+            groups.append(SegmentGroup(tuple(current)))
+            current, weight = [], 0
+        current.append(p)
+        weight += cost
+    if current:
+        groups.append(SegmentGroup(tuple(current)))
+    return groups
 
 
 def _open_fs(path: str) -> tuple[Any, str]:
@@ -98,7 +135,8 @@ def plan_segments(path: str, *, broker: int | None = None,
         bases = [_base_offset(seg) for seg in src.segments]
         for i, seg in enumerate(src.segments):
             nxt = bases[i + 1] if i + 1 < len(bases) else None
-            parts.append(SegmentPartition(seg, src.topic, src.partition, stamp, bases[i], nxt))
+            parts.append(SegmentPartition(seg, src.topic, src.partition, stamp, bases[i], nxt,
+                                          src.segment_sizes[i]))
     parts.sort(key=lambda p: (p.topic, p.partition, -1 if p.broker is None else p.broker, p.base_offset, p.uri))
     return parts
 
@@ -113,7 +151,7 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
     import pyarrow as pa
 
     from segtools import columnar
-    from segtools.errors import SegtoolsError
+    from segtools.errors import BatchTooLargeError, SegtoolsError
     from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
     schema = BATCH_SCHEMA if level == "batches" else RECORD_SCHEMA
@@ -147,8 +185,9 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
                 if rb.schema != schema:
                     rb = pa.Table.from_batches([rb]).cast(schema).to_batches()[0]
                 yield rb
-        except SegtoolsError:
-            if errors != "stop":
+        except SegtoolsError as exc:
+            # a batch above the limit is never "unreadable bytes": the caller must see it
+            if errors != "stop" or isinstance(exc, BatchTooLargeError):
                 raise
     finally:
         if tmpdir is not None:
@@ -160,7 +199,11 @@ class KafkaSegmentsReader(DataSourceReader):
         self.options = options
         self.level = options.get("level", "records")
 
-    def partitions(self) -> list[SegmentPartition]:
+    def partitions(self) -> list[SegmentGroup]:
+        size = self.options.get("group_bytes")
+        return group_segments(self._segments(), group_bytes=int(size) if size else GROUP_BYTES)
+
+    def _segments(self) -> list[SegmentPartition]:
         path = self.options.get("path")
         replica_map = self.options.get("replica_map")
         rmap = {str(k): int(v) for k, v in json.loads(replica_map).items()} if replica_map else None
@@ -182,13 +225,15 @@ class KafkaSegmentsReader(DataSourceReader):
         return [p for p in parts if (not topics or p.topic in topics)
                 and (not partitions or p.partition in partitions)]
 
-    def read(self, partition: SegmentPartition) -> Iterator[Any]:
+    def read(self, partition: SegmentGroup | SegmentPartition) -> Iterator[Any]:
         start = self.options.get("start_offset")
         end = self.options.get("end_offset")
-        yield from read_segment(partition, level=self.level,
-                                start_offset=int(start) if start else None,
-                                end_offset=int(end) if end else None,
-                                errors=self.options.get("errors", "raise"))
+        segments = partition.segments if isinstance(partition, SegmentGroup) else (partition,)
+        for segment in segments:
+            yield from read_segment(segment, level=self.level,
+                                    start_offset=int(start) if start else None,
+                                    end_offset=int(end) if end else None,
+                                    errors=self.options.get("errors", "raise"))
 
 
 class KafkaSegmentsDataSource(DataSource):

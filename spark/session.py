@@ -3,9 +3,42 @@ cluster, or whatever ``spark-submit`` configured when we run under it."""
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+import subprocess
 import sys
 from typing import Any
+
+from segtools.errors import SegtoolsError
+
+JAVA_HINT = ("install Java 17 or newer (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME; "
+             "or run compare with --no-spark")
+
+
+class SparkUnavailableError(SegtoolsError):
+    """Spark cannot start here (no usable Java, or the JVM exited): a user error, exit 2."""
+
+
+@functools.lru_cache(maxsize=1)
+def check_java() -> str:
+    """The ``java`` Spark will launch (``$JAVA_HOME/bin/java``, else ``java`` on PATH), after
+    checking that it runs; raises SparkUnavailableError with a hint otherwise."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    where = f"JAVA_HOME={home}" if home else "PATH"
+    if not java or not os.access(java, os.X_OK):
+        raise SparkUnavailableError(f"Spark needs Java, and there is none on {where}: {JAVA_HINT}")
+    try:
+        done = subprocess.run([java, "-version"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SparkUnavailableError(f"Spark needs Java, and {java} does not run ({exc}): {JAVA_HINT}") from None
+    if done.returncode != 0:
+        first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+        raise SparkUnavailableError(f"Spark needs Java, and {java} -version failed "
+                                    f"(exit {done.returncode}: {first}): {JAVA_HINT}")
+    return java
 
 
 def get_spark(master: str | None = None, *, app_name: str = "segtools",
@@ -36,7 +69,16 @@ def get_spark(master: str | None = None, *, app_name: str = "segtools",
         defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
     for key, value in {**defaults, **(config or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if active is None and not under_submit:
+        check_java()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - PySparkRuntimeError, Py4JError: the JVM did not start
+        text = str(exc)
+        first = (text.strip().splitlines() or [type(exc).__name__])[0]
+        hint = JAVA_HINT if ("JAVA_GATEWAY" in text or "Java gateway" in text) else \
+            f"check --master {master}" if master else "run compare with --no-spark"
+        raise SparkUnavailableError(f"Spark did not start ({first}): {hint}") from None
     if master is None and not under_submit:
         spark.sparkContext.setLogLevel("ERROR")
     from segtools.spark import register

@@ -9,7 +9,7 @@ from segtools.dump import text
 from segtools.dump.control import describe_control
 from segtools.dump.options import MAX_BYTES_DEFAULT
 from segtools.dump.pairs import PairStore
-from segtools.errors import FormatError, InputError
+from segtools.errors import BatchTooLargeError, FormatError, InputError
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
@@ -60,13 +60,16 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     # (Integer.MAX_VALUE; --max-message-size is for .index only); the reader still bounds the
     # total decompressed bytes of a batch
     with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
-                       max_message_size=_NO_MESSAGE_LIMIT) as reader:
+                       max_message_size=_NO_MESSAGE_LIMIT,
+                       max_batch_bytes=opts.max_batch_bytes) as reader:
         batches = iter(reader)
         while True:
             try:
                 batch = next(batches)
             except StopIteration:
                 break
+            except BatchTooLargeError:
+                raise  # a limit the user can raise, not corruption: unusable input (exit 2)
             except FormatError as exc:
                 ctx.error("corrupt_batch", exc.located(path=path))
                 fatal = True
@@ -111,6 +114,8 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
                                 path=path, position=batch.position,
                                 base_offset=batch.base_offset), offset=offset)
                     sink.record(batch, record, metadata, control, key, payload)
+            except BatchTooLargeError:
+                raise
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(
                     path=path, position=batch.position, base_offset=batch.base_offset))

@@ -39,6 +39,8 @@ class DumpOptions:
     #: print the `segtools: ` per-file finding lines and the summary line on stderr at the
     #: end (the command does; library callers get Kafka's stderr only)
     summary: bool = False
+    #: segtools.limits' bound on one batch (on disk and decompressed); None: the default
+    max_batch_bytes: int | None = None
 
     @property
     def should_print_data_log(self) -> bool:

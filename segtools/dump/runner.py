@@ -19,7 +19,7 @@ from segtools.dump.options import (EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE, Dump
                                    Summaries)
 from segtools.dump.sinks import Sink, TextSink
 from segtools.dump.tally import RunTally
-from segtools.errors import FormatError, InputError, SegtoolsError
+from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
 
 
 class InternalError(SegtoolsError):
@@ -251,6 +251,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
                 if kind != "unknown" and not os.path.isfile(path):
                     raise IsADirectoryError(21, "Not a regular file", path)
                 _dispatch(ctx, path, kind)
+            except BatchTooLargeError as exc:
+                ctx.trouble(exc.located(path=path))  # as export: exit 2, names the flag
             except FormatError as exc:
                 ctx.error("corrupt_file", exc.located(path=path))
             except BrokenPipeError:

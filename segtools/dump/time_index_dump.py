@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from segtools.dump import text
 from segtools.dump.index_dump import Slots, base_offset_of, lookup_position, segment_log, sibling
-from segtools.errors import FormatError, IndexCorruptionError
+from segtools.errors import BatchTooLargeError, FormatError, IndexCorruptionError
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
@@ -51,12 +51,15 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     positions: list[int] = []
     base_offsets: list[int] = []
     last_offsets: list[int] = []
-    with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT) as reader:
+    with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT,
+                       max_batch_bytes=opts.max_batch_bytes) as reader:
         try:
             for batch in reader:
                 positions.append(batch.position)
                 base_offsets.append(batch.base_offset)
                 last_offsets.append(batch.last_offset)
+        except BatchTooLargeError:
+            raise  # a limit the user can raise, not corruption (exit 2)
         except FormatError as exc:
             ctx.error("corrupt_batch", exc.located(path=log_path))
         log_size = reader.file_size
@@ -79,7 +82,8 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     max_ts: dict[int, int] = {}
     if wanted:
         last_wanted = max(wanted)
-        with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT) as reader:
+        with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT,
+                           max_batch_bytes=opts.max_batch_bytes) as reader:
             try:
                 for j, batch in enumerate(reader):
                     if j in wanted:
@@ -90,6 +94,8 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
                         max_ts[j] = best
                     if j >= last_wanted:
                         break
+            except BatchTooLargeError:
+                raise  # a limit the user can raise, not corruption (exit 2)
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(path=log_path))
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from segtools.errors import InputError, SegtoolsError
+from segtools.errors import BatchTooLargeError, InputError, SegtoolsError
 from segtools.forensics.model import BatchFacts, ReplicaFacts
 
 if TYPE_CHECKING:
@@ -54,6 +54,13 @@ class ReplicaSpec:
         return cls(**d)
 
 
+def _text(name: str) -> str:
+    """A name from the file system as text: bytes that are not UTF-8 (Python keeps them as
+    surrogates, which no encoder accepts) become ``\\xNN``. Kafka never writes such a topic
+    name; a copy of evidence can still hold one, and it must be reported, not crash."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _segment_base(path: str) -> int:
     return int(os.path.basename(path)[:20])
 
@@ -78,19 +85,33 @@ def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int
 
 
 def discover_replicas(paths: Iterable[str | os.PathLike[str]],
-                      resolution: "Resolution | None" = None) -> list[ReplicaSpec]:
+                      resolution: "Resolution | None" = None, *,
+                      warnings: list[str] | None = None) -> list[ReplicaSpec]:
     """Every partition replica under ``paths`` (broker log dirs, a folder of ``broker-<id>``
     dirs, or partition dirs), with its checkpoints. Broker ids come from meta.properties or
     the folder name; copies that would collide (the same broker id holding the same partition
     in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest.
+    A partition dir reached twice (the same dir given twice, or a broker dir and one of its
+    partition dirs) is one replica; a note goes to ``warnings``.
     ``resolution``: :func:`segtools.sources.resolve` of ``paths`` when the caller has it."""
     from segtools.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
     from segtools.sources import resolve
 
     paths = list(paths)
     if resolution is None:
-        resolution = resolve(paths, non_utf8="raise")   # names go into the report
-    sources = [s for s in resolution.partitions if s.partition_dir is not None and s.partition >= 0]
+        resolution = resolve(paths)
+    sources = []
+    seen: dict[str, str] = {}
+    for s in resolution.partitions:
+        if s.partition_dir is None or s.partition < 0:
+            continue
+        real = os.path.realpath(s.partition_dir)
+        if real in seen:
+            if warnings is not None:
+                warnings.append(f"{s.partition_dir} was given twice (also as {seen[real]}): compared once")
+            continue
+        seen[real] = s.partition_dir
+        sources.append(s)
     if not sources:
         raise InputError("no Kafka files found (no Kafka partition directories) in: "
                          + ", ".join(map(str, paths)))
@@ -123,7 +144,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
         tp = (s.topic, s.partition)
         pdir = str(s.partition_dir)
         spec = ReplicaSpec(
-            replica_id=len(specs), broker=broker_of[ld], topic=s.topic, partition=s.partition,
+            replica_id=len(specs), broker=broker_of[ld], topic=_text(s.topic), partition=s.partition,
             partition_dir=pdir, log_dir=ld, state=s.state or "",
             segments=sorted(((p, os.path.getsize(p)) for p in s.segments), key=lambda x: _segment_base(x[0])),
             high_watermark=ckpts["replication-offset-checkpoint"].get(tp),
@@ -201,6 +222,16 @@ def segment_errors(spec: ReplicaSpec, paths: Iterable[str]) -> str | None:
         try:
             for _ in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition):
                 pass
+        except BatchTooLargeError as exc:
+            raise batch_limit_error(exc) from None
         except SegtoolsError as exc:
             errors.append(str(exc))
     return "; ".join(errors) if errors else None
+
+
+def batch_limit_error(exc: BatchTooLargeError) -> InputError:
+    """A batch above --max-batch-bytes stops compare (exit 2): leaving it out would make the
+    replica look shorter than it is. The message names the whole path (replicas share
+    segment names)."""
+    where = os.path.dirname(exc.path) if exc.path else ""
+    return InputError(f"{where}{os.sep if where else ''}{exc}")

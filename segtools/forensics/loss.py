@@ -219,3 +219,46 @@ def content_digest(r: RecordFacts) -> bytes:
         h.update(len(kb).to_bytes(4, "big") + kb)
         h.update(b"\x00" if v is None else b"\x01" + len(v).to_bytes(4, "big") + v)
     return h.digest()
+
+
+@dataclass(slots=True)
+class LostOffsets:
+    """Committed offsets ``[first_offset, end_offset)`` of one partition that no given replica
+    holds: a high-watermark checkpoint vouches for them, yet every replica's log ends before.
+    No copy of the records remains, so they are counted as offsets, not records."""
+
+    first_offset: int
+    end_offset: int
+    high_watermark_broker: int       # the replica whose checkpoint holds the highest HW
+    acked: int | None = None         # offsets in the range a producer saw acknowledged
+
+    @property
+    def count(self) -> int:
+        return self.end_offset - self.first_offset
+
+    def finding(self) -> Finding:
+        acked = "" if self.acked is None else f", {self.acked} acknowledged to producers"
+        return Finding("COMMITTED_OFFSETS_LOST",
+                       f"offsets {self.first_offset}..{self.end_offset - 1} ({self.count}) are below the "
+                       f"high-watermark checkpoint {self.end_offset} of broker {self.high_watermark_broker} "
+                       f"but on no replica: committed records with no copy left{acked}",
+                       offset=self.first_offset)
+
+
+def committed_offsets_lost(verdict: Any, acks: AckIndex | None = None) -> LostOffsets | None:
+    """The committed offsets of a partition that survive on no replica (None when every
+    committed offset is still held somewhere). Replicas of another topic id do not count."""
+    same = [r for r in verdict.replicas
+            if not (verdict.topic_id and r.topic_id and r.topic_id != verdict.topic_id)]
+    hws = [(r.high_watermark, r.broker) for r in same if r.high_watermark is not None]
+    if not hws:
+        return None
+    hw, hw_broker = max(hws)
+    held_to = max(r.log_end_offset for r in same)
+    if hw <= held_to:
+        return None
+    acked = None
+    if acks is not None:
+        acked = len({o for (o, _e), ok in acks.for_partition(verdict.topic, verdict.partition).items()
+                     if ok and held_to <= o < hw})
+    return LostOffsets(held_to, hw, hw_broker, acked)

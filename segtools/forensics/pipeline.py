@@ -8,9 +8,9 @@ import os
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from segtools.errors import SegtoolsError
+from segtools.errors import BatchTooLargeError, SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
-from segtools.forensics.collect import ReplicaSpec, discover_replicas, replica_facts
+from segtools.forensics.collect import ReplicaSpec, batch_limit_error, discover_replicas, replica_facts
 from segtools.forensics.consumer_groups import (CONSUMER_OFFSETS, Commits, attach_group_findings,
                                                 commits_from_records, merge_commits)
 from segtools.forensics.elections import PartitionHistory
@@ -30,6 +30,10 @@ def scan_replica(spec: ReplicaSpec) -> tuple[list[dict[str, Any]], str | None]:
             for rb in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition,
                                                   broker=spec.replica_id):
                 rows.extend(rb.to_pylist())
+        except BatchTooLargeError as exc:
+            # not a fact about the replica but about our limit: comparing without the batch
+            # would call an unread log empty, so stop and let the user raise --max-batch-bytes
+            raise batch_limit_error(exc) from None
         except SegtoolsError as exc:
             error = f"{error}; {exc}" if error else str(exc)
     return rows, error
@@ -114,7 +118,9 @@ def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckInde
         reports.append(drill_down(verdict, group, acks))
     attach_group_findings(reports, merge_commits(
         read_commits(spec, end) for spec, end in consumer_offsets_sources([r.verdict for r in reports], specs)))
-    return CompareReport(reports)
+    report = CompareReport(reports)
+    report.attach_lost_offsets(acks)
+    return report
 
 
 def read_commits(spec: ReplicaSpec, end: int) -> Commits:

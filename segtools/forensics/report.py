@@ -7,7 +7,22 @@ from typing import Any
 
 from segtools.forensics.classify import PartitionVerdict
 from segtools.forensics.findings import PROBLEM_STATUSES, STATUS_ORDER
-from segtools.forensics.loss import LostRecord
+from segtools.forensics.loss import AckIndex, LostOffsets, LostRecord, committed_offsets_lost
+
+#: report.json "summary.verdict" values (docs/REPORT.md)
+VERDICT_CLEAN = "CLEAN"            # exit 0: every replica consistent or a lagging prefix
+VERDICT_LOSS = "COMMITTED_LOSS"    # committed records or committed offsets lost
+VERDICT_PROBLEMS = "PROBLEMS"      # divergence, corruption or unreadable input, nothing committed lost
+
+
+def replica_problem(verdict: PartitionVerdict, replica: Any) -> bool:
+    """The one test of "this replica has a problem", shared by the table and the exit code:
+    a problem status, a file that did not parse (READ_ERROR), or a replica of another topic
+    with the same name (a different topic id: not comparable, and not fine either)."""
+    if replica.status in PROBLEM_STATUSES or any(f.code == "READ_ERROR" for f in replica.findings):
+        return True
+    return bool(replica.status == "NOT_COMPARABLE" and verdict.topic_id and replica.topic_id
+                and replica.topic_id != verdict.topic_id)
 
 
 @dataclass(slots=True)
@@ -15,6 +30,7 @@ class PartitionReport:
     verdict: PartitionVerdict
     lost: list[LostRecord] = field(default_factory=list)
     extra_findings: list[Any] = field(default_factory=list)
+    lost_offsets: LostOffsets | None = None
 
     def to_json(self) -> dict[str, Any]:
         v = self.verdict
@@ -23,7 +39,8 @@ class PartitionReport:
             "reference_broker": v.reference_broker,
             "replicas": [r.to_json() for r in sorted(v.replicas, key=lambda r: (r.broker, r.log_dir))],
             "lost_records": [x.to_json() for x in self.lost],
-            "findings": [f.to_json() for f in [*v.findings, *self.extra_findings]],
+            "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
+                                                *([self.lost_offsets.finding()] if self.lost_offsets else [])]],
         }
 
 
@@ -39,9 +56,84 @@ class CompareReport:
     def exit_code(self) -> int:
         """1 when anything is lost, diverged or corrupt (a checkpoint or metadata file that
         does not parse included); 0 when clean (CONTRACT.md section 1)."""
-        bad = any(r.status in PROBLEM_STATUSES or any(f.code == "READ_ERROR" for f in r.findings)
-                  for p in self.partitions for r in p.verdict.replicas)
-        return 1 if bad or any(p.lost for p in self.partitions) else 0
+        bad = any(replica_problem(p.verdict, r) for p in self.partitions for r in p.verdict.replicas)
+        return 1 if bad or any(p.lost or p.lost_offsets for p in self.partitions) else 0
+
+    def attach_lost_offsets(self, acks: AckIndex | None = None) -> None:
+        """Committed offsets that survive on no replica, per partition (both runners)."""
+        for p in self.partitions:
+            p.lost_offsets = committed_offsets_lost(p.verdict, acks)
+
+    def totals(self) -> dict[str, Any]:
+        """Counts for the summary line and report.json's summary block (docs/REPORT.md)."""
+        by_status: dict[str, int] = {}
+        problems = 0
+        for p in self.partitions:
+            for r in p.verdict.replicas:
+                by_status[r.status] = by_status.get(r.status, 0) + 1
+                problems += replica_problem(p.verdict, r)
+        # a record lost from two replicas is one record: count distinct (partition, offset, epoch)
+        distinct: dict[tuple, tuple[bool, bool]] = {}
+        for p in self.partitions:
+            for x in p.lost:
+                key = (p.verdict.topic, p.verdict.partition, x.offset, x.leader_epoch)
+                c, a = distinct.get(key, (False, False))
+                distinct[key] = (c or bool(x.committed), a or bool(x.acked))
+        acks_known = any(x.acked is not None for p in self.partitions for x in p.lost)
+        ranges = [p.lost_offsets for p in self.partitions if p.lost_offsets]
+        offsets_acked_known = any(r.acked is not None for r in ranges)
+        return {
+            "partitions": len(self.partitions),
+            "replicas": sum(by_status.values()),
+            "replicas_with_problems": problems,
+            "by_status": {s: by_status[s] for s in STATUS_ORDER if s in by_status},
+            "records_lost": {
+                "total": len(distinct),
+                "committed": sum(c for c, _ in distinct.values()),
+                "acked": sum(a for _, a in distinct.values()) if acks_known else None,
+                "replica_copies": sum(len(p.lost) for p in self.partitions),
+            },
+            "offsets_lost": {
+                "total": sum(r.count for r in ranges),
+                "committed": sum(r.count for r in ranges),   # below a high-watermark checkpoint
+                "acked": sum(r.acked or 0 for r in ranges) if offsets_acked_known else None,
+                "partitions": [{"topic": p.verdict.topic, "partition": p.verdict.partition,
+                                "first_offset": p.lost_offsets.first_offset,
+                                "end_offset": p.lost_offsets.end_offset}
+                               for p in self.partitions if p.lost_offsets],
+            },
+        }
+
+    def verdict(self) -> str:
+        t = self.totals()
+        if t["records_lost"]["committed"] or t["offsets_lost"]["committed"]:
+            return VERDICT_LOSS
+        return VERDICT_PROBLEMS if self.exit_code else VERDICT_CLEAN
+
+    def summary(self, *, inputs: dict[str, Any] | None = None, warnings: list[str] | None = None,
+                runner: str | None = None, generated_at: str | None = None) -> dict[str, Any]:
+        """report.json's "summary" block (docs/REPORT.md)."""
+        import datetime
+
+        from segtools import __version__
+
+        if generated_at is None:
+            generated_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            generated_at = generated_at.replace("+00:00", "Z")
+        return {
+            "tool": "segtools compare", "version": __version__, "generated_at": generated_at,
+            "runner": runner, "inputs": inputs, "warnings": list(warnings or []),
+            **_nest_totals(self.totals()), "verdict": self.verdict(), "exit_code": self.exit_code,
+        }
+
+    def report_json(self, **summary_kw: Any) -> dict[str, Any]:
+        """The whole report.json: {"summary": ..., "partitions": [...]}."""
+        return {"summary": self.summary(**summary_kw), **self.to_json()}
+
+
+def _nest_totals(t: dict[str, Any]) -> dict[str, Any]:
+    counts = {k: t[k] for k in ("partitions", "replicas", "replicas_with_problems", "by_status")}
+    return {"totals": counts, "records_lost": t["records_lost"], "offsets_lost": t["offsets_lost"]}
 
 
 def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
@@ -74,15 +166,18 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in shown]
     if max_rows is not None and len(rows) > max_rows:
         lines.append(f"... {len(rows) - max_rows} more replica rows (all in --report)")
-    problems = sum(1 for r in rows if STATUS_ORDER[r[0]] in PROBLEM_STATUSES)
-    # a record lost from two replicas is one record: count distinct (partition, offset, epoch)
-    distinct: dict[tuple, bool] = {}
-    for p in report.partitions:
-        for x in p.lost:
-            key = (p.verdict.topic, p.verdict.partition, x.offset, x.leader_epoch)
-            distinct[key] = distinct.get(key, False) or bool(x.committed)
-    entries = sum(len(p.lost) for p in report.partitions)
-    held = f" (on {entries} replica copies)" if entries != len(distinct) else ""
-    lines.append(f"{len(report.partitions)} partition(s), {len(rows)} replica(s), {problems} with problems; "
-                 f"{len(distinct)} lost record(s){held}, {sum(distinct.values())} committed")
+    t = report.totals()
+    rec, off = t["records_lost"], t["offsets_lost"]
+    held = f" (on {rec['replica_copies']} replica copies)" if rec["replica_copies"] != rec["total"] else ""
+    line = (f"{t['partitions']} partition(s), {t['replicas']} replica(s), {t['replicas_with_problems']} "
+            f"with problems; {rec['total']} lost record(s){held}, {rec['committed']} committed")
+    if off["total"]:
+        where = ", ".join(f"{x['topic']}-{x['partition']} {x['first_offset']}..{x['end_offset'] - 1}"
+                          for x in off["partitions"][:3])
+        more = f" and {len(off['partitions']) - 3} more" if len(off["partitions"]) > 3 else ""
+        acked = "" if off["acked"] is None else f", {off['acked']} acked"
+        line += (f"; {off['total']} committed offset(s) lost with no copy on any replica{acked} "
+                 f"({where}{more})")
+    lines.append(line)
     return "\n".join(lines)
+

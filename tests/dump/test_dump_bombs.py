@@ -95,3 +95,72 @@ def test_memory_does_not_grow_with_records_of_one_batch(
         tracemalloc.stop()
     assert status == 1
     assert peak < 2.5 * 1024 * 1024, f"{output}: peak {peak / 1024:.0f} KiB"
+
+
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def sparse_giant(path: Path, value_bytes: int) -> Path:
+    """One uncompressed v2 batch holding one record whose value is ``value_bytes`` zeros; the
+    zeros (and the record's final headers count, 0) are a hole: a few bytes on disk."""
+    body_head = b"\x00" + _zigzag(0) + _zigzag(0) + _zigzag(-1) + _zigzag(value_bytes)
+    body_len = len(body_head) + value_bytes + 1
+    record_head = _zigzag(body_len) + body_head
+    records_len = len(record_head) + value_bytes + 1
+    head = bytearray(struct.pack(">qiibIhiqqqhii", 0, 49 + records_len, 0, 2, 0, 0, 0,
+                                 1_700_000_000_000, 1_700_000_000_000, -1, -1, -1, 1))
+    crc = crc32c.crc32c(bytes(head[21:]) + record_head)
+    zeros = bytes(1 << 20)
+    left = value_bytes + 1
+    while left:
+        step = min(left, len(zeros))
+        crc = crc32c.crc32c(zeros[:step], crc)
+        left -= step
+    struct.pack_into(">I", head, 17, crc & 0xFFFFFFFF)
+    with open(path, "wb") as f:
+        f.write(bytes(head) + record_head)
+        f.truncate(len(head) + records_len)
+    return path
+
+
+def test_max_batch_bytes_bounds_dump_and_can_be_raised(tmp_path: Path) -> None:
+    """segtools.limits' one batch limit (16 MiB default) applies to dump as to export: a batch
+    above it is unusable input (exit 2, one line naming the batch and the flag), and
+    --max-batch-bytes raises it."""
+    from dump_builders import run
+
+    log = sparse_giant(tmp_path / f"{0:020d}.log", 17 * 1024 * 1024)
+    refused = run(log)
+    assert refused.exit_code == 2
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "--max-batch-bytes" in errors[0]
+    assert "position 0" in errors[0] and "16 MiB" in errors[0]
+    assert "baseOffset:" not in refused.stdout
+
+    raised = run("--max-batch-bytes", "32MiB", "--deep-iteration", log)
+    assert raised.exit_code == 0, raised.stderr
+    assert f"size: {log.stat().st_size} magic: 2" in raised.stdout
+    assert f"valueSize: {17 * 1024 * 1024} " in raised.stdout
+
+    bad = run("--max-batch-bytes", "lots", log)
+    assert bad.exit_code == 2 and "--max-batch-bytes" in bad.stderr
+
+
+def test_record_bomb_is_refused_before_decompressing(tmp_path: Path) -> None:
+    """3,000,000 seven-byte records need 21 MB, above the default limit: refused from the
+    record count alone, with the limit named."""
+    from dump_builders import run
+
+    log = record_bomb(tmp_path / f"{0:020d}.log", 3_000_000)
+    assert log.stat().st_size < 100_000
+    result = run("--deep-iteration", log)
+    assert result.exit_code == 2
+    assert "max_batch_bytes is 16777216 bytes" in result.stderr
+    assert "| offset:" not in result.stdout

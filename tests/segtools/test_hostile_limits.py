@@ -487,3 +487,19 @@ def test_env_variable_sets_the_default(monkeypatch):
     monkeypatch.setenv("SEGTOOLS_MAX_BATCH_BYTES", "lots")
     with pytest.raises(InputError):
         resolve_max_batch_bytes()
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+def test_rows_of_one_large_batch_come_max_rows_at_a_time(tmp_path, engine):
+    path = H.record_bomb(str(tmp_path / "00000000000000000000.log"), 100_000)
+    chunks = list(columnar.iter_record_batches(path, engine=engine, max_rows=1000))
+    assert len(chunks) == 100 and all(c.num_rows == 1000 for c in chunks)
+    whole = segtools.read_records(path, engine=engine)
+    assert whole.num_rows == 100_000
+    import pyarrow as pa
+
+    assert pa.Table.from_batches(chunks).equals(whole)
+    # filters apply to each slice
+    some = list(columnar.iter_record_batches(path, engine=engine, max_rows=1000,
+                                             start_timestamp=0))
+    assert sum(c.num_rows for c in some) == 100_000
