@@ -100,6 +100,8 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
     paths = list(paths)
     if resolution is None:
         resolution = resolve(paths)
+        if warnings is not None:   # a caller passing its resolution has printed these
+            warnings.extend(w.message for w in resolution.messages)
     sources = []
     seen: dict[str, str] = {}
     for s in resolution.partitions:
