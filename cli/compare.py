@@ -58,6 +58,8 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
               help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
                    "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
                    "broker-* dirs that has one.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Also write the report as one self-contained HTML file (no network) to FILE.")
 @click.option("--spark/--no-spark", "use_spark", default=None,
               help="Force the Spark runner / the in-process runner. Default: in process up to "
                    "6 GiB of segments, Spark above (or with --master / --tables).")
@@ -71,7 +73,8 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
-            max_rows: int, debug: bool, max_batch_bytes: str | None = None) -> None:
+            max_rows: int, debug: bool, max_batch_bytes: str | None = None,
+            html_path: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
@@ -100,6 +103,10 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     if report_path:
         # inside an input, or an input file itself (a hard link to a checkpoint): refused
         check_output_file(report_path, paths, flag="--report")
+    if html_path:
+        from segtools.cli.report import check_html_out
+
+        check_html_out(html_path, paths)
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
     auto_log = None if metadata_log else default_metadata_log(paths)
@@ -138,12 +145,19 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         runner = "spark"
         report = _run_on_spark(paths, specs, total, master=master, acks=acks, histories=histories,
                                tables_dir=tables_dir, forced=use_spark is True)
+    if histories is not None:
+        report.broker_events = list(getattr(histories, "brokers", []))
     click.echo(_printable(render_summary(report, max_rows=max_rows)))
     click.echo(_printable("\n".join(check.legend_lines())))
+    doc = report.report_json(inputs=check.to_json(), warnings=warnings, runner=runner)
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
-        atomic_write(report_path, json.dumps(report.report_json(inputs=check.to_json(), warnings=warnings,
-                                                                runner=runner), indent=1) + "\n")
+        atomic_write(report_path, json.dumps(doc, indent=1) + "\n")
+    if html_path:
+        from segtools.report_html import write_html
+
+        write_html(doc, html_path, source=", ".join(paths))
+        _note(f"wrote {html_path}")
     sys.exit(report.exit_code)
 
 
@@ -168,6 +182,8 @@ def _printable(text: str) -> str:
 def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,
                   histories: Any, tables_dir: str | None, forced: bool) -> Any:
     from segtools.spark import session
+
+    session.require_pyspark()
     from segtools.spark.compare_job import run_compare
 
     if "SPARK_SUBMIT" not in os.environ and not os.environ.get("PYSPARK_GATEWAY_PORT"):

@@ -137,8 +137,9 @@ def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: b
              "--metadata-log", str(cluster / "controller" / "__cluster_metadata-0")]
     if master:
         args += ["--master", master]
-    if no_spark:
-        args += ["--no-spark"]
+    # the demo shows the Spark pipeline even on its small input (compare alone would run
+    # in-process below its size threshold)
+    args += ["--no-spark"] if no_spark else ["--spark"]
     code = _run(compare, args)
     if code not in (0, 1):
         raise TroubleError("compare failed")

@@ -10,7 +10,8 @@ import sys
 import click
 
 from segtools.cli.errors import handle_errors
-from segtools.dump.options import MAX_BYTES_DEFAULT, MAX_MESSAGE_SIZE_DEFAULT, DumpOptions
+from segtools.dump.options import (DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, MAX_BYTES_DEFAULT,
+                                   MAX_MESSAGE_SIZE_DEFAULT, DumpOptions)
 
 _STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
 
@@ -77,6 +78,10 @@ def _parse_max_batch_bytes(value: str | None) -> int | None:
               default="text", show_default=True,
               help="text: kafka-dump-log's exact lines; json: one document per file; "
                    "ndjson: one object per batch, record, entry or finding.")
+@click.option("--kafka-version", "kafka_version", type=click.Choice(KAFKA_VERSIONS),
+              default=DEFAULT_KAFKA_VERSION, show_default=True,
+              help="Whose kafka-dump-log text to print: 4.3 (Kafka 4.x, pinned 4.3.1) or 3.9 "
+                   "(the Scala tool of Kafka 3.x); docs/DUMP_LOG.md lists the differences.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display on stderr.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.version_option(package_name="segtools", message="segtools %(version)s")
@@ -86,7 +91,8 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
          max_message_size: int, max_bytes: int, key_decoder_class: str | None,
          value_decoder_class: str | None, offsets_decoder: bool, transaction_log_decoder: bool,
          cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool,
-         max_batch_bytes: int | None = None) -> None:
+         max_batch_bytes: int | None = None,
+         kafka_version: str = DEFAULT_KAFKA_VERSION) -> None:
     """Dump Kafka log segments, indexes, snapshots and checkpoints like kafka-dump-log.
 
     PATHS may be files, partition directories or broker log directories (every file in
@@ -120,6 +126,7 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         debug=debug,
         summary=True,
         max_batch_bytes=max_batch_bytes,
+        kafka_version=kafka_version,
     )
     from segtools.dump.runner import run_dump
 

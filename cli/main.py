@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, str] = {
     "compare": "segtools.cli.compare:compare",
     "export": "segtools.cli.export:export",
     "demo": "segtools.cli.demo:demo",
+    "report": "segtools.cli.report:report",
 }
 
 
@@ -50,6 +51,7 @@ def cli() -> None:
     export    batches and records to Parquet in Spark's Kafka schema
     simulate  write real Kafka log dirs from a replicated-cluster scenario
     demo      all of the above on embedded defaults
+    report    a compare report (JSON) as a self-contained HTML file
 
     `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
     repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,

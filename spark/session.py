@@ -20,6 +20,17 @@ class SparkUnavailableError(SegtoolsError):
     """Spark cannot start here (no usable Java, or the JVM exited): a user error, exit 2."""
 
 
+def require_pyspark() -> None:
+    """pyspark is an extra (dump, export and in-process compare do not need it): say what to
+    install instead of an ImportError."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SparkUnavailableError(
+            "Spark is not installed: pip install 'segtools[spark]' (or run compare with --no-spark)"
+        ) from None
+
+
 @functools.lru_cache(maxsize=1)
 def check_java() -> str:
     """The ``java`` Spark will launch (``$JAVA_HOME/bin/java``, else ``java`` on PATH), after
@@ -49,6 +60,7 @@ def get_spark(master: str | None = None, *, app_name: str = "segtools",
     PYSPARK_PYTHON defaults to ``sys.executable`` (CONVENTIONS.md pitfall 6)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    require_pyspark()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 _OFFSET_ENTRY = struct.Struct(">ii")     # relativeOffset, position
 _TIME_ENTRY = struct.Struct(">qi")       # timestamp, relativeOffset
 _LOG_HEAD = struct.Struct(">qi")         # baseOffset, length
+_SIGNED_BYTE = struct.Struct(">b")       # a Java byte (the magic)
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
@@ -77,11 +78,13 @@ def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path
                           field="length")
     if position + 12 + length > end:
         raise no_batch
-    if head[16] < 2:  # legacy entry: the offset field is its last offset
-        return int(base_offset)
-    if length < 49:
-        raise FormatError(f"batch length {length} is shorter than a v2 batch header",
-                          path=log_path, position=position, field="length")
+    if _SIGNED_BYTE.unpack_from(head, 16)[0] < 2:  # legacy (Java byte: 0x80+ is negative)
+        return int(base_offset)  # the offset field of a legacy entry is its last offset
+    # any magic above 1 is read as a v2 batch: Kafka loads its 61-byte header from the file
+    # even when the length field says the batch is shorter
+    if position + 61 > size:
+        raise FormatError(f"the 61-byte v2 batch header runs past the end of the log "
+                          f"({size} bytes)", path=log_path, position=position, field="length")
     if len(head) < 27:
         raise no_batch
     return int(base_offset + struct.unpack_from(">i", head, 23)[0])

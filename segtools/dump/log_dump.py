@@ -52,6 +52,7 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     max_bytes = opts.max_bytes
     abs_path = text.java_absolute_path(path)
     non_consecutive = PairStore()
+    kafka4 = opts.kafka4
     last_offset = -1
     prev_batch_last = None
     fatal = False
@@ -59,6 +60,8 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
     # Kafka's dump deep-iterates legacy wrappers without a per-message limit
     # (Integer.MAX_VALUE; --max-message-size is for .index only); the reader still bounds the
     # total decompressed bytes of a batch
+    sink_record = sink.record  # bound once: called once per record
+    parse = parser.parse if parser is not None else None
     with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
                        max_message_size=_NO_MESSAGE_LIMIT,
                        max_batch_bytes=opts.max_batch_bytes) as reader:
@@ -95,25 +98,27 @@ def dump_log(ctx: "DumpContext", path: str) -> None:
             try:
                 for record in batch.records(max_message_size=_NO_MESSAGE_LIMIT):
                     offset = record.offset
-                    if last_offset != -1 and offset != last_offset + 1:
+                    # Kafka 4.x also compares the file's first record with -1 (a segment that
+                    # does not start at offset 0 reports "-1 is followed by N"); 3.x skipped it
+                    if offset != last_offset + 1 and (kafka4 or last_offset != -1):
                         non_consecutive.append(last_offset, offset)
                     last_offset = offset
                     control = None
                     if is_control and metadata:
                         try:
-                            control = describe_control(record.key, record.value)
+                            control = describe_control(record.key, record.value, kafka4)
                         except FormatError as exc:
                             ctx.error("corrupt_control_record", exc.located(
                                 path=path, position=batch.position, base_offset=batch.base_offset))
                     key = payload = None
                     if print_data and not is_control:
                         try:
-                            key, payload = parser.parse(record)  # type: ignore[union-attr]
+                            key, payload = parse(record)  # type: ignore[misc]
                         except FormatError as exc:  # where Kafka's tool aborts
                             ctx.error("undecodable_record", exc.located(
                                 path=path, position=batch.position,
                                 base_offset=batch.base_offset), offset=offset)
-                    sink.record(batch, record, metadata, control, key, payload)
+                    sink_record(batch, record, metadata, control, key, payload)
             except BatchTooLargeError:
                 raise
             except FormatError as exc:

@@ -11,6 +11,11 @@ from segtools.dump.pairs import PairStore
 MAX_BYTES_DEFAULT = 2147483647
 MAX_MESSAGE_SIZE_DEFAULT = 5 * 1024 * 1024
 
+#: kafka-dump-log text dialects: "4.3" is the pinned Kafka 4.3.1 (jvm/pom.xml), the default;
+#: "3.9" the Scala tool of Kafka 3.x (docs/DUMP_LOG.md; differences in "Kafka 4.x text")
+KAFKA_VERSIONS = ("4.3", "3.9")
+DEFAULT_KAFKA_VERSION = "4.3"
+
 # exit statuses (CONTRACT.md section 1)
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -41,6 +46,12 @@ class DumpOptions:
     summary: bool = False
     #: segtools.limits' bound on one batch (on disk and decompressed); None: the default
     max_batch_bytes: int | None = None
+    kafka_version: str = DEFAULT_KAFKA_VERSION  # whose text: KAFKA_VERSIONS
+
+    @property
+    def kafka4(self) -> bool:
+        """Kafka 4.x text (the Java DumpLogSegments) rather than 3.x (the Scala one)."""
+        return self.kafka_version != "3.9"
 
     @property
     def should_print_data_log(self) -> bool:
@@ -64,11 +75,16 @@ _PUTS_PER_RUN = 3
 class Summaries:
     """The maps kafka-dump-log prints to stderr after all files, keyed by absolute path.
 
-    Index mismatches and non-consecutive pairs are kept newest first (Kafka prepends to a
-    Scala List); time-index errors in discovery order (Kafka appends to an ArrayBuffer).
+    Index mismatches and non-consecutive pairs are kept newest first (Kafka 3.x prepends to a
+    Scala List); time-index errors in discovery order (Kafka appends to a list).
     ``puts`` records, per map, the keys of Kafka's ``put`` calls so the summaries can be
-    printed in Scala HashMap order (scala_order.py). Pairs may be a list (newest first) or a
-    PairStore (pairs.py), which keeps millions of pairs in bounded memory."""
+    printed in Kafka's HashMap order (scala_order.py): Scala 2.13's for 3.x, Java's for 4.x.
+    Pairs may be a list (newest first) or a PairStore (pairs.py), which keeps millions of
+    pairs in bounded memory.
+
+    Kafka 4.x keeps index mismatches and non-consecutive pairs in a ``TreeMap`` per file
+    (``ordered_pairs``): one pair per index offset (the last one found wins), printed by
+    descending index offset; one pair per previous offset, printed ascending."""
 
     index_mismatches: dict[str, list[Any]] = field(default_factory=dict)
     timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -76,6 +92,11 @@ class Summaries:
     offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[Any]] = field(default_factory=dict)
     puts: dict[str, list[str]] = field(default_factory=dict)
+    #: per map, Kafka 4.x's computeIfAbsent calls that can change the table (``_call``)
+    calls: dict[str, list[str]] = field(default_factory=dict)
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    _seen: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    _after_insert: dict[str, bool] = field(default_factory=dict, repr=False)
 
     def set_newest_first(self, name: str, path: str, pairs: "list[tuple[int, int]] | PairStore") -> None:
         """Index mismatches / non-consecutive pairs of one file: Kafka puts once per pair and
@@ -83,6 +104,8 @@ class Summaries:
         target = getattr(self, name)
         target[path] = [pairs] + target.get(path, [])
         self.puts.setdefault(name, []).extend([path] * min(len(pairs), _PUTS_PER_RUN))
+        for _ in range(min(len(pairs), 2)):
+            self._call(name, path)
 
     def append(self, name: str, path: str, pair: tuple[int, int]) -> None:
         """A time-index error: Kafka puts the file's buffer once, when it is created."""
@@ -91,16 +114,45 @@ class Summaries:
             target[path] = []
             self.puts.setdefault(name, []).append(path)
         target[path].append(pair)
+        self._call(name, path)
+
+    def _call(self, name: str, path: str) -> None:
+        """Record a computeIfAbsent call of Kafka 4.x for the Java HashMap order. Only calls
+        that can change the table are kept: an insert, and the first call after an insert
+        (a hit may grow the table once); so memory stays bounded by twice the files."""
+        calls = self.calls.setdefault(name, [])
+        seen = self._seen.setdefault(name, set())
+        if path not in seen:
+            seen.add(path)
+            calls.append(path)
+            self._after_insert[name] = True
+        elif self._after_insert.get(name):
+            calls.append(path)
+            self._after_insert[name] = False
 
     def ordered(self, name: str) -> list[tuple[str, Iterable[tuple[int, int]]]]:
         """(path, pairs) in Kafka's printing order; pairs may be a one-pass iterator."""
-        from segtools.dump.scala_order import scala_hashmap_order
+        from segtools.dump.scala_order import java_hashmap_order, scala_hashmap_order
 
         target = getattr(self, name)
+        if self.kafka_version != "3.9":
+            return [(path, self.ordered_pairs(name, target[path]))
+                    for path in java_hashmap_order(self.calls.get(name, []))]
         if name not in ("index_mismatches", "non_consecutive"):
             return [(path, target[path]) for path in scala_hashmap_order(self.puts.get(name, []))]
         return [(path, _chain(target[path]))
                 for path in scala_hashmap_order(self.puts.get(name, []))]
+
+    @staticmethod
+    def ordered_pairs(name: str, parts: list[Any]) -> Iterable[tuple[int, int]]:
+        """Kafka 4.x's TreeMap view of one file's pairs: the index/non-consecutive maps keep
+        one pair per key, the newest (their parts are stored newest first); the time-index
+        lists are printed as found."""
+        if name == "index_mismatches":
+            return sorted(dict(reversed(list(_chain(parts)))).items(), reverse=True)
+        if name == "non_consecutive":
+            return sorted(dict(reversed(list(_chain(parts)))).items())
+        return parts
 
     def close(self) -> None:
         """Release the temporary files of spilled pairs."""

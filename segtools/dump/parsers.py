@@ -7,6 +7,7 @@ decoders are imported only when their flag is given, so plain dumps stay light.
 from __future__ import annotations
 
 import importlib
+import re
 import struct
 from typing import Any, Callable, Protocol
 
@@ -94,8 +95,14 @@ class DecoderMessageParser:
     def parse(self, record: Any) -> tuple[str | None, str | None]:
         key, value = record.key, record.value
         if self._fast:
-            return (None if key is None else string_decoder(key),
-                    None if value is None else string_decoder(value))
+            # str(buffer, "utf-8") decodes bytes and memoryviews without a copy; only bytes
+            # that are not valid UTF-8 take Java's replacement path
+            try:
+                return (None if key is None else str(key, "utf-8"),
+                        None if value is None else str(value, "utf-8"))
+            except UnicodeDecodeError:
+                return (None if key is None else string_decoder(key),
+                        None if value is None else string_decoder(value))
         return (None if key is None else _call_decoder(self.key_decoder, key, record, "key"),
                 None if value is None else _call_decoder(self.value_decoder, value, record, "value"))
 
@@ -148,13 +155,102 @@ class ClusterMetadataParser:
             return None, f"Error at {record.offset}, skipping. {exc}"
 
 
+_JAVA_STRING_BOUNDS = re.compile(r"offset (\d+), count (\d+), length (\d+)")
+
+
+class OffsetsKafka4Parser:
+    """--offsets-decoder of Kafka 4.x: the 3.x text (``segtools.internal.consumer_offsets``)
+    plus what 4.x's CoordinatorRecordSerde does differently: a value version outside its
+    schema is ``Found an unknown record version {v} for {t} type``, a string running past
+    the buffer ``Error reading byte array of N byte(s): only M byte(s) available.``, and a
+    missing key names "the specified decoder"."""
+
+    def __init__(self) -> None:
+        from segtools.internal import consumer_offsets as co
+
+        self._co = co
+        self._inner = InternalTopicParser("consumer_offsets")
+
+    def parse(self, record: Any) -> tuple[str | None, str | None]:
+        co = self._co
+        if record.key is None:
+            raise SchemaError(f"Failed to decode message at offset {record.offset} using the "
+                              "specified decoder (message had a missing key)", field="key")
+        value = record.value
+        if value is not None and len(value) >= 2:
+            try:
+                record_type = co.decode_key(record.key)["type"]
+                _, value_msg = co.schemas_for(co.RECORD_TYPES, record_type)
+            except SegtoolsError:
+                pass  # the key's own error comes first, as in Kafka
+            else:
+                version = struct.unpack_from(">h", bytes(value[:2]))[0]
+                if version not in value_msg.valid_versions:
+                    return (f"Error at offset {record.offset}, skipping. Found an unknown "
+                            f"record version {version} for {record_type} type"), None
+        key, payload = self._inner.parse(record)
+        if key is not None and key.startswith("Error at offset "):
+            key = _JAVA_STRING_BOUNDS.sub(
+                lambda m: f"Error reading byte array of {m.group(2)} byte(s): only "
+                          f"{int(m.group(3)) - int(m.group(1))} byte(s) available.", key)
+            key = key.replace("available..", "available.")
+        return key, payload
+
+
+class TransactionLogJsonParser:
+    """--transaction-log-decoder of Kafka 4.x: a coordinator-record parser over
+    TransactionCoordinatorRecordSerde, printing ``{"type":"0","data":{...}}`` keys and
+    ``{"version":"v","data":{...}}`` values (3.x printed ``transaction_metadata::...``).
+
+    Kafka's wording: a missing key aborts the tool; an unknown key type gives
+    ``Unknown record type {t} at offset {o}, skipping.``; a value version outside the schema
+    ``Error at offset {o}, skipping. Found an unknown record version {v} for {t} type``; any
+    other decoding failure ``Error at offset {o}, skipping. {message}``."""
+
+    def __init__(self) -> None:
+        from segtools.internal import consumer_offsets as co
+        from segtools.internal import transaction_state as ts
+        from segtools.internal.json_render import Raw, dumps, message_json
+
+        self._co = co
+        self._table = {0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)}
+        self._value_msg = ts.TRANSACTION_LOG_VALUE
+        self._raw, self._dumps, self._message_json = Raw, dumps, message_json
+
+    def parse(self, record: Any) -> tuple[str | None, str | None]:
+        co = self._co
+        if record.key is None:
+            raise SchemaError(f"Failed to decode message at offset {record.offset} using the "
+                              "specified decoder (message had a missing key)", field="key")
+        try:
+            key = co.decode_key_with(self._table, record.key)
+            record_type = key["type"]
+            key_msg, value_msg = co.schemas_for(self._table, record_type)
+            key_text = self._dumps({"type": str(record_type), "data": self._raw(
+                self._message_json(key_msg, key["data"], record_type))})
+            if record.value is None:
+                return key_text, "<DELETE>"
+            buf = bytes(record.value)
+            version = co._read_version(buf, "value")
+            if version not in value_msg.valid_versions:
+                raise SchemaError(f"Found an unknown record version {version} for "
+                                  f"{record_type} type", field="value.version")
+            data = co._read_body(value_msg, buf, version, "value")
+            return key_text, self._dumps({"version": str(version), "data": self._raw(
+                self._message_json(value_msg, data, version))})
+        except SchemaError as e:
+            return co.skipped_record_line(e, record.offset)
+
+
 def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool = False,
                  cluster_metadata_decoder: bool = False, key_decoder_class: str | None = None,
-                 value_decoder_class: str | None = None) -> PayloadParser:
+                 value_decoder_class: str | None = None, kafka4: bool = True) -> PayloadParser:
     """Kafka's precedence: offsets -> transaction log -> cluster metadata -> decoder classes."""
     if offsets_decoder:
-        return InternalTopicParser("consumer_offsets")
+        return OffsetsKafka4Parser() if kafka4 else InternalTopicParser("consumer_offsets")
     if transaction_log_decoder:
+        if kafka4:
+            return TransactionLogJsonParser()
         return InternalTopicParser("transaction_state")
     if cluster_metadata_decoder:
         return ClusterMetadataParser()

@@ -33,7 +33,8 @@ class DumpContext:
         self.options = options
         self.sink = sink
         self.err = err
-        self.summaries = Summaries()
+        self.summaries = Summaries(kafka_version=options.kafka_version)
+        sink.configure(options)
         self.status = EXIT_CLEAN
         self.parser: Any = None
         self.tally = RunTally()
@@ -206,7 +207,9 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             transaction_log_decoder=options.transaction_log_decoder,
             cluster_metadata_decoder=options.cluster_metadata_decoder,
             key_decoder_class=options.key_decoder_class,
-            value_decoder_class=options.value_decoder_class)
+            value_decoder_class=options.value_decoder_class,
+            # the JSON outputs keep one shape whatever --kafka-version says (txn_key/txn_value)
+            kafka4=options.kafka4 and options.output == "text")
         sink.data_modes = data_modes(ctx.parser)
 
     files: list[str] = []

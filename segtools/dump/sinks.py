@@ -23,6 +23,9 @@ class Sink:
 
     def begin_file(self, path: str, kind: str) -> None: ...
 
+    def configure(self, options: Any) -> None:
+        """Called once with the run's DumpOptions (e.g. whose text: --kafka-version)."""
+
     def header(self, line: str, fields: dict[str, Any]) -> None: ...
 
     def batch(self, batch: Any) -> None: ...
@@ -54,6 +57,10 @@ class TextSink(Sink):
         self.out = out
         self.err = err
         self._write = out.write
+        self.kafka4 = True
+
+    def configure(self, options: Any) -> None:
+        self.kafka4 = options.kafka4
 
     def begin_file(self, path: str, kind: str) -> None:
         self._write(f"Dumping {path}\n")
@@ -67,9 +74,9 @@ class TextSink(Sink):
     def record(self, batch: Any, record: Any, metadata: bool,
                control: tuple[str, dict[str, Any]] | None,
                key: str | None, payload: str | None) -> None:
-        self._write(text.record_line(
-            text.record_metadata(batch, record) if metadata else None,
-            control[0] if control is not None else None, key, payload) + "\n")
+        self._write(text.record_text(batch, record, self.kafka4, metadata,
+                                     control[0] if control is not None else None, key,
+                                     payload) + "\n")
 
     def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
         self._write(line + "\n")
@@ -96,7 +103,9 @@ class TextSink(Sink):
             (summaries.ordered("timestamp_mismatches"), text.timestamp_mismatch_lines),
             (summaries.ordered("out_of_order_timestamps"), text.out_of_order_lines),
             (summaries.ordered("offsets_not_found"),
-             lambda _path, pairs: text.offset_not_found_lines(pairs)),
+             # Kafka 4.x names the time index; 3.x did not
+             lambda path, pairs: text.offset_not_found_lines(
+                 pairs, None if summaries.kafka_version == "3.9" else path)),
             (summaries.ordered("non_consecutive"), text.non_consecutive_lines),
         ]
         flushed = False

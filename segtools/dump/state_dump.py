@@ -24,6 +24,8 @@ def dump_producer_snapshot(ctx: "DumpContext", path: str) -> None:
         reason = getattr(exc, "reason", str(exc))
         message = reason if reason.startswith("Snapshot") else \
             f"Snapshot failed schema validation: {reason}"
+        if ctx.options.kafka4:
+            message = _kafka4_snapshot_message(path) or message
         ctx.flag("corrupt_producer_snapshot", {"message": message, "detail": str(exc)},
                  line=message)
         return
@@ -44,6 +46,43 @@ def dump_producer_snapshot(ctx: "DumpContext", path: str) -> None:
         if entry.last_offset >= 0:
             fields["first_sequence"] = entry.first_sequence
         ctx.sink.entry("producer_entry", text.producer_entry_line(entry), fields)
+
+
+def _kafka4_snapshot_message(path: str) -> str | None:
+    """The CorruptSnapshotException message of Kafka 4.x's readSnapshot for a snapshot our
+    reader rejected. 4.x reads the file with the generated ProducerSnapshot message: a short
+    read is a BufferUnderflowException (message ``null``), a negative entry count
+    "non-nullable field producerEntries was serialized as null", a count above the bytes left
+    "Tried to allocate a collection of size N, but there are only R bytes remaining."."""
+    import struct
+
+    from segtools.formats.producer_snapshot import (PRODUCER_ENTRY_SIZE,
+                                                    PRODUCER_SNAPSHOT_HEADER_SIZE,
+                                                    PRODUCER_SNAPSHOT_VERSION)
+
+    prefix = "Snapshot failed schema validation: "
+    try:
+        with open(path, "rb") as f:
+            data = f.read(16 * 1024 * 1024)
+    except OSError:
+        return None
+    if len(data) < 2:
+        return prefix + "null"
+    version = struct.unpack_from(">h", data)[0]
+    if version != PRODUCER_SNAPSHOT_VERSION:
+        return None  # same words as 3.x
+    if len(data) < PRODUCER_SNAPSHOT_HEADER_SIZE:
+        return prefix + "null"
+    count = struct.unpack_from(">i", data, PRODUCER_SNAPSHOT_HEADER_SIZE - 4)[0]
+    remaining = len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE
+    if count < 0:
+        return prefix + "non-nullable field producerEntries was serialized as null"
+    if count > remaining:
+        return (prefix + f"Tried to allocate a collection of size {count}, but there are only "
+                f"{remaining} bytes remaining.")
+    if count * PRODUCER_ENTRY_SIZE > remaining:
+        return prefix + "null"
+    return None
 
 
 def dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:

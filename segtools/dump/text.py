@@ -45,42 +45,69 @@ def java_absolute_path(path: str) -> str:
 
 
 def batch_line(batch: Any) -> str:
-    """printBatchLevel: the v2 form for magic >= 2, the legacy form otherwise."""
-    if batch.magic >= 2:
-        head = (
-            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
-            f"count: {batch.records_count} baseSequence: {batch.base_sequence} "
-            f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
-            f"producerEpoch: {batch.producer_epoch} "
-            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
-            f"isTransactional: {java_bool(batch.is_transactional)} "
-            f"isControl: {java_bool(batch.is_control)} "
-            f"deleteHorizonMs: {optional_long(batch.delete_horizon_ms)}"
-        )
-    else:
-        head = f"offset: {batch.last_offset}"
+    """printBatchLevel: the v2 form for magic >= 2, the legacy form otherwise. (One f-string,
+    booleans inlined: this runs once per batch, a million times for one-record batches.)"""
+    magic = batch.magic
+    tail = (f"position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
+            f"size: {batch.size} magic: {magic} compresscodec: {batch.compression} "
+            f"crc: {batch.crc} isvalid: {'true' if batch.crc_valid else 'false'}")
+    if magic < 2:
+        return f"offset: {batch.last_offset} {tail}"
+    horizon = batch.delete_horizon_ms
     return (
-        f"{head} position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
-        f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression} "
-        f"crc: {batch.crc} isvalid: {java_bool(batch.crc_valid)}"
+        f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+        f"count: {batch.records_count} baseSequence: {batch.base_sequence} "
+        f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+        f"producerEpoch: {batch.producer_epoch} "
+        f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+        f"isTransactional: {'true' if batch.is_transactional else 'false'} "
+        f"isControl: {'true' if batch.is_control else 'false'} deleteHorizonMs: "
+        f"{'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'} {tail}"
     )
 
 
-def record_metadata(batch: Any, record: Any) -> str:
-    """The metadata part of a record line, without the leading ``| `` (section 3.4)."""
-    key_size = -1 if record.key is None else len(record.key)
-    value_size = -1 if record.value is None else len(record.value)
+def record_metadata(batch: Any, record: Any, kafka4: bool = True) -> str:
+    """The metadata part of a record line, without the leading ``| `` (section 3.4).
+    Kafka 3.x printed a stray ``}`` after a legacy record's crc; 4.x does not."""
+    key = record.key
+    value = record.value
     text = (
         f"offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
-        f"keySize: {key_size} valueSize: {value_size}"
+        f"keySize: {-1 if key is None else len(key)} "
+        f"valueSize: {-1 if value is None else len(value)}"
     )
     if batch.magic >= 2:
-        keys = ",".join(k for k, _ in record.headers)
+        headers = record.headers
+        keys = ",".join([k for k, _ in headers]) if headers else ""
         text += f" sequence: {record.sequence} headerKeys: [{keys}]"
+    elif kafka4:
+        text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}"
     else:
-        # the stray '}' is Kafka's (DumpLogSegments prints "crc: ${r.checksum}}")
+        # the stray '}' is Kafka 3.x's (DumpLogSegments.scala prints "crc: ${r.checksum}}")
         text += f" isValid: {java_bool(record.crc_valid)} crc: {record.crc}}}"
     return text
+
+
+def record_text(batch: Any, record: Any, kafka4: bool, metadata: bool, control: str | None,
+                key: str | None, payload: str | None) -> str:
+    """``record_line(record_metadata(...) if metadata else None, ...)`` in one call: the
+    deep-iteration hot path (one call per record)."""
+    if not metadata:
+        if kafka4:
+            # 4.x: the "| " prefix goes to the first printed part, key or payload (3.x gave a
+            # key-less record " payload: ..." without the "|")
+            if key is not None:
+                return f"| key: {key}" + ("" if payload is None else f" payload: {payload}")
+            return "" if payload is None else f"| payload: {payload}"
+        return record_line(None, control, key, payload)
+    line = RECORD_PREFIX + record_metadata(batch, record, kafka4)
+    if control is not None:
+        line += control
+    if key is not None:
+        line += f" key: {key}"
+    if payload is not None:
+        line += f" payload: {payload}"
+    return line
 
 
 def record_line(metadata: str | None, control: str | None, key: str | None,
@@ -184,8 +211,11 @@ def out_of_order_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]
     return lines
 
 
-def offset_not_found_lines(pairs: Iterable[tuple[int, int]]) -> list[str]:
-    lines = ["The following indexed offsets are not found in the log."]
+def offset_not_found_lines(pairs: Iterable[tuple[int, int]], path: str | None = None) -> list[str]:
+    """Kafka 4.x names the time index (``path``); 3.x printed no file name."""
+    head = ("The following indexed offsets are not found in the log." if path is None
+            else f"The following indexed offsets are not found in :{path}")
+    lines = [head]
     lines += [f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs]
     return lines
 
@@ -194,3 +224,4 @@ def non_consecutive_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[s
     lines = [f"Non-consecutive offsets in {path}"]
     lines += [f"  {a} is followed by {b}" for a, b in pairs]
     return lines
+

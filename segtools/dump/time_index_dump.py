@@ -31,6 +31,15 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
     log_path = segment_log(ctx, path)
     if log_path is None:
         return
+    if not os.path.exists(index_path):
+        # kafka-dump-log creates the missing .index next to the input and dies ("Invalid max
+        # index size: -1"). A broker rebuilds a missing index (and copies of broker dirs often
+        # drop empty files), so it is a warning, not a finding: we check from position 0
+        ctx.sink.finding("missing_offset_index", {
+            "problem": False, "message": f"offset index {index_path} does not exist"},
+            line=f"Warning: {text.java_file(path)}: its offset index {index_path} does not "
+                 f"exist (kafka-dump-log dies on this file: 'Invalid max index size: -1'); "
+                 f"entries are looked up from position 0 of the log", stream="err")
     with Slots.open(path, base, "time") as time_slots:
         if opts.index_sanity_check:
             _time_index_sanity_check(ctx, path, base, time_slots, time_slots.length)
@@ -38,8 +47,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
         slots = list(time_slots.real())
     if not slots:
         return
-    # Kafka creates a missing .index and then fails; an absent index only means no lookup
-    # shortcut (position 0), so we go on with the check.
+    # an absent index only means no lookup shortcut (position 0)
     positions_for: list[int] = []
     if os.path.exists(index_path):
         with Slots.open(index_path, base, "offset") as offset_slots:
@@ -154,9 +162,10 @@ def _time_index_sanity_check(ctx: "DumpContext", path: str, base: int, slots: Sl
             f"the last offset is {last_offset} which is less than the first offset {base}",
             path=path))
     elif length % 12 != 0:
+        stop = "" if ctx.options.kafka4 else "."  # 4.x dropped the full stop
         ctx.error("index_sanity_check", IndexCorruptionError(
             f"Time index file {abs_path} is corrupt, found {length} bytes which is neither "
-            f"positive nor a multiple of 12.", path=path))
+            f"positive nor a multiple of 12{stop}", path=path))
     else:
         ctx.sink.note(f"{text.java_file(path)} passed sanity check.", {"sanity_check": "passed"})
 

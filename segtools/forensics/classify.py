@@ -60,6 +60,9 @@ class ReplicaVerdict:
     is_reference: bool
     divergent: dict[str, int] | None
     findings: list[Finding]
+    epochs: list[tuple[int, int]] = field(default_factory=list)   # (epoch, start offset) runs
+    clean_shutdown: bool | None = None
+    epoch_times: list[tuple[int, int, int]] = field(default_factory=list)  # (epoch, first, last ms)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -70,6 +73,9 @@ class ReplicaVerdict:
             "divergent": self.divergent, "reference": self.is_reference,
             "reconciled": self.reconciled,
             "findings": [f.to_json() for f in self.findings],
+            "epochs": [[e, start] for e, start in self.epochs],
+            "clean_shutdown": self.clean_shutdown,
+            "epoch_times": [list(t) for t in self.epoch_times],
         }
         if self.state:
             out["state"] = self.state
@@ -89,6 +95,7 @@ class PartitionVerdict:
     findings: list[Finding]
     reference_log_dir: str = ""
     reference_epochs: list[tuple[int, int]] = field(default_factory=list)   # the surviving lineage
+    metadata_changes: list[dict[str, Any]] = field(default_factory=list)   # PartitionHistory.changes
 
     @property
     def problem(self) -> bool:
@@ -338,7 +345,8 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
             state=v.facts.state, log_start_offset=v.log_start_offset,
             log_end_offset=v.log_end_offset, high_watermark=v.high_watermark, status=status,
             fork_offset=fork, cause=cause, reconciled=reconciled, is_reference=v is ref,
-            divergent=divergent, findings=findings))
+            divergent=divergent, findings=findings, epochs=list(v.epoch_map.entries),
+            clean_shutdown=v.facts.clean_shutdown, epoch_times=_epoch_times(v.batches)))
 
     part_findings.extend(_restarted_from_empty(ref, views, verdicts))
     part_findings.extend(_benign_notes(views, ref))
@@ -349,7 +357,23 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                             reference_broker=ref.broker, replicas=verdicts,
                             divergent_ranges=ranges, findings=part_findings,
                             reference_log_dir=ref.facts.log_dir,
-                            reference_epochs=list(ref.epoch_map.entries))
+                            reference_epochs=list(ref.epoch_map.entries),
+                            metadata_changes=list(history.changes) if history is not None else [])
+
+
+def _epoch_times(batches: Sequence[BatchFacts]) -> list[tuple[int, int, int]]:
+    """Per leader epoch, in log order: the smallest and largest batch MaxTimestamp (ms) of its
+    batches (negative timestamps, i.e. none, skipped). Producer clocks under CreateTime."""
+    spans: dict[int, list[int]] = {}
+    for b in batches:
+        if b.max_timestamp < 0 or b.partition_leader_epoch < 0:
+            continue
+        span = spans.get(b.partition_leader_epoch)
+        if span is None:
+            spans[b.partition_leader_epoch] = [b.max_timestamp, b.max_timestamp]
+        else:
+            span[0], span[1] = min(span[0], b.max_timestamp), max(span[1], b.max_timestamp)
+    return [(e, lo, hi) for e, (lo, hi) in spans.items()]
 
 
 def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,

@@ -34,6 +34,9 @@ class PartitionHistory:
     leader_epoch: int = -1
     isr: tuple[int, ...] = ()
     last_leader: int | None = None
+    #: every PartitionRecord / PartitionChangeRecord, in log order, as the report's
+    #: ``metadata_changes`` (CONTRACT.md section 4): what the HTML report draws
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def expected_leader(self) -> int | None:
@@ -68,13 +71,59 @@ def _short_name(type_name: str) -> str:
     return name.removesuffix("Record")
 
 
-def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str, int], PartitionHistory]:
-    """Histories keyed by (topic name, partition). Topic ids are resolved with TopicRecord."""
+class Histories(dict):
+    """``{(topic, partition): PartitionHistory}`` plus the cluster's broker events
+    (registrations, fencing, controlled shutdown) in log order, for the report's
+    ``metadata.brokers`` (CONTRACT.md section 4)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.brokers: list[dict[str, Any]] = []
+
+
+_BROKER_EVENTS = {"RegisterBroker": "registered", "UnregisterBroker": "unregistered",
+                  "FenceBroker": "fenced", "UnfenceBroker": "unfenced",
+                  "BrokerRegistrationChange": "registration changed"}
+
+
+def _where(meta: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (meta or {}).items() if v is not None}
+
+
+def _broker_event(tname: str, data: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
+    ev: dict[str, Any] = {**_where(meta), "event": _BROKER_EVENTS[tname],
+                          "broker": _get(data, "brokerId", "id", "broker_id")}
+    epoch = _get(data, "brokerEpoch", "epoch", "broker_epoch")
+    if epoch is not None:
+        ev["broker_epoch"] = int(epoch)
+    fenced = _get(data, "fenced")
+    if tname == "BrokerRegistrationChange":
+        # int8 tri-state: -1 unchanged, 0 false, 1 true (BrokerRegistrationFencingChange)
+        if fenced in (0, 1):
+            ev["fenced"] = bool(fenced)
+        shutdown = _get(data, "inControlledShutdown")
+        if shutdown in (0, 1):
+            ev["in_controlled_shutdown"] = bool(shutdown)
+    elif fenced is not None:
+        ev["fenced"] = bool(fenced)
+    return ev
+
+
+def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
+    """Histories keyed by (topic name, partition). Topic ids are resolved with TopicRecord.
+    Each item is ``(type_name, version, data)``, optionally followed by a dict of where the
+    record is (``offset``, ``timestamp_ms``, ``file``, batch ``position``) that the recorded
+    changes carry."""
     names: dict[str, str] = {}
     by_id: dict[tuple[str, int], PartitionHistory] = {}
-    for type_name, _version, data in records:
+    out = Histories()
+    for item in records:
+        type_name, _version, data = item[0], item[1], item[2]
+        meta = item[3] if len(item) > 3 else None
         tname = _short_name(type_name)
-        if tname == "Topic":
+        if tname in _BROKER_EVENTS:
+            out.brokers.append(_broker_event(tname, data, meta))
+        elif tname == "Topic":
             names[str(_get(data, "topicId", "topic_id"))] = str(_get(data, "name"))
         elif tname in ("Partition", "PartitionChange"):
             topic_id = str(_get(data, "topicId", "topic_id"))
@@ -86,12 +135,17 @@ def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str
             leader = int(_get(data, "leader", default=NO_LEADER_CHANGE))
             recovery = int(_get(data, "leaderRecoveryState", "leader_recovery_state", default=-1))
             new_isr = tuple(int(x) for x in isr) if isr is not None else hist.isr
+            elr = _get(data, "eligibleLeaderReplicas", "eligible_leader_replicas")
+            change: dict[str, Any] = {**_where(meta), "record": tname}
             if tname == "Partition":
                 epoch = int(_get(data, "leaderEpoch", "leader_epoch", default=0))
                 hist.leader, hist.leader_epoch, hist.isr = leader, epoch, new_isr
                 if leader >= 0:
                     hist.last_leader = leader
                 hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING)
+                hist.changes.append({**change, "leader_epoch": epoch, "leader": leader,
+                                     "isr": list(new_isr), "elr": None if elr is None else list(elr),
+                                     "election": "unclean" if recovery == RECOVERING else "initial"})
                 continue
             # A PartitionChangeRecord that sets a leader (even -1) raises the epoch by one;
             # in KRaft before MV 3.6 an ISR change also did. We only know the leader changed.
@@ -104,17 +158,23 @@ def replay(records: Iterable[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str
                     hist.last_leader = leader
                 hist.elections[epoch] = Election(epoch, leader, new_isr,
                                                  recovery == RECOVERING or forced)
+                change["election"] = ("unclean" if recovery == RECOVERING or forced
+                                      else "offline" if leader < 0 else "clean")
             elif recovery == RECOVERING and hist.leader_epoch in hist.elections:
                 hist.elections[hist.leader_epoch].unclean = True
+                change["election"] = "unclean"
+            if recovery == 0:
+                change["recovered"] = True       # LeaderRecoveryState back to RECOVERED
+            hist.changes.append({**change, "leader_epoch": hist.leader_epoch, "leader": hist.leader,
+                                 "isr": list(new_isr), "elr": None if elr is None else list(elr)})
             hist.isr = new_isr
-    out: dict[tuple[str, int], PartitionHistory] = {}
     for (topic_id, pid), hist in by_id.items():
         hist.topic = names.get(topic_id, topic_id)
         out[(hist.topic, pid)] = hist
     return out
 
 
-def load_histories(path: str | os.PathLike[str]) -> dict[tuple[str, int], PartitionHistory]:
+def load_histories(path: str | os.PathLike[str]) -> Histories:
     """Replay a KRaft metadata log: ``path`` is ``__cluster_metadata-0`` or a dir holding it
     (a controller's or a combined broker's log dir). Control batches are skipped; a record
     that does not decode is an error naming its offset.
@@ -152,14 +212,16 @@ def load_histories(path: str | os.PathLike[str]) -> dict[tuple[str, int], Partit
     decoded = []
 
     def read(file: str, min_offset: int) -> None:
-        for rb in columnar.iter_record_batches(file, topic="__cluster_metadata",
-                                               partition=0):
-            for off, value, control in zip(rb.column("offset").to_pylist(), rb.column("value").to_pylist(),
-                                           rb.column("is_control").to_pylist()):
+        path = file
+        for rb in columnar.iter_record_batches(path, topic="__cluster_metadata", partition=0):
+            cols = [rb.column(c).to_pylist() for c in ("offset", "value", "is_control", "timestamp_ms",
+                                                       "batch_position")]
+            for off, value, control, ts, pos in zip(*cols):
                 if control or value is None or off < min_offset:
                     continue
                 try:
-                    decoded.append(decode_record(value))
+                    decoded.append((*decode_record(value), {"offset": off, "timestamp_ms": ts, "file": path,
+                                                       "position": pos}))
                 except SegtoolsError as exc:
                     raise InputError(f"{file}: metadata record at offset {off}: {exc}") from None
 

@@ -31,6 +31,7 @@ class BatchFacts:
     segment: str = ""
     position: int = 0
     size: int = 0
+    max_timestamp: int = -1          # the batch's MaxTimestamp (ms): what the time view draws
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "BatchFacts":
@@ -51,6 +52,7 @@ class BatchFacts:
             segment=str(row["segment"]),
             position=int(row["position"]),
             size=int(row["size"]),
+            max_timestamp=int(row["max_timestamp"]) if "max_timestamp" in row else -1,
         )
 
     @property

@@ -41,16 +41,21 @@ class PartitionReport:
             "lost_records": [x.to_json() for x in self.lost],
             "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
                                                 *([self.lost_offsets.finding()] if self.lost_offsets else [])]],
+            **({"metadata_changes": v.metadata_changes} if v.metadata_changes else {}),
         }
 
 
 @dataclass(slots=True)
 class CompareReport:
     partitions: list[PartitionReport]
+    broker_events: list[dict[str, Any]] = field(default_factory=list)   # Histories.brokers
 
     def to_json(self) -> dict[str, Any]:
         parts = sorted(self.partitions, key=lambda p: (p.verdict.topic, p.verdict.partition))
-        return {"partitions": [p.to_json() for p in parts]}
+        out: dict[str, Any] = {"partitions": [p.to_json() for p in parts]}
+        if self.broker_events:
+            out["metadata"] = {"brokers": self.broker_events}
+        return out
 
     @property
     def exit_code(self) -> int:

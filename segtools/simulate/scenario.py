@@ -49,6 +49,8 @@ class ClusterSpec:
     truncation: str = "leader-epoch"
     metadata_log: bool = False
     cluster_id: str | None = None
+    # Kafka feature levels for the real engine's kafka-storage format (name -> level)
+    kafka_features: tuple[tuple[str, int], ...] = (("eligible.leader.replicas.version", 0),)
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def _parse_cluster(c: dict[str, Any]) -> ClusterSpec:
     allowed = {"brokers", "start_time_ms", "segment_bytes", "index_interval_bytes",
                "segment_index_bytes", "replica_lag_time_max_ms", "request_timeout_ms",
                "high_watermark_checkpoint_interval_ms", "flush_offset_checkpoint_interval_ms",
-               "truncation", "metadata_log", "cluster_id"}
+               "truncation", "metadata_log", "cluster_id", "kafka_features"}
     _check_keys(c, allowed, "cluster")
     brokers_raw = c.get("brokers")
     if not isinstance(brokers_raw, list) or not brokers_raw:
@@ -212,7 +214,31 @@ def _parse_cluster(c: dict[str, Any]) -> ClusterSpec:
         kw["metadata_log"] = _bool(c["metadata_log"], "cluster.metadata_log")
     if "cluster_id" in c:
         kw["cluster_id"] = _str(c["cluster_id"], "cluster.cluster_id")
+    if "kafka_features" in c:
+        kw["kafka_features"] = _parse_features(_mapping(c["kafka_features"], "cluster.kafka_features"))
     return ClusterSpec(**kw)
+
+
+#: cluster.kafka_features: scenario key -> (Kafka feature name, highest level Kafka 4.3 knows)
+KAFKA_FEATURES = {"eligible_leader_replicas": ("eligible.leader.replicas.version", 1),
+                  "transaction_version": ("transaction.version", 2)}
+
+
+def _parse_features(f: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """``{eligible_leader_replicas: true|false, transaction_version: 0..2}``. ELR (KIP-966)
+    is off unless asked for: the model elects without it."""
+    _check_keys(f, set(KAFKA_FEATURES), "cluster.kafka_features")
+    out = {"eligible.leader.replicas.version": 0}
+    for key, value in f.items():
+        name, top = KAFKA_FEATURES[key]
+        if isinstance(value, bool):
+            level = int(value)
+        else:
+            level = _int(value, f"cluster.kafka_features.{key}", minimum=0, maximum=top)
+        if key == "eligible_leader_replicas" and level > 1:
+            raise _err(f"cluster.kafka_features.{key}", "expected true or false")
+        out[name] = level
+    return tuple(sorted(out.items()))
 
 
 def default_assignment(brokers: tuple[int, ...], partitions: int, replication_factor: int,

@@ -23,7 +23,8 @@ def test_report_shape_and_exit_1_on_loss(tmp_path):
                                    "--metadata-log", str(sample / "controller")])
     assert res.exit_code == 1, res.output
     doc = json.loads(report.read_text())
-    assert set(doc) == {"summary", "partitions"}
+    # "metadata": the broker events of the metadata log (CONTRACT.md section 4)
+    assert set(doc) == {"summary", "partitions", "metadata"}
     part = doc["partitions"][0]
     assert {"topic", "partition", "topic_id", "reference_broker", "replicas", "lost_records"} <= set(part)
     truth = json.loads((sample / "truth.json").read_text())["orders-0"]

@@ -248,7 +248,8 @@ def test_report_summary_block(tmp_path):
     res = _run(str(sample), "--no-spark", "--report", str(report), "--acks", str(sample / "acks.jsonl"))
     assert res.exit_code == 1
     doc = json.loads(report.read_text())
-    assert list(doc) == ["summary", "partitions"]
+    # "metadata" (broker events, CONTRACT.md section 4) follows: S7 has a controller log
+    assert list(doc) == ["summary", "partitions", "metadata"]
     s = doc["summary"]
     import segtools
     assert s["version"] == segtools.__version__ and s["exit_code"] == 1 and s["runner"] == "in-process"

@@ -1,0 +1,74 @@
+"""Real Apache Kafka driven by a scenario: ``segtools simulate SCENARIO --engine kafka``.
+
+A KRaft cluster on 127.0.0.1 (``cluster.py``: one controller JVM, one broker JVM per broker id,
+supervised by ``processes.py``, configured by ``config.py``) runs the scenario's steps as real
+actions (``steps.py``); ``truth.py`` writes truth.json from what the cluster shows, read with
+the real kafka-dump-log (``dumplog.py``). ``support.py`` refuses what a real cluster cannot do
+before any JVM starts.
+
+    from segtools.realcluster import run_on_kafka
+    result = run_on_kafka(load_scenario("s.yaml"), "out/")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any
+
+from segtools.errors import InputError
+from segtools.simulate.scenario import Scenario
+
+__all__ = ["run_on_kafka", "check_supported"]
+
+from segtools.realcluster.support import check_supported  # noqa: E402
+
+
+def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
+                 kafka_home: str | os.PathLike[str] | None = None,
+                 keep_step_copies: bool = False) -> Any:
+    """Run ``scenario`` on a real cluster into ``out_dir`` (new or empty): broker-<id>/,
+    controller/, snapshots/, acks.jsonl, truth.json, and kafka/ (properties, JVM logs,
+    run.json: waits, timings). Every JVM is stopped before this returns or raises."""
+    from segtools.kafka_runtime import kafka_runtime
+    from segtools.realcluster.cluster import RealCluster, require_client
+    from segtools.realcluster.processes import install_handlers, kill_all
+    from segtools.realcluster.steps import StepRunner
+    from segtools.realcluster.truth import build_truth
+    from segtools.simulate import SimulationResult
+
+    check_supported(scenario)
+    require_client()
+    runtime = kafka_runtime(kafka_home)
+    out = os.fspath(out_dir)
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise InputError(f"output directory {out} exists and is not empty")
+    os.makedirs(out, exist_ok=True)
+    install_handlers(signals=False)
+    features = dict(scenario.cluster.kafka_features)
+    cluster = RealCluster(scenario, out, runtime, features=features)
+    runner = StepRunner(scenario, cluster, out)
+    try:
+        cluster.start()
+        cluster.create_topics()
+        runner.run()
+        final_view = cluster.describe()
+        final_hw = cluster.high_watermarks()
+        runner.final_alive = {b: p.alive() for b, p in cluster.brokers.items()}
+    finally:
+        cluster.stop()
+        kill_all()
+        with open(os.path.join(out, "kafka", "run.json"), "w", encoding="utf-8") as fh:
+            json.dump({"kafka_version": runtime.version, "cluster_id": cluster.cluster_id,
+                       "features": features, "waits": runner.log.waits,
+                       "elections": runner.log.elections, "errors": runner.log.errors,
+                       "timings": runner.log.timings}, fh, indent=2, sort_keys=True)
+    truth = build_truth(runner, final_view, final_hw)
+    with open(os.path.join(out, "acks.jsonl"), "w", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(a, sort_keys=True) + "\n" for a in runner.acks))
+    with open(os.path.join(out, "truth.json"), "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(truth, sort_keys=True, indent=2) + "\n")
+    if not keep_step_copies:
+        shutil.rmtree(runner.steps_dir, ignore_errors=True)
+    return SimulationResult(out, truth, runner.acks, runner)

@@ -1,0 +1,131 @@
+"""server.properties of the real cluster's controller and brokers, with the timeouts shortened
+so a scenario runs in seconds (every value here is written to OUT/kafka/*.properties)."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+from segtools.simulate.scenario import Scenario
+
+#: Kafka 4.x refuses segment.bytes below 1 MiB (LogConfig's validator); smaller scenario
+#: values are raised to it (segments then roll later than in the model: records are the same)
+MIN_SEGMENT_BYTES = 1024 * 1024
+
+#: how long the controller waits for a heartbeat before it fences a broker. A paused
+#: (SIGSTOPped) broker stops heartbeating too: a pause must stay shorter than this, or the
+#: controller fences the broker, which the model's `pause` (alive, not fetching) never does.
+SESSION_TIMEOUT_MS = 10000
+HEARTBEAT_INTERVAL_MS = 500
+#: the ISR shrink of a follower that stopped fetching (checked every half of it)
+REPLICA_LAG_TIME_MAX_MS = 3500
+#: how long a leader parks a follower's fetch when there is nothing new: a fetch parked before
+#: a SIGSTOP is answered with whatever arrives meanwhile, into the stopped follower's socket
+REPLICA_FETCH_WAIT_MAX_MS = 100
+
+
+def free_port() -> int:
+    """A port the OS considers free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Ports:
+    controller: int
+    brokers: dict[int, int]
+
+
+def controller_id(scenario: Scenario) -> int:
+    """3000 (the model's controller id) unless a broker already has it."""
+    cid = 3000
+    while cid in scenario.cluster.brokers:
+        cid += 1
+    return cid
+
+
+def _render(props: dict[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def controller_properties(scenario: Scenario, ports: Ports, log_dir: str) -> str:
+    cid = controller_id(scenario)
+    return _render({
+        "process.roles": "controller",
+        "node.id": cid,
+        "controller.quorum.voters": f"{cid}@127.0.0.1:{ports.controller}",
+        "listeners": f"CONTROLLER://127.0.0.1:{ports.controller}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": log_dir,
+        "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
+        "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+        # no NoOpRecord every 500 ms: the metadata log keeps only what the scenario did
+        "metadata.max.idle.interval.ms": 3600000,
+        "controller.quorum.election.timeout.ms": 1000,
+        "controller.quorum.fetch.timeout.ms": 2000,
+        "auto.leader.rebalance.enable": "false",
+        "num.io.threads": 2,
+        "num.network.threads": 2,
+        "background.threads": 2,
+    })
+
+
+def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: str) -> str:
+    spec = scenario.cluster
+    cid = controller_id(scenario)
+    n = len(spec.brokers)
+    return _render({
+        "process.roles": "broker",
+        "node.id": broker,
+        "controller.quorum.voters": f"{cid}@127.0.0.1:{ports.controller}",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"PLAINTEXT://127.0.0.1:{ports.brokers[broker]}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{ports.brokers[broker]}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": log_dir,
+        "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+        "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
+        "replica.lag.time.max.ms": REPLICA_LAG_TIME_MAX_MS,
+        "replica.fetch.wait.max.ms": REPLICA_FETCH_WAIT_MAX_MS,
+        "replica.fetch.backoff.ms": 100,
+        "replica.high.watermark.checkpoint.interval.ms": 200,
+        "log.segment.bytes": max(spec.segment_bytes, MIN_SEGMENT_BYTES),
+        "log.index.interval.bytes": spec.index_interval_bytes,
+        "log.index.size.max.bytes": max(spec.segment_index_bytes, 4096),
+        "auto.create.topics.enable": "false",
+        # the model never moves leaders back on its own: only `elect: {preferred: true}` does
+        "auto.leader.rebalance.enable": "false",
+        "log.cleaner.enable": "false",
+        "group.initial.rebalance.delay.ms": 0,
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 1,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "transaction.state.log.num.partitions": 1,
+        "share.coordinator.state.topic.replication.factor": 1,
+        "share.coordinator.state.topic.min.isr": 1,
+        "default.replication.factor": min(3, n),
+        "num.partitions": 1,
+        "num.io.threads": 2,
+        "num.network.threads": 2,
+        "num.replica.fetchers": 1,
+        "background.threads": 2,
+        "num.recovery.threads.per.data.dir": 1,
+        "controlled.shutdown.enable": "true",
+    })
+
+
+LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = INFO
+"""

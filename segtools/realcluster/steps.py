@@ -1,0 +1,323 @@
+"""Scenario steps as real actions on a :class:`RealCluster`.
+
+The model runs in lockstep, for two things only: it says which records a ``produce`` step
+sends (same keys, values and round-robin partitions as ``--engine model``) and which leaders
+and ISRs the step implies, the condition the real engine then polls the Admin API for (never a
+blind sleep). Whether the real cluster gets there is recorded (``waits`` in OUT/kafka/run.json);
+it is never forced.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from segtools.realcluster import config
+from segtools.realcluster.cluster import RealCluster
+from segtools.simulate.controller import NO_LEADER
+from segtools.simulate.scenario import Scenario, Step
+
+#: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
+WAIT_S = config.SESSION_TIMEOUT_MS / 1000 + 4
+
+# librdkafka's names of Kafka error codes that differ from Kafka's, and its local errors
+_ERROR_NAMES = {"NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER",
+                "_MSG_TIMED_OUT": "REQUEST_TIMED_OUT", "_TIMED_OUT": "REQUEST_TIMED_OUT",
+                "REQUEST_TIMED_OUT": "REQUEST_TIMED_OUT"}
+
+
+@dataclass
+class StepObservation:
+    """What the real cluster showed after one step (used for truth.json)."""
+
+    index: int
+    kind: str
+    copy_dir: str | None
+    leaders: dict[str, int | None]
+    high_watermarks: dict[str, int]
+
+
+@dataclass
+class RunLog:
+    waits: list[dict[str, Any]] = field(default_factory=list)
+    elections: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    timings: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _error_name(err: Any) -> str:
+    name = err.name() if hasattr(err, "name") else str(err)
+    return _ERROR_NAMES.get(name, name.lstrip("_"))
+
+
+class StepRunner:
+    def __init__(self, scenario: Scenario, cluster: RealCluster, out_dir: str) -> None:
+        from segtools.simulate.cluster import Cluster
+
+        self.scenario = scenario
+        self.cluster = cluster
+        self.out = out_dir
+        self.model = Cluster(scenario)
+        self.acks: list[dict[str, Any]] = []
+        self.observations: list[StepObservation] = []
+        self.log = RunLog()
+        self.steps_dir = os.path.join(out_dir, "kafka", "steps")
+        self.final_alive: dict[int, bool] = {}
+
+    # ------------------------------------------------------------------ driving
+    def run(self) -> None:
+        self.observe(-1, "create")
+        for step in self.scenario.steps:
+            t0 = time.monotonic()
+            before = len(self.model.acks)
+            self.model.apply(step)
+            getattr(self, "_do_" + step.kind)(step, self.model.acks[before:])
+            self._settle(step)
+            if any(p.paused for p in self.cluster.brokers.values()):
+                # while a broker is paused every second counts (its ISR membership and
+                # session run out): no copy now; nothing on a crashed or paused broker's
+                # disk changes before the next step that has nobody paused is observed
+                self.observations.append(StepObservation(step.index, step.kind, None, {}, {}))
+            else:
+                self.observe(step.index, step.kind)
+            self.log.timings.append({"step": step.index, "kind": step.kind,
+                                     "seconds": round(time.monotonic() - t0, 3)})
+        self.model.finish()
+
+    def _expected(self) -> dict[tuple[str, int], tuple[int | None, list[int]]]:
+        return {tp: (None if ps.leader == NO_LEADER else ps.leader, sorted(ps.isr))
+                for tp, ps in self.model.partitions.items()}
+
+    def _observed(self) -> dict[tuple[str, int], tuple[int | None, list[int]]]:
+        return {tp: (v.leader, sorted(v.isr)) for tp, v in self.cluster.describe().items()}
+
+    def _settle(self, step: Step) -> None:
+        """Wait for the leaders and ISRs the step implies. While a broker is paused (SIGSTOP)
+        only an ``advance`` waits, and no longer than half the session timeout: a longer wait
+        would get the paused broker fenced, which a model pause never does."""
+        paused = any(p.paused for p in self.cluster.brokers.values())
+        if paused and step.kind != "advance":
+            return
+        if not any(p.alive() for p in self.cluster.brokers.values()):
+            # nobody to ask through the Admin API: the controller's own log tells when the
+            # crashed brokers are fenced (their partitions then go offline, as in the model)
+            t0 = time.monotonic()
+            ok = self.cluster.wait_for(
+                lambda: all(self.cluster.fenced_since_crash(b) for b in self.cluster.brokers),
+                WAIT_S, "the crashed brokers fenced", raise_on_timeout=False)
+            self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
+                                   "seconds": round(time.monotonic() - t0, 3),
+                                   "how": "controller log: broker fenced"})
+            return
+        timeout = config.SESSION_TIMEOUT_MS * 0.6 / 1000 if paused else WAIT_S
+        expected = self._expected()
+        t0 = time.monotonic()
+        # after a restart or resume the model's follower may rejoin the ISR one fetch round
+        # later (the next step) than a real one: a larger ISR is accepted there
+        grow = step.kind in ("restart", "resume")
+
+        def reached() -> bool:
+            observed = self._observed()
+            return observed.keys() == expected.keys() and all(
+                observed[tp][0] == expected[tp][0]
+                and (observed[tp][1] == expected[tp][1]
+                     or (grow and set(observed[tp][1]) >= set(expected[tp][1])))
+                for tp in expected)
+
+        ok = self.cluster.wait_for(reached, timeout,
+                                   "the step's leaders and ISRs", raise_on_timeout=False)
+        entry: dict[str, Any] = {"step": step.index, "kind": step.kind, "reached": ok,
+                                 "seconds": round(time.monotonic() - t0, 3)}
+        if not ok:
+            try:
+                observed = self._observed()
+            except Exception:  # noqa: BLE001
+                observed = {}
+            entry["expected"] = {f"{t}-{p}": list(v) for (t, p), v in sorted(expected.items())}
+            entry["observed"] = {f"{t}-{p}": list(v) for (t, p), v in sorted(observed.items())}
+        self.log.waits.append(entry)
+
+    # ------------------------------------------------------------------ observation
+    def observe(self, index: int, kind: str) -> None:
+        """Leaders and HWs from the Admin API, and a copy of every broker's partition logs
+        and epoch checkpoints (running brokers are frozen with SIGSTOP while copied)."""
+        leaders: dict[str, int | None] = {}
+        hws: dict[str, int] = {}
+        try:
+            view = self.cluster.describe()
+            leaders = {f"{t}-{p}": v.leader for (t, p), v in view.items()}
+            hws = {f"{t}-{p}": o for (t, p), o in self.cluster.high_watermarks().items()}
+        except Exception:  # noqa: BLE001 - no broker answering: the copy still tells
+            pass
+        target = os.path.join(self.steps_dir, f"{len(self.observations):03d}")
+        self.copy_brokers(target, logs_only=True)
+        self.observations.append(StepObservation(index, kind, target, leaders, hws))
+
+    def copy_brokers(self, target: str, *, logs_only: bool) -> None:
+        topics = {t.name for t in self.scenario.topics}
+        for b in self.scenario.cluster.brokers:
+            src = self.cluster.broker_dir(b)
+            if not os.path.isdir(src):
+                continue
+            proc = self.cluster.brokers.get(b)
+            freeze = proc is not None and proc.alive() and not proc.paused
+            if freeze:
+                proc.pause()
+            try:
+                _copy_dir(src, os.path.join(target, f"broker-{b}"), topics if logs_only else None)
+            finally:
+                if freeze:
+                    proc.resume()
+
+    # ------------------------------------------------------------------ steps
+    def _do_produce(self, step: Step, planned: list[Any]) -> None:
+        from confluent_kafka import Producer
+
+        a = step.args
+        view = self.cluster.describe()
+        offline = any(view.get((line.topic, line.partition)) is None
+                      or view[(line.topic, line.partition)].leader is None for line in planned)
+        conf = {"bootstrap.servers": self.cluster.bootstrap(self._answering()),
+                "acks": "all" if a["acks"] == "all" else a["acks"],
+                "enable.idempotence": False,
+                "retries": a["retries"],
+                "linger.ms": 0,
+                "max.in.flight.requests.per.connection": 1,
+                "batch.num.messages": a["batch_size"],
+                "request.timeout.ms": 8000,
+                # a partition without a leader fails fast (the model fails it at once)
+                "message.timeout.ms": 1000 if offline else 10000,
+                "log_level": 0}
+        producer = Producer(conf)
+        results: list[dict[str, Any] | None] = [None] * len(planned)
+
+        def callback(i: int) -> Any:
+            def cb(err: Any, msg: Any) -> None:
+                if err is None:
+                    off = msg.offset()
+                    epoch = msg.leader_epoch()
+                    results[i] = {"ok": True, "offset": off if off is not None and off >= 0 else None,
+                                  "leader_epoch": epoch if epoch is not None and epoch >= 0 else None,
+                                  "error": None}
+                else:
+                    results[i] = {"ok": False, "offset": None, "leader_epoch": None,
+                                  "error": _error_name(err)}
+            return cb
+
+        # acks=0: the producer reports success before the leader has appended anything; the
+        # leader's log file is watched so that a crash in the next step does not race it
+        watched = {}
+        if a["acks"] == "0":
+            for line in planned:
+                v = view.get((line.topic, line.partition))
+                if v is not None and v.leader is not None:
+                    pdir = os.path.join(self.cluster.broker_dir(v.leader), f"{line.topic}-{line.partition}")
+                    watched[pdir] = _log_bytes(pdir)
+        headers = [(k, None if v is None else v.encode()) for k, v in a["headers"]] or None
+        for i, line in enumerate(planned):
+            producer.produce(line.topic, partition=line.partition,
+                             key=None if line.key is None else line.key.encode(),
+                             value=None if line.value is None else line.value.encode(),
+                             headers=headers, on_delivery=callback(i))
+            producer.poll(0)
+        left = producer.flush(60)
+        if watched:
+            grown = self.cluster.wait_for(lambda: all(_log_bytes(d) > n for d, n in watched.items()),
+                                          5, "acks=0 records appended", raise_on_timeout=False)
+            last = {d: _log_bytes(d) for d in watched}
+            while grown:  # then until the file stops growing (the records may span requests)
+                time.sleep(0.2)
+                now = {d: _log_bytes(d) for d in watched}
+                if now == last:
+                    break
+                last = now
+        for i, line in enumerate(planned):
+            res = results[i] or {"ok": False, "offset": None, "leader_epoch": None,
+                                 "error": "REQUEST_TIMED_OUT" if left else "UNKNOWN"}
+            if a["acks"] == "0":
+                res = {**res, "offset": None, "leader_epoch": None}
+            self.acks.append({"topic": line.topic, "partition": line.partition, "key": line.key,
+                              "value": line.value, "acks": a["acks"], **res})
+
+    def _answering(self) -> list[int]:
+        return [b for b, p in self.cluster.brokers.items() if p.alive() and not p.paused] or \
+            sorted(self.cluster.ports.brokers)
+
+    def _do_pause(self, step: Step, _: Any) -> None:
+        self.cluster.pause(step.args["broker"])
+        # SIGSTOP is not a partition: a fetch the follower sent just before is still parked at
+        # the leader and would carry the next records into its socket, to be appended on
+        # resume. The leader answers it (empty) after replica.fetch.wait.max.ms; that expiry
+        # is not visible through the Admin API, so this one wait is timed.
+        time.sleep(3 * config.REPLICA_FETCH_WAIT_MAX_MS / 1000)
+
+    def _do_resume(self, step: Step, _: Any) -> None:
+        self.cluster.resume(step.args["broker"])
+
+    def _do_crash(self, step: Step, _: Any) -> None:
+        self.cluster.crash(step.args["broker"])
+
+    def _do_shutdown(self, step: Step, _: Any) -> None:
+        b = step.args["broker"]
+        if self.cluster.brokers[b].alive():
+            if not self.cluster.shutdown(b):
+                self.log.errors.append({"step": step.index, "error": f"broker {b} did not stop on SIGTERM"})
+
+    def _do_restart(self, step: Step, _: Any) -> None:
+        self.cluster.restart(step.args["broker"])
+
+    def _do_advance(self, step: Step, _: Any) -> None:
+        pass  # the wall clock runs on its own: _settle waits for what the time implies
+
+    def _do_elect(self, step: Step, _: Any) -> None:
+        a = step.args
+        tps = None
+        if a["topic"] is not None:
+            parts = range(next(t.partitions for t in self.scenario.topics if t.name == a["topic"]))
+            tps = [(a["topic"], p) for p in parts if a["partition"] is None or p == a["partition"]]
+        errors = self.cluster.elect("preferred" if a["preferred"] else "unclean", tps)
+        self.log.elections.append({"step": step.index, "errors": errors})
+
+    def _do_delete_records(self, step: Step, _: Any) -> None:
+        a = step.args
+        err = self.cluster.delete_records(a["topic"], a["partition"], a["before_offset"])
+        if err:
+            self.log.errors.append({"step": step.index, "error": err})
+
+    def _do_snapshot(self, step: Step, _: Any) -> None:
+        target = os.path.join(self.out, "snapshots", step.args["name"])
+        self.copy_brokers(target, logs_only=False)
+
+
+def _log_bytes(pdir: str) -> int:
+    try:
+        return sum(e.stat().st_size for e in os.scandir(pdir) if e.name.endswith(".log"))
+    except OSError:
+        return 0
+
+
+def _copy_dir(src: str, dst: str, topics: set[str] | None) -> None:
+    """Copy a broker dir. ``topics``: only the scenario's partition dirs, their ``.log`` files
+    and ``leader-epoch-checkpoint`` plus the root checkpoints (what truth.json needs)."""
+    os.makedirs(dst, exist_ok=True)
+    for entry in os.scandir(src):
+        if entry.is_dir():
+            if topics is not None and entry.name.rpartition("-")[0] not in topics:
+                continue
+            pdst = os.path.join(dst, entry.name)
+            os.makedirs(pdst, exist_ok=True)
+            for f in os.scandir(entry.path):
+                if f.is_file() and (topics is None or f.name.endswith(".log")
+                                    or f.name == "leader-epoch-checkpoint"):
+                    try:
+                        shutil.copy2(f.path, os.path.join(pdst, f.name))
+                    except FileNotFoundError:  # a segment deleted meanwhile
+                        pass
+        elif entry.is_file():
+            try:
+                shutil.copy2(entry.path, os.path.join(dst, entry.name))
+            except FileNotFoundError:
+                pass

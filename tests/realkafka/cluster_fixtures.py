@@ -1,0 +1,94 @@
+"""Shared helpers of the real-cluster engine tests (tests/realkafka/test_engine_*.py).
+
+Real Kafka is required, never optional: a missing Java, Maven cache or confluent-kafka fails
+the test with the reason (a skip would count as a pass)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "samples" / "scenarios"
+sys.path.insert(0, str(REPO / "tests" / "forensics"))
+
+from forensics_helpers import check_against_truth, disk_records_by_replica  # noqa: E402
+
+
+def require_real_kafka() -> None:
+    """Fail (not skip) when real Kafka cannot run here."""
+    from segtools.kafka_runtime import KafkaUnavailableError, kafka_runtime
+
+    try:
+        kafka_runtime()
+    except KafkaUnavailableError as exc:
+        pytest.fail(f"real Kafka is needed for this test: {exc}")
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        pytest.fail("the real engine needs confluent-kafka: pip install -e '.[test]'")
+
+
+def lost_view(truth: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+    """Per partition, the lost records as (offset, epoch, value, acked, committed, cause)."""
+    return {k: [(x["offset"], x["leader_epoch"], x["value"], x["acked"], x["committed"], x["cause"])
+                for x in v["lost"]] for k, v in truth.items()}
+
+
+def run_both(scenario_file: Path, tmp: Path) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """The scenario on a real cluster (into tmp/real) and under the model: both truths."""
+    from segtools.realcluster import run_on_kafka
+    from segtools.simulate import load_scenario, run
+
+    require_real_kafka()
+    scenario = load_scenario(scenario_file)
+    real_dir = tmp / "real"
+    real = run_on_kafka(scenario, real_dir)
+    model = run(scenario, tmp / "model")
+    return real.truth, model.truth, real_dir
+
+
+def run_log(real_dir: Path) -> dict[str, Any]:
+    return json.loads((real_dir / "kafka" / "run.json").read_text())
+
+
+def compare_dir(folder: Path, acks: Path, *, metadata: Path | None):
+    from segtools.forensics.elections import load_histories
+    from segtools.forensics.loss import AckIndex
+    from segtools.forensics.pipeline import compare_in_process
+
+    histories = load_histories(metadata) if metadata is not None else None
+    return compare_in_process([str(folder)], acks=AckIndex.load(acks), histories=histories)
+
+
+def verdicts(report) -> dict[tuple[str, int], tuple[str, str | None]]:
+    return {(f"{p.verdict.topic}-{p.verdict.partition}", r.broker): (r.status, r.cause)
+            for p in report.partitions for r in p.verdict.replicas}
+
+
+def java_processes_of(path: Path) -> list[int]:
+    """PIDs of live kafka.Kafka / kafka tool JVMs whose command line names ``path``."""
+    out = []
+    needle = os.fsencode(str(path))
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().split(b") ")[-1][:1]
+        except OSError:
+            continue
+        if state != b"Z" and b"java" in cmd and needle in cmd:
+            out.append(int(pid))
+    return out
+
+
+__all__ = ["REPO", "SCENARIOS", "check_against_truth", "compare_dir", "disk_records_by_replica",
+           "java_processes_of", "lost_view", "require_real_kafka", "run_both", "run_log", "verdicts"]
