@@ -23,23 +23,23 @@ IN_PROCESS_MAX_BYTES = 6 << 30
 
 
 def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
-    """``DIR/controller/__cluster_metadata-0`` of the first given folder of ``broker-*`` dirs
-    that has one (what `segtools simulate` writes with ``metadata_log: true``); a given
+    """The controller's ``__cluster_metadata-0`` of the first given folder of broker dirs that
+    has one (what `segtools simulate` writes with ``metadata_log: true``); a given
     ``DIR/broker-<id>`` dir stands for its folder ``DIR``."""
+    from segtools.errors import SegtoolsError
+    from segtools.sources import resolve
+
     folders = []
     for d in dirs:
         d = os.path.normpath(d)
         folders.append(os.path.dirname(d) if re.fullmatch(r"broker-\d+", os.path.basename(d)) else d)
     for d in dict.fromkeys(folders):
-        candidate = os.path.join(d, "controller", "__cluster_metadata-0")
-        if not os.path.isdir(candidate):
-            continue
         try:
-            has_brokers = any(e.is_dir() and re.fullmatch(r"broker-\d+", e.name) for e in os.scandir(d))
-        except OSError:
+            found = resolve([d or "."], errors="collect", check_copies=False)
+        except SegtoolsError:
             continue
-        if has_brokers:
-            return candidate
+        if found.inputs[0].kind == "cluster" and found.metadata_logs:
+            return found.metadata_logs[0].partition_dir
     return None
 
 
@@ -117,7 +117,11 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
             _note(f"using the controller's metadata log {auto_log}")
         except SegtoolsError as exc:
             _note(f"ignoring the controller's metadata log: {exc}")
-    specs = discover_replicas(paths, warnings=warnings)
+    from segtools.sources import resolve
+
+    resolution = resolve(paths)   # links out of the input, nested duplicates, copies
+    warnings += [w.message for w in resolution.messages]
+    specs = discover_replicas(paths, resolution, warnings=warnings)
     check = check_inputs(paths, specs)
     warnings += check.warnings
     for w in warnings:

@@ -107,8 +107,13 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
         include_control=not skip_control, compression=compression, by_broker=by_broker,
         max_batch_bytes=max_batch_bytes,
     )
+    from segtools.sources import resolve
+
+    resolution = resolve(list(paths))   # non-UTF-8 names are refused after --topics (plan_export)
     # checked before Spark starts: an unsafe --out is refused in a second, not after the JVM
-    sources = plan_export(list(paths), out_dir, options, overwrite)
+    sources = plan_export(list(paths), out_dir, options, overwrite, resolution)
+    for warning in resolution.messages:   # links out of the input, duplicates, copies
+        click.echo(f"warning: {warning.message}", err=True)
     if not sources:
         raise TroubleError("no partition matched the inputs and filters")
     try:
@@ -116,7 +121,7 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
             from segtools.spark.session import get_spark
 
             summary = export_with_spark(list(paths), out_dir, options, get_spark(master=master),
-                                        overwrite=overwrite)
+                                        overwrite=overwrite, resolution=resolution)
         else:
             total = sum(os.path.getsize(s) for src in sources for s in src.segments)
             show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024

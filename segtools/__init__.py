@@ -62,6 +62,7 @@ _LAZY = {
     "open_log_dir": "segtools.logdir",
     "LogDir": "segtools.logdir",
     "PartitionDir": "segtools.logdir",
+    "resolve": "segtools.sources",
 }
 
 __all__ = [

@@ -16,7 +16,6 @@ raises ``FormatError`` subclasses that carry path, position, base offset and fie
 from __future__ import annotations
 
 import os
-import re
 import stat
 import struct
 import time
@@ -97,7 +96,6 @@ _INT64_MAX = 2**63 - 1
 #: base offsets to which any int offsetDelta can be added without leaving the int64 range
 _NO_INT_OVERFLOW_LOW = _INT64_MIN + 2**31
 _NO_INT_OVERFLOW_HIGH = _INT64_MAX - 2**31
-_SEGMENT_NAME = re.compile(r"^(\d{1,20})\.log$")
 
 
 class RecordBatch:
@@ -864,48 +862,19 @@ def _read_at(f: Any, pos: int, n: int) -> bytes:
 # -------------------------------------------------------------------- directories
 
 
-def _segment_logs(partition_dir: str) -> list[str]:
-    logs = []
-    try:
-        entries = os.listdir(partition_dir)
-    except OSError as exc:
-        raise os_input_error(partition_dir, exc, "cannot list") from None
-    for entry in entries:
-        m = _SEGMENT_NAME.match(entry)
-        if m:
-            full = os.path.join(partition_dir, entry)
-            if os.path.isfile(full):
-                logs.append((int(m.group(1)), full))
-    logs.sort()
-    return [p for _, p in logs]
-
-
 def segment_paths(path: str | os.PathLike[str] | bytes) -> list[str]:
     """The ``.log`` files ``read_batches`` reads for ``path``, in reading order.
 
-    Directories are modelled by ``segtools.logdir.open_log_dir`` (partition dirs sorted by
-    topic, partition number, state); a directory that is not named like a partition but holds
-    segment files directly is read as one partition.
+    What a path stands for is decided by :func:`segtools.sources.resolve` (a segment, a
+    partition dir, a broker log dir, a folder of broker dirs); partitions come in (topic,
+    partition, broker, state) order, segments by base offset. Warnings about the inputs (links
+    out of the input, duplicates) are issued with :mod:`warnings`.
     """
-    from .logdir import open_log_dir
+    from .sources import resolve
 
-    p = input_path(path)
-    try:
-        st = os.stat(p)
-    except OSError as exc:  # missing, symlink loop, name too long, no permission
-        raise os_input_error(p, exc) from None
-    if stat.S_ISREG(st.st_mode):
-        return [p]
-    if not stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{display_path(p)} is not a regular file or a directory "
-                         f"(a FIFO, socket or device cannot be read as a segment)")
-    try:
-        model = open_log_dir(p)
-    except OSError as exc:  # an unlistable directory somewhere below
-        raise os_input_error(getattr(exc, "filename", None) or p, exc, "cannot list") from None
-    if model.partitions:
-        return [log for pd in model.partitions for log in pd.log_paths]
-    return _segment_logs(p)
+    resolution = resolve([path])
+    resolution.warn(stacklevel=4)
+    return resolution.segment_paths()
 
 
 def read_batches(path: str | os.PathLike[str] | bytes, *, max_bytes: int | None = None,

@@ -34,7 +34,7 @@ from segtools.formats.text_lines import java_split, parse_java_int
 __all__ = [
     "OffsetCheckpoint", "EpochEntry", "PartitionMetadata", "CleanShutdown",
     "read_offset_checkpoint", "read_leader_epoch_checkpoint", "read_partition_metadata",
-    "read_meta_properties", "read_quorum_state", "read_clean_shutdown",
+    "read_meta_properties", "parse_meta_properties", "read_quorum_state", "read_clean_shutdown",
     "write_offset_checkpoint", "write_leader_epoch_checkpoint", "write_partition_metadata",
     "write_meta_properties", "write_quorum_state", "uuid_to_base64url", "base64url_to_uuid",
     "atomic_write",
@@ -297,6 +297,11 @@ def _logical_property_lines(lines: list[tuple[int, int, str]]) -> Iterable[tuple
 def read_meta_properties(path: PathLike) -> dict[str, str]:
     """``meta.properties`` as a dict (Java properties syntax; ``#``/``!`` comments ignored)."""
     path, text = _read_text(path, "meta.properties")
+    return parse_meta_properties(text, path)
+
+
+def parse_meta_properties(text: str, path: str = "meta.properties") -> dict[str, str]:
+    """The text of a ``meta.properties`` (read by the caller, e.g. from a remote filesystem)."""
     props: dict[str, str] = {}
     for line, logical in _logical_property_lines(_lines(text)):
         # key ends at the first unescaped '=', ':' or whitespace

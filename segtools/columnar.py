@@ -25,7 +25,6 @@ import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,6 @@ from segtools.errors import (
     SegtoolsError,
     UnsupportedMagicError,
     display_path,
-    input_path,
     os_input_error,
 )
 from segtools.limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
@@ -161,35 +159,13 @@ class _Segment:
 
 def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | None,
               broker: int | None) -> list[_Segment]:
-    """Segment files under ``path`` (a segment, a partition dir or a broker log dir)."""
-    p = Path(input_path(path))
-    try:
-        st = os.stat(p)
-    except OSError as exc:   # missing, symlink loop, name too long, no permission
-        raise os_input_error(p, exc) from None
-    if not stat.S_ISDIR(st.st_mode):   # a segment (a FIFO or device is refused when opened)
-        t, part, b = None, None, None
-        try:
-            from segtools.logdir import parse_partition_dir_name
-            from segtools.sources import broker_id_of
+    """Segment files under ``path``, as :func:`segtools.sources.resolve` finds them."""
+    from segtools.sources import resolve
 
-            t, part, _state = parse_partition_dir_name(p.parent.name)
-            b = broker_id_of(p.parent.parent)   # meta.properties of the enclosing log dir
-        except ImportError:
-            pass
-        except Exception:  # noqa: BLE001 - a segment copied out of its partition dir
-            t, part, b = None, None, None
-        return [_Segment(str(p), topic if topic is not None else _text(t),
-                         partition if partition is not None else part,
-                         broker if broker is not None else b)]
-    from segtools.sources import resolve_sources
-
+    resolution = resolve([path])
+    resolution.warn(stacklevel=4)
     found = []
-    try:
-        sources = resolve_sources([p])
-    except OSError as exc:   # an unlistable partition dir, a symlink loop below
-        raise os_input_error(getattr(exc, "filename", None) or p, exc, "cannot list") from None
-    for source in sources:
+    for source in resolution.partitions:
         t = topic if topic is not None else (_text(source.topic) or None)
         part = partition if partition is not None else (
             source.partition if source.partition >= 0 else None)

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from segtools.errors import InputError
 from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
-from segtools.sources import PartitionSource, resolve_sources
+from segtools.sources import PartitionSource, Resolution, resolve
 
 _SEGMENT_BASE_DIGITS = 20
 #: Columns worth dictionary-encoding (few distinct values). Keys, values, offsets and timestamps
@@ -378,9 +378,16 @@ def _check_collisions(sources: list[PartitionSource], options: ExportOptions) ->
 
 
 def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions,
-                overwrite: bool = False) -> list[PartitionSource]:
-    """Resolve and filter the inputs, and refuse unsafe or ambiguous outputs."""
-    sources = _dedupe(select_sources(resolve_sources(list(paths)), options))
+                overwrite: bool = False, resolution: Resolution | None = None) -> list[PartitionSource]:
+    """Resolve and filter the inputs, and refuse unsafe or ambiguous outputs.
+
+    ``resolution``: what :func:`segtools.sources.resolve` made of ``paths`` when the caller
+    already asked (to print its warnings); resolved here otherwise."""
+    if resolution is None:
+        resolution = resolve(list(paths))   # non-UTF-8 names: _check_names after --topics
+    if not resolution.partitions:
+        raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
+    sources = _dedupe(select_sources(resolution.partitions, options))
     _check_output(list(paths), out_dir, sources, overwrite)
     _check_names(sources)
     _check_collisions(sources, options)
@@ -457,14 +464,15 @@ def _spark_task(src: PartitionSource, out_dir: str, options: ExportOptions,
 
 
 def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions | None,
-                      spark, *, overwrite: bool = False) -> ExportSummary:
+                      spark, *, overwrite: bool = False,
+                      resolution: Resolution | None = None) -> ExportSummary:
     """The same export, with partition replicas spread over Spark tasks.
 
     Each task runs :func:`export_source` on one partition replica, so the files (names and
     rows) are identical to the single-process path; only per-file summaries reach the driver.
     """
     options = options or ExportOptions()
-    sources = plan_export(paths, out_dir, options, overwrite)
+    sources = plan_export(paths, out_dir, options, overwrite, resolution)
     summary = ExportSummary(partitions=len(sources))
     if not sources:
         return summary

@@ -34,11 +34,7 @@ from segtools.formats.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     ROOT_OFFSET_CHECKPOINTS,
 )
-from segtools.formats.names import (
-    KRAFT_SNAPSHOT_RE,
-    SEGMENT_FILE_RE,
-    SPECIAL_PARTITION_DIR_RE,
-)
+from segtools.formats.names import KRAFT_SNAPSHOT_RE, SEGMENT_FILE_RE
 from segtools.formats.root_files import (
     BOOTSTRAP_CHECKPOINT,
     CLEAN_SHUTDOWN,
@@ -47,6 +43,13 @@ from segtools.formats.root_files import (
     QUORUM_STATE,
 )
 from segtools.formats.text_lines import parse_java_int
+from segtools.sources import (
+    DirEntry,
+    _parse_dir_name,
+    is_partition_dir_name,
+    list_dir,
+    parse_partition_dir_name,
+)
 
 __all__ = [
     "Segment", "SnapshotFile", "KRaftSnapshotFile", "PartitionDir", "LogDir",
@@ -209,56 +212,6 @@ class LogDir:
         return sorted({p.topic for p in self.partitions})
 
 
-def _parse_dir_name(name: str) -> tuple[str, int, str, str | None]:
-    """``LocalLog.parseTopicPartitionName``: (topic, partition, state, unique id)."""
-    def bad() -> InputError:
-        return InputError(
-            f"'{name}' is not in the form of topic-partition or "
-            f"topic-partition.uniqueId-delete|-future|-stray")
-
-    if not name or "-" not in name:
-        raise bad()
-    state, unique_id = "", None
-    base = name
-    for suffix in ("delete", "future", "stray"):
-        if name.endswith("-" + suffix):
-            match = SPECIAL_PARTITION_DIR_RE.match(name)
-            if match is None:
-                raise bad()
-            state = suffix
-            base = name[:name.rindex(".")]
-            unique_id = name[name.rindex(".") + 1:-(len(suffix) + 1)]
-            break
-    index = base.rfind("-")
-    topic, partition_text = base[:index], base[index + 1:]
-    if not topic or not partition_text:
-        raise bad()
-    try:
-        partition = parse_java_int(partition_text, 32)
-    except ValueError:
-        raise bad() from None
-    return topic, partition, state, unique_id
-
-
-def parse_partition_dir_name(name: str) -> tuple[str, int, str]:
-    """``(topic, partition, state)`` of a partition directory name, state ""|delete|future|stray.
-
-    Parsed like Kafka: the partition follows the **last** '-' (of the part before
-    ``.<uniqueId>`` for the special forms). Raises :class:`InputError` for other names.
-    """
-    topic, partition, state, _ = _parse_dir_name(name)
-    return topic, partition, state
-
-
-def is_partition_dir_name(name: str) -> bool:
-    """Whether ``name`` parses as a partition directory name."""
-    try:
-        _parse_dir_name(name)
-    except InputError:
-        return False
-    return True
-
-
 def _collect(problems: list[SegtoolsError], strict: bool, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
@@ -267,16 +220,6 @@ def _collect(problems: list[SegtoolsError], strict: bool, fn: Any, *args: Any) -
             raise
         problems.append(exc)
         return None
-
-
-def _scandir(path: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
-    except NotADirectoryError:
-        raise InputError(f"{path} is not a directory") from None
-    except OSError as exc:
-        raise InputError(f"cannot list {path}: {exc.strerror or exc}") from exc
 
 
 def open_partition_dir(path: PathLike, *, strict: bool = False) -> PartitionDir:
@@ -288,14 +231,18 @@ def open_partition_dir(path: PathLike, *, strict: bool = False) -> PartitionDir:
     path = os.fspath(path)
     if not os.path.isdir(path):
         raise InputError(f"{path} is not a directory")
+    return _partition_model(path, list_dir(path), strict)
+
+
+def _partition_model(path: str, entries: list[DirEntry], strict: bool) -> PartitionDir:
     topic, partition, state, unique_id = _parse_dir_name(os.path.basename(os.path.normpath(path)))
     pd = PartitionDir(path=path, topic=topic, partition=partition, state=state,
                       unique_id=unique_id)
     live: dict[int, Segment] = {}
     suffixed: dict[tuple[int, str], Segment] = {}
-    for entry in _scandir(path):
+    for entry in entries:
         name, full = entry.name, entry.path
-        if entry.is_dir(follow_symlinks=False):
+        if entry.is_dir:
             pd.other_files.append(full)
             continue
         match = SEGMENT_FILE_RE.match(name)
@@ -330,20 +277,6 @@ def open_partition_dir(path: PathLike, *, strict: bool = False) -> PartitionDir:
     return pd
 
 
-_ROOT_MARKERS = (*ROOT_OFFSET_CHECKPOINTS, META_PROPERTIES, CLEAN_SHUTDOWN, BOOTSTRAP_CHECKPOINT)
-
-
-def _looks_like_partition_dir(path: str, entries: list[os.DirEntry[str]]) -> bool:
-    if not is_partition_dir_name(os.path.basename(os.path.normpath(path))):
-        return False
-    for e in entries:
-        if e.name in _ROOT_MARKERS:
-            return False
-        if e.is_dir(follow_symlinks=True) and is_partition_dir_name(e.name):
-            return False
-    return True
-
-
 def open_log_dir(path: PathLike, *, strict: bool = False) -> LogDir:
     """Model a broker log directory (or a single partition directory given directly).
 
@@ -351,24 +284,33 @@ def open_log_dir(path: PathLike, *, strict: bool = False) -> LogDir:
     (offset checkpoints, ``meta.properties``, ``.kafka_cleanshutdown``) are parsed; a malformed
     one raises with ``strict`` and is otherwise recorded in ``problems``.
     """
+    from segtools.sources import resolve
+
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file or directory")
-    entries = _scandir(path)
-    if _looks_like_partition_dir(path, entries):
-        pd = open_partition_dir(path, strict=strict)
+    found = resolve([path], check_copies=False).inputs[0]
+    if found.kind == "segment":
+        raise InputError(f"{path} is not a directory")
+    if found.kind == "partition_dir":
+        pd = open_partition_dir(found.partitions[0].partition_dir or path, strict=strict)
         return LogDir(path=path, partitions=[pd], checkpoints={}, problems=list(pd.problems))
     log = LogDir(path=path)
-    for entry in entries:
-        name, full = entry.name, entry.path
-        if entry.is_dir(follow_symlinks=True):
-            if is_partition_dir_name(name):
-                pd = open_partition_dir(full, strict=strict)
-                log.partitions.append(pd)
-                log.problems.extend(pd.problems)
-            else:
-                log.other_dirs.append(full)
-        elif name in ROOT_OFFSET_CHECKPOINTS:
+    if found.kind in ("log_dir", "metadata_log"):
+        ld = found.log_dirs[0]
+        files, dirs = list(ld.root_files), list(ld.other_dirs)
+        for p in ld.partitions:
+            # the files the resolver kept (links out of the input are not among them)
+            pd = _partition_model(p.partition_dir or "", [
+                DirEntry(os.path.basename(f), f, False, True) for f in p.files], strict)
+            log.partitions.append(pd)
+            log.problems.extend(pd.problems)
+    else:   # not a log dir (a folder of brokers, loose segments, nothing): list it only
+        entries = list_dir(path)
+        files = [e.path for e in entries if not e.is_dir]
+        dirs = [e.path for e in entries if e.is_dir]
+    log.other_dirs.extend(dirs)
+    for full in files:
+        name = os.path.basename(full)
+        if name in ROOT_OFFSET_CHECKPOINTS:
             log.checkpoints[name] = _collect(log.problems, strict, read_offset_checkpoint, full)
         elif name == META_PROPERTIES:
             log.meta_properties = _collect(log.problems, strict, read_meta_properties, full)

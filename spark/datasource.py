@@ -40,19 +40,10 @@ Examples
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
-_BROKER_DIR_RE = re.compile(r"^broker-(\d+)$")
-_LOG_DIR_MARKERS = ("meta.properties", "replication-offset-checkpoint",
-                    "recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
-# topic-partition, optionally with Kafka's ".<uuid>-delete" / "-future" / "-stray" suffix
-_PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-fA-F]+-(?P<state>delete|future|stray))?$")
-
 
 @dataclass(frozen=True)
 class SegmentPartition(InputPartition):
@@ -109,104 +100,43 @@ def _open_fs(path: str) -> tuple[Any, str]:
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
-def _join(base: str, name: str) -> str:
-    return base.rstrip("/") + "/" + name
-
-
 def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _broker_from_props(filesystem, log_dir: str) -> int | None:
-    """broker.id / node.id from meta.properties (read through the same filesystem)."""
-    from pyarrow import fs as pafs
-
-    props_path = _join(log_dir, "meta.properties")
-    if filesystem.get_file_info(props_path).type != pafs.FileType.File:
-        match = _BROKER_DIR_RE.match(_basename(log_dir))
-        return int(match.group(1)) if match else None
-    with filesystem.open_input_stream(props_path) as f:
-        text = f.read(1 << 16).decode("utf-8", "replace")
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() in ("node.id", "broker.id"):
-            try:
-                return int(value.strip())
-            except ValueError:
-                return None
-    match = _BROKER_DIR_RE.match(_basename(log_dir))
-    return int(match.group(1)) if match else None
+def _base_offset(path: str) -> int:
+    """Base offset from a ``<20 digits>.log`` name (0 for a segment renamed by the user:
+    only used to skip segments outside an offset range)."""
+    stem = _basename(path)[:20]
+    return int(stem) if stem.isdigit() and len(stem) == 20 else 0
 
 
 def plan_segments(path: str, *, broker: int | None = None,
                   replica_map: dict[str, int] | None = None) -> list[SegmentPartition]:
     """Every segment file under ``path`` (or under the dirs of ``replica_map``), one
-    partition each, in (topic, partition, broker, base offset) order."""
-    from pyarrow import fs as pafs
+    partition each, in (topic, partition, broker, base offset) order. What ``path`` stands
+    for is decided by :func:`segtools.sources.resolve`, as for every other command."""
+    from segtools.sources import resolve
 
-    from segtools.errors import InputError
-
-    filesystem, root = _open_fs(path)
-    info = filesystem.get_file_info(root)
-    if info.type == pafs.FileType.NotFound:
-        raise InputError(f"{path}: no such file or directory")
-    scheme = path.split("://", 1)[0] + "://" if "://" in path else ""
-
-    def uri(p: str) -> str:
-        return scheme + p if scheme and not p.startswith(scheme) else p
-
-    groups: dict[str, list[tuple[int, str, int]]] = {}
-    if info.type == pafs.FileType.File:
-        m = _SEGMENT_RE.match(_basename(root))
-        if not m:
-            raise InputError(f"{path}: not a Kafka segment file (<20-digit offset>.log)")
-        groups[root.rsplit("/", 1)[0]] = [(int(m.group(1)), root, int(info.size or 0))]
-    else:
-        selector = pafs.FileSelector(root, recursive=True)
-        top = root.rstrip("/")
-        children: dict[str, Any] = {}
-        for fi in filesystem.get_file_info(selector):
-            parent = fi.path.rsplit("/", 1)[0]
-            if parent.rstrip("/") == top:
-                children[fi.base_name] = fi.type
-            if fi.type != pafs.FileType.File:
-                continue
-            m = _SEGMENT_RE.match(fi.base_name)
-            if not m:
-                continue
-            groups.setdefault(parent, []).append((int(m.group(1)), fi.path, int(fi.size or 0)))
-        # Like segtools.sources.resolve_sources: a folder of broker-<id> dirs means those log
-        # dirs only (not the snapshots/ copies or the controller's metadata log next to them),
-        # and a broker log dir means its own partition dirs.
-        broker_dirs = {_join(top, n) for n, t in children.items()
-                       if t == pafs.FileType.Directory and _BROKER_DIR_RE.match(n)}
-        is_log_dir = any(children.get(n) == pafs.FileType.File for n in _LOG_DIR_MARKERS)
-        if top not in groups:
-            if broker_dirs and not is_log_dir:
-                groups = {d: s for d, s in groups.items() if d.rsplit("/", 1)[0] in broker_dirs}
-            elif is_log_dir:
-                groups = {d: s for d, s in groups.items() if d.rsplit("/", 1)[0] == top}
-    parts: list[SegmentPartition] = []
-    brokers: dict[str, int | None] = {}
+    resolution = resolve([path], check_copies=False)
+    resolution.warn()
     norm_map = {_open_fs(k)[1].rstrip("/"): v for k, v in (replica_map or {}).items()}
-    for pdir, segs in groups.items():
+    parts: list[SegmentPartition] = []
+    for src in resolution.partitions:
         if replica_map is not None:
-            if pdir.rstrip("/") not in norm_map:
+            key = _open_fs(src.partition_dir or "")[1].rstrip("/")
+            if key not in norm_map:
                 continue
-            stamp: int | None = norm_map[pdir.rstrip("/")]
+            stamp: int | None = norm_map[key]
         elif broker is not None:
             stamp = broker
         else:
-            log_dir = pdir.rsplit("/", 1)[0]
-            if log_dir not in brokers:
-                brokers[log_dir] = _broker_from_props(filesystem, log_dir)
-            stamp = brokers[log_dir]
-        m = _PARTITION_DIR_RE.match(_basename(pdir))
-        topic, partition = (m.group("topic"), int(m.group("partition"))) if m else ("", -1)
-        segs.sort()
-        for i, (base, seg, size) in enumerate(segs):
-            nxt = segs[i + 1][0] if i + 1 < len(segs) else None
-            parts.append(SegmentPartition(uri(seg), topic, partition, stamp, base, nxt, size))
+            stamp = src.broker
+        bases = [_base_offset(seg) for seg in src.segments]
+        for i, seg in enumerate(src.segments):
+            nxt = bases[i + 1] if i + 1 < len(bases) else None
+            parts.append(SegmentPartition(seg, src.topic, src.partition, stamp, bases[i], nxt,
+                                          src.segment_sizes[i]))
     parts.sort(key=lambda p: (p.topic, p.partition, -1 if p.broker is None else p.broker, p.base_offset, p.uri))
     return parts
 

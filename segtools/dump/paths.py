@@ -1,15 +1,20 @@
 """Which files a `segtools dump` argument stands for, in a stable order, and what kind each is.
 
-A file is dumped as given. A partition directory expands to its files ordered by base offset,
+What a path stands for is decided by :mod:`segtools.sources`, as for every other command. A
+file is dumped as given. A partition directory expands to its files ordered by base offset,
 then kind. A broker log directory expands to its root files, then its partition directories
-ordered by topic and partition (a folder of log dirs, e.g. ``broker-1/ broker-2/``, recurses).
-Segment files in a folder not named like a partition (``.``, a copy in ``evidence/``) are
-ordered by base offset and kind too.
+ordered by topic and partition; a folder of broker dirs (``broker-1/ broker-2/``) to each
+broker dir. Segment files in a folder not named like a partition (``.``, a copy in
+``evidence/``) are ordered by base offset and kind too.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from segtools.sources import Resolution, ResolvedInput
 
 OFFSET_CHECKPOINTS = frozenset({
     "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
@@ -38,7 +43,6 @@ SUFFIX_KINDS = {
 
 _KIND_ORDER = {"log": 0, "index": 1, "time_index": 2, "txn_index": 3, "producer_snapshot": 4,
                "kraft_snapshot": 5}
-_MAX_DEPTH = 3
 
 
 def file_kind(name: str) -> str:
@@ -54,20 +58,19 @@ def file_kind(name: str) -> str:
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """``<topic>-<partition>`` (also ``...-delete``/``-future``/``-stray`` forms), else None."""
+    from segtools.errors import InputError
+    from segtools.sources import parse_partition_dir_name
+
     try:
-        from segtools.logdir import parse_partition_dir_name
         topic, partition, _state = parse_partition_dir_name(name)
-        return str(topic), int(partition)
-    except Exception:  # logdir not there yet or a name it rejects: fall back to the plain form
-        pass
-    topic, sep, partition = name.rpartition("-")
-    if sep and topic and partition.isdigit():
-        return topic, int(partition)
-    return None
+    except InputError:
+        return None
+    return topic, partition
 
 
-def _segment_sort_key(name: str) -> tuple[int, int, int, str]:
+def _segment_sort_key(path: str) -> tuple[int, int, int, str]:
     """Files without a base offset first, then base offset, then kind."""
+    name = os.path.basename(path)
     prefix = name.split(".")[0].split("-")[0]
     kind = file_kind(name)
     if prefix.isdigit() and len(prefix) >= 20:
@@ -75,42 +78,31 @@ def _segment_sort_key(name: str) -> tuple[int, int, int, str]:
     return (0, 0, 0, name)
 
 
-def _is_partition_dir(path: str) -> bool:
-    if parse_partition_dir(os.path.basename(os.path.normpath(path))) is None:
-        return False
-    with os.scandir(path) as it:
-        return not any(e.is_dir() and parse_partition_dir(e.name) is not None for e in it)
+def files_of(item: "ResolvedInput") -> list[str]:
+    """The files one resolved input stands for, in dump order: a log dir's root files, then
+    its partition dirs (topic, partition, state), each by base offset then kind."""
+    files: list[str] = []
+    for p in item.partitions:
+        files += p.files if item.kind == "segment" else sorted(p.files, key=_segment_sort_key)
+    for ld in item.log_dirs:
+        files += sorted(ld.root_files, key=_segment_sort_key)
+        for p in ld.partitions:
+            files += sorted(p.files, key=_segment_sort_key)
+    return files
 
 
-def expand(path: str, depth: int = 0, *, _seen: set[str] | None = None) -> list[str]:
-    """The files ``path`` stands for (itself when it is not a directory). A directory reached
-    twice (a symlink loop or a second link to the same folder) is expanded once."""
-    if not os.path.isdir(path):
-        return [path]
-    seen = set() if _seen is None else _seen
-    real = os.path.realpath(path)
-    if real in seen:
-        return []
-    seen.add(real)
-    join = (lambda n: path + n) if path.endswith("/") else (lambda n: path + "/" + n)
-    with os.scandir(path) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    files = [e.name for e in entries if not e.is_dir()]
-    dirs = [e.name for e in entries if e.is_dir()]
-    if _is_partition_dir(path):
-        return [join(n) for n in sorted(files, key=_segment_sort_key)]
-    result = [join(n) for n in sorted(files, key=_segment_sort_key)]
-    partitions = []
-    others = []
-    for d in dirs:
-        parsed = parse_partition_dir(d)
-        if parsed is not None:
-            partitions.append((parsed[0], parsed[1], d))
-        else:
-            others.append(d)
-    for _, _, d in sorted(partitions):
-        result += expand(join(d), depth + 1, _seen=seen)
-    if depth < _MAX_DEPTH:
-        for d in others:
-            result += expand(join(d), depth + 1, _seen=seen)
-    return result
+def resolve_inputs(paths: list[str]) -> "Resolution":
+    """What the dump arguments stand for (:func:`segtools.sources.resolve`); an unusable
+    argument becomes an input of kind ``error`` so the others are still dumped; a file named
+    twice is dumped twice, as Kafka's tool does."""
+    from segtools.sources import resolve
+
+    return resolve(paths, errors="collect", keep_duplicate_files=True)
+
+
+def expand(path: str) -> list[str]:
+    """The files ``path`` stands for (itself when it is a file); InputError when unusable."""
+    item = resolve_inputs([path]).inputs[0]
+    if item.error is not None:
+        raise item.error
+    return files_of(item)

@@ -214,19 +214,24 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
 
     files: list[str] = []
     unreadable: dict[str, BaseException] = {}  # arguments that cannot be dumped at all
-    for p in paths:
-        try:
-            found = path_rules.expand(p)
-        except OSError as exc:
-            files.append(p)  # reported as unusable when dumped
-            unreadable[p] = exc
+    resolution = path_rules.resolve_inputs(list(paths))
+    for warning in resolution.messages:   # links out of the input, duplicates, copies
+        err.write(f"Warning: {warning.message}\n")
+    for item in resolution.inputs:
+        if item.error is not None:
+            files.append(item.path)  # reported as unusable when dumped
+            if os.path.isdir(item.path):
+                unreadable[item.path] = item.error
+            # else a file argument (missing, a FIFO...): dumped as a file, failing with its
+            # own OSError and counted as a file, as Kafka's tool does
             continue
-        if os.path.isdir(p) and not any(
+        found = path_rules.files_of(item)
+        if item.kind != "segment" and not any(
                 path_rules.file_kind(os.path.basename(f)) != "unknown" for f in found):
             # an empty folder or one without Kafka files (a typo'd parent, /etc): one line,
             # exit 2, instead of silence or a page of "Ignoring unknown file"
-            files.append(p)
-            unreadable[p] = InputError(f"no Kafka files found under {p}")
+            files.append(item.path)
+            unreadable[item.path] = InputError(f"no Kafka files found under {item.path}")
             continue
         files += found
     status_line.enabled = status_line.enabled and len(files) > 1

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from segtools.errors import BatchTooLargeError, InputError, SegtoolsError
 from segtools.forensics.model import BatchFacts, ReplicaFacts
+
+if TYPE_CHECKING:
+    from segtools.sources import Resolution
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
@@ -81,21 +84,27 @@ def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int
     return out, problems
 
 
-def discover_replicas(paths: Iterable[str | os.PathLike[str]], *,
+def discover_replicas(paths: Iterable[str | os.PathLike[str]],
+                      resolution: "Resolution | None" = None, *,
                       warnings: list[str] | None = None) -> list[ReplicaSpec]:
     """Every partition replica under ``paths`` (broker log dirs, a folder of ``broker-<id>``
     dirs, or partition dirs), with its checkpoints. Broker ids come from meta.properties or
     the folder name; copies that would collide (the same broker id holding the same partition
     in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest.
     A partition dir reached twice (the same dir given twice, or a broker dir and one of its
-    partition dirs) is one replica; a note goes to ``warnings``."""
+    partition dirs) is one replica; a note goes to ``warnings``.
+    ``resolution``: :func:`segtools.sources.resolve` of ``paths`` when the caller has it."""
     from segtools.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-    from segtools.sources import resolve_sources
+    from segtools.sources import resolve
 
     paths = list(paths)
+    if resolution is None:
+        resolution = resolve(paths)
+        if warnings is not None:   # a caller passing its resolution has printed these
+            warnings.extend(w.message for w in resolution.messages)
     sources = []
     seen: dict[str, str] = {}
-    for s in resolve_sources(paths):
+    for s in resolution.partitions:
         if s.partition_dir is None or s.partition < 0:
             continue
         real = os.path.realpath(s.partition_dir)
@@ -106,7 +115,8 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]], *,
         seen[real] = s.partition_dir
         sources.append(s)
     if not sources:
-        raise InputError("no Kafka partition directories found in: " + ", ".join(map(str, paths)))
+        raise InputError("no Kafka files found (no Kafka partition directories) in: "
+                         + ", ".join(map(str, paths)))
     # broker ids per log dir, de-duplicated
     log_dirs: list[str] = []
     for s in sources:

@@ -189,28 +189,31 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
     from segtools import columnar
     from segtools.errors import InputError, SegtoolsError
     from segtools.internal.metadata import decode_record
+    from segtools.sources import resolve
 
-    p = os.fspath(path)
-    if os.path.isdir(os.path.join(p, "__cluster_metadata-0")):
-        p = os.path.join(p, "__cluster_metadata-0")
-    if not os.path.isdir(p):
+    found = resolve([path], check_copies=False)
+    item = found.inputs[0]
+    if item.kind == "segment" or (item.kind == "nothing" and not found.metadata_logs):
         raise InputError(f"{path}: not a KRaft metadata log dir (__cluster_metadata-0)")
-    names = os.listdir(p)
-    segs = sorted(f for f in names if f.endswith(".log") and len(f) == 24 and f[:20].isdigit())
-    snaps = sorted(f for f in names if re.fullmatch(r"\d{20}-\d{10}\.checkpoint", f))
-    if not segs and not snaps and os.path.basename(os.path.normpath(p)) != "__cluster_metadata-0":
+    metadata = [s for s in (*item.all_partitions, *found.metadata_logs)
+                if s.topic == "__cluster_metadata" and s.state == ""]
+    if not metadata:
         raise InputError(f"{path}: no KRaft metadata log (__cluster_metadata-0) here")
-    first = int(segs[0][:20]) if segs else None
+    log = metadata[0]
+    segs = list(log.segments)
+    snaps = sorted(f for f in log.files
+                   if re.fullmatch(r"\d{20}-\d{10}\.checkpoint", os.path.basename(f)))
+    first = int(os.path.basename(segs[0])[:20]) if segs else None
     snapshot = None
     if snaps and (first is None or first > 0):
         if first is None:
             snapshot = snaps[-1]          # no log left: the latest state there is
         else:                             # a snapshot ending before the log starts leaves a gap
-            snapshot = next((f for f in snaps if int(f[:20]) >= first), None)
+            snapshot = next((f for f in snaps if int(os.path.basename(f)[:20]) >= first), None)
     decoded = []
 
     def read(file: str, min_offset: int) -> None:
-        path = os.path.join(p, file)
+        path = file
         for rb in columnar.iter_record_batches(path, topic="__cluster_metadata", partition=0):
             cols = [rb.column(c).to_pylist() for c in ("offset", "value", "is_control", "timestamp_ms",
                                                        "batch_position")]
@@ -221,12 +224,12 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
                     decoded.append((*decode_record(value), {"offset": off, "timestamp_ms": ts, "file": path,
                                                        "position": pos}))
                 except SegtoolsError as exc:
-                    raise InputError(f"{os.path.join(p, file)}: metadata record at offset {off}: {exc}") from None
+                    raise InputError(f"{file}: metadata record at offset {off}: {exc}") from None
 
     start = 0
     if snapshot is not None:
         read(snapshot, 0)
-        start = int(snapshot[:20])
+        start = int(os.path.basename(snapshot)[:20])
     for seg in segs:
         read(seg, start)
     return replay(decoded)
