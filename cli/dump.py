@@ -10,8 +10,13 @@ import sys
 import click
 
 from segtools.cli.errors import handle_errors
-from segtools.dump.options import (DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, MAX_BYTES_DEFAULT,
-                                   MAX_MESSAGE_SIZE_DEFAULT, DumpOptions)
+from segtools.dump.options import (
+    DEFAULT_KAFKA_VERSION,
+    KAFKA_VERSIONS,
+    MAX_BYTES_DEFAULT,
+    MAX_MESSAGE_SIZE_DEFAULT,
+    DumpOptions,
+)
 
 _STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import click
 
@@ -24,7 +24,7 @@ def _parse_partitions(text: str | None) -> tuple[int, ...]:
             elif part:
                 out.append(int(part))
     except ValueError:
-        raise click.BadParameter(f"expected a list like 0,2,5-7, got {text!r}", param_hint="--partitions")
+        raise click.BadParameter(f"expected a list like 0,2,5-7, got {text!r}", param_hint="--partitions") from None
     return tuple(sorted(set(out)))
 
 
@@ -37,9 +37,9 @@ def _parse_time(text: str | None, flag: str) -> int | None:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise click.BadParameter(f"expected epoch ms or ISO-8601, got {text!r}", param_hint=flag)
+        raise click.BadParameter(f"expected epoch ms or ISO-8601, got {text!r}", param_hint=flag) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 
 
@@ -62,7 +62,8 @@ def _parse_max_batch_bytes(value: str | None) -> int | None:
 @click.option("--topics", default=None, help="Comma list of topic names or glob patterns.")
 @click.option("--partitions", default=None, help="Comma list of partition numbers, ranges allowed (0,2,5-7).")
 @click.option("--start-offset", type=int, default=None, help="First offset to export (inclusive).")
-@click.option("--end-offset", type=int, default=None, help="Stop before this offset (exclusive, like Kafka's end offsets).")
+@click.option("--end-offset", type=int, default=None,
+              help="Stop before this offset (exclusive, like Kafka's end offsets).")
 @click.option("--start-time", default=None, help="Earliest record timestamp: epoch ms or ISO-8601.")
 @click.option("--end-time", default=None, help="Stop before this record timestamp (exclusive): epoch ms or ISO-8601.")
 @click.option("--skip-control/--keep-control", default=False, show_default=True,

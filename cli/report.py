@@ -6,6 +6,7 @@ import json
 import os
 
 import click
+
 from segtools.cli.errors import TroubleError, handle_errors
 
 

@@ -19,7 +19,8 @@ import os
 import stat
 import struct
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import codecs
 from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, java_long
@@ -157,7 +158,7 @@ class RecordBatch:
                    max_decompressed_size: int | None = None,
                    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                    segment: str | None = None,
-                   max_batch_bytes: int | None = None) -> "RecordBatch":
+                   max_batch_bytes: int | None = None) -> RecordBatch:
         """Build a batch from its complete on-disk bytes (``buf`` = exactly one batch).
 
         ``max_batch_bytes`` (older name ``max_decompressed_size``) bounds what the records
@@ -187,7 +188,7 @@ class RecordBatch:
     @classmethod
     def _v2_batch(cls, buf: bytes, path: str, segment: str, position: int,
                   max_decompressed_size: int, *, size: int | None = None,
-                  computed_crc: int | None = None) -> "RecordBatch":
+                  computed_crc: int | None = None) -> RecordBatch:
         """``buf`` is the whole batch, or (``size`` and ``computed_crc`` given) only its
         61-byte header: the bytes of a large batch are read again when needed."""
         self = cls.__new__(cls)
@@ -240,7 +241,7 @@ class RecordBatch:
 
     @classmethod
     def _legacy_batch(cls, buf: bytes, path: str, segment: str, position: int,
-                      max_decompressed_size: int, max_message_size: int) -> "RecordBatch":
+                      max_decompressed_size: int, max_message_size: int) -> RecordBatch:
         self = cls.__new__(cls)
         self.path = path
         self.segment = segment
@@ -351,7 +352,7 @@ class RecordBatch:
             except FormatError as exc:
                 exc.field = f"records[{i}].{exc.field}"
                 raise exc.located(path=self.path or None, position=self.position,
-                                  base_offset=self.base_offset)
+                                  base_offset=self.base_offset) from None
             out.append(ControlRecord(rec.offset, rec.timestamp, key.version, key.type_id,
                                      control_type_name(key.type_id), value))
         return out
@@ -387,7 +388,7 @@ class RecordBatch:
                                             max_message_size=max_message_size)
             except FormatError as exc:
                 raise exc.located(path=self.path or None, position=self.position,
-                                  base_offset=self.base_offset)
+                                  base_offset=self.base_offset) from None
         elif self._inner_error is not None:
             raise self._inner_error
         elif self.compression_id == 0:
@@ -433,7 +434,7 @@ class RecordBatch:
                                         max_size=self._max_decompressed_size)
         except FormatError as exc:
             raise exc.located(path=self.path or None, position=self.position + 61,
-                              base_offset=self.base_offset)
+                              base_offset=self.base_offset) from None
         return self._decode_records(payload, 0, None)
 
     def _decode_records(self, buf: bytes, start: int,
@@ -583,14 +584,14 @@ class RecordBatch:
                         CorruptBatchError, "records_count",
                         "Incorrect declared batch size, records still remaining in file")
             except _RecordProblem as p:
-                raise self._record_error(p.cls, p.message, p.field, i, rec_start, file_base)
+                raise self._record_error(p.cls, p.message, p.field, i, rec_start, file_base) from None
             except FormatError as exc:  # varint errors
                 raise self._record_error(type(exc), exc.reason, field, i, rec_start,
-                                         file_base)
+                                         file_base) from None
             except IndexError:  # buf[pos] past the end: the record is cut short
                 raise self._record_error(TruncatedBatchError,
                                          "Incorrect declared batch size, premature EOF reached",
-                                         field, i, rec_start, file_base)
+                                         field, i, rec_start, file_base) from None
             if log_append_ts is not None:
                 timestamp = log_append_ts
             else:
@@ -681,7 +682,7 @@ class SegmentReader:
         """Bytes after the last complete batch (meaningful after a full iteration)."""
         return self.end - self.valid_bytes
 
-    def __enter__(self) -> "SegmentReader":
+    def __enter__(self) -> SegmentReader:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,11 +6,11 @@
   Spark's Kafka source columns first, then forensic columns.
 
 Files are opened read-only, read through one reusable window and walked like Kafka's
-``FileLogInputStream`` (FORMATS.md 1.8): a torn tail ends the walk silently, a size field below 14 raises ``CorruptBatchError``. Output
-comes in bounded chunks (``max_rows`` rows, at most ``_CHUNK_BYTES`` of record bytes), so memory
-stays flat however large the segment. Batches whose CRC does not match still give rows, with
-``crc_valid`` False; bytes that cannot be decoded at all raise a ``FormatError`` that names file,
-position, base offset and field.
+``FileLogInputStream`` (FORMATS.md 1.8): a torn tail ends the walk silently, a size field below
+14 raises ``CorruptBatchError``. Output comes in bounded chunks (``max_rows`` rows, at most
+``_CHUNK_BYTES`` of record bytes), so memory stays flat however large the segment. Batches
+whose CRC does not match still give rows, with ``crc_valid`` False; bytes that cannot be decoded
+at all raise a ``FormatError`` that names file, position, base offset and field.
 
 Engines: ``"numba"`` (kernels in :mod:`segtools._kernel`), ``"python"``
 (:mod:`segtools._py_records`, identical results), ``"auto"`` (numba when importable). Legacy
@@ -374,7 +374,7 @@ class _SegmentFile:
         self.view = memoryview(b"")
         os.close(self._fd)
 
-    def __enter__(self) -> "_SegmentFile":
+    def __enter__(self) -> _SegmentFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -784,7 +784,7 @@ def _arena(specs: list[tuple[int, Any]]) -> list[np.ndarray]:
 
 
 def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: np.ndarray,
-                         typ: pa.DataType = pa.binary()) -> pa.Array:
+                         typ: pa.DataType = pa.binary()) -> pa.Array:  # noqa: B008 - an immutable type
     valid_bool = valid[:n].astype(bool)
     null_count = int(n - np.count_nonzero(valid_bool))
     bitmap = pa.py_buffer(np.packbits(valid_bool, bitorder="little")) if null_count else None
@@ -923,7 +923,7 @@ def _decode_legacy(mf: _SegmentFile, h: _Headers, first: int, last: int,
             if rows:
                 yield _rows_to_chunk(rows, batch_of_row, crc_ok)
             raise exc.located(path=mf.path, position=int(h.position[i]),
-                              base_offset=int(h.base_offset[i]))
+                              base_offset=int(h.base_offset[i])) from None
         if len(rows) >= max_rows:
             yield _rows_to_chunk(rows, batch_of_row, crc_ok)
             rows, batch_of_row, crc_ok = [], [], []
@@ -958,7 +958,7 @@ def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: 
     try:
         return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
     except FormatError as exc:
-        raise exc.located(path=path, position=pos, base_offset=base_offset)
+        raise exc.located(path=path, position=pos, base_offset=base_offset) from None
     except SegtoolsError:
         raise
     except Exception as exc:  # noqa: BLE001 - a codec library's own error on hostile bytes
@@ -1144,7 +1144,7 @@ def _ms(value: Any) -> int | None:
         return int(value)
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:      # naive means UTC, as everywhere in segtools output
-            value = value.replace(tzinfo=datetime.timezone.utc)
+            value = value.replace(tzinfo=datetime.UTC)
         return int(round(value.timestamp() * 1000))
     raise InputError(f"timestamp filter must be epoch milliseconds or a datetime, got {value!r}")
 
@@ -1181,11 +1181,12 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         rows = 0
         nbytes = 0
 
+        # flush() is called inside the loops below and must see the current parts/h/payloads
         def flush() -> _RowChunk:
-            idx = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            idx = np.concatenate(parts) if len(parts) > 1 else parts[0]  # noqa: B023
             if kernel is not None:
-                return _decode_kernel(kernel, mf, h, idx, payloads)
-            return _decode_python(mf, h, idx, payloads)
+                return _decode_kernel(kernel, mf, h, idx, payloads)  # noqa: B023
+            return _decode_python(mf, h, idx, payloads)  # noqa: B023
 
         for s, e in zip(run_starts, run_ends):
             k = kind[s]

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -273,7 +273,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
         first = last = -1
         try:
             for rb in _frame_errors_as_findings(_iter_tables(segment, src, options), findings,
-                                                lambda: rows):
+                                                lambda: rows):  # noqa: B023 - read during this iteration
                 if writer is None:
                     filesystem.create_dir(folder, recursive=True)
                     first = rb.column(offset_col)[0].as_py()

@@ -141,7 +141,8 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
                                           else r.get("status"))] += 1
     return {
         "partitions": len(parts), "by_status": dict(by_status),
-        "lost": len(distinct), "relocated": len(relocated), "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
+        "lost": len(distinct), "relocated": len(relocated),
+        "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
         "committed": sum(1 for c, _ in distinct.values() if c),
         "acked": sum(1 for _, a in distinct.values() if a),
         "acks_known": any(a is not None for _, a in distinct.values()),

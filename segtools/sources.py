@@ -34,8 +34,9 @@ import os
 import re
 import stat as _stat
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 from segtools.errors import InputError, SegtoolsError, input_path
 from segtools.formats.checkpoints import LEADER_EPOCH_CHECKPOINT, ROOT_OFFSET_CHECKPOINTS

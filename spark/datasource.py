@@ -40,10 +40,12 @@ Examples
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
 
 @dataclass(frozen=True)
 class SegmentPartition(InputPartition):

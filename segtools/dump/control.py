@@ -6,9 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from segtools.control import (
-    ABORT, COMMIT, KRAFT_VERSION, KRAFT_VOTERS, LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
-    control_type_name, decode_control_key, decode_control_value,
+    ABORT,
+    COMMIT,
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    LEADER_CHANGE,
+    SNAPSHOT_FOOTER,
+    SNAPSHOT_HEADER,
+    control_type_name,
+    decode_control_key,
+    decode_control_value,
 )
+
 # Jackson's escaping (e.g. \u001F upper-case), as Kafka's JsonConverter output is printed
 from segtools.internal.json_render import dumps as jackson_dumps
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
@@ -115,7 +116,7 @@ class Slots:
 
     @classmethod
     @contextmanager
-    def open(cls, path: str, base: int, kind: str) -> Iterator["Slots"]:
+    def open(cls, path: str, base: int, kind: str) -> Iterator[Slots]:
         from segtools.indexes import read_offset_index, read_time_index
 
         with open(path, "rb") as f:
@@ -181,7 +182,7 @@ class Slots:
             yield entry
 
 
-def segment_log(ctx: "DumpContext", path: str) -> str | None:
+def segment_log(ctx: DumpContext, path: str) -> str | None:
     """The .log an index file belongs to; None (and a finding) when it is missing."""
     log_path = sibling(path, ".log")
     if os.path.exists(log_path):
@@ -192,7 +193,7 @@ def segment_log(ctx: "DumpContext", path: str) -> str | None:
     return None
 
 
-def dump_index(ctx: "DumpContext", path: str) -> None:
+def dump_index(ctx: DumpContext, path: str) -> None:
     base = base_offset_of(path)
     log_path = segment_log(ctx, path)
     if log_path is None:
@@ -201,7 +202,7 @@ def dump_index(ctx: "DumpContext", path: str) -> None:
         _dump_index_slots(ctx, path, log_path, base, slots, slots.length)
 
 
-def _dump_index_slots(ctx: "DumpContext", path: str, log_path: str, base: int, slots: Slots,
+def _dump_index_slots(ctx: DumpContext, path: str, log_path: str, base: int, slots: Slots,
                       length: int) -> None:
     opts = ctx.options
     if not slots:
@@ -287,7 +288,7 @@ def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, targ
     return 0 if slot == -1 else offset_slots[slot][1]
 
 
-def dump_txn_index(ctx: "DumpContext", path: str) -> None:
+def dump_txn_index(ctx: DumpContext, path: str) -> None:
     """One line per complete 34-byte entry; ``version`` is the first byte only (Kafka quirk)."""
     from segtools.indexes import read_txn_index
 

@@ -6,7 +6,8 @@ snapshot_epoch | kraft_bootstrap_snapshot), ``batch`` (position, size, magic, ba
 last_offset, v2 header fields, timestamp_type, max_timestamp, compression, crc, crc_valid),
 ``record`` (offset, batch_base_offset, timestamp_type, timestamp, key_size, value_size,
 sequence + header_keys (v2) or crc + crc_valid (v0/v1), control; with --print-data-log also
-key, payload and (v2) headers: [{"key", "value"}]), ``index_entry``, ``time_index_entry``, ``aborted_txn``, ``producer_entry``,
+key, payload and (v2) headers: [{"key", "value"}]), ``index_entry``, ``time_index_entry``,
+``aborted_txn``, ``producer_entry``,
 ``checkpoint_entry``/``leader_epoch_entry``/``partition_metadata``/``property``/
 ``quorum_state``/``clean_shutdown``, ``note`` and ``finding`` (kind, problem, message and the
 facts of the finding). Every ndjson object carries ``topic`` and ``partition``, from the
@@ -27,7 +28,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import IO, Any, Iterator, TextIO
+from collections.abc import Iterator
+from typing import IO, Any, TextIO
 
 from segtools.dump.options import Summaries
 from segtools.dump.sinks import Sink

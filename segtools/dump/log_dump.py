@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 _NO_MESSAGE_LIMIT = 2147483647
 
 
-def dump_log(ctx: "DumpContext", path: str) -> None:
+def dump_log(ctx: DumpContext, path: str) -> None:
     """Header line, one line per batch, record lines when deep-iterating, then the
     ``Found N invalid bytes`` trailer. Record-level errors are reported and the dump goes on with
     the next batch; a broken batch frame ends the file (nothing after it can be located)."""

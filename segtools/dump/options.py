@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from segtools.dump.pairs import PairStore
 
@@ -98,7 +99,7 @@ class Summaries:
     _seen: dict[str, set[str]] = field(default_factory=dict, repr=False)
     _after_insert: dict[str, bool] = field(default_factory=dict, repr=False)
 
-    def set_newest_first(self, name: str, path: str, pairs: "list[tuple[int, int]] | PairStore") -> None:
+    def set_newest_first(self, name: str, path: str, pairs: list[tuple[int, int]] | PairStore) -> None:
         """Index mismatches / non-consecutive pairs of one file: Kafka puts once per pair and
         keeps prepending when the same file is dumped again."""
         target = getattr(self, name)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import tempfile
 from array import array
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 _PAIR_BYTES = 16
 _IN_MEMORY = 1 << 16     # pairs held in memory (1 MiB) before spilling

@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import re
 import struct
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.errors import InputError, SchemaError, SegtoolsError

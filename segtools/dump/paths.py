@@ -78,7 +78,7 @@ def _segment_sort_key(path: str) -> tuple[int, int, int, str]:
     return (0, 0, 0, name)
 
 
-def files_of(item: "ResolvedInput") -> list[str]:
+def files_of(item: ResolvedInput) -> list[str]:
     """The files one resolved input stands for, in dump order: a log dir's root files, then
     its partition dirs (topic, partition, state), each by base offset then kind."""
     files: list[str] = []
@@ -91,7 +91,7 @@ def files_of(item: "ResolvedInput") -> list[str]:
     return files
 
 
-def resolve_inputs(paths: list[str]) -> "Resolution":
+def resolve_inputs(paths: list[str]) -> Resolution:
     """What the dump arguments stand for (:func:`segtools.sources.resolve`); an unusable
     argument becomes an input of kind ``error`` so the others are still dumped; a file named
     twice is dumped twice, as Kafka's tool does."""

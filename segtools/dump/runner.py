@@ -15,8 +15,7 @@ import traceback
 from typing import Any, TextIO
 
 from segtools.dump import paths as path_rules
-from segtools.dump.options import (EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE, DumpOptions,
-                                   Summaries)
+from segtools.dump.options import EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE, DumpOptions, Summaries
 from segtools.dump.sinks import Sink, TextSink
 from segtools.dump.tally import RunTally
 from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError

@@ -13,7 +13,7 @@ within a bucket ordered by signed improved hash, ties in insertion order.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def java_string_hash(text: str) -> int:

@@ -9,7 +9,6 @@ from typing import Any, TextIO
 from segtools.dump import text
 from segtools.dump.options import Summaries
 
-
 _SUMMARY_CHUNK = 4096  # pair lines formatted at a time
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
 
 
-def dump_producer_snapshot(ctx: "DumpContext", path: str) -> None:
+def dump_producer_snapshot(ctx: DumpContext, path: str) -> None:
     """Validated as a whole first; a corrupt snapshot prints Kafka's message on stderr only."""
     from segtools.snapshots import read_producer_snapshot
 
@@ -56,9 +56,11 @@ def _kafka4_snapshot_message(path: str) -> str | None:
     "Tried to allocate a collection of size N, but there are only R bytes remaining."."""
     import struct
 
-    from segtools.formats.producer_snapshot import (PRODUCER_ENTRY_SIZE,
-                                                    PRODUCER_SNAPSHOT_HEADER_SIZE,
-                                                    PRODUCER_SNAPSHOT_VERSION)
+    from segtools.formats.producer_snapshot import (
+        PRODUCER_ENTRY_SIZE,
+        PRODUCER_SNAPSHOT_HEADER_SIZE,
+        PRODUCER_SNAPSHOT_VERSION,
+    )
 
     prefix = "Snapshot failed schema validation: "
     try:
@@ -85,7 +87,7 @@ def _kafka4_snapshot_message(path: str) -> str | None:
     return None
 
 
-def dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
+def dump_text_file(ctx: DumpContext, path: str, kind: str) -> None:
     try:
         _dump_text_file(ctx, path, kind)
     except (CheckpointFormatError, FormatError) as exc:
@@ -96,7 +98,7 @@ def dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
             f"cannot parse {kind.replace('_', ' ')}: {exc}", path=path))
 
 
-def _dump_text_file(ctx: "DumpContext", path: str, kind: str) -> None:
+def _dump_text_file(ctx: DumpContext, path: str, kind: str) -> None:
     from segtools import checkpoints
 
     sink = ctx.sink

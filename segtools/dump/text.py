@@ -7,7 +7,8 @@ Every function returns one line without its newline. Java objects are printed th
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 #: kafka.tools.DumpLogSegments.RecordIndent + " ": the prefix of every deep-iteration line
 RECORD_PREFIX = "| "

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 NO_MESSAGE_LIMIT = 2147483647
 
 
-def dump_time_index(ctx: "DumpContext", path: str) -> None:
+def dump_time_index(ctx: DumpContext, path: str) -> None:
     from segtools.batches import SegmentReader
 
     opts = ctx.options
@@ -144,7 +144,7 @@ def dump_time_index(ctx: "DumpContext", path: str) -> None:
         prev_ts = ts
 
 
-def _time_index_sanity_check(ctx: "DumpContext", path: str, base: int, slots: Slots,
+def _time_index_sanity_check(ctx: DumpContext, path: str, base: int, slots: Slots,
                              length: int) -> None:
     """TimeIndex.sanityCheck, with Kafka's messages (the last slot may be a zero slot)."""
     abs_path = text.java_absolute_path(path)

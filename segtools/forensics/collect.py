@@ -9,8 +9,9 @@ read-only and reads only small text files, so it runs on the driver.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from segtools.errors import BatchTooLargeError, InputError, SegtoolsError
 from segtools.forensics.model import BatchFacts, ReplicaFacts
@@ -46,7 +47,7 @@ class ReplicaSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ReplicaSpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> ReplicaSpec:
         d = dict(d)
         d["segments"] = [tuple(s) for s in d.get("segments", [])]
         if d.get("epoch_checkpoint") is not None:
@@ -85,7 +86,7 @@ def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int
 
 
 def discover_replicas(paths: Iterable[str | os.PathLike[str]],
-                      resolution: "Resolution | None" = None, *,
+                      resolution: Resolution | None = None, *,
                       warnings: list[str] | None = None) -> list[ReplicaSpec]:
     """Every partition replica under ``paths`` (broker log dirs, a folder of ``broker-<id>``
     dirs, or partition dirs), with its checkpoints. Broker ids come from meta.properties or

@@ -123,7 +123,7 @@ class CompareReport:
         from segtools import __version__
 
         if generated_at is None:
-            generated_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            generated_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             generated_at = generated_at.replace("+00:00", "Z")
         return {
             "tool": "segtools compare", "version": __version__, "generated_at": generated_at,

@@ -7,8 +7,9 @@ KRaft metadata record (``events``) so the metadata log can be written when asked
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 NO_LEADER = -1
 RECOVERED, RECOVERING = 0, 1

@@ -30,7 +30,7 @@ def _text(s: str | None) -> bytes | None:
     return None if s is None else s.encode("utf-8")
 
 
-def batch_bytes(batch: "SimBatch") -> bytes:
+def batch_bytes(batch: SimBatch) -> bytes:
     """The batch as the leader wrote it (built once, shared by every replica)."""
     if batch.raw is None:
         if batch.control_type is not None:
@@ -50,13 +50,13 @@ def batch_bytes(batch: "SimBatch") -> bytes:
     return batch.raw
 
 
-def write_cluster(cluster: "Cluster", out_dir: str) -> None:
+def write_cluster(cluster: Cluster, out_dir: str) -> None:
     """Every broker's log dir under ``out_dir/broker-<id>/``."""
     for broker in sorted(cluster.brokers):
         write_broker(cluster, broker, os.path.join(out_dir, f"broker-{broker}"))
 
 
-def write_broker(cluster: "Cluster", broker: int, log_dir: str) -> None:
+def write_broker(cluster: Cluster, broker: int, log_dir: str) -> None:
     st = cluster.brokers[broker]
     spec = cluster.spec
     os.makedirs(log_dir, exist_ok=True)
@@ -91,7 +91,7 @@ def write_broker(cluster: "Cluster", broker: int, log_dir: str) -> None:
         os.remove(marker)
 
 
-def _write_partition(cluster: "Cluster", tp: tuple[str, int], r: "ReplicaLog", pdir: str, *,
+def _write_partition(cluster: Cluster, tp: tuple[str, int], r: ReplicaLog, pdir: str, *,
                      clean: bool, crashed: bool) -> int:
     spec = cluster.spec
     writer = LogWriter(pdir, segment_bytes=spec.segment_bytes,

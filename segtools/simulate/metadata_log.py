@@ -25,7 +25,7 @@ RAFT_EPOCH = 1
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid.ONE_UUID (FORMATS.md section 10)
 
 
-def write_metadata_log(cluster: "Cluster", controller_dir: str) -> None:
+def write_metadata_log(cluster: Cluster, controller_dir: str) -> None:
     pdir = os.path.join(controller_dir, "__cluster_metadata-0")
     writer = LogWriter(pdir, segment_bytes=cluster.spec.segment_bytes,
                        index_interval_bytes=cluster.spec.index_interval_bytes,

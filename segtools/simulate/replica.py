@@ -28,7 +28,7 @@ class SimRecord:
     acked: bool = False
     committed: bool = False
     seq: int = 0  # production order, for stable output
-    resent_as: "SimRecord | None" = None  # the copy a producer resend wrote
+    resent_as: SimRecord | None = None  # the copy a producer resend wrote
 
 
 @dataclass(eq=False)

@@ -26,11 +26,11 @@ POWER_LOSS = "POWER_LOSS"
 TRUNCATED = "TRUNCATED"
 
 
-def acks_lines(cluster: "Cluster") -> str:
+def acks_lines(cluster: Cluster) -> str:
     return "".join(json.dumps(a.to_json(), sort_keys=True) + "\n" for a in cluster.acks)
 
 
-def _cause(cluster: "Cluster", rec: "SimRecord", elections: list[Election], final_id: int) -> str:
+def _cause(cluster: Cluster, rec: SimRecord, elections: list[Election], final_id: int) -> str:
     """Why a record left the surviving lineage: the first election after its epoch whose new
     leader did not hold it decides (unclean election, a power loss on that leader, a committed
     record truncated away by a clean leader, or an uncommitted tail)."""
@@ -50,7 +50,7 @@ def _cause(cluster: "Cluster", rec: "SimRecord", elections: list[Election], fina
     return UNCOMMITTED
 
 
-def _relocated_to(rec: "SimRecord", final: Any) -> int | None:
+def _relocated_to(rec: SimRecord, final: Any) -> int | None:
     """Offset in the final log of a later copy of the same send (producer resend), if any."""
     seen = 0
     nxt = rec.resent_as
@@ -62,8 +62,8 @@ def _relocated_to(rec: "SimRecord", final: Any) -> int | None:
     return None
 
 
-def truth(cluster: "Cluster") -> dict[str, Any]:
-    by_tp: dict[tuple[str, int], list["SimRecord"]] = {}
+def truth(cluster: Cluster) -> dict[str, Any]:
+    by_tp: dict[tuple[str, int], list[SimRecord]] = {}
     for rec in cluster.records:
         by_tp.setdefault((rec.topic, rec.partition), []).append(rec)
     out: dict[str, Any] = {}
@@ -115,5 +115,5 @@ def _uuid_text(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def truth_text(cluster: "Cluster") -> str:
+def truth_text(cluster: Cluster) -> str:
     return json.dumps(truth(cluster), sort_keys=True, indent=2) + "\n"

@@ -10,8 +10,7 @@ import os
 import struct
 from pathlib import Path
 
-from dump_builders import SEG, legacy_set, lines, producer_snapshot, run, simple_records_log, \
-    v2_batch, write_indexes
+from dump_builders import SEG, legacy_set, lines, producer_snapshot, run, simple_records_log, v2_batch, write_indexes
 
 
 def _abs(path: Path) -> str:

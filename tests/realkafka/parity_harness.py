@@ -25,9 +25,9 @@ import random
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER_SOURCE = Path(__file__).with_name("ParityDriver.java")
@@ -347,7 +347,7 @@ _V2_BATCH = re.compile(r"^baseOffset: .* size: (\d+) magic: (\d+) ", re.M)
 _ANY_BATCH_MAGIC = re.compile(r" size: \d+ magic: (\d+) compresscodec: ", re.M)
 
 
-def known_difference(case: "Case", kafka: Outcome, ours: Outcome, verdict: Verdict) -> str | None:
+def known_difference(case: Case, kafka: Outcome, ours: Outcome, verdict: Verdict) -> str | None:
     """The KNOWN_DIFFERENCES key explaining ``verdict``, or None."""
     if verdict.ok:
         return None
@@ -439,8 +439,8 @@ def cases_for(files: Sequence[Path], root: Path) -> list[Case]:
         kind = file_kind(rel)
         part = partition_of(p)
 
-        def add(*flags: str) -> None:
-            cases.append(Case(f"{rel} {' '.join(flags)}".strip(), [*flags, "--files", rel], kind))
+        def add(*flags: str) -> None:   # called at once, for this file
+            cases.append(Case(f"{rel} {' '.join(flags)}".strip(), [*flags, "--files", rel], kind))  # noqa: B023
 
         if kind in ("log", "checkpoint"):
             add()

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import parity_harness as h  # noqa: E402
 
+
 def run_side_by_side(kafka: h.KafkaDumpLog, cases: list[h.Case], cwd: Path
                      ) -> tuple[list[h.Outcome], list[h.Outcome]]:
     """segtools first, then the real tool: the real tool writes to its inputs (truncates

@@ -117,7 +117,7 @@ def test_transaction_log_decoder_matches_the_real_tool(kafka_dump_log: h.KafkaDu
              ["--transaction-log-decoder", "--skip-record-metadata", "--files", log]]
     ours_all = [h.run_ours(args, parity_ws) for args in cases]
     kafka = kafka_dump_log.run_jobs(cases, parity_ws)
-    for args, k, ours in zip(cases, kafka, ours_all):
+    for _args, k, ours in zip(cases, kafka, ours_all):
         assert h.compare(k, ours).kind == h.IDENTICAL, h.compare(k, ours).reason
     assert '"transactionalId":"txn-flex-1"' in kafka[0].stdout  # the oracle did decode them
     assert "Found an unknown record version 7 for 0 type" in kafka[0].stdout
