@@ -42,6 +42,7 @@ from .errors import (
 from .legacy import (
     LOG_OVERHEAD,
     RECORD_OVERHEAD_V0,
+    LegacyMessage,
     inner_record,
     parse_legacy_entry,
     parse_legacy_header,
@@ -150,6 +151,13 @@ class RecordBatch:
     base_sequence: int
     last_sequence: int
     records_count: int
+    # private state (in __slots__): the bytes, the parsed legacy entry and its inner messages
+    _buf: bytes | bytearray | memoryview | None
+    _legacy: LegacyMessage | None
+    _inner: list[tuple[int, LegacyMessage]] | None
+    _inner_error: FormatError | None
+    _max_decompressed_size: int
+    _max_message_size: int | None
 
     # ---------------------------------------------------------------- construction
 
@@ -315,7 +323,7 @@ class RecordBatch:
         """The batch bytes exactly as on disk."""
         if self._buf is None:  # a large batch: read again from the file
             return self._read_again()
-        return self._buf
+        return self._buf if isinstance(self._buf, bytes) else bytes(self._buf)
 
     def _read_again(self) -> bytes:
         try:
@@ -383,6 +391,7 @@ class RecordBatch:
                               field="magic")
         if self.compression_id != 0 and self._max_message_size not in (None, max_message_size):
             # read with another bound than this one: read the inner set again with this one
+            inner: list[tuple[int, LegacyMessage]] | None
             try:
                 inner = read_inner_messages(msg, max_decompressed_size=self._max_decompressed_size,
                                             max_message_size=max_message_size)
@@ -719,7 +728,7 @@ class SegmentReader:
             return FileChangedError(f"{display_path(path)}: file changed while reading "
                                     f"({why}), near position {pos}")
 
-        def check_unchanged(seen: bytes = b"", at: int = 0) -> None:
+        def check_unchanged(seen: bytes | bytearray | memoryview = b"", at: int = 0) -> None:
             """Raise FileChangedError when the file is not the one we opened any more: its
             stat differs, or ``seen`` (bytes read at ``at``) reads back differently. Called
             only where a read looks damaged, so healthy files pay nothing."""
@@ -733,7 +742,7 @@ class SegmentReader:
                 time.sleep(_SETTLE_SECONDS)
             compare(seen, at)
 
-        def compare(seen: bytes, at: int) -> None:
+        def compare(seen: bytes | bytearray | memoryview, at: int) -> None:
             if seen and _read_at(f, at, len(seen)) != seen:
                 raise changed("bytes read twice differ")
             if _changed(st0, os.fstat(f.fileno())):

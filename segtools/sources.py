@@ -62,7 +62,7 @@ __all__ = [
     "DirEntry", "ROOT_MARKERS",
 ]
 
-PathInput = str | os.PathLike[str]
+PathInput = str | bytes | os.PathLike[str]
 InputKind = Literal["segment", "partition_dir", "log_dir", "metadata_log", "cluster",
                     "segment_folder", "nothing", "error"]
 
