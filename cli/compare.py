@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+from segtools.cli.options import max_batch_bytes_option
 
 #: Inputs up to this many bytes of segments run in this process; larger ones on Spark.
 #: Measured on the project's 2-core machine (benchmarks/bench_compare.py data, cold CLI runs,
@@ -66,14 +67,12 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 @click.option("--strict", is_flag=True,
               help="Refuse inputs from different clusters (cluster.id) instead of warning.")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
-@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
-              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
-                   "Raise it for clusters with message.max.bytes above that.")
+@max_batch_bytes_option()
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
-            max_rows: int, debug: bool, max_batch_bytes: str | None = None,
+            max_rows: int, debug: bool, max_batch_bytes: int | None = None,
             html_path: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
@@ -84,14 +83,11 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     from segtools.forensics.inputs import check_inputs, unique_inputs
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.report import render_summary
-    from segtools.limits import MAX_BATCH_BYTES_ENV, parse_size
+    from segtools.limits import MAX_BATCH_BYTES_ENV
     from segtools.outputs import atomic_write, check_output_file, check_output_location
 
     if max_batch_bytes is not None:
-        try:
-            limit = parse_size(max_batch_bytes)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
+        limit = max_batch_bytes
         # every reader of the run (in process, and Spark's Python workers, which inherit the
         # environment) takes the limit from here
         os.environ[MAX_BATCH_BYTES_ENV] = str(limit)

@@ -10,6 +10,7 @@ import sys
 import click
 
 from segtools.cli.errors import handle_errors
+from segtools.cli.options import max_batch_bytes_option
 from segtools.dump.options import (
     DEFAULT_KAFKA_VERSION,
     KAFKA_VERSIONS,
@@ -29,17 +30,6 @@ def _files(value: str | None) -> list[str]:
     while parts and parts[-1] == "":
         parts.pop()
     return parts
-
-
-def _parse_max_batch_bytes(value: str | None) -> int | None:
-    if value is None:
-        return None
-    from segtools.limits import parse_size
-
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,11 +64,7 @@ def _parse_max_batch_bytes(value: str | None) -> int | None:
               help="Decode records as __transaction_state data.")
 @click.option("--cluster-metadata-decoder", is_flag=True,
               help="Decode record values as KRaft metadata records (JSON).")
-@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
-              callback=lambda ctx, param, value: _parse_max_batch_bytes(value),
-              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default "
-                   "16MiB). A batch above it stops that file with exit 2; raise it for "
-                   "clusters with message.max.bytes above that.")
+@max_batch_bytes_option("A batch above it stops that file with exit 2. ")
 @click.option("--output", "output", type=click.Choice(["text", "json", "ndjson"]),
               default="text", show_default=True,
               help="text: kafka-dump-log's exact lines; json: one document per file; "

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+from segtools.cli.options import max_batch_bytes_option
 
 
 def _parse_partitions(text: str | None) -> tuple[int, ...]:
@@ -43,17 +44,6 @@ def _parse_time(text: str | None, flag: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def _parse_max_batch_bytes(value: str | None) -> int | None:
-    if value is None:
-        return None
-    from segtools.limits import parse_size
-
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
-
-
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, help="Output folder (local path, or s3://, hdfs:// URI).")
@@ -76,10 +66,7 @@ def _parse_max_batch_bytes(value: str | None) -> int | None:
 @click.option("--overwrite", is_flag=True,
               help="Allow a non-empty --out folder (files of the same name are replaced, others kept).")
 @click.option("--master", default=None, help="Run on Spark with this master URL (e.g. local[*], spark://host:7077).")
-@click.option("--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE",
-              callback=lambda ctx, param, value: _parse_max_batch_bytes(value),
-              help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
-                   "Raise it for clusters with message.max.bytes above that.")
+@max_batch_bytes_option()
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors

@@ -1,0 +1,27 @@
+"""Options shared by several commands, declared once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+
+def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    from segtools.limits import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-batch-bytes") from None
+
+
+def max_batch_bytes_option(consequence: str = "") -> Callable[[Any], Any]:
+    """``--max-batch-bytes SIZE`` (segtools.limits): the value reaches the command as bytes."""
+    return click.option(
+        "--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE", callback=_parse_size,
+        help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
+             f"{consequence}Raise it for clusters with message.max.bytes above that.")
