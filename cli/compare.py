@@ -87,10 +87,12 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     from segtools.outputs import atomic_write, check_output_file, check_output_location
 
     if max_batch_bytes is not None:
-        limit = max_batch_bytes
         # every reader of the run (in process, and Spark's Python workers, which inherit the
-        # environment) takes the limit from here
-        os.environ[MAX_BATCH_BYTES_ENV] = str(limit)
+        # environment) takes the limit from here; restored when the command ends, so an
+        # in-process caller (a test, a notebook) keeps its own default afterwards
+        previous = os.environ.get(MAX_BATCH_BYTES_ENV)
+        os.environ[MAX_BATCH_BYTES_ENV] = str(max_batch_bytes)
+        click.get_current_context().call_on_close(lambda: _restore_env(MAX_BATCH_BYTES_ENV, previous))
     if use_spark is False and (master or tables_dir):
         raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
     paths, warnings = unique_inputs(dirs)
@@ -208,6 +210,13 @@ def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str
         return run_compare(spark, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def _free_port() -> int:

@@ -70,6 +70,9 @@ def test_large_input_or_master_or_spark_flag_picks_spark(monkeypatch):
 
     monkeypatch.setattr(session, "get_spark", fake)
     monkeypatch.setattr(session, "check_java", lambda: "java")
+    # another test in this worker may have left a SparkSession active: compare would use it
+    from pyspark.sql import SparkSession
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     for args in (["--spark"], ["--master", "local[1]"]):
         res = _run(str(HEALTHY), *args)
         assert res.exit_code == 2 and "spark would start here" in res.stderr, res.output

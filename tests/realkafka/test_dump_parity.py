@@ -43,7 +43,7 @@ def _judge(kafka: list[h.Outcome], ours: list[h.Outcome], cases: list[h.Case]):
         tally[verdict.kind] += 1
         if not verdict.ok:
             why = h.known_difference(case, k, o, verdict)
-            (explained if why else unexplained).append(f"{case.name}: {verdict.reason}")
+            (explained if why else unexplained).append(f"{case.name}: [{why}] {verdict.reason}")
     return tally, explained, unexplained
 
 
@@ -103,7 +103,9 @@ def test_every_small_file_matches_the_real_tool(kafka_dump_log: h.KafkaDumpLog,
     tally, explained, unexplained = _judge(kafka, ours, cases)
     assert not unexplained, "\n".join(unexplained[:40])
     assert tally[h.IDENTICAL] > 0.95 * len(cases), tally
-    assert len(explained) < 10, explained
+    # unmutated files differ only where Kafka itself crashes on a healthy file: an index next
+    # to an empty log (a preallocated active segment); the other known classes need mutants
+    assert all("[empty_log_index]" in e for e in explained), "\n".join(explained[:40])
 
 
 def test_transaction_log_decoder_matches_the_real_tool(kafka_dump_log: h.KafkaDumpLog,

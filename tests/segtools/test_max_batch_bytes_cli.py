@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import hostile_files as H
 import pyarrow.parquet as pq
@@ -75,3 +76,13 @@ def test_compare_rejects_a_bad_size(tmp_path, monkeypatch):
                                       "--max-batch-bytes", "12 parsecs"])
     assert result.exit_code == 2
     assert "--max-batch-bytes" in result.output
+
+
+def test_compare_leaves_the_environment_as_it_found_it(tmp_path: Path) -> None:
+    """compare passes --max-batch-bytes to its readers (and Spark workers) through the
+    environment; an in-process caller must not keep that limit after the command."""
+    sample = Path(__file__).resolve().parents[2] / "samples" / "generated" / "S0-healthy-baseline"
+    assert MAX_BATCH_BYTES_ENV not in os.environ
+    result = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--max-batch-bytes", "8MiB"])
+    assert result.exit_code == 0, result.output
+    assert MAX_BATCH_BYTES_ENV not in os.environ
