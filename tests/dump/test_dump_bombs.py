@@ -19,6 +19,7 @@ from segtools.dump import json_out, pairs
 from segtools.dump.options import DumpOptions
 from segtools.dump.pairs import PairStore
 from segtools.dump.runner import run_dump
+from segtools.varint import encode_varlong
 
 #: length 6, attributes 0, timestampDelta 0, offsetDelta 0, key null, value null, no headers
 SEVEN_BYTE_RECORD = bytes([0x0C, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00])
@@ -98,22 +99,12 @@ def test_memory_does_not_grow_with_records_of_one_batch(
     assert peak < 2.5 * 1024 * 1024, f"{output}: peak {peak / 1024:.0f} KiB"
 
 
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def sparse_giant(path: Path, value_bytes: int) -> Path:
     """One uncompressed v2 batch holding one record whose value is ``value_bytes`` zeros; the
     zeros (and the record's final headers count, 0) are a hole: a few bytes on disk."""
-    body_head = b"\x00" + _zigzag(0) + _zigzag(0) + _zigzag(-1) + _zigzag(value_bytes)
+    body_head = b"\x00" + encode_varlong(0) + encode_varlong(0) + encode_varlong(-1) + encode_varlong(value_bytes)
     body_len = len(body_head) + value_bytes + 1
-    record_head = _zigzag(body_len) + body_head
+    record_head = encode_varlong(body_len) + body_head
     records_len = len(record_head) + value_bytes + 1
     head = bytearray(struct.pack(">qiibIhiqqqhii", 0, 49 + records_len, 0, 2, 0, 0, 0,
                                  1_700_000_000_000, 1_700_000_000_000, -1, -1, -1, 1))

@@ -14,6 +14,8 @@ import zlib
 
 import crc32c as _crc32c_lib
 
+from segtools.varint import encode_varlong
+
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -93,16 +95,6 @@ def sparse_hostile(path: str, size: int = 2 * GiB + 64 * 1024) -> str:
     return path
 
 
-def _varint(value: int) -> bytes:
-    z = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def sparse_giant(path: str, batch_bytes: int, n_batches: int = 2) -> str:
     """A legal segment of ``n_batches`` uncompressed batches of about ``batch_bytes`` each:
     one record per batch whose value is a run of zero bytes left as a hole in the file."""
@@ -112,9 +104,9 @@ def sparse_giant(path: str, batch_bytes: int, n_batches: int = 2) -> str:
         for i in range(n_batches):
             vlen = batch_bytes - OVERHEAD - 32
             body_tail = b"\x00"  # headersCount 0
-            body = (b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(vlen))
+            body = (b"\x00" + encode_varlong(0) + encode_varlong(0) + encode_varlong(-1) + encode_varlong(vlen))
             rec_len = len(body) + vlen + len(body_tail)
-            prefix = _varint(rec_len) + body
+            prefix = encode_varlong(rec_len) + body
             section_len = len(prefix) + vlen + len(body_tail)
             h = bytearray(header(section_len, 1, 0, 0, base_offset=i))
             crc = _crc(prefix, _crc(bytes(h[21:])))
