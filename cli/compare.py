@@ -13,6 +13,7 @@ import click
 
 from segtools.cli.errors import TroubleError, handle_errors
 from segtools.cli.options import max_batch_bytes_option
+from segtools.errors import display_path, is_utf8
 
 #: Inputs up to this many bytes of segments run in this process; larger ones on Spark.
 #: Measured on the project's 2-core machine (benchmarks/bench_compare.py data, cold CLI runs,
@@ -129,10 +130,10 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     total = sum(size for s in specs for _p, size in s.segments)
     spark_wanted = use_spark if use_spark is not None else bool(
         master or tables_dir or total > IN_PROCESS_MAX_BYTES)
-    odd = next((s.partition_dir for s in specs if not _utf8(s.partition_dir)), None)
+    odd = next((s.partition_dir for s in specs if not is_utf8(s.partition_dir)), None)
     if spark_wanted and odd is not None:
         # Spark reads through pyarrow filesystems, which take UTF-8 paths only
-        raise TroubleError(f"{_printable(odd)}: a path that is not UTF-8 cannot be read on Spark; "
+        raise TroubleError(f"{display_path(odd)}: a path that is not UTF-8 cannot be read on Spark; "
                            "run compare with --no-spark (or rename a copy of the evidence)")
     if not spark_wanted:
         from segtools.forensics.pipeline import compare_in_process
@@ -145,8 +146,8 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
                                tables_dir=tables_dir, forced=use_spark is True)
     if histories is not None:
         report.broker_events = list(getattr(histories, "brokers", []))
-    click.echo(_printable(render_summary(report, max_rows=max_rows)))
-    click.echo(_printable("\n".join(check.legend_lines())))
+    click.echo(display_path(render_summary(report, max_rows=max_rows)))
+    click.echo(display_path("\n".join(check.legend_lines())))
     doc = report.report_json(inputs=check.to_json(), warnings=warnings, runner=runner)
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
@@ -159,22 +160,9 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     sys.exit(report.exit_code)
 
 
-def _utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _note(text: str) -> None:
-    click.echo(_printable(f"compare: {text}"), err=True)
+    click.echo(display_path(f"compare: {text}"), err=True)
 
-
-def _printable(text: str) -> str:
-    """Paths with bytes that are not UTF-8 (kept by Python as surrogates) shown as \\xNN
-    instead of failing the terminal's encoder."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,

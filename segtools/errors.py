@@ -40,6 +40,16 @@ def display_path(path: str | bytes | os.PathLike[Any] | None) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+def is_utf8(name: str) -> bool:
+    """Whether a name from the file system is UTF-8 (Python keeps other bytes as surrogates:
+    pyarrow's file systems, Spark and Parquet take UTF-8 only)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def os_input_error(path: str | bytes | os.PathLike[Any], exc: OSError,
                    action: str = "cannot read") -> InputError:
     """The ``InputError`` for an ``OSError`` (permission, symlink loop, name too long, ...)

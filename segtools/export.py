@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from segtools.errors import InputError
+from segtools.errors import InputError, display_path, is_utf8
 from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 from segtools.sources import PartitionSource, Resolution, resolve
 
@@ -316,11 +316,8 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     named = [os.fspath(p) for p in paths]
     resolved = [d for src in sources for d in (src.log_dir, src.partition_dir) if d]
     check_output_location(out_dir, named + resolved)
-    try:
-        out_dir.encode("utf-8")
-    except UnicodeEncodeError:   # pyarrow's filesystems take UTF-8 paths only
-        shown = os.fsencode(out_dir).decode("utf-8", "backslashreplace")
-        raise UnsafeOutputError(f"--out {shown}: the path is not UTF-8; choose a UTF-8 name") from None
+    if not is_utf8(out_dir):   # pyarrow's filesystems take UTF-8 paths only
+        raise UnsafeOutputError(f"--out {display_path(out_dir)}: the path is not UTF-8; choose a UTF-8 name")
     if "://" in out_dir:
         return
     out = Path(out_dir)
@@ -338,12 +335,9 @@ def _check_names(sources: list[PartitionSource]) -> None:
     """A partition dir whose name is not UTF-8 cannot be a Kafka topic (names are ASCII) and
     cannot go into a Parquet string column: say so in one line instead of failing mid-way."""
     for src in sources:
-        try:
-            src.topic.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = os.fsencode(src.partition_dir or src.topic).decode("utf-8", "backslashreplace")
-            raise InputError(f"{shown}: the folder name is not UTF-8, so it is not a Kafka topic "
-                             "partition; leave it out with --topics") from None
+        if not is_utf8(src.topic):
+            raise InputError(f"{display_path(src.partition_dir or src.topic)}: the folder name is not "
+                             "UTF-8, so it is not a Kafka topic partition; leave it out with --topics")
 
 
 def _dedupe(sources: list[PartitionSource]) -> list[PartitionSource]:

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from segtools.errors import InputError, SegtoolsError, input_path
+from segtools.errors import InputError, SegtoolsError, display_path, input_path, is_utf8
 from segtools.formats.checkpoints import LEADER_EPOCH_CHECKPOINT, ROOT_OFFSET_CHECKPOINTS
 from segtools.formats.names import (
     KRAFT_SNAPSHOT_RE,
@@ -162,7 +162,7 @@ class PathWarning:
     target: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "message", _shown(self.message))   # always printable
+        object.__setattr__(self, "message", display_path(self.message))   # always printable
 
     def __str__(self) -> str:
         return self.message
@@ -274,21 +274,8 @@ def _join(base: str, name: str) -> str:
     return base + name if base.endswith("/") else base + "/" + name
 
 
-def _shown(path: str) -> str:
-    """``path`` printable whatever bytes it holds (0xff shows as \\xff)."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _is_utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _os_error(path: str, exc: OSError) -> InputError:
-    path = _shown(path)
+    path = display_path(path)
     if exc.errno == errno.ELOOP:
         return InputError(f"cannot read {path}: symlink loop (too many levels of symbolic links)")
     return InputError(f"cannot read {path}: {exc.strerror or exc}")
@@ -526,7 +513,7 @@ class _Resolver:
             topic, partition, state, _ = _parse_dir_name(name)
         except InputError:   # a folder of segment copies (".", "evidence/")
             topic, partition, state = "", -1, ""
-        if not _is_utf8(name):
+        if not is_utf8(name):
             self.bad_names.append(fs.display(inner))
         files = [e for e in entries if not e.is_dir and self._usable(fs, e)]
         logs = sorted((off, e.path, e.size) for e in files
@@ -615,7 +602,7 @@ class _Resolver:
         display = fs.display(inner)
         if not top.is_dir:
             if not top.is_regular:
-                raise InputError(f"cannot read {_shown(display)}: not a regular file or directory")
+                raise InputError(f"cannot read {display_path(display)}: not a regular file or directory")
             return self._segment_input(fs, inner)
         if not self._first_visit(fs, inner):
             return ResolvedInput(display, "nothing")
@@ -658,7 +645,7 @@ class _Resolver:
                                              f"{display}: same file as {first}; read once", first))
             return ResolvedInput(display, "nothing")
         self.seen_dirs.setdefault(real, display)
-        if not _is_utf8(inner.rstrip("/").rsplit("/", 1)[-1]):
+        if not is_utf8(inner.rstrip("/").rsplit("/", 1)[-1]):
             self.bad_names.append(display)
         parent = inner.rstrip("/").rsplit("/", 1)[0] if "/" in inner else "."
         pname = parent.rstrip("/").rsplit("/", 1)[-1]
@@ -763,7 +750,7 @@ def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", 
             resolver.bad_names = []
             item = resolver.resolve_one(text)
             if resolver.bad_names and non_utf8 == "raise":
-                raise InputError(f"{_shown(resolver.bad_names[0])}: file name is not UTF-8")
+                raise InputError(f"{display_path(resolver.bad_names[0])}: file name is not UTF-8")
         except SegtoolsError as exc:
             if errors == "raise":
                 raise

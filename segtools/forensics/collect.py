@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from segtools.errors import BatchTooLargeError, InputError, SegtoolsError
+from segtools.errors import BatchTooLargeError, InputError, SegtoolsError, display_path
 from segtools.forensics.model import BatchFacts, ReplicaFacts
 
 if TYPE_CHECKING:
@@ -53,13 +53,6 @@ class ReplicaSpec:
         if d.get("epoch_checkpoint") is not None:
             d["epoch_checkpoint"] = [tuple(e) for e in d["epoch_checkpoint"]]
         return cls(**d)
-
-
-def _text(name: str) -> str:
-    """A name from the file system as text: bytes that are not UTF-8 (Python keeps them as
-    surrogates, which no encoder accepts) become ``\\xNN``. Kafka never writes such a topic
-    name; a copy of evidence can still hold one, and it must be reported, not crash."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _segment_base(path: str) -> int:
@@ -147,7 +140,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
         tp = (s.topic, s.partition)
         pdir = str(s.partition_dir)
         spec = ReplicaSpec(
-            replica_id=len(specs), broker=broker_of[ld], topic=_text(s.topic), partition=s.partition,
+            replica_id=len(specs), broker=broker_of[ld], topic=display_path(s.topic), partition=s.partition,
             partition_dir=pdir, log_dir=ld, state=s.state or "",
             segments=sorted(((p, os.path.getsize(p)) for p in s.segments), key=lambda x: _segment_base(x[0])),
             high_watermark=ckpts["replication-offset-checkpoint"].get(tp),
