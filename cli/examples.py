@@ -50,6 +50,13 @@ Examples:
   segtools demo --out /tmp/segtools-demo --master 'local[2]'
 \b
 Docs: README.md, docs/FORENSICS.md.""",
+    "salvage": """\
+\b
+Examples:
+  segtools salvage /var/lib/kafka/data/orders-0/00000000000000000000.log --out salvaged/
+  segtools salvage /var/lib/kafka/data/orders-0 --out salvaged/ --index-interval-bytes 4096
+\b
+Docs: docs/CONTRACT.md ("segtools salvage": manifest fields, exit codes).""",
 }
 
 

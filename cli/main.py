@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, str] = {
     "export": "segtools.cli.export:export",
     "demo": "segtools.cli.demo:demo",
     "report": "segtools.cli.report:report",
+    "salvage": "segtools.cli.salvage:salvage",
 }
 
 
@@ -52,6 +53,7 @@ def cli() -> None:
     simulate  write real Kafka log dirs from a replicated-cluster scenario
     demo      all of the above on embedded defaults
     report    a compare report (JSON) as a self-contained HTML file
+    salvage   rebuild a corrupt segment's intact batches into a new folder
 
     `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
     repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,

@@ -1,0 +1,445 @@
+"""Salvage a damaged ``.log`` segment: find every intact batch past the corruption and rebuild
+a clean segment (``.log``, ``.index``, ``.timeindex``) plus a JSON manifest in a NEW folder.
+
+Why: Kafka's ``LogSegment.recover`` (storage/.../log/LogSegment.java) walks the batches and
+stops at the first one that fails ``ensureValid`` (size below the overhead, bad CRC, bad
+magic): it truncates the segment there, and ``LogLoader.recoverLog`` then deletes the
+unflushed segments after it. Every intact batch behind the damage is lost to the broker. This
+module scans past a bad batch to the next header that checks out and keeps what is intact.
+
+A position is a batch start when its header checks out (docs/FORMATS.md section 1):
+- magic 2: ``batchLength`` >= 49 (the 61-byte v2 header), the batch fits in the file and the
+  limit (``segtools.limits``), ``lastOffsetDelta`` and ``recordsCount`` are not negative, and
+  the CRC-32C over ``[attributes, end)`` matches (``DefaultRecordBatch.ensureValid``);
+- magic 0/1: size >= 14 (magic 0) / 22 (magic 1) and the CRC-32 over ``[magic, end)`` matches
+  (``LegacyRecord.ensureValid``).
+The CRC does not cover ``baseOffset`` or ``partitionLeaderEpoch``, so the kept batches must
+also form a chain: offsets strictly increasing (from the segment's base offset on) and v2
+leader epochs never going down. The longest such chain is kept; a CRC-valid batch outside it
+is dropped as ``inconsistent_header``. A changed base offset of the LAST batch that only moves
+it further up, or a changed epoch that keeps the order, cannot be told from real data.
+
+Input files are opened read-only; every output goes through ``segtools.outputs``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .batches import RecordBatch, segment_paths
+from .crc import crc32c
+from .errors import FormatError, InputError, display_path
+from .limits import DEFAULT_MAX_BATCH_BYTES
+from .outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
+from .sources import is_partition_dir_name
+from .writer.index_files import OffsetIndexFile, TimeIndexFile
+
+__all__ = ["SalvagedBatch", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
+           "check_batch_at", "SalvageResult"]
+
+_LEN = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_V2_TAIL = struct.Struct(">i")  # lastOffsetDelta at +23; recordsCount at +57
+V2_OVERHEAD = 61
+LEGACY_MIN_SIZE = {0: 14, 1: 22}   # LegacyRecord.RECORD_OVERHEAD_V0 / V1
+LOG_OVERHEAD = 12                  # baseOffset + length
+_MIN_CANDIDATE = LOG_OVERHEAD + 14  # the smallest thing that can be a batch
+_WINDOW = 1 << 20                   # resync scans this many positions per numpy step
+
+
+@dataclass(frozen=True, slots=True)
+class SalvagedBatch:
+    """One intact batch: where it was, where it goes, what it holds."""
+
+    position: int          # in the input segment
+    size: int
+    base_offset: int
+    last_offset: int
+    records_count: int
+    partition_leader_epoch: int
+    magic: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedRange:
+    """Bytes of the input that are not in the rebuilt segment, ``[start, end)``."""
+
+    start: int
+    end: int
+    reason: str            # corrupt | torn_tail | inconsistent_header
+    detail: str
+    #: offsets around the range (the kept batches before and after it; None at the ends)
+    after_offset: int | None = None
+    before_offset: int | None = None
+
+
+@dataclass
+class SegmentSalvage:
+    """What the scan of one segment found."""
+
+    path: str
+    base_offset: int
+    file_size: int
+    kept: list[SalvagedBatch] = field(default_factory=list)
+    dropped: list[DroppedRange] = field(default_factory=list)
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.dropped)
+
+    @property
+    def kafka_truncation_position(self) -> int | None:
+        """Where ``LogSegment.recover`` would cut this segment (None: it keeps it whole)."""
+        return self.dropped[0].start if self.dropped else None
+
+    def kafka_would_delete(self) -> list[SalvagedBatch]:
+        """Intact batches behind the first bad one: Kafka's recovery truncates them away."""
+        cut = self.kafka_truncation_position
+        return [] if cut is None else [b for b in self.kept if b.position >= cut]
+
+
+def check_batch_at(buf: Any, pos: int, end: int, *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int:
+    """Size of the batch starting at ``pos`` when its header checks out, else 0."""
+    if pos + _MIN_CANDIDATE > end:
+        return 0
+    (length,) = _LEN.unpack_from(buf, pos + 8)
+    magic = buf[pos + 16]
+    size = LOG_OVERHEAD + length
+    if length < 14 or size > max_batch_bytes or pos + size > end:
+        return 0
+    if magic == 2:
+        if size < V2_OVERHEAD:
+            return 0
+        (last_offset_delta,) = _V2_TAIL.unpack_from(buf, pos + 23)
+        (count,) = _V2_TAIL.unpack_from(buf, pos + 57)
+        if last_offset_delta < 0 or count < 0:
+            return 0
+        (crc,) = _U32.unpack_from(buf, pos + 17)
+        return size if crc32c(memoryview(buf)[pos + 21:pos + size]) == crc else 0
+    if magic in LEGACY_MIN_SIZE:
+        if length < LEGACY_MIN_SIZE[magic]:
+            return 0
+        (crc,) = _U32.unpack_from(buf, pos + 12)
+        return size if zlib.crc32(memoryview(buf)[pos + 16:pos + size]) == crc else 0
+    return 0
+
+
+def _candidates(arr: np.ndarray, start: int, end: int, max_batch_bytes: int) -> Iterator[int]:
+    """Positions in ``[start, end)`` whose magic byte and length field could start a batch, in
+    order (numpy over windows: a zeroed or random range is not walked byte by byte)."""
+    last = end - _MIN_CANDIDATE   # last position that can hold a batch
+    pos = start
+    while pos <= last:
+        stop = min(pos + _WINDOW, last + 1)
+        magic = arr[pos + 16:stop + 16]
+        length = ((arr[pos + 8:stop + 8].astype(np.int64) << 24) | (arr[pos + 9:stop + 9].astype(np.int64) << 16)
+                  | (arr[pos + 10:stop + 10].astype(np.int64) << 8) | arr[pos + 11:stop + 11].astype(np.int64))
+        length = np.where(length >= 1 << 31, length - (1 << 32), length)
+        here = np.arange(pos, stop, dtype=np.int64)
+        fits = (here + LOG_OVERHEAD + length <= end) & (length + LOG_OVERHEAD <= max_batch_bytes)
+        ok = fits & (((magic == 2) & (length >= V2_OVERHEAD - LOG_OVERHEAD))
+                     | ((magic == 1) & (length >= 22)) | ((magic == 0) & (length >= 14)))
+        for i in np.flatnonzero(ok):
+            yield pos + int(i)
+        pos = stop
+
+
+def _parse(buf: Any, pos: int, size: int, path: str) -> SalvagedBatch | None:
+    try:
+        batch = RecordBatch.from_bytes(bytes(buf[pos:pos + size]), path=path, position=pos)
+    except FormatError:
+        return None
+    if batch.magic < 2 and batch.compression_id != 0 and batch.records_count == 0:
+        return None   # a legacy wrapper whose inner messages cannot be read
+    return SalvagedBatch(pos, size, batch.base_offset, batch.last_offset, batch.records_count,
+                         batch.partition_leader_epoch, batch.magic, batch.max_timestamp)
+
+
+def _longest_chain(batches: Sequence[SalvagedBatch], floor: int) -> set[int]:
+    """Indexes of the longest run of batches (file order) with strictly increasing offsets
+    from ``floor`` on, then non-decreasing v2 epochs (patience sorting, O(n log n))."""
+
+    def lis(items: list[int], starts: list[int], ends: list[int], strict: bool) -> list[int]:
+        tails: list[int] = []      # smallest end value of a chain of each length
+        tail_idx: list[int] = []
+        prev = [-1] * len(items)
+        for n in range(len(items)):
+            # chains this one may extend: tail < start (strict) or tail <= start
+            k = bisect.bisect_left(tails, starts[n]) if strict else bisect.bisect_right(tails, starts[n])
+            prev[n] = tail_idx[k - 1] if k else -1
+            if k == len(tails):
+                tails.append(ends[n])
+                tail_idx.append(n)
+            elif ends[n] < tails[k]:
+                tails[k] = ends[n]
+                tail_idx[k] = n
+        out: list[int] = []
+        n = tail_idx[-1] if tail_idx else -1
+        while n >= 0:
+            out.append(items[n])
+            n = prev[n]
+        return out[::-1]
+
+    eligible = [i for i, b in enumerate(batches) if b.base_offset >= floor and b.last_offset >= b.base_offset]
+    by_offset = lis(eligible, [batches[i].base_offset for i in eligible],
+                    [batches[i].last_offset for i in eligible], strict=True)
+    # epochs: -1 (legacy, or never assigned) fits anywhere, so only epochs >= 0 take part
+    epoch_items = [i for i in by_offset if batches[i].partition_leader_epoch >= 0]
+    epochs = [batches[i].partition_leader_epoch for i in epoch_items]
+    keep_epochs = set(lis(epoch_items, epochs, epochs, strict=False))
+    return {i for i in by_offset if batches[i].partition_leader_epoch < 0 or i in keep_epochs}
+
+
+def _segment_base(path: str) -> int:
+    stem = os.path.basename(path).split(".")[0]
+    return int(stem) if stem.isdigit() else 0
+
+
+def scan_segment(path: str | os.PathLike[str], *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> SegmentSalvage:
+    """Walk a segment, resynchronising past damage; the input is only read."""
+    path = os.fspath(path)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot open {display_path(path)}: {exc.strerror}") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        result = SegmentSalvage(path, _segment_base(path), size)
+        if size == 0:
+            return result
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            arr = np.frombuffer(buf, dtype=np.uint8)
+            try:
+                found, bad = _walk(buf, arr, size, path, max_batch_bytes)
+            finally:
+                del arr
+    chain = _longest_chain(found, result.base_offset)
+    kept = [b for i, b in enumerate(found) if i in chain]
+    dropped: list[tuple[int, int, str, str]] = list(bad)
+    for i, b in enumerate(found):
+        if i not in chain:
+            dropped.append((b.position, b.position + b.size, "inconsistent_header",
+                            f"CRC-valid batch with offsets {b.base_offset}..{b.last_offset}, leader "
+                            f"epoch {b.partition_leader_epoch}: out of order with its neighbours "
+                            "(fields the CRC does not cover were changed)"))
+    result.kept = kept
+    result.dropped = _merge(dropped, kept)
+    return result
+
+
+def _walk(buf: Any, arr: np.ndarray, size: int, path: str,
+          max_batch_bytes: int) -> tuple[list[SalvagedBatch], list[tuple[int, int, str, str]]]:
+    found: list[SalvagedBatch] = []
+    bad: list[tuple[int, int, str, str]] = []
+    pos = 0
+    while pos < size:
+        n = check_batch_at(buf, pos, size, max_batch_bytes=max_batch_bytes)
+        parsed = _parse(buf, pos, n, path) if n else None
+        if parsed is not None:
+            found.append(parsed)
+            pos += n
+            continue
+        why = _why_bad(buf, pos, size, max_batch_bytes)
+        nxt = size
+        for cand in _candidates(arr, pos + 1, size, max_batch_bytes):
+            m = check_batch_at(buf, cand, size, max_batch_bytes=max_batch_bytes)
+            if m and _parse(buf, cand, m, path) is not None:
+                nxt = cand
+                break
+        reason = "torn_tail" if nxt == size and why.startswith("batch runs past") else "corrupt"
+        bad.append((pos, nxt, reason, why))
+        pos = nxt
+    return found, bad
+
+
+def _why_bad(buf: Any, pos: int, end: int, max_batch_bytes: int) -> str:
+    """One phrase for why the header at ``pos`` does not check out (for the manifest)."""
+    if pos + 17 > end:
+        return f"{end - pos} trailing bytes, too few for a batch header"
+    (length,) = _LEN.unpack_from(buf, pos + 8)
+    magic = buf[pos + 16]
+    if length < 14:
+        return f"size field {length} below the minimum 14"
+    if LOG_OVERHEAD + length > max_batch_bytes:
+        return f"size field {length} above the batch limit {max_batch_bytes}"
+    if pos + LOG_OVERHEAD + length > end:
+        return f"batch runs past the end of the file (size field {length}, {end - pos} bytes left)"
+    if magic not in (0, 1, 2):
+        return f"unknown magic {magic}"
+    if magic == 2 and LOG_OVERHEAD + length < V2_OVERHEAD:
+        return f"size field {length} below the v2 batch overhead"
+    return "CRC mismatch" if magic == 2 or length >= LEGACY_MIN_SIZE[magic] else f"size field {length} too small"
+
+
+def _merge(dropped: list[tuple[int, int, str, str]], kept: Sequence[SalvagedBatch]) -> list[DroppedRange]:
+    """Sorted, adjacent ranges joined, each with the kept offsets around it."""
+    dropped.sort()
+    merged: list[list[Any]] = []
+    for start, end, reason, detail in dropped:
+        if merged and merged[-1][1] == start:
+            last = merged[-1]
+            last[1] = end
+            if reason != last[2]:
+                last[2] = "corrupt" if "corrupt" in (reason, last[2]) else last[2]
+            last[3] = f"{last[3]}; {detail}"
+        else:
+            merged.append([start, end, reason, detail])
+    positions = [b.position for b in kept]
+    out = []
+    for start, end, reason, detail in merged:
+        k = bisect.bisect_left(positions, start)
+        out.append(DroppedRange(start, end, reason, detail,
+                                kept[k - 1].last_offset if k else None,
+                                kept[k].base_offset if k < len(kept) else None))
+    return out
+
+
+# ------------------------------------------------------------------------------ rebuild
+
+@dataclass
+class SalvageResult:
+    out_dir: str
+    partition_dir: str
+    segments: list[SegmentSalvage]
+    manifest_path: str
+
+    @property
+    def damaged(self) -> bool:
+        return any(s.damaged for s in self.segments)
+
+
+def _copy_batches(src: str, kept: Sequence[SalvagedBatch], dst: str) -> None:
+    with open(src, "rb") as fin, open(dst, "xb") as fout:
+        for b in kept:
+            fin.seek(b.position)
+            data = fin.read(b.size)
+            if len(data) != b.size:
+                raise InputError(f"{display_path(src)} changed while salvaging (short read at "
+                                 f"byte {b.position}, offset {b.base_offset})")
+            fout.write(data)
+        fout.flush()
+        os.fsync(fout.fileno())
+
+
+def _write_indexes(folder: str, base_offset: int, kept: Sequence[SalvagedBatch],
+                   index_interval_bytes: int) -> None:
+    """The indexes ``LogSegment.recover`` builds for these batches, trimmed as on close."""
+    name = f"{base_offset:020d}"
+    n_entries = max(2, len(kept) + 2)
+    offsets = OffsetIndexFile(os.path.join(folder, name + ".index"), base_offset, n_entries * 8,
+                              preallocate=False)
+    times = TimeIndexFile(os.path.join(folder, name + ".timeindex"), base_offset, n_entries * 12,
+                          preallocate=False)
+    valid_bytes = last_index_entry = 0
+    max_ts, offset_of_max = -1, -1
+    for b in kept:
+        if b.max_timestamp > max_ts:
+            max_ts, offset_of_max = b.max_timestamp, b.last_offset
+        if valid_bytes - last_index_entry > index_interval_bytes:
+            offsets.append(b.last_offset, valid_bytes)
+            times.maybe_append(max_ts, offset_of_max)
+            last_index_entry = valid_bytes
+        valid_bytes += b.size
+    if max_ts >= 0 or offset_of_max >= 0:   # recover()/close: the largest timestamp seen
+        times.maybe_append(max_ts, offset_of_max)
+    offsets.trim()
+    times.trim()
+
+
+def _manifest_entry(seg: SegmentSalvage, out_log: str) -> dict[str, Any]:
+    runs: list[dict[str, Any]] = []
+    out_pos = 0
+    for b in seg.kept:
+        if runs and runs[-1]["end"] == b.position:
+            run = runs[-1]
+            run.update(end=b.position + b.size, last_offset=b.last_offset, batches=run["batches"] + 1,
+                       records=run["records"] + b.records_count)
+        else:
+            runs.append({"start": b.position, "end": b.position + b.size, "out_start": out_pos,
+                         "first_offset": b.base_offset, "last_offset": b.last_offset,
+                         "batches": 1, "records": b.records_count})
+        out_pos += b.size
+    cut = seg.kafka_truncation_position
+    lost = seg.kafka_would_delete()
+    return {
+        "file": seg.path, "file_size": seg.file_size, "base_offset": seg.base_offset,
+        "rebuilt": out_log, "rebuilt_size": out_pos,
+        "kept": runs,
+        "kept_batches": len(seg.kept), "kept_records": sum(b.records_count for b in seg.kept),
+        "dropped": [asdict(d) for d in seg.dropped],
+        "dropped_bytes": sum(d.end - d.start for d in seg.dropped),
+        "kafka_recovery": {
+            # LogSegment.recover truncates at the first batch failing ensureValid
+            "truncates_at_position": cut,
+            "truncates_to_offset": (lost[0].base_offset if lost else
+                                    (seg.kept[-1].last_offset + 1 if cut is not None and seg.kept else
+                                     (seg.base_offset if cut is not None else None))),
+            "intact_batches_deleted": len(lost),
+            "intact_records_deleted": sum(b.records_count for b in lost),
+            "intact_ranges_deleted": [[b.position, b.position + b.size, b.base_offset, b.last_offset]
+                                      for b in lost],
+        },
+    }
+
+
+def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, force: bool = False,
+            index_interval_bytes: int = 4096, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> SalvageResult:
+    """Scan ``path`` (a ``.log`` segment or a partition dir) and write into ``out_dir`` (new, or
+    empty; never inside the input) ``<partition dir>/`` with one rebuilt segment per input
+    segment, and ``manifest.json``."""
+    src = os.fspath(path)
+    if os.path.isdir(src):
+        logs = [p for p in segment_paths(src) if p.endswith(".log")]
+        part_name = os.path.basename(os.path.abspath(src))
+        evidence = [src]
+    elif os.path.isfile(src):
+        logs = [src]
+        part_name = os.path.basename(os.path.dirname(os.path.abspath(src)))
+        evidence = [src, os.path.dirname(os.path.abspath(src))]
+    else:
+        raise InputError(f"{display_path(src)}: no such file or folder")
+    if not logs:
+        raise InputError(f"{display_path(src)}: no .log segment in it")
+    if not is_partition_dir_name(part_name):
+        part_name = "salvaged-0"
+    check_output_location(out_dir, evidence)
+    out = prepare_output_dir(out_dir, evidence, force=force)
+    segments: list[SegmentSalvage] = []
+    with partial_run(out, command="segtools salvage") as run:
+        part_out = out / part_name
+        part_out.mkdir(exist_ok=force)
+        entries = []
+        for log in logs:
+            seg = scan_segment(log, max_batch_bytes=max_batch_bytes)
+            segments.append(seg)
+            named = os.path.basename(log).split(".")[0].isdigit()
+            base = seg.base_offset if named or not seg.kept else seg.kept[0].base_offset
+            out_log = str(part_out / f"{base:020d}.log")
+            _copy_batches(log, seg.kept, out_log)
+            _write_indexes(str(part_out), base, seg.kept, index_interval_bytes)
+            entries.append(_manifest_entry(seg, out_log))
+        manifest = {"input": src, "partition_dir": str(part_out), "index_interval_bytes": index_interval_bytes,
+                    "segments": entries,
+                    "notes": ["Kafka's LogSegment.recover truncates a segment at its first invalid batch and "
+                              "LogLoader deletes the unflushed segments after it; 'kafka_recovery' lists the "
+                              "intact batches that would be lost that way.",
+                              "No .txnindex, producer snapshot or leader-epoch-checkpoint is written: start the "
+                              "broker on this dir without a clean-shutdown marker (or with a recovery point at "
+                              "or below the segment base) so that it rebuilds them."]}
+        manifest_path = str(out / "manifest.json")
+        atomic_write(manifest_path, json.dumps(manifest, indent=1) + "\n")
+        run.summary = {"segments": len(segments), "damaged": sum(s.damaged for s in segments),
+                       "kept_batches": sum(len(s.kept) for s in segments),
+                       "dropped_ranges": sum(len(s.dropped) for s in segments)}
+    return SalvageResult(str(out), str(part_out), segments, manifest_path)
