@@ -73,6 +73,9 @@ def _files(value: str | None) -> list[str]:
               default=DEFAULT_KAFKA_VERSION, show_default=True,
               help="Whose kafka-dump-log text to print: 4.3 (Kafka 4.x, pinned 4.3.1) or 3.9 "
                    "(the Scala tool of Kafka 3.x); docs/DUMP_LOG.md lists the differences.")
+@click.option("--skip-corrupt", is_flag=True,
+              help="Print past corrupt byte ranges of a .log (one 'Skipped N corrupt bytes' line "
+                   "each) instead of stopping at the first, as segtools salvage reads it.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display on stderr.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.version_option(package_name="segtools", message="segtools %(version)s")
@@ -83,7 +86,7 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
          value_decoder_class: str | None, offsets_decoder: bool, transaction_log_decoder: bool,
          cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool,
          max_batch_bytes: int | None = None,
-         kafka_version: str = DEFAULT_KAFKA_VERSION) -> None:
+         kafka_version: str = DEFAULT_KAFKA_VERSION, skip_corrupt: bool = False) -> None:
     """Dump Kafka log segments, indexes, snapshots and checkpoints like kafka-dump-log.
 
     PATHS may be files, partition directories or broker log directories (every file in
@@ -118,6 +121,7 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         summary=True,
         max_batch_bytes=max_batch_bytes,
         kafka_version=kafka_version,
+        skip_corrupt=skip_corrupt,
     )
     from segtools.dump.runner import run_dump
 

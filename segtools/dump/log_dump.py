@@ -66,6 +66,10 @@ def dump_log(ctx: DumpContext, path: str) -> None:
                        max_message_size=_NO_MESSAGE_LIMIT,
                        max_batch_bytes=opts.max_batch_bytes) as reader:
         batches = iter(reader)
+        if opts.skip_corrupt:  # past the bad ranges, one line each (segtools/dump/skip_corrupt.py)
+            from segtools.dump.skip_corrupt import batches_skipping_corrupt
+
+            batches = batches_skipping_corrupt(ctx, path, opts.max_batch_bytes)
         while True:
             try:
                 batch = next(batches)
@@ -125,7 +129,7 @@ def dump_log(ctx: DumpContext, path: str) -> None:
                 ctx.error("corrupt_records", exc.located(
                     path=path, position=batch.position, base_offset=batch.base_offset))
 
-        if not fatal:
+        if not fatal and not opts.skip_corrupt:  # (--skip-corrupt reported the tail itself)
             limit = min(reader.file_size, max_bytes)
             trailing = limit - reader.valid_bytes
             if trailing > 0 and max_bytes == MAX_BYTES_DEFAULT:

@@ -47,6 +47,8 @@ class DumpOptions:
     summary: bool = False
     #: segtools.limits' bound on one batch (on disk and decompressed); None: the default
     max_batch_bytes: int | None = None
+    #: walk past corrupt ranges (segtools.dump.skip_corrupt) instead of stopping at the first
+    skip_corrupt: bool = False
     kafka_version: str = DEFAULT_KAFKA_VERSION  # whose text: KAFKA_VERSIONS
 
     @property

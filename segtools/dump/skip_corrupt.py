@@ -1,0 +1,60 @@
+"""`segtools dump --skip-corrupt`: the batches of a damaged segment past its bad ranges.
+
+Kafka's tool (and our default) stops at the first batch it cannot frame; with this option the
+segment is walked by `segtools.salvage.scan_segment` instead, which resynchronises on the next
+header that checks out. Each skipped range is one finding, printed as one line on stdout where
+it sits in the dump (docs/CONTRACT.md section 2), so an SRE can still read what follows."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from segtools.batches import RecordBatch
+from segtools.errors import InputError, display_path
+from segtools.limits import resolve_max_batch_bytes
+
+if TYPE_CHECKING:
+    from segtools.dump.runner import DumpContext
+    from segtools.salvage import DroppedRange
+
+
+def skipped_range_line(start: int, end: int, reason: str, detail: str, after: int | None,
+                       before: int | None) -> str:
+    around = []
+    if after is not None:
+        around.append(f"after offset {after}")
+    if before is not None:
+        around.append(f"before offset {before}")
+    where = f" ({', '.join(around)})" if around else ""
+    return f"Skipped {end - start} corrupt bytes at position {start}-{end}{where}: {reason}: {detail}"
+
+
+def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int | None) -> Iterator[RecordBatch]:
+    """The intact batches of ``path`` in file order; a finding line for each range between."""
+    from segtools.salvage import scan_segment
+
+    limit = resolve_max_batch_bytes(max_batch_bytes)
+    seg = scan_segment(path, max_batch_bytes=limit)
+    dropped = list(seg.dropped)
+    name = os.path.basename(path)
+    with open(path, "rb") as fh:
+        for batch in seg.kept:
+            while dropped and dropped[0].start < batch.position:
+                _report(ctx, dropped.pop(0))
+            fh.seek(batch.position)
+            data = fh.read(batch.size)
+            if len(data) != batch.size:
+                raise InputError(f"{display_path(path)} changed while reading (position {batch.position})")
+            yield RecordBatch.from_bytes(data, path=path, position=batch.position, segment=name,
+                                         max_batch_bytes=limit)
+    for d in dropped:
+        _report(ctx, d)
+
+
+def _report(ctx: DumpContext, d: DroppedRange) -> None:
+    fields = {"position": d.start, "end": d.end, "size": d.end - d.start, "reason": d.reason,
+              "detail": d.detail, "after_offset": d.after_offset, "before_offset": d.before_offset}
+    ctx.flag("skipped_corrupt_range", fields, stream="out",
+             line=skipped_range_line(d.start, d.end, d.reason, d.detail, d.after_offset, d.before_offset))

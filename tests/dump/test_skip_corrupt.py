@@ -1,0 +1,70 @@
+"""`segtools dump --skip-corrupt` on real segments damaged at test time: every intact batch is
+printed exactly as the default dump prints it for the undamaged file (which the parity tests
+hold to the real kafka-dump-log), one "Skipped" line per damaged range, exit 1; without the
+flag the dump still stops where Kafka's does."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from segtools.cli.main import cli
+
+SOURCES = [
+    "kafka-3.6-kraft-flink-stack/logdir/connect-offsets-14/00000000000000000000.log",
+    "kafka-3.6-kraft-flink-stack/logdir/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0/00000000000000000000.log",
+]
+
+
+def _extents(data: bytes) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        out.append((pos, pos + 12 + length))
+        pos += 12 + length
+    return out
+
+
+def _batch_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("baseOffset:")]
+
+
+@pytest.mark.parametrize("rel", SOURCES, ids=lambda r: r.split("/")[-2][-20:])
+@pytest.mark.parametrize("deep", [False, True], ids=["shallow", "deep"])
+def test_skip_corrupt_prints_every_intact_batch(realdata, tmp_path, rel, deep):
+    data = (realdata / rel).read_bytes()
+    ext = _extents(data)
+    buf = bytearray(data)
+    buf[ext[5][0] + 8:ext[5][0] + 12] = b"\x00\x00\x00\x01"    # an impossible size field
+    z0, z1 = ext[50][0] + 30, ext[60][0] + 40                  # zeros over eleven batches
+    buf[z0:z1] = bytes(z1 - z0)
+    mutant = bytes(buf[:ext[-2][0] + 30])                      # and a torn tail
+    orig, bad = tmp_path / "orig" / "t-0", tmp_path / "bad" / "t-0"
+    for d, content in ((orig, data), (bad, mutant)):
+        d.mkdir(parents=True)
+        (d / "00000000000000000000.log").write_bytes(content)
+    flags = ["--deep-iteration"] if deep else []
+    runner = CliRunner()
+    full = runner.invoke(cli, ["dump", str(orig / "00000000000000000000.log"), *flags])
+    assert full.exit_code == 0
+    got = runner.invoke(cli, ["dump", str(bad / "00000000000000000000.log"), "--skip-corrupt", *flags])
+    assert got.exit_code == 1
+    intact_positions = {s for s, e in ext if e <= len(mutant) and mutant[s:e] == data[s:e]}
+    expected = [ln for ln in _batch_lines(full.stdout)
+                if int(ln.split("position: ")[1].split()[0]) in intact_positions]
+    assert len(expected) == len(ext) - 1 - 11 - 2   # size field, zeros, torn tail (2 batches)
+    assert _batch_lines(got.stdout) == expected
+    skipped = [ln for ln in got.stdout.splitlines() if ln.startswith("Skipped ")]
+    assert [ln.split(" at position ")[1].split()[0] for ln in skipped] == \
+        [f"{ext[5][0]}-{ext[6][0]}", f"{ext[50][0]}-{ext[61][0]}", f"{ext[-2][0]}-{len(mutant)}"]
+    if deep:   # the records of every intact batch too
+        full_records = [ln for ln in full.stdout.splitlines() if ln.startswith("| offset:")]
+        got_records = [ln for ln in got.stdout.splitlines() if ln.startswith("| offset:")]
+        assert set(got_records) <= set(full_records) and len(got_records) >= len(expected)
+    # default behaviour unchanged: stops at the first bad batch like Kafka's tool
+    plain = runner.invoke(cli, ["dump", str(bad / "00000000000000000000.log"), *flags])
+    assert plain.exit_code == 1
+    assert _batch_lines(plain.stdout) == _batch_lines(full.stdout)[:5]
+    assert "Skipped " not in plain.stdout
