@@ -1,0 +1,470 @@
+"""One filter language for finding records (``--where`` on the CLI, :func:`parse_where` and
+:func:`read_filtered` in Python; docs/CONTRACT.md section 9).
+
+A filter is a list of conditions ``FIELD OP VALUE``, all of which must hold (AND)::
+
+    offset>=1000            offset<2000            timestamp>=2024-05-01T12:00:00Z
+    key=order-42            key^=order-            key~^order-[0-9]+$      key=null
+    value~timeout           value^=hex:0a0b        producer_id=4001        producer_epoch=3
+    leader_epoch>=5         partition=3            topic=orders
+    transactional_id=payments-tx-1                 group=billing-service
+
+Numbers take ``= != < <= > >=`` (``=`` also a comma list: ``producer_id=1,2``); ``timestamp``
+takes epoch ms or ISO-8601 (UTC unless a zone is given); ``key``/``value`` take ``=`` (exact),
+``!=``, ``^=`` (prefix) and ``~`` (regular expression searched in the bytes, Python ``re``);
+a ``hex:`` value gives raw bytes, ``null`` a null key/value.
+
+Two fields are looked up, because no record header carries them:
+- ``group=G``: the records of consumer group G in ``__consumer_offsets``: partition
+  ``Utils.abs(G.hashCode()) % offsets.topic.num.partitions`` (GroupCoordinator /
+  GroupMetadataManager.partitionFor; 50 by default, ``offsets_partitions=``), keys whose group
+  field (the string after the int16 key version) is G.
+- ``transactional_id=T``: T is only written in ``__transaction_state`` (partition
+  ``Utils.abs(T.hashCode()) % transaction.state.log.num.partitions``, TransactionStateManager
+  .partitionFor; 50 by default, ``transaction_partitions=``). Its records there map T to the
+  producer ids it used; the filter then keeps those records of T and the records of every other
+  topic written by those producer ids. Without that partition in the inputs it is an error.
+
+Pushdown (what is not read at all): partitions another ``partition``/``topic``/``group``
+condition excludes, and, for ``key=K`` with ``key_partitions=N`` (the topic's partition count),
+every partition but Kafka's default partitioner's choice ``toPositive(murmur2(K)) % N``;
+segments whose offset range (file names) misses the offset bounds; rolled segments whose
+``.timeindex`` says their largest timestamp is below the start time; then, inside a segment,
+batches whose header (offsets, max timestamp) cannot match are not decoded. ``FilterStats``
+counts what was read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InputError
+from .schema import RECORD_SCHEMA
+
+__all__ = ["Condition", "RecordFilter", "FilterStats", "parse_where", "read_filtered",
+           "iter_filtered", "java_string_hash", "kafka_abs", "partition_for_group",
+           "murmur2", "partition_for_key", "FilterError"]
+
+
+class FilterError(InputError):
+    """A ``--where`` expression that cannot be parsed or applied (exit 2)."""
+
+
+NUMERIC = {"offset", "timestamp", "producer_id", "producer_epoch", "leader_epoch", "partition"}
+BYTES = {"key", "value"}
+TEXT = {"topic", "transactional_id", "group"}
+_OPS = ("<=", ">=", "!=", "^=", "=", "<", ">", "~")
+_EXPR = re.compile(r"^\s*([A-Za-z_]+)\s*(<=|>=|!=|\^=|=|<|>|~)\s*(.*?)\s*$", re.S)
+_COLUMN = {"offset": "offset", "timestamp": "timestamp_ms", "producer_id": "producer_id",
+           "producer_epoch": "producer_epoch", "leader_epoch": "leader_epoch", "partition": "partition"}
+_ALIASES = {"time": "timestamp", "ts": "timestamp", "pid": "producer_id", "epoch": "leader_epoch",
+            "txn": "transactional_id", "group_id": "group"}
+
+
+# --------------------------------------------------------------------------- Kafka's hashes
+
+def java_string_hash(text: str) -> int:
+    """``java.lang.String.hashCode``: s[0]*31^(n-1) + ... over UTF-16 code units, as an int."""
+    h = 0
+    raw = text.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def kafka_abs(n: int) -> int:
+    """``org.apache.kafka.common.utils.Utils.abs``: Integer.MIN_VALUE maps to 0."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def partition_for_group(group_id: str, num_partitions: int = 50) -> int:
+    """The ``__consumer_offsets`` (or ``__transaction_state``, same rule) partition of an id:
+    ``Utils.abs(id.hashCode()) % numPartitions`` (GroupMetadataManager.partitionFor)."""
+    return kafka_abs(java_string_hash(group_id)) % num_partitions
+
+
+def murmur2(data: bytes) -> int:
+    """``Utils.murmur2`` (clients/.../common/utils/Utils.java) as a signed int."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    n4 = length // 4
+    for i in range(n4):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = data[4 * n4:]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for_key(key: bytes, num_partitions: int) -> int:
+    """The default partitioner's partition of a keyed record:
+    ``Utils.toPositive(Utils.murmur2(key)) % numPartitions`` (BuiltInPartitioner)."""
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+# --------------------------------------------------------------------------- parsing
+
+@dataclass(frozen=True)
+class Condition:
+    field: str
+    op: str
+    value: Any          # int | list[int] | bytes | None | str | re.Pattern[bytes]
+    text: str           # as written
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _parse_time(text: str) -> int:
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        raise FilterError(f"expected epoch ms or ISO-8601, got {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _parse_bytes(text: str) -> bytes | None:
+    if text == "null":
+        return None
+    if text.startswith("hex:"):
+        try:
+            return bytes.fromhex(text[4:])
+        except ValueError:
+            raise FilterError(f"bad hex bytes {text!r}") from None
+    return text.encode("utf-8")
+
+
+def parse_condition(expr: str) -> Condition:
+    m = _EXPR.match(expr)
+    if not m:
+        raise FilterError(f"cannot parse --where {expr!r}: expected FIELD OP VALUE, OP one of "
+                          f"{' '.join(_OPS)}")
+    name, op, raw = m.group(1).lower(), m.group(2), m.group(3)
+    name = _ALIASES.get(name, name)
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        raw = raw[1:-1]
+    if name in NUMERIC:
+        if op in ("^=", "~"):
+            raise FilterError(f"--where {expr!r}: {name} takes = != < <= > >=")
+        parse = _parse_time if name == "timestamp" else _int
+        if op == "=" and "," in raw:
+            return Condition(name, "in", [parse(x.strip()) for x in raw.split(",")], expr)
+        return Condition(name, op, parse(raw), expr)
+    if name in BYTES:
+        if op in ("<", "<=", ">", ">="):
+            raise FilterError(f"--where {expr!r}: {name} takes = != ^= ~")
+        if op == "~":
+            try:
+                return Condition(name, op, re.compile(raw.encode("utf-8"), re.S), expr)
+            except re.error as exc:
+                raise FilterError(f"--where {expr!r}: bad regular expression: {exc}") from None
+        value = _parse_bytes(raw)
+        if value is None and op == "^=":
+            raise FilterError(f"--where {expr!r}: a prefix cannot be null")
+        return Condition(name, op, value, expr)
+    if name in TEXT:
+        if op not in ("=",):
+            raise FilterError(f"--where {expr!r}: {name} takes =")
+        return Condition(name, op, raw, expr)
+    raise FilterError(f"--where {expr!r}: unknown field {name!r} (fields: "
+                      f"{', '.join(sorted(NUMERIC | BYTES | TEXT))})")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise FilterError(f"expected an integer, got {text!r}") from None
+
+
+@dataclass
+class RecordFilter:
+    """Parsed conditions plus the partition counts the hash-based fields need."""
+
+    conditions: list[Condition] = field(default_factory=list)
+    offsets_partitions: int = 50
+    transaction_partitions: int = 50
+    #: the topic's partition count: ``key=K`` then reads only K's partition (default partitioner)
+    key_partitions: int | None = None
+    include_control: bool = True
+    #: producer ids of ``transactional_id`` (filled by read_filtered from __transaction_state)
+    txn_producer_ids: set[int] | None = None
+
+    def of(self, name: str) -> list[Condition]:
+        return [c for c in self.conditions if c.field == name]
+
+    # ---- pushdown bounds (half-open, inclusive start)
+    def bounds(self, name: str) -> tuple[int | None, int | None]:
+        lo: int | None = None
+        hi: int | None = None
+        for c in self.of(name):
+            vals = c.value if c.op == "in" else [c.value]
+            if c.op in ("=", "in"):
+                c_lo, c_hi = min(vals), max(vals) + 1
+            elif c.op == ">=":
+                c_lo, c_hi = c.value, None
+            elif c.op == ">":
+                c_lo, c_hi = c.value + 1, None
+            elif c.op == "<":
+                c_lo, c_hi = None, c.value
+            elif c.op == "<=":
+                c_lo, c_hi = None, c.value + 1
+            else:
+                continue
+            if c_lo is not None:
+                lo = c_lo if lo is None else max(lo, c_lo)
+            if c_hi is not None:
+                hi = c_hi if hi is None else min(hi, c_hi)
+        return lo, hi
+
+    def wants_partition(self, topic: str, partition: int) -> bool:
+        for c in self.of("topic"):
+            if topic != c.value:
+                return False
+        if not _numeric_ok(self.of("partition"), partition):
+            return False
+        for c in self.of("group"):
+            if topic != "__consumer_offsets" or partition != partition_for_group(c.value, self.offsets_partitions):
+                return False
+        if self.key_partitions and not topic.startswith("__"):
+            for c in self.of("key"):
+                if c.op == "=" and c.value is not None and \
+                        partition != partition_for_key(c.value, self.key_partitions):
+                    return False
+        return True
+
+    # ---- rows
+    def row_mask(self, rb: pa.RecordBatch) -> pa.Array:
+        mask = pa.array([True] * rb.num_rows, pa.bool_())
+        for c in self.conditions:
+            mask = pc.and_(mask, self._mask(c, rb))
+        return mask
+
+    def _mask(self, c: Condition, rb: pa.RecordBatch) -> pa.Array:
+        if c.field in _COLUMN:
+            col = rb.column(_COLUMN[c.field])
+            if c.op == "in":
+                return pc.fill_null(pc.is_in(col, pa.array(c.value, col.type)), False)
+            fn = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
+                  ">": pc.greater, ">=": pc.greater_equal}[c.op]
+            return pc.fill_null(fn(col, pa.scalar(c.value, col.type)), False)
+        if c.field == "topic":
+            return pc.fill_null(pc.equal(rb.column("topic"), c.value), False)
+        if c.field in BYTES:
+            return _bytes_mask(rb.column(c.field), c)
+        if c.field == "group":
+            want = c.value.encode("utf-8")
+            keys = rb.column("key").to_pylist()
+            return pa.array([k is not None and _group_of(k) == want for k in keys], pa.bool_())
+        if c.field == "transactional_id":
+            want = c.value.encode("utf-8")
+            pids = self.txn_producer_ids or set()
+            topics = rb.column("topic").to_pylist()
+            keys = rb.column("key").to_pylist()
+            prod = rb.column("producer_id").to_pylist()
+            return pa.array([(_group_of(k) == want if k is not None else False)
+                             if t == "__transaction_state" else (p in pids)
+                             for t, k, p in zip(topics, keys, prod, strict=True)], pa.bool_())
+        raise FilterError(f"cannot apply {c.text!r}")  # pragma: no cover
+
+
+def _numeric_ok(conds: Sequence[Condition], value: int) -> bool:
+    for c in conds:
+        if c.op == "in" and value not in c.value:
+            return False
+        if c.op != "in" and not {"=": value == c.value, "!=": value != c.value, "<": value < c.value,
+                                 "<=": value <= c.value, ">": value > c.value,
+                                 ">=": value >= c.value}[c.op]:
+            return False
+    return True
+
+
+def _group_of(key: bytes) -> bytes | None:
+    """The string after the int16 version of a coordinator record key (group id in
+    ``__consumer_offsets`` keys, transactional id in ``__transaction_state`` keys)."""
+    if len(key) < 4:
+        return None
+    n = int.from_bytes(key[2:4], "big", signed=True)
+    if n < 0 or 4 + n > len(key):
+        return None
+    return key[4:4 + n]
+
+
+def _bytes_mask(col: pa.Array, c: Condition) -> pa.Array:
+    if c.op in ("=", "!=") and c.value is None:
+        m = pc.is_null(col)
+        return m if c.op == "=" else pc.invert(m)
+    if c.op == "=":
+        return pc.fill_null(pc.equal(col, pa.scalar(c.value, pa.binary())), False)
+    if c.op == "!=":
+        return pc.fill_null(pc.not_equal(col, pa.scalar(c.value, pa.binary())), True)
+    if c.op == "^=":
+        return pc.fill_null(pc.starts_with(col, pattern=c.value), False) if _ascii(c.value) else \
+            pa.array([v is not None and v.startswith(c.value) for v in col.to_pylist()], pa.bool_())
+    pattern: re.Pattern[bytes] = c.value
+    return pa.array([v is not None and pattern.search(v) is not None for v in col.to_pylist()], pa.bool_())
+
+
+def _ascii(b: bytes) -> bool:
+    # pyarrow's starts_with on binary compares bytes, but takes its pattern as str
+    return all(x < 0x80 for x in b)
+
+
+def parse_where(expressions: Iterable[str], **options: Any) -> RecordFilter:
+    """``["offset>=10", "key^=order-"]`` -> :class:`RecordFilter` (options: offsets_partitions,
+    transaction_partitions, key_partitions, include_control)."""
+    return RecordFilter([parse_condition(e) for e in expressions], **options)
+
+
+# --------------------------------------------------------------------------- reading
+
+@dataclass
+class FilterStats:
+    partitions_total: int = 0
+    partitions_read: int = 0
+    segments_total: int = 0
+    segments_read: int = 0
+    bytes_total: int = 0
+    #: bytes of the segments opened (the reader walks their batch headers; records are
+    #: decoded only for batches whose header can match)
+    bytes_read: int = 0
+    rows: int = 0
+
+
+def _segment_base(path: str) -> int | None:
+    stem = os.path.basename(path).split(".")[0]
+    return int(stem) if stem.isdigit() else None
+
+
+def _max_time(log_path: str) -> int | None:
+    """Largest timestamp a rolled segment's ``.timeindex`` records (its last entry is the one
+    ``onBecomeInactiveSegment`` appends), None when unknown."""
+    from .indexes import read_time_index
+
+    ti = log_path[:-4] + ".timeindex" if log_path.endswith(".log") else None
+    if ti is None or not os.path.isfile(ti):
+        return None
+    try:
+        entries = read_time_index(ti)
+    except Exception:  # noqa: BLE001 - a damaged index only costs the pushdown
+        return None
+    if len(entries) == 0:
+        return None
+    return int(entries["timestamp"].max())
+
+
+def _transaction_producers(sources: Sequence[Any], flt: RecordFilter) -> set[int]:
+    from .columnar import iter_record_batches
+    from .internal.transaction_state import decode_value
+
+    out: set[int] = set()
+    wanted = {c.value for c in flt.of("transactional_id")}
+    found_partition = False
+    for src in sources:
+        if src.topic != "__transaction_state":
+            continue
+        if src.partition not in {partition_for_group(t, flt.transaction_partitions) for t in wanted}:
+            continue
+        found_partition = True
+        for seg in src.segments:
+            for rb in iter_record_batches(seg, topic=src.topic, partition=src.partition, include_control=False):
+                for k, v in zip(rb.column("key").to_pylist(), rb.column("value").to_pylist(), strict=True):
+                    gid = _group_of(k) if k is not None else None
+                    if gid is None or gid.decode("utf-8", "replace") not in wanted:
+                        continue
+                    try:
+                        data = decode_value(v)
+                    except Exception:  # noqa: BLE001 - a damaged record names no producer
+                        continue
+                    if data:
+                        for name in ("producerId", "previousProducerId", "nextProducerId"):
+                            if data.get(name, -1) >= 0:
+                                out.add(int(data[name]))
+    if not found_partition:
+        parts = sorted({partition_for_group(t, flt.transaction_partitions) for t in wanted})
+        raise FilterError(f"transactional_id needs __transaction_state partition(s) {parts} among the "
+                          "inputs (the id is written nowhere else); or filter on producer_id")
+    return out
+
+
+def iter_filtered(paths: Sequence[str | os.PathLike[str]], flt: RecordFilter, *,
+                  stats: FilterStats | None = None) -> Iterator[pa.RecordBatch]:
+    """Matching records of every replica under ``paths`` (RECORD_SCHEMA, ``broker`` set when
+    known), partition by partition."""
+    from .columnar import iter_record_batches
+    from .sources import resolve
+
+    stats = stats if stats is not None else FilterStats()
+    resolution = resolve([os.fspath(p) for p in paths])
+    sources = list(resolution.partitions)
+    if flt.of("transactional_id") and flt.txn_producer_ids is None:
+        flt.txn_producer_ids = _transaction_producers(sources, flt)
+    start_offset, end_offset = flt.bounds("offset")
+    start_ts, end_ts = flt.bounds("timestamp")
+    for src in sources:
+        sizes = list(src.segment_sizes) or [os.path.getsize(s) for s in src.segments]
+        stats.partitions_total += 1
+        stats.segments_total += len(src.segments)
+        stats.bytes_total += sum(sizes)
+        if not flt.wants_partition(src.topic, src.partition):
+            continue
+        stats.partitions_read += 1
+        bases = [_segment_base(s) for s in src.segments]
+        for i, seg in enumerate(src.segments):
+            nxt = bases[i + 1] if i + 1 < len(bases) else None
+            base = bases[i]
+            if end_offset is not None and base is not None and base >= end_offset:
+                continue
+            if start_offset is not None and nxt is not None and nxt <= start_offset:
+                continue
+            if start_ts is not None and nxt is not None:   # rolled segments only
+                top = _max_time(seg)
+                if top is not None and top < start_ts:
+                    continue
+            stats.segments_read += 1
+            stats.bytes_read += sizes[i]
+            for rb in iter_record_batches(seg, topic=src.topic or None,
+                                          partition=src.partition if src.partition >= 0 else None,
+                                          broker=src.broker, include_control=flt.include_control,
+                                          start_offset=start_offset, end_offset=end_offset,
+                                          start_timestamp=start_ts, end_timestamp=end_ts):
+                out = rb.filter(flt.row_mask(rb)) if flt.conditions else rb
+                if out.num_rows:
+                    stats.rows += out.num_rows
+                    yield out
+
+
+def read_filtered(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+                  where: RecordFilter | Iterable[str], *, stats: FilterStats | None = None,
+                  **options: Any) -> pa.Table:
+    """The records under ``paths`` matching ``where`` (a RecordFilter or ``--where`` strings)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    flt = where if isinstance(where, RecordFilter) else parse_where(where, **options)
+    batches = list(iter_filtered(paths, flt, stats=stats))
+    return pa.Table.from_batches(batches, schema=RECORD_SCHEMA) if batches else RECORD_SCHEMA.empty_table()
