@@ -76,6 +76,9 @@ def _files(value: str | None) -> list[str]:
 @click.option("--skip-corrupt", is_flag=True,
               help="Print past corrupt byte ranges of a .log (one 'Skipped N corrupt bytes' line "
                    "each) instead of stopping at the first, as segtools salvage reads it.")
+@click.option("--where", "where", multiple=True, metavar="EXPR",
+              help="Print only batches and records matching EXPR (repeatable, all must hold), e.g. "
+                   "'offset>=100', 'key^=order-', 'producer_id=4001': docs/CONTRACT.md section 9.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display on stderr.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.version_option(package_name="segtools", message="segtools %(version)s")
@@ -86,7 +89,8 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
          value_decoder_class: str | None, offsets_decoder: bool, transaction_log_decoder: bool,
          cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool,
          max_batch_bytes: int | None = None,
-         kafka_version: str = DEFAULT_KAFKA_VERSION, skip_corrupt: bool = False) -> None:
+         kafka_version: str = DEFAULT_KAFKA_VERSION, skip_corrupt: bool = False,
+         where: tuple[str, ...] = ()) -> None:
     """Dump Kafka log segments, indexes, snapshots and checkpoints like kafka-dump-log.
 
     PATHS may be files, partition directories or broker log directories (every file in
@@ -122,6 +126,8 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         max_batch_bytes=max_batch_bytes,
         kafka_version=kafka_version,
         skip_corrupt=skip_corrupt,
+        where=where,
+        where_producer_ids=_where_producers(all_paths, where),
     )
     from segtools.dump.runner import run_dump
 
@@ -145,6 +151,18 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         sys.exit(0)
     if status:
         sys.exit(status)
+
+
+def _where_producers(paths: list[str], where: tuple[str, ...]) -> tuple[int, ...] | None:
+    """Check --where before dumping (exit 2) and look up transactional ids once."""
+    if not where:
+        return None
+    from segtools.filters import parse_where, transaction_producer_ids
+
+    flt = parse_where(where)
+    if not flt.of("transactional_id"):
+        return None
+    return tuple(sorted(transaction_producer_ids(paths, flt)))
 
 
 def _silence_stdout() -> None:

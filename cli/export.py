@@ -44,6 +44,20 @@ def _parse_time(text: str | None, flag: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
+def _where_producers(paths: tuple[str, ...], where: tuple[str, ...], level: str) -> tuple[int, ...] | None:
+    """Check --where now (usage error, exit 2) and look up transactional ids once."""
+    if not where:
+        return None
+    from segtools.filters import parse_where, transaction_producer_ids
+
+    if level != "records":
+        raise click.UsageError("--where filters records: use it with --level records")
+    flt = parse_where(where)
+    if not flt.of("transactional_id"):
+        return None
+    return tuple(sorted(transaction_producer_ids(list(paths), flt)))
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, help="Output folder (local path, or s3://, hdfs:// URI).")
@@ -66,6 +80,9 @@ def _parse_time(text: str | None, flag: str) -> int | None:
 @click.option("--overwrite", is_flag=True,
               help="Allow a non-empty --out folder (files of the same name are replaced, others kept).")
 @click.option("--master", default=None, help="Run on Spark with this master URL (e.g. local[*], spark://host:7077).")
+@click.option("--where", "where", multiple=True, metavar="EXPR",
+              help="Keep only records matching EXPR (repeatable, all must hold), e.g. 'key^=order-', "
+                   "'value~timeout', 'producer_id=4001', 'group=billing': docs/CONTRACT.md section 9.")
 @max_batch_bytes_option()
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -73,7 +90,7 @@ def _parse_time(text: str | None, flag: str) -> int | None:
 def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None, partitions: str | None,
            start_offset: int | None, end_offset: int | None, start_time: str | None, end_time: str | None,
            skip_control: bool, compression: str, by_broker: bool, overwrite: bool, master: str | None,
-           quiet: bool, debug: bool, max_batch_bytes: int | None = None) -> None:
+           quiet: bool, debug: bool, max_batch_bytes: int | None = None, where: tuple[str, ...] = ()) -> None:
     """Write PATHS (segments, partition dirs or broker log dirs) to Parquet under --out.
 
     Files land in OUT/part-<topic>+<partition>+<first offset>.snappy.parquet (one per segment;
@@ -94,6 +111,7 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
         end_timestamp=_parse_time(end_time, "--end-time"),
         include_control=not skip_control, compression=compression, by_broker=by_broker,
         max_batch_bytes=max_batch_bytes,
+        where=where, where_producer_ids=_where_producers(paths, where, level),
     )
     from segtools.sources import resolve
 

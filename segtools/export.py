@@ -28,10 +28,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from segtools.filters import RecordFilter
 
 from segtools.errors import InputError, display_path, is_utf8
 from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
@@ -63,6 +67,9 @@ class ExportOptions:
     by_broker: bool = False
     engine: str = "auto"
     max_batch_bytes: int | None = None      # None: segtools.limits.DEFAULT_MAX_BATCH_BYTES
+    #: --where conditions (segtools/filters.py) and the producer ids of their transactional_id
+    where: tuple[str, ...] = ()
+    where_producer_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.level not in ("records", "batches"):
@@ -110,6 +117,8 @@ def select_sources(sources: Iterable[PartitionSource], options: ExportOptions) -
         if options.topics and not any(fnmatch.fnmatchcase(src.topic, pat) for pat in options.topics):
             continue
         if options.partitions and src.partition not in options.partitions:
+            continue
+        if options.where and not _where(options).wants_partition(src.topic, src.partition):
             continue
         chosen.append(src)
     return chosen
@@ -196,13 +205,27 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
             if rb.num_rows:
                 yield rb
         return
-    yield from columnar.iter_record_batches(
+    tables = columnar.iter_record_batches(
         segment, topic=src.topic, partition=src.partition, broker=src.broker,
         include_control=options.include_control, start_offset=options.start_offset,
         end_offset=options.end_offset, start_timestamp=options.start_timestamp,
         end_timestamp=options.end_timestamp, engine=options.engine,
         max_batch_bytes=options.max_batch_bytes,
     )
+    if not options.where:
+        yield from tables
+        return
+    flt = _where(options)   # --where (segtools/filters.py): rows that do not match are dropped
+    for rb in tables:
+        rb = rb.filter(flt.row_mask(rb))
+        if rb.num_rows:
+            yield rb
+
+
+def _where(options: ExportOptions) -> RecordFilter:
+    from segtools.filters import compiled
+
+    return compiled(options.where, options.where_producer_ids)
 
 
 def _frame_errors_as_findings(tables: Iterator[pa.RecordBatch], findings: list[str] | None,

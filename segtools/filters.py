@@ -51,7 +51,7 @@ from .schema import RECORD_SCHEMA
 
 __all__ = ["Condition", "RecordFilter", "FilterStats", "parse_where", "read_filtered",
            "iter_filtered", "java_string_hash", "kafka_abs", "partition_for_group",
-           "murmur2", "partition_for_key", "FilterError"]
+           "murmur2", "partition_for_key", "FilterError", "compiled", "transaction_producer_ids"]
 
 
 class FilterError(InputError):
@@ -258,6 +258,45 @@ class RecordFilter:
                     return False
         return True
 
+    # ---- one batch / one record at a time (dump)
+    def batch_may_match(self, base_offset: int, last_offset: int, max_timestamp: int, producer_id: int,
+                        producer_epoch: int, leader_epoch: int) -> bool:
+        """False when the batch header alone rules every record out."""
+        lo, hi = self.bounds("offset")
+        if (lo is not None and last_offset < lo) or (hi is not None and base_offset >= hi):
+            return False
+        t_lo, _ = self.bounds("timestamp")
+        if t_lo is not None and max_timestamp < t_lo:
+            return False
+        return (_numeric_ok(self.of("producer_id"), producer_id)
+                and _numeric_ok(self.of("producer_epoch"), producer_epoch)
+                and _numeric_ok(self.of("leader_epoch"), leader_epoch))
+
+    def record_matches(self, topic: str, partition: int, offset: int, timestamp: int, key: bytes | None,
+                       value: bytes | None, producer_id: int, producer_epoch: int, leader_epoch: int) -> bool:
+        numbers = {"offset": offset, "timestamp": timestamp, "producer_id": producer_id,
+                   "producer_epoch": producer_epoch, "leader_epoch": leader_epoch, "partition": partition}
+        for c in self.conditions:
+            if c.field in numbers:
+                if not _numeric_ok([c], numbers[c.field]):
+                    return False
+            elif c.field == "topic":
+                if topic != c.value:
+                    return False
+            elif c.field in BYTES:
+                if not _bytes_ok(key if c.field == "key" else value, c):
+                    return False
+            elif c.field == "group":
+                if topic != "__consumer_offsets" or key is None or _group_of(key) != c.value.encode("utf-8"):
+                    return False
+            elif c.field == "transactional_id":
+                if topic == "__transaction_state":
+                    if key is None or _group_of(key) != c.value.encode("utf-8"):
+                        return False
+                elif producer_id not in (self.txn_producer_ids or set()):
+                    return False
+        return True
+
     # ---- rows
     def row_mask(self, rb: pa.RecordBatch) -> pa.Array:
         mask = pa.array([True] * rb.num_rows, pa.bool_())
@@ -313,6 +352,16 @@ def _group_of(key: bytes) -> bytes | None:
     if n < 0 or 4 + n > len(key):
         return None
     return key[4:4 + n]
+
+
+def _bytes_ok(v: bytes | None, c: Condition) -> bool:
+    if c.op == "=":
+        return v == c.value
+    if c.op == "!=":
+        return v != c.value
+    if c.op == "^=":
+        return v is not None and v.startswith(c.value)
+    return v is not None and c.value.search(v) is not None
 
 
 def _bytes_mask(col: pa.Array, c: Condition) -> pa.Array:
@@ -410,6 +459,30 @@ def _transaction_producers(sources: Sequence[Any], flt: RecordFilter) -> set[int
         raise FilterError(f"transactional_id needs __transaction_state partition(s) {parts} among the "
                           "inputs (the id is written nowhere else); or filter on producer_id")
     return out
+
+
+def transaction_producer_ids(paths: Sequence[str | os.PathLike[str]], flt: RecordFilter) -> set[int]:
+    """The producer ids ``transactional_id`` conditions stand for, looked up in the
+    ``__transaction_state`` partitions among ``paths`` (FilterError when none is there)."""
+    from .sources import resolve
+
+    return _transaction_producers(list(resolve([os.fspath(p) for p in paths]).partitions), flt)
+
+
+_CACHE: dict[tuple[tuple[str, ...], tuple[int, ...] | None], RecordFilter] = {}
+
+
+def compiled(where: Sequence[str], producer_ids: Iterable[int] | None = None) -> RecordFilter:
+    """A RecordFilter for ``where`` (cached: commands call this per segment), with the producer
+    ids of its ``transactional_id`` conditions when already looked up."""
+    ids = tuple(sorted(producer_ids)) if producer_ids is not None else None
+    key = (tuple(where), ids)
+    flt = _CACHE.get(key)
+    if flt is None:
+        flt = parse_where(where)
+        flt.txn_producer_ids = set(ids) if ids is not None else None
+        _CACHE[key] = flt
+    return flt
 
 
 def iter_filtered(paths: Sequence[str | os.PathLike[str]], flt: RecordFilter, *,

@@ -45,6 +45,13 @@ def dump_log(ctx: DumpContext, path: str) -> None:
             fields = {"snapshot_end_offset": end_offset, "snapshot_epoch": epoch}
         sink.header(header, fields)
 
+    where = None
+    if opts.where:  # --where (segtools/dump/where.py)
+        from segtools.dump.where import DumpWhere
+
+        where = DumpWhere(opts.where, opts.where_producer_ids, path)
+        if not where.file_wanted():
+            return
     deep = opts.is_deep_iteration
     print_data = opts.should_print_data_log
     metadata = not opts.skip_record_metadata
@@ -81,6 +88,8 @@ def dump_log(ctx: DumpContext, path: str) -> None:
                 ctx.error("corrupt_batch", exc.located(path=path))
                 fatal = True
                 break
+            if where is not None and not where.batch(batch):
+                continue
             sink.batch(batch)
             if not batch.crc_valid:
                 ctx.flag("crc_invalid", {"position": batch.position, "base_offset": batch.base_offset,
@@ -101,10 +110,12 @@ def dump_log(ctx: DumpContext, path: str) -> None:
             is_control = batch.is_control
             try:
                 for record in batch.records(max_message_size=_NO_MESSAGE_LIMIT):
+                    if where is not None and not where.record(batch, record):
+                        continue
                     offset = record.offset
                     # Kafka 4.x also compares the file's first record with -1 (a segment that
                     # does not start at offset 0 reports "-1 is followed by N"); 3.x skipped it
-                    if offset != last_offset + 1 and (kafka4 or last_offset != -1):
+                    if offset != last_offset + 1 and (kafka4 or last_offset != -1) and where is None:
                         non_consecutive.append(last_offset, offset)
                     last_offset = offset
                     control = None

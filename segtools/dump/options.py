@@ -49,6 +49,9 @@ class DumpOptions:
     max_batch_bytes: int | None = None
     #: walk past corrupt ranges (segtools.dump.skip_corrupt) instead of stopping at the first
     skip_corrupt: bool = False
+    #: --where conditions (segtools/dump/where.py) and the producer ids of a transactional_id
+    where: tuple[str, ...] = ()
+    where_producer_ids: tuple[int, ...] | None = None
     kafka_version: str = DEFAULT_KAFKA_VERSION  # whose text: KAFKA_VERSIONS
 
     @property

@@ -158,3 +158,74 @@ def test_bad_expressions_are_one_line_errors():
 def test_transactional_id_needs_the_transaction_state_partition(realdata):
     with pytest.raises(FilterError, match="__transaction_state"):
         read_filtered(realdata / "kafka-2.0-zk-small" / "logdir", ["transactional_id=tx-1"])
+
+
+def test_transactional_id_finds_its_producers_records(tmp_path):
+    """T -> producer id through the __transaction_state record Kafka keys by T, in the
+    partition Utils.abs(T.hashCode()) % 50; then that producer's records everywhere."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from segtools.internal.transaction_state import encode_key, encode_value
+    from segtools.writer import NewRecord, build_batch
+
+    txn = "payments-tx"
+    state = tmp_path / "broker-1" / f"__transaction_state-{partition_for_group(txn, 50)}"
+    state.mkdir(parents=True)
+    value = encode_value(0, {"producerId": 7001, "producerEpoch": 0, "transactionTimeoutMs": 60000,
+                             "transactionStatus": 1,
+                             "transactionPartitions": [{"topic": "orders", "partitionIds": [0]}],
+                             "transactionLastUpdateTimestampMs": 2, "transactionStartTimestampMs": 1})
+    other = encode_value(0, {"producerId": 9, "producerEpoch": 0, "transactionTimeoutMs": 60000,
+                             "transactionStatus": 1, "transactionPartitions": [],
+                             "transactionLastUpdateTimestampMs": 2, "transactionStartTimestampMs": 1})
+    (state / "00000000000000000000.log").write_bytes(
+        build_batch([NewRecord(encode_key(txn), value, timestamp=1)], base_offset=0)
+        + build_batch([NewRecord(encode_key("another-tx"), other, timestamp=2)], base_offset=1))
+    orders = tmp_path / "broker-1" / "orders-0"
+    orders.mkdir()
+    data = b""
+    for base, (pid, txnl) in enumerate([(7001, True), (5, False), (7001, True), (9, True)]):
+        b = DefaultRecordBatchBuilder(2, 0, txnl, pid, 0, base if pid != 5 else -1, 1 << 20)
+        b.append(0, timestamp=1_700_000_000_000 + base, key=b"k%d" % base, value=b"v%d" % base, headers=[])
+        raw = bytearray(b.build())
+        raw[0:8] = base.to_bytes(8, "big")
+        data += bytes(raw)
+    (orders / "00000000000000000000.log").write_bytes(data)
+    got = read_filtered(tmp_path, [f"transactional_id={txn}"])
+    rows = sorted(zip(got.column("topic").to_pylist(), got.column("offset").to_pylist(), strict=True))
+    assert rows == [("__transaction_state", 0), ("orders", 0), ("orders", 2)]
+
+
+@pytest.mark.parametrize("where", [["offset>=100", "offset<140"], ["key^=1"], ["value~[Gg]old"],
+                                   ["producer_id=-1", "leader_epoch>=0", "timestamp>=1713540000000"],
+                                   ["group=_confluent-controlcenter-7-6-0-1"]])
+def test_dump_and_export_where_select_the_same_records_as_the_api(realdata, tmp_path, where):
+    """The CLI flags are the same language: dump --where (ndjson records) and export --where
+    (Parquet rows) give exactly read_filtered's records."""
+    import json
+
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from segtools.cli.main import cli
+
+    root = realdata / "kafka-3.6-kraft-flink-stack" / "logdir"
+    inputs = [root / "customers_keyed-0", root / "loyalty_levels-0", root / "__consumer_offsets-36",
+              root / "__consumer_offsets-34"]
+    api = read_filtered(inputs, where)
+    expected = sorted(zip(api.column("topic").to_pylist(), api.column("partition").to_pylist(),
+                          api.column("offset").to_pylist(), strict=True))
+    assert expected
+    flags = [f"--where={w}" for w in where]
+    runner = CliRunner()
+    dumped = runner.invoke(cli, ["dump", *map(str, inputs), "--deep-iteration", "--output", "ndjson", *flags])
+    assert dumped.exit_code == 0, dumped.output[-2000:]
+    rows = [json.loads(ln) for ln in dumped.stdout.splitlines() if ln.startswith("{")]
+    got = sorted((r["topic"], r["partition"], r["offset"]) for r in rows if r["type"] == "record")
+    assert got == expected
+    out = tmp_path / "pq"
+    exported = runner.invoke(cli, ["export", *map(str, inputs), "--out", str(out), *flags])
+    assert exported.exit_code == 0, exported.output
+    table = pq.read_table(out)
+    assert sorted(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
+                      table.column("offset").to_pylist(), strict=True)) == expected
