@@ -67,6 +67,9 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
                    "6 GiB of segments, Spark above (or with --master / --tables).")
 @click.option("--strict", is_flag=True,
               help="Refuse inputs from different clusters (cluster.id) instead of warning.")
+@click.option("--lost-out", "lost_out", type=click.Path(file_okay=False),
+              help="Write every lost record (key, value, headers, timestamp, offset, epoch, broker) "
+                   "as lost.ndjson and lost.parquet under DIR, for segtools replay (docs/CONTRACT.md 10).")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
 @max_batch_bytes_option()
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -74,7 +77,7 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
             max_rows: int, debug: bool, max_batch_bytes: int | None = None,
-            html_path: str | None = None) -> None:
+            html_path: str | None = None, lost_out: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
@@ -106,6 +109,8 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         from segtools.cli.report import check_html_out
 
         check_html_out(html_path, paths)
+    if lost_out:
+        check_output_location(lost_out, paths, flag="--lost-out")
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
     auto_log = None if metadata_log else default_metadata_log(paths)
@@ -152,6 +157,10 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
         atomic_write(report_path, json.dumps(doc, indent=1) + "\n")
+    if lost_out:   # segtools/forensics/lost_out.py
+        from segtools.forensics.lost_out import write_lost_out
+
+        _note(f"wrote {write_lost_out(report, specs, lost_out, paths).records} lost records to {lost_out}")
     if html_path:
         from segtools.report_html import write_html
 

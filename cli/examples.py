@@ -57,6 +57,13 @@ Examples:
   segtools salvage /var/lib/kafka/data/orders-0 --out salvaged/ --index-interval-bytes 4096
 \b
 Docs: docs/CONTRACT.md ("segtools salvage": manifest fields, exit codes).""",
+    "replay": """\
+\b
+Examples:
+  segtools replay lost/ --bootstrap-server kafka-1:9092 --dry-run
+  segtools replay lost/ --bootstrap-server kafka-1:9092,kafka-2:9092
+\b
+lost/ is what segtools compare --lost-out wrote. Docs: docs/CONTRACT.md section 10.""",
 }
 
 

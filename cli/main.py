@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "segtools.cli.demo:demo",
     "report": "segtools.cli.report:report",
     "salvage": "segtools.cli.salvage:salvage",
+    "replay": "segtools.cli.replay:replay",
 }
 
 
@@ -54,6 +55,7 @@ def cli() -> None:
     demo      all of the above on embedded defaults
     report    a compare report (JSON) as a self-contained HTML file
     salvage   rebuild a corrupt segment's intact batches into a new folder
+    replay    produce the records of compare --lost-out back to a live cluster, once
 
     `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
     repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,
