@@ -42,9 +42,11 @@ def _group(key) -> bytes | None:
     return key[4:4 + n] if 0 <= n and 4 + n <= len(key) else None
 
 
-def _cases(df: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
+def _cases(df: pd.DataFrame, every: bool = True) -> list[tuple[list[str], pd.Series]]:
     """--where expressions built from values present in the data, each with the pandas mask
-    that means the same thing (written independently of segtools.filters)."""
+    that means the same thing (written independently of segtools.filters). ``every`` False
+    (the small generated samples): the operators the real-data dirs already cover once each
+    are left out, to keep the suite's time down."""
     cases: list[tuple[list[str], pd.Series]] = []
     mid = int(df.offset.median())
     cases.append(([f"offset>={mid}", f"offset<{mid + 50}"], (df.offset >= mid) & (df.offset < mid + 50)))
@@ -52,15 +54,18 @@ def _cases(df: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
     if len(ts):
         t = int(ts.median())
         cases.append(([f"timestamp>={t}"], df.timestamp_ms >= t))
-        cases.append(([f"time<{t}", "offset>0"], (df.timestamp_ms < t) & (df.offset > 0)))
+        if every:
+            cases.append(([f"time<{t}", "offset>0"], (df.timestamp_ms < t) & (df.offset > 0)))
     keys = [k for k in df.key if k is not None and len(k) >= 3]
     if keys:
         k = keys[len(keys) // 2]
         prefix = k[:3]
         if all(b < 0x80 and chr(b).isalnum() for b in prefix):
             cases.append(([f"key^={prefix.decode()}"], df.key.map(lambda v: v is not None and v.startswith(prefix))))
-        cases.append(([f"key=hex:{k.hex()}"], df.key.map(lambda v: v == k)))
-    cases.append((["key=null"], df.key.isna()))
+        if every:
+            cases.append(([f"key=hex:{k.hex()}"], df.key.map(lambda v: v == k)))
+    if every:
+        cases.append((["key=null"], df.key.isna()))
     values = [v for v in df.value if v is not None and len(v) >= 8]
     if values:
         v = values[len(values) // 3]
@@ -69,8 +74,9 @@ def _cases(df: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
         cases.append(([f"value~{word}"], df.value.map(lambda x: x is not None and pat.search(x) is not None)))
     pid = int(df.producer_id.max())
     cases.append(([f"producer_id={pid}"], df.producer_id == pid))
-    cases.append(([f"producer_id={pid},-1", "producer_epoch>=0"],
-                  df.producer_id.isin([pid, -1]) & (df.producer_epoch >= 0)))
+    if every:
+        cases.append(([f"producer_id={pid},-1", "producer_epoch>=0"],
+                      df.producer_id.isin([pid, -1]) & (df.producer_epoch >= 0)))
     epoch = int(df.leader_epoch.max())
     cases.append(([f"leader_epoch>={epoch}"], df.leader_epoch >= epoch))
     topic = df.topic.iloc[len(df) // 2]
@@ -93,7 +99,7 @@ def _inputs() -> list[Path]:
 def test_results_equal_a_full_decode_filtered_in_pandas(path):
     full = _frame(read_records(path))
     assert len(full) > 0
-    for where, mask in _cases(full):
+    for where, mask in _cases(full, every=path.parent.name != "generated"):
         expected = full[mask.to_numpy(dtype=bool)].reset_index(drop=True)
         got = _frame(read_filtered(path, where))
         assert len(got) == len(expected), where
@@ -196,8 +202,9 @@ def test_transactional_id_finds_its_producers_records(tmp_path):
     assert rows == [("__transaction_state", 0), ("orders", 0), ("orders", 2)]
 
 
-@pytest.mark.parametrize("where", [["offset>=100", "offset<140"], ["key^=1"], ["value~[Gg]old"],
-                                   ["producer_id=-1", "leader_epoch>=0", "timestamp>=1713540000000"],
+@pytest.mark.parametrize("where", [["offset>=100", "offset<140", "key^=1"],
+                                   ["value~[Gg]old", "producer_id=33,37", "leader_epoch>=0",
+                                    "timestamp>=1713539799903"],
                                    ["group=_confluent-controlcenter-7-6-0-1"]])
 def test_dump_and_export_where_select_the_same_records_as_the_api(realdata, tmp_path, where):
     """The CLI flags are the same language: dump --where (ndjson records) and export --where
