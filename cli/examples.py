@@ -64,6 +64,13 @@ Examples:
   segtools replay lost/ --bootstrap-server kafka-1:9092,kafka-2:9092
 \b
 lost/ is what segtools compare --lost-out wrote. Docs: docs/CONTRACT.md section 10.""",
+    "advise": """\
+\b
+Examples:
+  segtools advise broker-1/ broker-2/ broker-3/ --topic orders --partition 0
+  segtools advise cluster/ --acks cluster/acks.jsonl --json advice.json
+\b
+Docs: docs/CONTRACT.md section 11.""",
 }
 
 

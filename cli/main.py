@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "segtools.cli.report:report",
     "salvage": "segtools.cli.salvage:salvage",
     "replay": "segtools.cli.replay:replay",
+    "advise": "segtools.cli.advise:advise",
 }
 
 
@@ -56,6 +57,7 @@ def cli() -> None:
     report    a compare report (JSON) as a self-contained HTML file
     salvage   rebuild a corrupt segment's intact batches into a new folder
     replay    produce the records of compare --lost-out back to a live cluster, once
+    advise    which replica to elect for an offline partition, and what each choice loses
 
     `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
     repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,

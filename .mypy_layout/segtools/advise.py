@@ -1,0 +1,1 @@
+../../segtools/advise.py

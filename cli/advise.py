@@ -1,0 +1,61 @@
+"""`segtools advise`: per candidate leader of an offline partition, the records the other
+replicas would lose if it were elected, ranked, with the commands (segtools/advise.py;
+docs/CONTRACT.md section 11)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from segtools.cli.errors import handle_errors
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
+              help="Producer acks (acks.jsonl): split lost records into acked and never acknowledged.")
+@click.option("--topic", default=None, help="Only this topic.")
+@click.option("--partition", type=int, default=None, help="Only this partition.")
+@click.option("--bootstrap-server", "bootstrap", default="BROKER:9092", show_default=True,
+              help="Put into the printed kafka-* commands.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+              help="Also write the advice as JSON to FILE (every candidate and lost record).")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handle_errors
+def advise(dirs: tuple[str, ...], acks_path: str | None, topic: str | None, partition: int | None,
+           bootstrap: str, json_path: str | None, debug: bool) -> None:
+    """DIRS: the log dirs (one per broker, or a folder of broker-* dirs) holding an offline
+    partition's replicas. For each candidate leader, the records every other replica would
+    lose if it were elected (following the leader-epoch lineage, as followers truncate),
+    split into committed / acked / never acknowledged, candidates ranked best first, and the
+    kafka-reassign-partitions / kafka-leader-election commands for the best one.
+
+    Exit status: 0 the best candidate loses nothing, 1 every candidate loses records, 2
+    unusable input or usage error.
+    """
+    from segtools.advise import advise as run
+    from segtools.outputs import atomic_write, check_output_file
+
+    if json_path:
+        check_output_file(json_path, list(dirs), flag="--json")
+    result = run(list(dirs), acks_path=acks_path, topic=topic, partition=partition)
+    worst = 0
+    for adv in result:
+        click.echo(f"{adv.topic}-{adv.partition}:")
+        click.echo("  rank  broker  log_end  epoch  lost: committed  acked  unacked  uncommitted  total")
+        for i, c in enumerate(adv.candidates, 1):
+            n = c.counts()
+            click.echo(f"  {i:>4}  {c.broker:>6}  {c.log_end_offset:>7}  {c.latest_epoch:>5}  "
+                       f"{n['committed']:>15}  {n['acked']:>5}  {n['unacknowledged']:>7}  "
+                       f"{n['uncommitted']:>11}  {n['total']:>5}")
+        best = adv.candidates[0]
+        if best.lost:
+            worst = 1
+        click.echo(f"  elect broker {best.broker}:")
+        for line in adv.commands(bootstrap):
+            click.echo(f"    {line}")
+    if json_path:
+        atomic_write(json_path, json.dumps([a.to_json() for a in result], indent=1) + "\n")
+    sys.exit(worst)

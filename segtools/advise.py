@@ -1,0 +1,201 @@
+"""`segtools advise`: which replica to elect for an offline partition, and what each choice
+costs (docs/CONTRACT.md section 11).
+
+For each candidate leader C of a partition, the records every other replica F would lose
+when it follows C. A follower truncates by the epoch lineage, not by log length
+(KIP-101/KIP-279: the follower asks the leader for the end offset of its latest epoch,
+``OffsetsForLeaderEpoch``, truncates there and repeats; AbstractFetcherThread /
+LeaderEpochFileCache.endOffsetFor). Its result is the first offset at which F's record
+(offset, leader epoch) is not C's; everything F holds from there on goes, unless C holds the
+same record elsewhere (same idempotent producer id and sequence, or same key, value and
+headers: a producer retry), which is not lost.
+
+Each lost record is ``committed`` (below the high-watermark checkpoint of a replica holding
+it, or acked with acks=all in ``--acks``), ``acked`` (acked with acks=1/0 in ``--acks``) or
+``unacknowledged``; without ``--acks``, records above every high watermark are ``uncommitted``
+(acked or not is unknown). Candidates are ranked by committed, then acked, then all records
+lost, then the larger log. The commands make the choice happen:
+``kafka-reassign-partitions`` puts C first in the replica list (an election picks the first
+live replica in that order), then ``kafka-leader-election`` elects it (``unclean`` when C is
+not in the ISR any more, which an offline partition's survivors usually are not).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+
+__all__ = ["CandidateCost", "PartitionAdvice", "advise", "LostByElection"]
+
+
+@dataclass
+class LostByElection:
+    broker: int
+    offset: int
+    leader_epoch: int
+    klass: str            # committed | acked | unacknowledged | uncommitted
+
+
+@dataclass
+class CandidateCost:
+    broker: int
+    log_end_offset: int
+    latest_epoch: int
+    lost: list[LostByElection] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = {"committed": 0, "acked": 0, "unacknowledged": 0, "uncommitted": 0}
+        for r in self.lost:
+            out[r.klass] += 1
+        out["total"] = len(self.lost)
+        return out
+
+    def rank_key(self) -> tuple[int, int, int, int, int]:
+        c = self.counts()
+        return (c["committed"], c["acked"], c["total"], -self.log_end_offset, self.broker)
+
+
+@dataclass
+class PartitionAdvice:
+    topic: str
+    partition: int
+    candidates: list[CandidateCost]      # ranked, best first
+
+    def commands(self, bootstrap: str = "BROKER:9092") -> list[str]:
+        best = self.candidates[0]
+        others = [c.broker for c in self.candidates if c.broker != best.broker]
+        plan = {"version": 1, "partitions": [{"topic": self.topic, "partition": self.partition,
+                                              "replicas": [best.broker, *others]}]}
+        name = f"reassign-{self.topic}-{self.partition}.json"
+        return [
+            f"echo '{json.dumps(plan)}' > {name}",
+            f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap} --reassignment-json-file {name} --execute",
+            f"kafka-leader-election.sh --bootstrap-server {bootstrap} --election-type unclean "
+            f"--topic {self.topic} --partition {self.partition}",
+            f"# or, when broker {best.broker} is still in the ISR: --election-type preferred",
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition,
+                "recommended": self.candidates[0].broker if self.candidates else None,
+                "candidates": [{"broker": c.broker, "log_end_offset": c.log_end_offset,
+                                "latest_epoch": c.latest_epoch, "lost": c.counts(),
+                                "lost_records": [{"broker": r.broker, "offset": r.offset,
+                                                  "leader_epoch": r.leader_epoch, "class": r.klass}
+                                                 for r in c.lost]}
+                               for c in self.candidates],
+                "commands": self.commands() if self.candidates else []}
+
+
+@dataclass
+class _Replica:
+    broker: int
+    high_watermark: int | None
+    log_start: int
+    # offset -> (leader_epoch, producer_id, sequence, content digest)
+    records: dict[int, tuple[int, int, int, bytes]]
+    control: set[int] = field(default_factory=set)   # offsets of transaction markers
+
+
+def _digest(key: bytes | None, value: bytes | None, headers: Any) -> bytes:
+    h = hashlib.sha256()
+    for part in (key, value):
+        h.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(8, "big") + part)
+    for item in headers or []:
+        k = item["key"].encode("utf-8", "surrogateescape")
+        v = item["value"]
+        h.update(len(k).to_bytes(8, "big") + k + (b"\x00" if v is None else b"\x01" + v))
+    return h.digest()
+
+
+def _load(spec: Any) -> _Replica:
+    from .columnar import iter_record_batches
+
+    records: dict[int, tuple[int, int, int, bytes]] = {}
+    control: set[int] = set()
+    cols = ["offset", "leader_epoch", "producer_id", "sequence", "key", "value", "headers", "is_control"]
+    for path, _size in spec.segments:
+        for rb in iter_record_batches(path, topic=spec.topic, partition=spec.partition, broker=spec.broker,
+                                      include_control=True):
+            for r in rb.select(cols).to_pylist():
+                records[r["offset"]] = (r["leader_epoch"], r["producer_id"], r["sequence"],
+                                        _digest(r["key"], r["value"], r["headers"]))
+                if r["is_control"]:
+                    control.add(r["offset"])
+    # records below the log start offset were deleted on purpose (retention, DeleteRecords)
+    start = max(min(records, default=0), getattr(spec, "log_start_checkpoint", None) or 0)
+    return _Replica(spec.broker, spec.high_watermark, start, records, control)
+
+
+def _divergence(follower: _Replica, leader: _Replica) -> int:
+    """The offset a follower truncates to when following ``leader`` (epoch lineage). Offsets
+    below the leader's log start are not compared: the follower deletes them as the leader did
+    (the fetch response carries the log start offset), they are not lost by the election."""
+    for offset in sorted(o for o in follower.records if o >= leader.log_start):
+        mine = follower.records[offset]
+        theirs = leader.records.get(offset)
+        if theirs is None or theirs[0] != mine[0]:
+            return offset
+    return max(follower.records, default=-1) + 1
+
+
+def _cost(candidate: _Replica, others: Sequence[_Replica], acked: dict[tuple[int, int], bool],
+          acked_all: set[tuple[int, int]], have_acks: bool) -> CandidateCost:
+    seqs = {(r[1], r[2]) for r in candidate.records.values() if r[1] >= 0 and r[2] >= 0}
+    contents = {r[3] for r in candidate.records.values()}
+    lost: dict[tuple[int, int], LostByElection] = {}
+    committed_below = {}
+    for rep in [candidate, *others]:
+        for off, rec in rep.records.items():
+            if rep.high_watermark is not None and off < rep.high_watermark:
+                committed_below[(off, rec[0])] = True
+    for f in others:
+        cut = _divergence(f, candidate)
+        for off in sorted(o for o in f.records if o >= cut and o not in f.control):
+            epoch, pid, seq, digest = f.records[off]
+            if (pid >= 0 and seq >= 0 and (pid, seq) in seqs) or digest in contents:
+                continue   # a producer retry wrote it again: the candidate has it
+            key = (off, epoch)
+            if key in lost:
+                continue
+            if committed_below.get(key) or key in acked_all:
+                klass = "committed"
+            elif have_acks:
+                klass = "acked" if acked.get(key) else "unacknowledged"
+            else:
+                klass = "uncommitted"
+            lost[key] = LostByElection(f.broker, off, epoch, klass)
+    epochs = [r[0] for r in candidate.records.values()]
+    return CandidateCost(candidate.broker, max(candidate.records, default=-1) + 1,
+                         max(epochs, default=-1), sorted(lost.values(), key=lambda r: (r.offset, r.broker)))
+
+
+def advise(paths: Sequence[str | os.PathLike[str]], *, acks_path: str | os.PathLike[str] | None = None,
+           topic: str | None = None, partition: int | None = None) -> list[PartitionAdvice]:
+    """Candidates per partition found under ``paths`` (one replica dir per broker)."""
+    from .forensics.collect import discover_replicas
+    from .forensics.loss import AckIndex
+
+    specs = [s for s in discover_replicas([os.fspath(p) for p in paths])
+             if (topic is None or s.topic == topic) and (partition is None or s.partition == partition)]
+    if not specs:
+        raise InputError("no partition replica found in: " + ", ".join(str(os.fspath(p)) for p in paths))
+    acks = AckIndex.load(acks_path) if acks_path else None
+    groups: dict[tuple[str, int], list[Any]] = {}
+    for s in specs:
+        groups.setdefault((s.topic, s.partition), []).append(s)
+    out = []
+    for (t, p), group in sorted(groups.items()):
+        replicas = [_load(s) for s in sorted(group, key=lambda s: s.broker)]
+        acked = acks.for_partition(t, p) if acks else {}
+        acked_all = acks.committed_for_partition(t, p) if acks else set()
+        costs = [_cost(c, [r for r in replicas if r is not c], acked, acked_all, acks is not None)
+                 for c in replicas]
+        out.append(PartitionAdvice(t, p, sorted(costs, key=CandidateCost.rank_key)))
+    return out
