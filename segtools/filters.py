@@ -172,9 +172,12 @@ def parse_condition(expr: str) -> Condition:
         if op in ("^=", "~"):
             raise FilterError(f"--where {expr!r}: {name} takes = != < <= > >=")
         parse = _parse_time if name == "timestamp" else _int
-        if op == "=" and "," in raw:
-            return Condition(name, "in", [parse(x.strip()) for x in raw.split(",")], expr)
-        return Condition(name, op, parse(raw), expr)
+        try:
+            if op == "=" and "," in raw:
+                return Condition(name, "in", [parse(x.strip()) for x in raw.split(",")], expr)
+            return Condition(name, op, parse(raw), expr)
+        except FilterError as exc:
+            raise FilterError(f"--where {expr!r}: {exc}") from None
     if name in BYTES:
         if op in ("<", "<=", ">", ">="):
             raise FilterError(f"--where {expr!r}: {name} takes = != ^= ~")

@@ -110,9 +110,6 @@ def test_kafka_dump_log_reads_the_rebuilt_segment_without_error(salvaged, kafka_
     sanity = kafka_dump_log.run_cli(["--index-sanity-check", "--files", f"{index},{timeindex}"], folder)
     assert not sanity.crashed and sanity.status == 0
     assert sanity.stdout.count("passed sanity check") == 2, sanity.stdout
-    # the damaged input, for contrast: the real tool stops at the first bad batch
-    bad = kafka_dump_log.run_cli(["--files", str(salvaged["input"])], salvaged["input"].parent)
-    assert bad.stdout.count("baseOffset:") < salvaged["kept"]
 
 
 def _hashes(folder: Path) -> dict[str, bytes]:
