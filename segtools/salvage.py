@@ -429,6 +429,11 @@ def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, fo
             _copy_batches(log, seg.kept, out_log)
             _write_indexes(str(part_out), base, seg.kept, index_interval_bytes)
             entries.append(_manifest_entry(seg, out_log))
+        for i, (seg, entry) in enumerate(zip(segments, entries, strict=True)):
+            # LogLoader.recoverLog: after a segment it had to truncate, the unflushed segments
+            # behind it (above the recovery point) are deleted whole
+            later = [os.path.basename(x) for x in logs[i + 1:]] if seg.damaged else []
+            entry["kafka_recovery"]["later_segments_deleted_if_unflushed"] = later
         manifest = {"input": src, "partition_dir": str(part_out), "index_interval_bytes": index_interval_bytes,
                     "segments": entries,
                     "notes": ["Kafka's LogSegment.recover truncates a segment at its first invalid batch and "

@@ -229,3 +229,29 @@ def test_a_large_zeroed_range_is_skipped_quickly(tmp_path):
     assert [(d["start"], d["end"]) for d in entry["dropped"]] == [(first, first + (64 << 20))]
     assert entry["kept_batches"] == 2
     assert entry["kafka_recovery"]["intact_batches_deleted"] == 1
+
+
+def test_a_partition_dir_is_salvaged_segment_by_segment(tmp_path):
+    """Three segments written by segtools' writer, the middle one damaged: every segment is
+    rebuilt under its own name, only the middle one has a dropped range, and the manifest says
+    Kafka's recovery would also delete the segments after it (LogLoader.recoverLog)."""
+    from segtools.writer import LogWriter, NewRecord, build_batch
+
+    part = tmp_path / "t-0"
+    w = LogWriter(part, segment_bytes=2000)
+    for i in range(40):
+        w.append(build_batch([NewRecord(b"k%d" % i, b"v" * 50, timestamp=1000 + i)], base_offset=i))
+    w.close()
+    logs = sorted(p.name for p in part.glob("*.log"))
+    assert len(logs) == 3
+    mid = part / logs[1]
+    data = bytearray(mid.read_bytes())
+    data[300] ^= 1
+    mid.write_bytes(bytes(data))
+    result = CliRunner().invoke(cli, ["salvage", str(part), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    assert sorted(p.name for p in (tmp_path / "out" / "t-0").glob("*.log")) == logs
+    entries = json.loads((tmp_path / "out" / "manifest.json").read_text())["segments"]
+    assert [bool(e["dropped"]) for e in entries] == [False, True, False]
+    assert entries[1]["kafka_recovery"]["later_segments_deleted_if_unflushed"] == [logs[2]]
+    assert entries[0]["kafka_recovery"]["later_segments_deleted_if_unflushed"] == []
