@@ -50,12 +50,24 @@ def test_lost_out_holds_exactly_the_lost_records_of_every_sample(tmp_path):
     assert checked >= 30
 
 
-def test_lost_out_refuses_a_folder_inside_the_evidence(tmp_path):
+def _fingerprint(root: Path) -> dict[str, tuple[bytes, int]]:
+    import hashlib
+
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).digest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_lost_out_refuses_a_folder_inside_the_evidence_and_changes_no_input(tmp_path):
     import shutil
 
     src = SAMPLES / "S7-simple-unclean-election"
     copy = tmp_path / "evidence"
     shutil.copytree(src, copy)
+    before = _fingerprint(copy)
     result = CliRunner().invoke(cli, ["compare", str(copy), "--no-spark", "--lost-out", str(copy / "lost")])
     assert result.exit_code == 2 and "inside the input" in result.output
     assert not (copy / "lost").exists()
+    for args in (["compare", str(copy), "--no-spark", "--lost-out", str(tmp_path / "lost")],
+                 ["advise", str(copy), "--acks", str(copy / "acks.jsonl"), "--json", str(tmp_path / "a.json")]):
+        assert CliRunner().invoke(cli, args).exit_code == 1
+    assert _fingerprint(copy) == before
