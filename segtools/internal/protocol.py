@@ -599,3 +599,21 @@ def write_message(msg: Message, data: dict[str, Any], version: int, *, path: str
     except _WriteError as e:
         raise SchemaError(e.message, field=e.path or msg.name) from None
     return bytes(out)
+
+
+def unknown_tagged_fields(data: Any, path: str = "") -> list[tuple[str, int, bytes]]:
+    """Every tagged field a decoded message kept without a schema, as (path, tag, bytes),
+    nested structs and arrays included (Kafka's generated readers keep them in
+    ``_unknownTaggedFields`` and their JSON converters leave them out)."""
+    found: list[tuple[str, int, bytes]] = []
+    if isinstance(data, dict):
+        for tag, raw in data.get(UNKNOWN_TAGGED_FIELDS) or ():
+            found.append((path, int(tag), bytes(raw)))
+        for key, value in data.items():
+            if key != UNKNOWN_TAGGED_FIELDS and isinstance(value, (dict, list)):
+                found.extend(unknown_tagged_fields(value, _join(path, key)))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            if isinstance(item, (dict, list)):
+                found.extend(unknown_tagged_fields(item, f"{path}[{i}]"))
+    return found

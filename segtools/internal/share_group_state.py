@@ -45,6 +45,28 @@ RECORD_TYPES: dict[int, tuple[Message, Message]] = {
 }
 
 
+# Kafka 4.3 (the pinned 4.3.1; share-coordinator/src/main/resources/common/message/*.json):
+# SnapshotEpoch became int32, ShareSnapshotValue gained CreateTimestamp/WriteTimestamp, and both
+# values a tagged DeliveryCompleteCount (tag 0, default -1) declared after StartOffset.
+_DELIVERY_COMPLETE_COUNT = f("DeliveryCompleteCount", "int32", default=-1, tag=0)
+
+RECORD_TYPES_KAFKA_4_3: dict[int, tuple[Message, Message]] = {
+    0: (RECORD_TYPES[0][0],
+        message("ShareSnapshotValue", 0, "0", "0+", [
+            f("SnapshotEpoch", "int32"), f("StateEpoch", "int32"), f("LeaderEpoch", "int32"),
+            f("StartOffset", "int64"), _DELIVERY_COMPLETE_COUNT,
+            f("CreateTimestamp", "int64"), f("WriteTimestamp", "int64"),
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+    1: (RECORD_TYPES[1][0],
+        message("ShareUpdateValue", 1, "0", "0+", [
+            f("SnapshotEpoch", "int32"), f("LeaderEpoch", "int32"), f("StartOffset", "int64"),
+            _DELIVERY_COMPLETE_COUNT,
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+}
+
+
 def _schemas(record_type: int) -> tuple[Message, Message]:
     return schemas_for(RECORD_TYPES, record_type)
 
