@@ -14,8 +14,9 @@ Example::
     >>> from segtools.internal import remote_log_metadata as rlm
     >>> raw = rlm.encode_record(2, 0, {"topicIdPartition": {"name": "t", "id": "AAAAAAAAAAAAAAAAAAAAAQ",
     ...     "partition": 0}, "brokerId": 1, "eventTimestampMs": 5, "remotePartitionDeleteState": 0})
-    >>> rlm.format_record(raw, offset=0)
-    'RemotePartitionDeleteMetadata{topicPartition=AAAAAAAAAAAAAAAAAAAAAQ:t-0, state=DELETE_PARTITION_MARKED, eventTimestampMs=5, brokerId=1}'
+    >>> rlm.format_record(raw, offset=0).split(", ")
+    ['RemotePartitionDeleteMetadata{topicPartition=AAAAAAAAAAAAAAAAAAAAAQ:t-0', \
+'state=DELETE_PARTITION_MARKED', 'eventTimestampMs=5', 'brokerId=1}']
 """
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def to_string(api_key: int, data: dict[str, Any]) -> str:
             f", segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}"
             f", segmentSizeInBytes={d['segmentSizeInBytes']}"
             f", customMetadata={_custom_metadata(d['customMetadata'])}"
-            f", state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}}}")
+            f", state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}"
+            f", txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}")
 
 
 def format_record(value: bytes | bytearray | memoryview | None, *,
