@@ -187,8 +187,9 @@ class CoordinatorKafka4Parser:
     are dropped silently by Kafka's JSON converters.
 
     What Kafka hides, we also report when ``note`` is set (the runner sets it): the hex of a
-    record whose type has no schema (exit 1) and of tagged fields no schema names (exit 0);
-    stdout stays Kafka's text."""
+    record whose type has no schema and of tagged fields no schema names, as notes that do not
+    change the exit status (data of a newer Kafka is not corruption); stdout stays Kafka's
+    text."""
 
     def __init__(self, table: dict[int, tuple[Any, Any]], topic: str,
                  value_json: Callable[[int, int, dict[str, Any]], str] | None = None) -> None:
@@ -241,7 +242,7 @@ class CoordinatorKafka4Parser:
                     "value_hex": None if record.value is None else bytes(record.value).hex()},
                     f"record type {e.record_type} at offset {offset} has no {self.topic} "
                     f"schema in Kafka 4.3 (kafka-dump-log prints only \"Unknown record type\"): "
-                    f"key hex {_hex(record.key)}, value hex {value}", True)
+                    f"key hex {_hex(record.key)}, value hex {value}", False)
             return co.skipped_record_line(e, offset)
         except SchemaError as e:
             line, payload = co.skipped_record_line(e, offset)

@@ -291,8 +291,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
 
 def _decoder_note(ctx: DumpContext, kind: str, fields: dict[str, Any], line: str,
                   problem: bool) -> None:
-    """A decoder's note on stderr (``Warning: <file>: ...``): a problem (a record type without
-    a schema) raises the exit status to 1, an unknown tagged field does not."""
+    """A decoder's note on stderr (``Warning: <file>: ...``); only a note marked as a problem
+    raises the exit status (the coordinator decoders mark none: CONTRACT.md)."""
     text = f"Warning: {ctx.current_file or '?'}: {line}"
     fields = {"file": ctx.current_file, **fields}
     if problem:
