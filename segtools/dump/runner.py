@@ -210,7 +210,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             # the JSON outputs keep one shape whatever --kafka-version says (txn_key/txn_value)
             kafka4=options.kafka4 and options.output == "text",
             remote_log_metadata_decoder=options.remote_log_metadata_decoder,
-            share_group_state_decoder=options.share_group_state_decoder)
+            share_group_state_decoder=options.share_group_state_decoder,
+            kafka_version=options.kafka_version)
         sink.data_modes = data_modes(ctx.parser)
         if hasattr(ctx.parser, "note"):  # what a coordinator decoder shows beyond Kafka's text
             ctx.parser.note = lambda kind, fields, line, problem: _decoder_note(

@@ -28,11 +28,14 @@ from segtools.internal.group_schemas import (
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_VALUE,
     RECORD_TYPES,
+    RECORD_TYPES_KAFKA_4_3,
 )
 from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.protocol import Field, Message, read_message, write_message
 
 DELETE = "<DELETE>"
+__all__ = ["RECORD_TYPES", "RECORD_TYPES_KAFKA_4_3", "DELETE", "decode_key", "decode_value",
+           "encode_key", "encode_value", "format_record", "key_json", "value_json"]
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
