@@ -377,7 +377,8 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
     if remote_log_metadata_decoder:
         return RemoteLogMetadataParser()
     if share_group_state_decoder:
-        if kafka4:
+        # only Kafka 4.x has this decoder: every output of 4.3 takes its shape
+        if kafka4 or tables is not None:
             return ShareGroupStateKafka4Parser()
-        return InternalTopicParser("share_group_state", tables)
+        return InternalTopicParser("share_group_state")
     return DecoderMessageParser(load_decoder(key_decoder_class), load_decoder(value_decoder_class))

@@ -125,3 +125,23 @@ def test_unknown_record_types_and_tagged_fields_are_shown_as_hex(outcomes) -> No
     assert "record type 2 at offset 1 has no __share_group_state schema" in ours.stderr
     kafka, ours = outcomes["--share-group-state-decoder --files __share_group_state-0/00000000000000000000.log"]
     assert ours.status == 0 and "Warning: " not in ours.stderr
+
+
+def test_ndjson_nests_what_kafka_prints_as_text(kafka_dump_log: h.KafkaDumpLog, segments: Path,
+                                                outcomes) -> None:
+    """--output ndjson decodes with the same 4.3 record types: each record's nested key and
+    payload equal Kafka's text parsed as JSON."""
+    import json as _json
+
+    for flag, part in CASES[:1] + CASES[2:3]:
+        kafka, _ = outcomes[f"{flag} --files {part}/00000000000000000000.log"]
+        expected = []
+        for line in kafka.stdout.splitlines():
+            if " key: " in line:
+                key, _, payload = line.split(" key: ", 1)[1].partition(" payload: ")
+                expected.append((_json.loads(key), payload if payload == "<DELETE>" else _json.loads(payload)))
+        ours = h.run_ours([flag, "--output", "ndjson", "--files", f"{part}/00000000000000000000.log"],
+                          segments)
+        got = [(d["key"], d["payload"]) for d in map(_json.loads, ours.stdout.splitlines())
+               if d.get("type") == "record"]
+        assert got == expected and len(got) > 4, part
