@@ -120,19 +120,17 @@ class InternalTopicParser:
     returns ``(key_text | None, payload_text | None)`` exactly as Kafka prints them and raises
     SchemaError where Kafka's tool would abort (the dump reports it and goes on)."""
 
-    def __init__(self, module: str, table_name: str | None = None) -> None:
+    def __init__(self, module: str) -> None:
         self.module = module
         try:
             mod = importlib.import_module(f"segtools.internal.{module}")
             self._format: Callable[..., tuple[str | None, str | None]] = mod.format_record
-            # the record types of one Kafka version (e.g. "RECORD_TYPES_KAFKA_4_3")
-            self._kwargs = {} if table_name is None else {"table": getattr(mod, table_name)}
         except (ImportError, AttributeError) as exc:
             raise InputError(f"decoder segtools.internal.{module} is not available: {exc}") from None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
         try:
-            return self._format(record.key, record.value, offset=record.offset, **self._kwargs)
+            return self._format(record.key, record.value, offset=record.offset)
         except SegtoolsError:
             raise
         except Exception as exc:  # a decoder bug must still come out as a located error
@@ -361,13 +359,11 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
                  kafka_version: str = "4.3") -> PayloadParser:
     """Kafka's precedence: offsets -> transaction log -> cluster metadata -> remote log
     metadata -> share group state -> decoder classes (DumpLogSegments' parser choice).
-    ``kafka4`` picks 4.x's text; ``kafka_version`` whose record types the coordinator
-    decoders know (the JSON outputs print 3.x's shape with 4.3's types)."""
-    tables = None if kafka_version == "3.9" else "RECORD_TYPES_KAFKA_4_3"
+    ``kafka4`` picks 4.x's text; ``kafka_version`` the Kafka whose record types the
+    coordinator decoders know, also in the JSON outputs (which keep 3.x's transaction shape)."""
+    kafka43 = kafka4 or kafka_version != "3.9"
     if offsets_decoder:
-        if kafka4:
-            return OffsetsKafka4Parser()
-        return InternalTopicParser("consumer_offsets", tables)
+        return OffsetsKafka4Parser() if kafka43 else InternalTopicParser("consumer_offsets")
     if transaction_log_decoder:
         if kafka4:
             return TransactionLogJsonParser()
@@ -377,8 +373,7 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
     if remote_log_metadata_decoder:
         return RemoteLogMetadataParser()
     if share_group_state_decoder:
-        # only Kafka 4.x has this decoder: every output of 4.3 takes its shape
-        if kafka4 or tables is not None:
+        if kafka43:
             return ShareGroupStateKafka4Parser()
         return InternalTopicParser("share_group_state")
     return DecoderMessageParser(load_decoder(key_decoder_class), load_decoder(value_decoder_class))

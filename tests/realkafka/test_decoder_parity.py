@@ -145,3 +145,19 @@ def test_ndjson_nests_what_kafka_prints_as_text(kafka_dump_log: h.KafkaDumpLog, 
         got = [(d["key"], d["payload"]) for d in map(_json.loads, ours.stdout.splitlines())
                if d.get("type") == "record"]
         assert got == expected and len(got) > 4, part
+
+
+def test_ndjson_reports_hidden_parts_as_findings_with_the_whole_hex(segments: Path) -> None:
+    import json as _json
+
+    ours = h.run_ours(["--offsets-decoder", "--output", "ndjson", "--files",
+                       "__consumer_offsets-1/00000000000000000000.log"], segments)
+    findings = [d for d in map(_json.loads, ours.stdout.splitlines()) if d.get("type") == "finding"]
+    assert [(f["kind"], f["offset"], f["problem"]) for f in findings] == [
+        ("unknown_tagged_field", 0, False), ("unknown_tagged_field", 1, False),
+        ("unknown_tagged_field", 1, False), ("unknown_record_type", 2, False),
+        ("unknown_record_type", 3, False)]
+    assert (findings[0]["tag"], findings[0]["hex"]) == (7, "0a0b0c")
+    assert (findings[3]["key_hex"], findings[3]["value_hex"]) == ("0018000167", "00000102")
+    assert findings[4]["value_hex"] is None
+    assert ours.status == 0
