@@ -125,8 +125,9 @@ def _custom_metadata(raw: bytes | None) -> str:
 def _leader_epochs(entries: list[dict[str, Any]]) -> str:
     # a TreeMap<Integer, Long> built from the entries: sorted by epoch, the last entry wins
     if not entries:
-        # RemoteLogSegmentMetadata's constructor rejects an empty map
-        raise SchemaError("segmentLeaderEpochs can not be empty", field="segmentLeaderEpochs")
+        # the metadata classes' constructors reject an empty map (checked with the real tool)
+        raise SchemaError("segmentLeaderEpochs can not be null or empty",
+                          field="segmentLeaderEpochs")
     epochs: dict[int, int] = {}
     for e in entries:
         epochs[e["leaderEpoch"]] = e["offset"]
@@ -136,23 +137,34 @@ def _leader_epochs(entries: list[dict[str, Any]]) -> str:
 def _state(states: dict[int, str], value: int, what: str) -> str:
     name = states.get(value)
     if name is None:
-        raise SchemaError(f"Unknown {what} id: {value}", field=what)
+        # forId gives null for an unknown id; the constructors' null checks then fail with
+        # these messages (requireNonNull(state, "state can not be null") for segment states,
+        # a bare NullPointerException, message "null", for partition-delete states)
+        reason = "null" if states is PARTITION_DELETE_STATES else "state can not be null"
+        raise SchemaError(reason, field=what)
     return name
 
 
 def to_string(api_key: int, data: dict[str, Any]) -> str:
     """The Java ``toString()`` of the RemoteLogMetadata object Kafka builds from a record."""
     d = data
+    if api_key in (0, 3):
+        # RemoteLogSegmentMetadata's constructor checks the leader epochs first, the
+        # snapshot's the state first (both orders checked with the real tool)
+        if api_key == 0:
+            epochs = _leader_epochs(d["segmentLeaderEpochs"])
+        state = _state(SEGMENT_STATES, d["remoteLogSegmentState"], "RemoteLogSegmentState")
+        epochs = _leader_epochs(d["segmentLeaderEpochs"])
     if api_key == 0:
         return ("RemoteLogSegmentMetadata{"
                 f"remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}"
                 f", startOffset={d['startOffset']}, endOffset={d['endOffset']}"
                 f", brokerId={d['brokerId']}, maxTimestampMs={d['maxTimestampMs']}"
                 f", eventTimestampMs={d['eventTimestampMs']}"
-                f", segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}"
+                f", segmentLeaderEpochs={epochs}"
                 f", segmentSizeInBytes={d['segmentSizeInBytes']}"
                 f", customMetadata={_custom_metadata(d['customMetadata'])}"
-                f", state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}"
+                f", state={state}"
                 f", txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}")
     if api_key == 1:
         return ("RemoteLogSegmentMetadataUpdate{"
@@ -169,10 +181,10 @@ def to_string(api_key: int, data: dict[str, Any]) -> str:
     return ("RemoteLogSegmentMetadataSnapshot{"
             f"segmentId={d['segmentId']}, startOffset={d['startOffset']}"
             f", endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}"
-            f", segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}"
+            f", segmentLeaderEpochs={epochs}"
             f", segmentSizeInBytes={d['segmentSizeInBytes']}"
             f", customMetadata={_custom_metadata(d['customMetadata'])}"
-            f", state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}"
+            f", state={state}"
             f", txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}")
 
 
