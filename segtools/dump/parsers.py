@@ -298,12 +298,40 @@ class RemoteLogMetadataParser:
     ``Error at offset {offset}, skipping. {message}`` (``segtools.internal.remote_log_metadata``)."""
 
     def __init__(self) -> None:
-        from segtools.internal.remote_log_metadata import format_record
+        from segtools.internal import remote_log_metadata
+        from segtools.internal.protocol import unknown_tagged_fields
 
-        self._format = format_record
+        self._rlm = remote_log_metadata
+        self._unknown_tagged = unknown_tagged_fields
+        #: set by the runner: hex notes for an unknown api key / tagged field (as
+        #: CoordinatorKafka4Parser; Kafka prints only its error line / drops the field)
+        self.note: NoteSink | None = None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
-        return None, self._format(record.value, offset=record.offset)
+        rlm, offset = self._rlm, record.offset
+        try:
+            api_key, _, data = rlm.decode_record(record.value)
+            text = rlm.to_string(api_key, data)
+        except SchemaError as e:
+            if self.note is not None and e.field == "type" and record.value is not None:
+                self.note("unknown_record_type", {
+                    "offset": offset, "topic": "__remote_log_metadata",
+                    "key_hex": None, "value_hex": bytes(record.value).hex()},
+                    f"offset {offset} has no __remote_log_metadata schema in Kafka 4.3 "
+                    f"(kafka-dump-log prints only its error line): value hex {_hex(record.value)}",
+                    False)
+            return None, f"Error at offset {offset}, skipping. {e.reason}"
+        if self.note is not None:
+            name = rlm.RECORD_TYPES[api_key].name
+            for path, tag, raw in self._unknown_tagged(data):
+                where = f"{name}.{path}" if path else name
+                self.note("unknown_tagged_field", {
+                    "offset": offset, "record_type": api_key, "topic": "__remote_log_metadata",
+                    "where": where, "tag": tag, "hex": raw.hex()},
+                    f"offset {offset}: {where} has tagged field {tag} that Kafka 4.3's schema "
+                    f"does not name (kafka-dump-log does not print it): hex {_hex(raw)} "
+                    f"({len(raw)} bytes)", False)
+        return None, text
 
 
 class TransactionLogJsonParser:

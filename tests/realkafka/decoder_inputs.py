@@ -152,8 +152,10 @@ def remote_log_metadata_jobs() -> list[str]:
         "010300" + "22" * 16 + common + epochs + "00000010" + "00" + "09" + "00",
         "010300" + "22" * 16 + common + "01" + "00000010" + "00" + "09" + "00",
     )
+    # a partition-delete record with a tagged field 4.3 does not know (tag 5, 2 bytes)
+    unknown_tag = "010200" + tip + "00000001" + "0000000000000005" + "00" + "010502abcd"
     jobs += [f"raw\t-\t{v}" for v in ("0002", "0202", "01090000", "0102000000", trailing, "", "-",
-                                        *bad_states)]
+                                        *bad_states, unknown_tag)]
     return jobs
 
 

@@ -96,9 +96,10 @@ def test_the_files_exercise_every_record_type(outcomes) -> None:
     assert "lastAssignmentConfigs" in kafka.stdout and "assignmentEpochs" in kafka.stdout
     rlm, _ = outcomes["--remote-log-metadata-decoder --files __remote_log_metadata-0/00000000000000000000.log"]
     for kind in ("RemoteLogSegmentMetadata{", "RemoteLogSegmentMetadataUpdate{",
-                 "RemotePartitionDeleteMetadata{", "RemoteLogSegmentMetadataSnapshot{"):
+                 "RemoteLogSegmentMetadataSnapshot{"):
         assert rlm.stdout.count(kind) == 4, kind
     assert rlm.stdout.count("skipping.") == 14
+    assert rlm.stdout.count("RemotePartitionDeleteMetadata{") == 5  # + the unknown tagged field
 
 
 def test_unknown_record_types_and_tagged_fields_are_shown_as_hex(outcomes) -> None:
@@ -125,6 +126,17 @@ def test_unknown_record_types_and_tagged_fields_are_shown_as_hex(outcomes) -> No
     assert "record type 2 at offset 1 has no __share_group_state schema" in ours.stderr
     kafka, ours = outcomes["--share-group-state-decoder --files __share_group_state-0/00000000000000000000.log"]
     assert ours.status == 0 and "Warning: " not in ours.stderr
+    # __remote_log_metadata: Kafka prints an error line for an unknown api key and drops an
+    # unknown tagged field from its toString; ours notes both with their hex
+    kafka, ours = outcomes["--remote-log-metadata-decoder --files __remote_log_metadata-0/00000000000000000000.log"]
+    assert "skipping. org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id 9" \
+        in kafka.stdout
+    warnings = [line for line in ours.stderr.splitlines() if line.startswith("Warning: ")]
+    assert len(warnings) == 2, ours.stderr
+    assert "has no __remote_log_metadata schema" in warnings[0] and "value hex 01090000" in warnings[0]
+    assert "RemotePartitionDeleteMetadataRecord has tagged field 5" in warnings[1]
+    assert "hex abcd (2 bytes)" in warnings[1]
+    assert ours.status == 0
 
 
 def test_ndjson_nests_what_kafka_prints_as_text(kafka_dump_log: h.KafkaDumpLog, segments: Path,
