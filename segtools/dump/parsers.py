@@ -206,6 +206,15 @@ class CoordinatorKafka4Parser:
         self.note: NoteSink | None = None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
+        try:
+            return self._parse(record)
+        except SegtoolsError:
+            raise
+        except Exception as exc:  # a decoder bug must still come out as a located error
+            raise SchemaError(f"cannot decode record at offset {record.offset}: "
+                              f"{type(exc).__name__}: {exc}", field="value") from None
+
+    def _parse(self, record: Any) -> tuple[str | None, str | None]:
         co = self._co
         offset = record.offset
         if record.key is None:
@@ -308,6 +317,12 @@ class RemoteLogMetadataParser:
         self.note: NoteSink | None = None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
+        try:
+            return self._parse(record)
+        except Exception as exc:  # a decoder bug: Kafka's error-line shape, never a traceback
+            return None, f"Error at offset {record.offset}, skipping. {type(exc).__name__}: {exc}"
+
+    def _parse(self, record: Any) -> tuple[str | None, str | None]:
         rlm, offset = self._rlm, record.offset
         try:
             api_key, _, data = rlm.decode_record(record.value)
