@@ -416,7 +416,6 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
     if remote_log_metadata_decoder:
         return RemoteLogMetadataParser()
     if share_group_state_decoder:
-        if kafka43:
-            return ShareGroupStateKafka4Parser()
-        return InternalTopicParser("share_group_state")
+        # no 3.x release has this decoder: whatever --kafka-version says, 4.x's text and types
+        return ShareGroupStateKafka4Parser()
     return DecoderMessageParser(load_decoder(key_decoder_class), load_decoder(value_decoder_class))
