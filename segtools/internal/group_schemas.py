@@ -168,10 +168,11 @@ CONSUMER_PROTOCOL_ASSIGNMENT = message("ConsumerProtocolAssignment", None, "0-3"
 # Kafka 4.3 (the pinned 4.3.1, jvm/pom.xml): the group coordinator's record types as its
 # generated classes define them (group-coordinator/src/main/resources/common/message/*.json,
 # enumerated by the generated CoordinatorRecordType). Differences from the table above:
-# type 9 (ShareGroupPartitionMetadata) is gone, tagged fields were added to types 3, 6 and 8,
-# ShareGroupMetadataValue gained MetadataHash, ShareGroupStatePartitionMetadataValue
-# InitializingTopics, and types 16-23 are new (consumer-group regex, KIP-1071 streams groups;
-# 18 is unused). kafka-dump-log --offsets-decoder of 4.3 reads exactly these.
+# type 0 is LegacyOffsetCommitValue (version 0 only), type 9 (ShareGroupPartitionMetadata) is
+# gone, tagged fields were added to types 1, 3, 6, 8 and 12, ShareGroupMetadataValue gained
+# MetadataHash, ShareGroupStatePartitionMetadataValue InitializingTopics, and types 16-23 are
+# new (consumer-group regex, KIP-1071 streams groups; 18 is unused). kafka-dump-log
+# --offsets-decoder of 4.3 reads exactly these (tests/realkafka/test_decoder_parity.py).
 
 #: record type -> (key schema, value schema) of Kafka 4.3's group coordinator
 RECORD_TYPES_KAFKA_4_3: dict[int, tuple[Message, Message]] = {
