@@ -64,6 +64,10 @@ def _files(value: str | None) -> list[str]:
               help="Decode records as __transaction_state data.")
 @click.option("--cluster-metadata-decoder", is_flag=True,
               help="Decode record values as KRaft metadata records (JSON).")
+@click.option("--remote-log-metadata-decoder", is_flag=True,
+              help="Decode record values as __remote_log_metadata (tiered storage) records.")
+@click.option("--share-group-state-decoder", is_flag=True,
+              help="Decode records as __share_group_state data (JSON).")
 @max_batch_bytes_option("A batch above it stops that file with exit 2. ")
 @click.option("--output", "output", type=click.Choice(["text", "json", "ndjson"]),
               default="text", show_default=True,
@@ -90,7 +94,9 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
          cluster_metadata_decoder: bool, output: str, quiet: bool, debug: bool,
          max_batch_bytes: int | None = None,
          kafka_version: str = DEFAULT_KAFKA_VERSION, skip_corrupt: bool = False,
-         where: tuple[str, ...] = ()) -> None:
+         where: tuple[str, ...] = (),
+         remote_log_metadata_decoder: bool = False,
+         share_group_state_decoder: bool = False) -> None:
     """Dump Kafka log segments, indexes, snapshots and checkpoints like kafka-dump-log.
 
     PATHS may be files, partition directories or broker log directories (every file in
@@ -128,6 +134,8 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
         skip_corrupt=skip_corrupt,
         where=where,
         where_producer_ids=_where_producers(all_paths, where),
+        remote_log_metadata_decoder=remote_log_metadata_decoder,
+        share_group_state_decoder=share_group_state_decoder,
     )
     from segtools.dump.runner import run_dump
 

@@ -53,6 +53,9 @@ class DumpOptions:
     where: tuple[str, ...] = ()
     where_producer_ids: tuple[int, ...] | None = None
     kafka_version: str = DEFAULT_KAFKA_VERSION  # whose text: KAFKA_VERSIONS
+    #: Kafka 3.9+/4.x decoders of __remote_log_metadata and __share_group_state
+    remote_log_metadata_decoder: bool = False
+    share_group_state_decoder: bool = False
 
     @property
     def kafka4(self) -> bool:
@@ -64,7 +67,8 @@ class DumpOptions:
         """Kafka: print-data-log OR any decoder option present (even without a value)."""
         return (self.print_data_log or self.offsets_decoder or self.transaction_log_decoder
                 or self.cluster_metadata_decoder or self.key_decoder_given
-                or self.value_decoder_given)
+                or self.value_decoder_given or self.remote_log_metadata_decoder
+                or self.share_group_state_decoder)
 
     @property
     def is_deep_iteration(self) -> bool:

@@ -159,43 +159,194 @@ class ClusterMetadataParser:
 _JAVA_STRING_BOUNDS = re.compile(r"offset (\d+), count (\d+), length (\d+)")
 
 
-class OffsetsKafka4Parser:
-    """--offsets-decoder of Kafka 4.x: the 3.x text (``segtools.internal.consumer_offsets``)
-    plus what 4.x's CoordinatorRecordSerde does differently: a value version outside its
-    schema is ``Found an unknown record version {v} for {t} type``, a string running past
-    the buffer ``Error reading byte array of N byte(s): only M byte(s) available.``, and a
-    missing key names "the specified decoder"."""
+#: a note about what a decoder could not show: (kind, fields, line, is_problem)
+NoteSink = Callable[[str, dict[str, Any], str, bool], None]
+
+#: bytes of a record part shown in a note; longer parts are cut (the note says how long)
+NOTE_HEX_BYTES = 256
+
+
+def _hex(data: Any) -> str:
+    raw = bytes(data)
+    if len(raw) <= NOTE_HEX_BYTES:
+        return raw.hex()
+    return f"{raw[:NOTE_HEX_BYTES].hex()}... ({len(raw)} bytes)"
+
+
+class CoordinatorKafka4Parser:
+    """Kafka 4.x's ``CoordinatorRecordMessageParser`` (``--offsets-decoder``,
+    ``--share-group-state-decoder``; tools/src/main/java/org/apache/kafka/tools/
+    DumpLogSegments.java over coordinator-common's CoordinatorRecordSerde): key
+    ``{"type":"<t>","data":{...}}``, value ``{"version":"<v>","data":{...}}`` or ``<DELETE>``.
+
+    Kafka's wording: a missing key aborts the tool (``Failed to decode message at offset {o}
+    using the specified decoder (message had a missing key)``); an unknown key type gives
+    ``Unknown record type {t} at offset {o}, skipping.``; a value version outside the schema
+    ``Error at offset {o}, skipping. Found an unknown record version {v} for {t} type``; any
+    other decoding failure ``Error at offset {o}, skipping. {message}``. Unknown tagged fields
+    are dropped silently by Kafka's JSON converters.
+
+    What Kafka hides, we also report when ``note`` is set (the runner sets it): the hex of a
+    record whose type has no schema and of tagged fields no schema names, as notes that do not
+    change the exit status (data of a newer Kafka is not corruption); stdout stays Kafka's
+    text."""
+
+    def __init__(self, table: dict[int, tuple[Any, Any]], topic: str,
+                 value_json: Callable[[int, int, dict[str, Any]], str] | None = None) -> None:
+        from segtools.internal import consumer_offsets as co
+        from segtools.internal.json_render import Raw, dumps, message_json
+        from segtools.internal.protocol import unknown_tagged_fields
+
+        self._co = co
+        self.table = table
+        self.topic = topic
+        self._value_json = value_json
+        self._raw, self._dumps, self._message_json = Raw, dumps, message_json
+        self._unknown_tagged = unknown_tagged_fields
+        self.note: NoteSink | None = None
+
+    def parse(self, record: Any) -> tuple[str | None, str | None]:
+        try:
+            return self._parse(record)
+        except SegtoolsError:
+            raise
+        except Exception as exc:  # a decoder bug must still come out as a located error
+            raise SchemaError(f"cannot decode record at offset {record.offset}: "
+                              f"{type(exc).__name__}: {exc}", field="value") from None
+
+    def _parse(self, record: Any) -> tuple[str | None, str | None]:
+        co = self._co
+        offset = record.offset
+        if record.key is None:
+            raise SchemaError(f"Failed to decode message at offset {offset} using the "
+                              "specified decoder (message had a missing key)", field="key")
+        try:
+            key = co.decode_key_with(self.table, record.key)
+            record_type = key["type"]
+            key_msg, value_msg = co.schemas_for(self.table, record_type)
+            key_text = self._dumps({"type": str(record_type), "data": self._raw(
+                self._message_json(key_msg, key["data"], record_type))})
+            if record.value is None:
+                self._note_tags(record, record_type, key_msg.name, key["data"], None, None)
+                return key_text, co.DELETE
+            buf = bytes(record.value)
+            version = co._read_version(buf, "value")
+            if version not in value_msg.valid_versions:
+                raise SchemaError(f"Found an unknown record version {version} for "
+                                  f"{record_type} type", field="value.version")
+            data = co._read_body(value_msg, buf, version, "value")
+            self._note_tags(record, record_type, key_msg.name, key["data"], value_msg.name, data)
+            if self._value_json is not None:
+                value_text = self._value_json(record_type, version, data)
+            else:
+                value_text = self._dumps({"version": str(version), "data": self._raw(
+                    self._message_json(value_msg, data, version))})
+            return key_text, value_text
+        except co.UnknownRecordTypeError as e:
+            if self.note is not None:
+                value = "null" if record.value is None else _hex(record.value)
+                self.note("unknown_record_type", {
+                    "offset": offset, "record_type": e.record_type, "topic": self.topic,
+                    "key_hex": bytes(record.key).hex(),
+                    "value_hex": None if record.value is None else bytes(record.value).hex()},
+                    f"record type {e.record_type} at offset {offset} has no {self.topic} "
+                    f"schema in Kafka 4.3 (kafka-dump-log prints only \"Unknown record type\"): "
+                    f"key hex {_hex(record.key)}, value hex {value}", False)
+            return co.skipped_record_line(e, offset)
+        except SchemaError as e:
+            line, payload = co.skipped_record_line(e, offset)
+            if line is not None:
+                line = _JAVA_STRING_BOUNDS.sub(
+                    lambda m: f"Error reading byte array of {m.group(2)} byte(s): only "
+                              f"{int(m.group(3)) - int(m.group(1))} byte(s) available.", line)
+                line = line.replace("available..", "available.")
+            return line, payload
+
+    def _note_tags(self, record: Any, record_type: int, key_name: str, key: dict[str, Any],
+                   value_name: str | None, value: dict[str, Any] | None) -> None:
+        if self.note is None:
+            return
+        parts = [(key_name, key)] + ([] if value is None else [(value_name, value)])
+        for name, data in parts:
+            for path, tag, raw in self._unknown_tagged(data):
+                where = f"{name}.{path}" if path else name
+                self.note("unknown_tagged_field", {
+                    "offset": record.offset, "record_type": record_type, "topic": self.topic,
+                    "where": where, "tag": tag, "hex": raw.hex()},
+                    f"offset {record.offset}: {where} has tagged field {tag} that Kafka 4.3's "
+                    f"schema does not name (kafka-dump-log leaves it out of the JSON): "
+                    f"hex {_hex(raw)} ({len(raw)} bytes)", False)
+
+
+class OffsetsKafka4Parser(CoordinatorKafka4Parser):
+    """--offsets-decoder of Kafka 4.x over Kafka 4.3's group coordinator record types
+    (``group_schemas.RECORD_TYPES_KAFKA_4_3``); consumer-protocol members of a
+    GroupMetadataValue are decoded as in 3.x (``consumer_offsets.value_json``)."""
 
     def __init__(self) -> None:
         from segtools.internal import consumer_offsets as co
+        from segtools.internal.group_schemas import RECORD_TYPES_KAFKA_4_3
 
-        self._co = co
-        self._inner = InternalTopicParser("consumer_offsets")
+        super().__init__(RECORD_TYPES_KAFKA_4_3, "__consumer_offsets",
+                         lambda t, v, d: co.value_json(t, v, d, RECORD_TYPES_KAFKA_4_3))
+
+
+class ShareGroupStateKafka4Parser(CoordinatorKafka4Parser):
+    """--share-group-state-decoder of Kafka 4.x (ShareCoordinatorRecordSerde) over
+    ``share_group_state.RECORD_TYPES_KAFKA_4_3``."""
+
+    def __init__(self) -> None:
+        from segtools.internal.share_group_state import RECORD_TYPES_KAFKA_4_3
+
+        super().__init__(RECORD_TYPES_KAFKA_4_3, "__share_group_state")
+
+
+class RemoteLogMetadataParser:
+    """--remote-log-metadata-decoder: never a key; the payload is the Java ``toString()`` of the
+    RemoteLogMetadata Kafka's RemoteLogMetadataSerde reads from the value, or
+    ``Error at offset {offset}, skipping. {message}`` (``segtools.internal.remote_log_metadata``)."""
+
+    def __init__(self) -> None:
+        from segtools.internal import remote_log_metadata
+        from segtools.internal.protocol import unknown_tagged_fields
+
+        self._rlm = remote_log_metadata
+        self._unknown_tagged = unknown_tagged_fields
+        #: set by the runner: hex notes for an unknown api key / tagged field (as
+        #: CoordinatorKafka4Parser; Kafka prints only its error line / drops the field)
+        self.note: NoteSink | None = None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
-        co = self._co
-        if record.key is None:
-            raise SchemaError(f"Failed to decode message at offset {record.offset} using the "
-                              "specified decoder (message had a missing key)", field="key")
-        value = record.value
-        if value is not None and len(value) >= 2:
-            try:
-                record_type = co.decode_key(record.key)["type"]
-                _, value_msg = co.schemas_for(co.RECORD_TYPES, record_type)
-            except SegtoolsError:
-                pass  # the key's own error comes first, as in Kafka
-            else:
-                version = struct.unpack_from(">h", bytes(value[:2]))[0]
-                if version not in value_msg.valid_versions:
-                    return (f"Error at offset {record.offset}, skipping. Found an unknown "
-                            f"record version {version} for {record_type} type"), None
-        key, payload = self._inner.parse(record)
-        if key is not None and key.startswith("Error at offset "):
-            key = _JAVA_STRING_BOUNDS.sub(
-                lambda m: f"Error reading byte array of {m.group(2)} byte(s): only "
-                          f"{int(m.group(3)) - int(m.group(1))} byte(s) available.", key)
-            key = key.replace("available..", "available.")
-        return key, payload
+        try:
+            return self._parse(record)
+        except Exception as exc:  # a decoder bug: Kafka's error-line shape, never a traceback
+            return None, f"Error at offset {record.offset}, skipping. {type(exc).__name__}: {exc}"
+
+    def _parse(self, record: Any) -> tuple[str | None, str | None]:
+        rlm, offset = self._rlm, record.offset
+        try:
+            api_key, _, data = rlm.decode_record(record.value)
+            text = rlm.to_string(api_key, data)
+        except SchemaError as e:
+            if self.note is not None and e.field == "type" and record.value is not None:
+                self.note("unknown_record_type", {
+                    "offset": offset, "topic": "__remote_log_metadata",
+                    "key_hex": None, "value_hex": bytes(record.value).hex()},
+                    f"offset {offset} has no __remote_log_metadata schema in Kafka 4.3 "
+                    f"(kafka-dump-log prints only its error line): value hex {_hex(record.value)}",
+                    False)
+            return None, f"Error at offset {offset}, skipping. {e.reason}"
+        if self.note is not None:
+            name = rlm.RECORD_TYPES[api_key].name
+            for path, tag, raw in self._unknown_tagged(data):
+                where = f"{name}.{path}" if path else name
+                self.note("unknown_tagged_field", {
+                    "offset": offset, "record_type": api_key, "topic": "__remote_log_metadata",
+                    "where": where, "tag": tag, "hex": raw.hex()},
+                    f"offset {offset}: {where} has tagged field {tag} that Kafka 4.3's schema "
+                    f"does not name (kafka-dump-log does not print it): hex {_hex(raw)} "
+                    f"({len(raw)} bytes)", False)
+        return None, text
 
 
 class TransactionLogJsonParser:
@@ -245,14 +396,26 @@ class TransactionLogJsonParser:
 
 def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool = False,
                  cluster_metadata_decoder: bool = False, key_decoder_class: str | None = None,
-                 value_decoder_class: str | None = None, kafka4: bool = True) -> PayloadParser:
-    """Kafka's precedence: offsets -> transaction log -> cluster metadata -> decoder classes."""
+                 value_decoder_class: str | None = None, kafka4: bool = True,
+                 remote_log_metadata_decoder: bool = False,
+                 share_group_state_decoder: bool = False,
+                 kafka_version: str = "4.3") -> PayloadParser:
+    """Kafka's precedence: offsets -> transaction log -> cluster metadata -> remote log
+    metadata -> share group state -> decoder classes (DumpLogSegments' parser choice).
+    ``kafka4`` picks 4.x's text; ``kafka_version`` the Kafka whose record types the
+    coordinator decoders know, also in the JSON outputs (which keep 3.x's transaction shape)."""
+    kafka43 = kafka4 or kafka_version != "3.9"
     if offsets_decoder:
-        return OffsetsKafka4Parser() if kafka4 else InternalTopicParser("consumer_offsets")
+        return OffsetsKafka4Parser() if kafka43 else InternalTopicParser("consumer_offsets")
     if transaction_log_decoder:
         if kafka4:
             return TransactionLogJsonParser()
         return InternalTopicParser("transaction_state")
     if cluster_metadata_decoder:
         return ClusterMetadataParser()
+    if remote_log_metadata_decoder:
+        return RemoteLogMetadataParser()
+    if share_group_state_decoder:
+        # no 3.x release has this decoder: whatever --kafka-version says, 4.x's text and types
+        return ShareGroupStateKafka4Parser()
     return DecoderMessageParser(load_decoder(key_decoder_class), load_decoder(value_decoder_class))

@@ -208,8 +208,14 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             key_decoder_class=options.key_decoder_class,
             value_decoder_class=options.value_decoder_class,
             # the JSON outputs keep one shape whatever --kafka-version says (txn_key/txn_value)
-            kafka4=options.kafka4 and options.output == "text")
+            kafka4=options.kafka4 and options.output == "text",
+            remote_log_metadata_decoder=options.remote_log_metadata_decoder,
+            share_group_state_decoder=options.share_group_state_decoder,
+            kafka_version=options.kafka_version)
         sink.data_modes = data_modes(ctx.parser)
+        if hasattr(ctx.parser, "note"):  # what a coordinator decoder shows beyond Kafka's text
+            ctx.parser.note = lambda kind, fields, line, problem: _decoder_note(
+                ctx, kind, fields, line, problem)
 
     files: list[str] = []
     unreadable: dict[str, BaseException] = {}  # arguments that cannot be dumped at all
@@ -282,6 +288,18 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             err.write(line + "\n")
         err.flush()
     return ctx.status
+
+
+def _decoder_note(ctx: DumpContext, kind: str, fields: dict[str, Any], line: str,
+                  problem: bool) -> None:
+    """A decoder's note on stderr (``Warning: <file>: ...``); only a note marked as a problem
+    raises the exit status (the coordinator decoders mark none: CONTRACT.md)."""
+    text = f"Warning: {ctx.current_file or '?'}: {line}"
+    fields = {"file": ctx.current_file, **fields}
+    if problem:
+        ctx.flag(kind, fields, line=text)
+    else:
+        ctx.sink.finding(kind, {"problem": False, **fields}, line=text)
 
 
 def data_modes(parser: Any) -> tuple[str, str]:

@@ -5,7 +5,9 @@
 * :mod:`~segtools.internal.json_render` -- Jackson-compatible JSON of decoded messages;
 * :mod:`~segtools.internal.metadata` (+ ``metadata_schemas``) -- KRaft ``__cluster_metadata``;
 * :mod:`~segtools.internal.consumer_offsets` (+ ``group_schemas``) -- ``__consumer_offsets``;
-* :mod:`~segtools.internal.transaction_state` -- ``__transaction_state``.
+* :mod:`~segtools.internal.transaction_state` -- ``__transaction_state``;
+* :mod:`~segtools.internal.share_group_state` -- ``__share_group_state`` (KIP-932);
+* :mod:`~segtools.internal.remote_log_metadata` -- ``__remote_log_metadata`` (tiered storage).
 
 Every decoder raises :class:`segtools.errors.SchemaError` on bad bytes; its ``reason`` is the
 message Kafka itself would give and its ``field`` the path of the failing field.

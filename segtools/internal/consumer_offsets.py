@@ -28,11 +28,14 @@ from segtools.internal.group_schemas import (
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_VALUE,
     RECORD_TYPES,
+    RECORD_TYPES_KAFKA_4_3,
 )
 from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.protocol import Field, Message, read_message, write_message
 
 DELETE = "<DELETE>"
+__all__ = ["RECORD_TYPES", "RECORD_TYPES_KAFKA_4_3", "DELETE", "decode_key", "decode_value",
+           "encode_key", "encode_value", "format_record", "key_json", "value_json"]
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -81,8 +84,9 @@ def decode_key_with(table: dict[int, tuple[Message, Message]],
             "data": _read_body(key_msg, buf, record_type, "key")}
 
 
-def _schemas(record_type: int) -> tuple[Message, Message]:
-    return schemas_for(RECORD_TYPES, record_type)
+def _schemas(record_type: int, table: dict[int, tuple[Message, Message]] | None = None
+             ) -> tuple[Message, Message]:
+    return schemas_for(RECORD_TYPES if table is None else table, record_type)
 
 
 def skipped_record_line(error: SchemaError, offset: int | None) -> tuple[str, None]:
@@ -95,19 +99,24 @@ def skipped_record_line(error: SchemaError, offset: int | None) -> tuple[str, No
     return f"Error at offset {offset}, skipping. {error.reason}", None
 
 
-def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key."""
-    return decode_key_with(RECORD_TYPES, key)
+def decode_key(key: bytes | bytearray | memoryview,
+               table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any]:
+    """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key; ``table``:
+    the record types of one Kafka version (default: 3.x's ``RECORD_TYPES``;
+    ``RECORD_TYPES_KAFKA_4_3`` for Kafka 4.3)."""
+    return decode_key_with(RECORD_TYPES if table is None else table, key)
 
 
-def _record_type_of(key: Any) -> int | None:
+def _record_type_of(key: Any, table: dict[int, tuple[Message, Message]] | None = None
+                    ) -> int | None:
     if key is None or isinstance(key, int):
         return key
-    return decode_key(key)["type"]
+    return decode_key(key, table)["type"]
 
 
 def decode_value(value: bytes | bytearray | memoryview | None,
-                 key: bytes | int | None = None) -> dict[str, Any] | None:
+                 key: bytes | int | None = None,
+                 table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any] | None:
     """``{"version": v, "name": "OffsetCommitValue", "data": {...}}``; None for a tombstone.
 
     ``key`` (raw key bytes or the record type) selects the schema. Without it the value is
@@ -118,9 +127,9 @@ def decode_value(value: bytes | bytearray | memoryview | None,
         return None
     buf = bytes(value)
     version = _read_version(buf, "value")
-    record_type = _record_type_of(key)
+    record_type = _record_type_of(key, table)
     if record_type is not None:
-        _, value_msg = _schemas(record_type)
+        _, value_msg = _schemas(record_type, table)
         return {"version": version, "name": value_msg.name,
                 "data": _read_body(value_msg, buf, version, "value")}
     error: SchemaError | None = None
@@ -156,14 +165,17 @@ def encode_value_with(table: dict[int, tuple[Message, Message]], record_type: in
                                                       path=value_msg.name)
 
 
-def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
+def encode_key(record_type: int, data: dict[str, Any],
+               table: dict[int, tuple[Message, Message]] | None = None) -> bytes:
     """int16 record type + key body (the inverse of :func:`decode_key`)."""
-    return encode_key_with(RECORD_TYPES, record_type, data)
+    return encode_key_with(RECORD_TYPES if table is None else table, record_type, data)
 
 
-def encode_value(record_type: int, version: int, data: dict[str, Any] | None) -> bytes | None:
+def encode_value(record_type: int, version: int, data: dict[str, Any] | None,
+                 table: dict[int, tuple[Message, Message]] | None = None) -> bytes | None:
     """int16 version + value body; ``None`` data gives ``None`` (a tombstone)."""
-    return encode_value_with(RECORD_TYPES, record_type, version, data)
+    return encode_value_with(RECORD_TYPES if table is None else table, record_type, version,
+                             data)
 
 
 def _consumer_protocol_override(f: Field, value: Any, version: int) -> Any:
@@ -184,13 +196,15 @@ def _consumer_protocol_override(f: Field, value: Any, version: int) -> Any:
         return None  # Kafka swallows the error and keeps the base64 bytes
 
 
-def key_json(record_type: int, data: dict[str, Any]) -> str:
-    key_msg, _ = _schemas(record_type)
+def key_json(record_type: int, data: dict[str, Any],
+             table: dict[int, tuple[Message, Message]] | None = None) -> str:
+    key_msg, _ = _schemas(record_type, table)
     return dumps({"type": str(record_type), "data": Raw(message_json(key_msg, data, record_type))})
 
 
-def value_json(record_type: int, version: int, data: dict[str, Any]) -> str:
-    _, value_msg = _schemas(record_type)
+def value_json(record_type: int, version: int, data: dict[str, Any],
+               table: dict[int, tuple[Message, Message]] | None = None) -> str:
+    _, value_msg = _schemas(record_type, table)
     override = None
     if value_msg is GROUP_METADATA_VALUE and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
         override = _consumer_protocol_override
@@ -200,8 +214,11 @@ def value_json(record_type: int, version: int, data: dict[str, Any]) -> str:
 
 def format_record(key: bytes | bytearray | memoryview | None,
                   value: bytes | bytearray | memoryview | None, *,
-                  offset: int | None = None) -> tuple[str | None, str | None]:
-    """(key text, payload text) exactly as kafka-dump-log ``--offsets-decoder`` prints them.
+                  offset: int | None = None,
+                  table: dict[int, tuple[Message, Message]] | None = None
+                  ) -> tuple[str | None, str | None]:
+    """(key text, payload text) exactly as kafka-dump-log ``--offsets-decoder`` prints them
+    (``table``: the record types of the Kafka version whose tool is mirrored).
 
     Bad records give Kafka's ``Unknown record type {t} at offset {o}, skipping.`` /
     ``Error at offset {o}, skipping. {message}`` as the key and no payload when ``offset`` is
@@ -213,13 +230,13 @@ def format_record(key: bytes | bytearray | memoryview | None,
         raise SchemaError(f"Failed to decode message at offset {where} using offset topic "
                           "decoder (message had a missing key)", field="key")
     try:
-        k = decode_key(key)
+        k = decode_key(key, table)
         record_type = k["type"]
-        key_text = key_json(record_type, k["data"])
+        key_text = key_json(record_type, k["data"], table)
         if value is None:
             return key_text, DELETE
-        v = decode_value(value, record_type)
+        v = decode_value(value, record_type, table)
         assert v is not None
-        return key_text, value_json(record_type, v["version"], v["data"])
+        return key_text, value_json(record_type, v["version"], v["data"], table)
     except SchemaError as e:
         return skipped_record_line(e, offset)

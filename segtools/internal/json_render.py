@@ -6,7 +6,7 @@ serialised by Jackson's ``JsonNode.toString()``. The rules reproduced here:
 * keys are the schema field names with the first letter lower-cased, in declaration order
   (tagged fields included, at their declared position);
 * a field absent in the version is left out; a tagged field only appears when it differs
-  from its default;
+  from its default (``protocol.tagged_is_default``: a null struct differs and prints ``null``);
 * int8..int64/uint16/uint32 are JSON numbers, float64 uses Java's ``Double.toString`` digits,
   uuids are their base64url text, bytes are standard base64 with padding, null is ``null``;
 * compact output (no spaces); strings escaped like Jackson (``\\n`` ``\\t`` ``\\r`` ``\\b`` ``\\f``
@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from segtools.internal.protocol import UNKNOWN_TAGGED_FIELDS, Field, Message, _is_default
+from segtools.internal.protocol import UNKNOWN_TAGGED_FIELDS, Field, Message, tagged_is_default
 
 
 class JavaDouble(float):
@@ -48,7 +48,7 @@ def _struct_node(fields: tuple[Field, ...], data: dict[str, Any], version: int, 
         if version not in f.versions:
             continue
         value = data.get(f.key, f.default_value())
-        if flexible and f.tagged is not None and version in f.tagged and _is_default(f, value):
+        if flexible and f.tagged is not None and version in f.tagged and tagged_is_default(f, value):
             continue
         if override is not None:
             replaced = override(f, value, version)

@@ -42,16 +42,9 @@ def _frame_field(r: Reader, entity: str) -> int:
     return value - 0x10000 if value > SHORT_MAX else value
 
 
-def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, int, dict[str, Any]]:
-    """Decode one metadata record value into (type name, version, data dict).
-
-    Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.
-    """
-    if value is None:
-        # the serde reads the frame version from a null buffer: the NullPointerException is
-        # reported as a failure to read the frame version
-        raise SchemaError("Error while reading frame version", field="frame version")
-    data = bytes(value)
+def read_frame_header(data: bytes) -> tuple[Reader, int, int]:
+    """``AbstractApiMessageSerde.read``'s frame: (reader at the body, api key, version);
+    shared by every serde built on it (metadata records, remote log metadata)."""
     r = Reader(data)
     frame = _frame_field(r, "frame version")
     if frame == 0:
@@ -64,6 +57,20 @@ def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, in
                           field="frame version")
     api_key = _frame_field(r, "type")
     version = _frame_field(r, "version")
+    return r, api_key, version
+
+
+def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, int, dict[str, Any]]:
+    """Decode one metadata record value into (type name, version, data dict).
+
+    Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.
+    """
+    if value is None:
+        # the serde reads the frame version from a null buffer: the NullPointerException is
+        # reported as a failure to read the frame version
+        raise SchemaError("Error while reading frame version", field="frame version")
+    data = bytes(value)
+    r, api_key, version = read_frame_header(data)
     msg = BY_API_KEY.get(api_key)
     if msg is None:
         raise SchemaError("org.apache.kafka.common.errors.UnsupportedVersionException: "

@@ -385,7 +385,7 @@ def _read_struct(r: Reader, fields: Sequence[Field], struct_name: str | None, ve
             continue
         if flexible and _in(f.tagged, version):
             tagged[f.tag] = f  # type: ignore[index]
-            out[f.key] = f.default_value()
+            out[f.key] = tagged_absent_value(f)
             continue
         out[f.key] = _read_value(r, f, version, flexible, top_valid, _join(path, f.key))
     if flexible:
@@ -552,6 +552,28 @@ def _is_default(f: Field, value: Any) -> bool:
     return value == default and type(value) is type(default) or (value is None and default is None)
 
 
+def tagged_absent_value(f: Field) -> Any:
+    """What Kafka's generated reader holds for a tagged field that is not in the bytes: its
+    default, except that a (non-array) struct is a default-constructed struct even when the
+    spec's default is null (e.g. ConsumerGroupMemberMetadataValue's ClassicMemberMetadata:
+    the generated read() starts from ``new ClassicMemberMetadata()``)."""
+    if f.is_struct and not f.is_array:
+        return {x.key: x.default_value() for x in f.fields}
+    return f.default_value()
+
+
+def tagged_is_default(f: Field, value: Any) -> bool:
+    """Whether Kafka leaves a tagged field out (of the bytes and of its JSON): it equals
+    :func:`tagged_absent_value`; a null struct is written (with a null marker) and printed
+    as ``null``."""
+    if f.is_struct and not f.is_array:
+        if not isinstance(value, dict):
+            return False
+        known = {k: v for k, v in value.items() if k != UNKNOWN_TAGGED_FIELDS}
+        return known == tagged_absent_value(f) and not value.get(UNKNOWN_TAGGED_FIELDS)
+    return _is_default(f, value)
+
+
 def _write_struct(out: bytearray, fields: Sequence[Field], data: Any, version: int,
                   flexible: bool, path: str) -> None:
     if not isinstance(data, dict):
@@ -571,7 +593,7 @@ def _write_struct(out: bytearray, fields: Sequence[Field], data: Any, version: i
         if value is _UNSET:
             value = f.default_value()
         if flexible and _in(f.tagged, version):
-            if _is_default(f, value):
+            if tagged_is_default(f, value):
                 continue  # Kafka writes a tagged field only when it differs from its default
             buf = bytearray()
             _write_value(buf, f, value, version, flexible, fp, tagged=True)
@@ -599,3 +621,21 @@ def write_message(msg: Message, data: dict[str, Any], version: int, *, path: str
     except _WriteError as e:
         raise SchemaError(e.message, field=e.path or msg.name) from None
     return bytes(out)
+
+
+def unknown_tagged_fields(data: Any, path: str = "") -> list[tuple[str, int, bytes]]:
+    """Every tagged field a decoded message kept without a schema, as (path, tag, bytes),
+    nested structs and arrays included (Kafka's generated readers keep them in
+    ``_unknownTaggedFields`` and their JSON converters leave them out)."""
+    found: list[tuple[str, int, bytes]] = []
+    if isinstance(data, dict):
+        for tag, raw in data.get(UNKNOWN_TAGGED_FIELDS) or ():
+            found.append((path, int(tag), bytes(raw)))
+        for key, value in data.items():
+            if key != UNKNOWN_TAGGED_FIELDS and isinstance(value, (dict, list)):
+                found.extend(unknown_tagged_fields(value, _join(path, key)))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            if isinstance(item, (dict, list)):
+                found.extend(unknown_tagged_fields(item, f"{path}[{i}]"))
+    return found

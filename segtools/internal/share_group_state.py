@@ -45,23 +45,49 @@ RECORD_TYPES: dict[int, tuple[Message, Message]] = {
 }
 
 
-def _schemas(record_type: int) -> tuple[Message, Message]:
-    return schemas_for(RECORD_TYPES, record_type)
+# Kafka 4.3 (the pinned 4.3.1; share-coordinator/src/main/resources/common/message/*.json):
+# SnapshotEpoch became int32, ShareSnapshotValue gained CreateTimestamp/WriteTimestamp, and both
+# values a tagged DeliveryCompleteCount (tag 0, default -1) declared after StartOffset.
+_DELIVERY_COMPLETE_COUNT = f("DeliveryCompleteCount", "int32", default=-1, tag=0)
+
+RECORD_TYPES_KAFKA_4_3: dict[int, tuple[Message, Message]] = {
+    0: (RECORD_TYPES[0][0],
+        message("ShareSnapshotValue", 0, "0", "0+", [
+            f("SnapshotEpoch", "int32"), f("StateEpoch", "int32"), f("LeaderEpoch", "int32"),
+            f("StartOffset", "int64"), _DELIVERY_COMPLETE_COUNT,
+            f("CreateTimestamp", "int64"), f("WriteTimestamp", "int64"),
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+    1: (RECORD_TYPES[1][0],
+        message("ShareUpdateValue", 1, "0", "0+", [
+            f("SnapshotEpoch", "int32"), f("LeaderEpoch", "int32"), f("StartOffset", "int64"),
+            _DELIVERY_COMPLETE_COUNT,
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+}
 
 
-def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """``{"type": n, "name": "ShareSnapshotKey", "data": {...}}``."""
-    return decode_key_with(RECORD_TYPES, key)
+def _schemas(record_type: int, table: dict[int, tuple[Message, Message]] | None = None
+             ) -> tuple[Message, Message]:
+    return schemas_for(RECORD_TYPES if table is None else table, record_type)
+
+
+def decode_key(key: bytes | bytearray | memoryview,
+               table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any]:
+    """``{"type": n, "name": "ShareSnapshotKey", "data": {...}}``; ``table``: the record types
+    of one Kafka version (default ``RECORD_TYPES``; ``RECORD_TYPES_KAFKA_4_3``)."""
+    return decode_key_with(RECORD_TYPES if table is None else table, key)
 
 
 def decode_value(value: bytes | bytearray | memoryview | None,
-                 record_type: int) -> dict[str, Any] | None:
+                 record_type: int,
+                 table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any] | None:
     """``{"version": v, "name": ..., "data": {...}}``; None for a tombstone."""
     if value is None:
         return None
     buf = bytes(value)
     version = _read_version(buf, "value")
-    _, value_msg = _schemas(record_type)
+    _, value_msg = _schemas(record_type, table)
     return {"version": version, "name": value_msg.name,
             "data": _read_body(value_msg, buf, version, "value")}
 
@@ -76,22 +102,26 @@ def encode_value(record_type: int, version: int, data: dict[str, Any] | None) ->
 
 def format_record(key: bytes | bytearray | memoryview | None,
                   value: bytes | bytearray | memoryview | None, *,
-                  offset: int | None = None) -> tuple[str | None, str | None]:
-    """(key text, payload text) as kafka-dump-log ``--share-group-state-decoder`` prints them;
-    error handling as :func:`segtools.internal.consumer_offsets.format_record`."""
+                  offset: int | None = None,
+                  table: dict[int, tuple[Message, Message]] | None = None
+                  ) -> tuple[str | None, str | None]:
+    """(key text, payload text) as the pre-release kafka-dump-log ``--share-group-state-decoder``
+    printed them (``"type"`` for the value's version too; Kafka 4.x prints ``"version"``:
+    segtools.dump.parsers.ShareGroupStateKafka4Parser); error handling as
+    :func:`segtools.internal.consumer_offsets.format_record`."""
     if key is None:
         where = offset if offset is not None else "?"
         raise SchemaError(f"Failed to decode message at offset {where} using share group state "
                           "topic decoder (message had a missing key)", field="key")
     try:
-        k = decode_key(key)
+        k = decode_key(key, table)
         record_type = k["type"]
-        key_msg, value_msg = _schemas(record_type)
+        key_msg, value_msg = _schemas(record_type, table)
         key_text = dumps({"type": str(record_type),
                           "data": Raw(message_json(key_msg, k["data"], record_type))})
         if value is None:
             return key_text, DELETE
-        v = decode_value(value, record_type)
+        v = decode_value(value, record_type, table)
         assert v is not None
         return key_text, dumps({"type": str(v["version"]),
                                 "data": Raw(message_json(value_msg, v["data"], v["version"]))})

@@ -249,8 +249,20 @@ def test_consumer_group_member_with_tagged_nullable_struct():
                  '"supportedProtocols":[{"name":"range","metadata":"AQI="}]}}}')
     d = co.decode_value(value, 5)
     assert co.encode_value(5, 0, d["data"]) == value
-    d["data"]["classicMemberMetadata"] = None  # default null: the tag disappears
-    assert co.encode_value(5, 0, d["data"]) == value[:value.index(bytes([1, 0, len(classic) + 1]))] + b"\x00"
+    # Kafka's generated writer leaves the tag out only for a default-constructed struct; a
+    # null one is written as tag 0, size 1, null marker 0 (and kafka-dump-log prints
+    # "classicMemberMetadata":null, as a real 4.3.1 broker's records show:
+    # tests/realkafka/test_decoder_realcluster.py)
+    head = value[:value.index(bytes([1, 0, len(classic) + 1]))]
+    d["data"]["classicMemberMetadata"] = None
+    assert co.encode_value(5, 0, d["data"]) == head + bytes([1, 0, 1, 0])
+    d["data"]["classicMemberMetadata"] = {"sessionTimeoutMs": 0, "supportedProtocols": []}
+    assert co.encode_value(5, 0, d["data"]) == head + b"\x00"
+    absent = co.decode_value(head + b"\x00", 5)["data"]
+    assert absent["classicMemberMetadata"] == {"sessionTimeoutMs": 0, "supportedProtocols": []}
+    assert '"classicMemberMetadata"' not in co.format_record(key, head + b"\x00", offset=0)[1]
+    assert co.format_record(key, head + bytes([1, 0, 1, 0]), offset=0)[1].endswith(
+        '"serverAssignor":"uniform","classicMemberMetadata":null}}')
 
 
 def test_offset_commit_value_v4_flexible_layout():
