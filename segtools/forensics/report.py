@@ -42,6 +42,7 @@ class PartitionReport:
             "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
                                                 *([self.lost_offsets.finding()] if self.lost_offsets else [])]],
             **({"metadata_changes": v.metadata_changes} if v.metadata_changes else {}),
+            **({"transactions": v.transactions} if getattr(v, "transactions", None) else {}),
         }
 
 
