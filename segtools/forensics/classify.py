@@ -478,7 +478,8 @@ def _iso(ms: int | None) -> str:
 def _shutdown_info(v: ReplicaView, history: PartitionHistory | None) -> dict[str, Any] | None:
     from segtools.forensics.shutdowns import last_stop
 
-    info = last_stop(v.facts.log_dir, v.facts.clean_shutdown, v.broker, None)
+    info = last_stop(v.facts.log_dir, v.facts.clean_shutdown, v.broker,
+                     history.broker_events if history is not None else None)
     restarts = [e for e in (history.unclean_shutdowns if history is not None else []) if e["broker"] == v.broker]
     if restarts:
         info["unclean_restarts"] = [{k: e[k] for k in ("broker_epoch", "previous_broker_epoch", "detected_by",
@@ -497,11 +498,16 @@ def _unclean_shutdown_findings(verdicts: Sequence[ReplicaVerdict],
     for e in history.unclean_shutdowns:
         if e["broker"] not in brokers:
             continue
-        how = ("the controller dropped it from ISR/ELR on re-registration"
-               if e["detected_by"] == "controller" else "its session ended without a controlled shutdown")
         out.append(Finding("UNCLEAN_SHUTDOWN", f"broker {e['broker']} restarted after an unclean stop "
-                           f"(broker epoch {e['previous_broker_epoch']} -> {e['broker_epoch']}): {how}; "
-                           f"metadata offset {e.get('offset')}"))
+                           f"(broker epoch {e['previous_broker_epoch']} -> {e['broker_epoch']}): the "
+                           f"controller dropped it from ISR/ELR when it registered again; metadata "
+                           f"offset {e.get('offset')}"))
+    for rv in verdicts:
+        sd = rv.shutdown or {}
+        if sd.get("last_stop") == "unclean":
+            out.append(Finding("UNCLEAN_SHUTDOWN", f"broker {rv.broker} is down (fenced at the end of the "
+                               f"metadata log, broker epoch {sd.get('last_registration_epoch')}) and its "
+                               f"log dir has no .kafka_cleanshutdown: it stopped uncleanly"))
     return out
 
 

@@ -26,6 +26,9 @@ CLASS_LAST_KNOWN_LEADER, CLASS_UNCLEAN = "last_known_leader", "unclean"
 CLASS_INITIAL, CLASS_OFFLINE = "initial", "offline"
 UNCLEAN_CLASSES = (CLASS_LAST_KNOWN_LEADER, CLASS_UNCLEAN)
 
+#: metadata.version feature level of Kafka 4.0-IV0 (server-common MetadataVersion)
+METADATA_VERSION_4_0 = 22
+
 #: ConfigRecord resource types (org.apache.kafka.common.config.ConfigResource.Type)
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
 
@@ -59,8 +62,9 @@ class PartitionHistory:
     hw_frozen: list[dict[str, Any]] = field(default_factory=list)
     #: FeatureLevelRecord transaction.version (None: no record, i.e. 0 / transactions v1)
     transaction_version: int | None = None
-    #: Histories.unclean_shutdowns (every broker), for causes
+    #: Histories.unclean_shutdowns and Histories.brokers (every broker), for causes
     unclean_shutdowns: list[dict[str, Any]] = field(default_factory=list)
+    broker_events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def expected_leader(self) -> int | None:
@@ -238,7 +242,9 @@ def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
                 hist = by_id[(topic_id, pid)] = PartitionHistory(None, topic_id, pid)
             removed = _apply_partition(hist, tname, data, meta, out.features,
                                        configs.min_isr(names.get(topic_id)))
-            for b in removed:
+            # only with ELR on does the controller answer an unclean restart with removals
+            # (ReplicationControlManager.handleBrokerShutdown)
+            for b in removed if elr_enabled(out.features) else ():
                 out.timeline.append(("removed", b, {**_where(meta), "topic_id": topic_id,
                                                     "partition": pid}))
     for (topic_id, pid), hist in by_id.items():
@@ -251,6 +257,7 @@ def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
     out.brokers.sort(key=lambda e: (e.get("offset") is None, e.get("offset") or 0))
     for hist in out.values():
         hist.unclean_shutdowns = out.unclean_shutdowns
+        hist.broker_events = out.brokers
         hist.transaction_version = out.features.get("transaction.version")
     return out
 
@@ -331,10 +338,13 @@ def elr_enabled(features: dict[str, int]) -> bool:
 
 def _track_frozen(hist: PartitionHistory, change: dict[str, Any], features: dict[str, int],
                   min_isr: int) -> None:
-    """With ELR on, a leader does not advance its high watermark while the ISR is below
-    min.insync.replicas (KIP-966; core/src/main/scala/kafka/cluster/Partition.scala,
-    maybeIncrementLeaderHW). Record each such span on the partition."""
-    frozen = elr_enabled(features) and len(hist.isr) < min_isr
+    """A leader does not advance its high watermark while the ISR is below
+    min.insync.replicas (KIP-966, KAFKA-15583): core/src/main/scala/kafka/cluster/Partition.scala
+    maybeIncrementLeaderHW returns early when isUnderMinIsr -- in Kafka 4.x with ELR on or off
+    (seen on a real 4.3.1 cluster). Tracked when ELR is on or metadata.version is 4.0+ (level
+    22); older logs keep no spans. Record each such span on the partition."""
+    frozen = (elr_enabled(features) or features.get("metadata.version", 0) >= METADATA_VERSION_4_0) \
+        and len(hist.isr) < min_isr
     open_span = hist.hw_frozen[-1] if hist.hw_frozen and hist.hw_frozen[-1]["open"] else None
     if frozen:
         change["hw_frozen"] = True

@@ -1,0 +1,158 @@
+"""Kafka 4.x rules of compare on metadata and logs built to Kafka's rules: KIP-966 election
+classes (PartitionChangeBuilder.electAnyLeader), the high watermark frozen under min ISR,
+unclean restarts (ReplicationControlManager.handleBrokerUncleanShutdown) and transactions
+paired by producer id (ProducerAppendInfo). The real-cluster counterparts are in
+tests/realkafka/test_forensics4x_*.py."""
+
+from __future__ import annotations
+
+from segtools.forensics.elections import classify_election, replay
+from segtools.forensics.model import BatchFacts
+from segtools.forensics.transactions import partition_transactions
+
+TID = "dRIZhvotRveXjSZwRXM2gA"
+
+
+def _part(**kw):
+    return ("PartitionChangeRecord", 2, {"partitionId": 0, "topicId": TID, "leader": -2, **kw})
+
+
+def _base(min_isr: int = 2, elr: int = 1):
+    return [
+        ("FeatureLevelRecord", 0, {"name": "eligible.leader.replicas.version", "featureLevel": elr}),
+        ("TopicRecord", 0, {"name": "orders", "topicId": TID}),
+        ("ConfigRecord", 0, {"resourceType": 2, "resourceName": "orders", "name": "min.insync.replicas",
+                             "value": str(min_isr)}),
+        ("PartitionRecord", 0, {"partitionId": 0, "topicId": TID, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+                                "leader": 1, "leaderRecoveryState": 0, "leaderEpoch": 0, "partitionEpoch": 0}),
+    ]
+
+
+def _classes(h):
+    return [(c["leader_epoch"], c["leader"], c["election_class"]) for c in h.changes if "election_class" in c]
+
+
+def test_elr_election_is_clean_and_hw_freezes_below_min_isr():
+    recs = _base() + [
+        _part(isr=[1, 2]),                                          # 3 leaves: ISR 2 >= min ISR
+        _part(isr=[1], eligibleLeaderReplicas=[2]),                 # 2 leaves: ELR {2}, HW frozen
+        _part(isr=[], leader=-1, eligibleLeaderReplicas=[1, 2], lastKnownElr=[1]),   # 1 fenced
+        _part(isr=[2], leader=2, eligibleLeaderReplicas=[1], lastKnownElr=[]),       # ELR election
+        _part(isr=[2, 3], eligibleLeaderReplicas=[]),               # back to min ISR
+    ]
+    h = replay([(*r, {"offset": i, "timestamp_ms": 1000 * i}) for i, r in enumerate(recs)])[("orders", 0)]
+    assert _classes(h) == [(0, 1, "initial"), (1, -1, "offline"), (2, 2, "elr")]
+    assert not h.elections[2].unclean
+    assert [c.get("hw_frozen", False) for c in h.changes] == [False, False, True, True, True, False]
+    assert [(s["from_offset"], s["to_offset"], s["min_isr"]) for s in h.hw_frozen] == [(5, 8, 2)]
+
+
+def test_last_known_leader_and_unclean_elections():
+    recs = _base(min_isr=3) + [
+        _part(isr=[1], eligibleLeaderReplicas=[2, 3]),
+        _part(isr=[], leader=-1, eligibleLeaderReplicas=[1, 2, 3], lastKnownElr=[1]),
+        # 2 and 3 re-register after unclean stops: dropped from ELR, no election
+        _part(eligibleLeaderReplicas=[1, 3]),
+        _part(eligibleLeaderReplicas=[1]),
+        _part(eligibleLeaderReplicas=[]),
+        # nobody eligible: the last known leader comes back (unclean: RECOVERING, ISR forced)
+        _part(isr=[1], leader=1, leaderRecoveryState=1, lastKnownElr=[]),
+        _part(leader=-1, isr=[1]),
+        _part(isr=[3], leader=3, leaderRecoveryState=1),           # classic unclean
+    ]
+    h = replay(recs)[("orders", 0)]
+    assert _classes(h)[1:] == [(1, -1, "offline"), (2, 1, "last_known_leader"), (3, -1, "offline"),
+                               (4, 3, "unclean")]
+    assert h.elections[2].unclean and h.elections[4].unclean
+    assert [c["election"] for c in h.changes if "election" in c][2] == "unclean"
+
+
+def test_classify_election_table():
+    assert classify_election(2, (1, 2), (), (), (1, 2), False) == "isr"
+    assert classify_election(2, (), (2, 3), (), (2,), False) == "elr"
+    assert classify_election(1, (), (), (1,), (1,), True) == "last_known_leader"
+    assert classify_election(3, (), (2,), (1,), (3,), True) == "unclean"
+    assert classify_election(3, (1,), (), (), (3,), False) == "unclean"       # forced, pre-KIP-704
+    assert classify_election(-1, (1,), (), (), (1,), False) == "offline"
+
+
+def _reg(b, epoch, **kw):
+    return ("RegisterBrokerRecord", 3, {"brokerId": b, "brokerEpoch": epoch, "fenced": True, **kw})
+
+
+def test_restart_without_elr_removals_is_no_controller_event_but_the_log_dir_tells(tmp_path):
+    from segtools.forensics.shutdowns import last_stop
+
+    recs = _base(elr=0) + [
+        _reg(1, 10), _reg(2, 11),
+        # a follower's clean stop and a crash look alike here: fenced, no removal at return
+        ("BrokerRegistrationChangeRecord", 1, {"brokerId": 2, "brokerEpoch": 11, "fenced": 1}),
+        _part(isr=[1, 3]),
+        _reg(2, 20),
+        ("BrokerRegistrationChangeRecord", 1, {"brokerId": 2, "brokerEpoch": 20, "fenced": 0}),
+        ("BrokerRegistrationChangeRecord", 1, {"brokerId": 1, "brokerEpoch": 10, "fenced": 1}),
+    ]
+    h = replay(recs)
+    assert h.unclean_shutdowns == []
+    down = tmp_path / "broker-1"
+    down.mkdir()
+    assert last_stop(str(down), False, 1, h.brokers)["last_stop"] == "unclean"
+    assert last_stop(str(down), False, 2, h.brokers)["last_stop"] == "running"
+    (down / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":10}')
+    info = last_stop(str(down), True, 1, h.brokers)
+    assert (info["last_stop"], info["clean_shutdown_broker_epoch"], info.get("stale_clean_shutdown_file")) == \
+        ("clean", 10, None)
+    (down / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":3}')
+    assert last_stop(str(down), True, 1, h.brokers)["stale_clean_shutdown_file"] is True
+
+
+def test_controller_detected_unclean_restart():
+    recs = _base() + [
+        _reg(2, 5),
+        _part(isr=[1], eligibleLeaderReplicas=[2]),
+        # re-registration with ELR on: the controller drops 2 from the ELR in the same batch
+        _part(eligibleLeaderReplicas=[]),
+        _reg(2, 9),
+    ]
+    h = replay(recs)
+    (ev,) = h.unclean_shutdowns
+    assert (ev["broker"], ev["previous_broker_epoch"], ev["broker_epoch"], ev["detected_by"]) == \
+        (2, 5, 9, "controller")
+    assert ev["removed_from"] == [{"topic": "orders", "partition": 0}]
+
+
+def _b(base, last, pid, epoch, *, txn=True, control=False, ts=0):
+    return BatchFacts(base_offset=base, last_offset=last, partition_leader_epoch=0, crc=0,
+                      records_count=last - base + 1, producer_id=pid, producer_epoch=epoch,
+                      base_sequence=0, is_transactional=txn, is_control=control, max_timestamp=ts)
+
+
+def test_transactions_v2_pair_by_producer_id_with_bumped_marker_epoch():
+    batches = [
+        _b(0, 2, 7, 0), _b(3, 3, 7, 1, control=True),           # committed (v2: epoch + 1)
+        _b(4, 5, 8, 3), _b(6, 6, 8, 4, control=True),           # aborted
+        _b(7, 8, 7, 1),                                         # next transaction of 7, open
+        _b(9, 9, 9, 0), _b(10, 10, 9, 1, txn=False),            # 9 moved on: hanging
+    ]
+    kinds = {3: "COMMIT", 6: "ABORT"}
+    rep = partition_transactions(batches, high_watermark=11, log_end_offset=11, topic="t", partition=0,
+                                 transaction_version=2, marker_type=lambda b: kinds[b.base_offset])
+    states = [(t["producer_id"], t["first_offset"], t["state"]) for t in rep["transactions"]]
+    assert states == [(7, 0, "committed"), (8, 4, "aborted"), (7, 7, "open"), (9, 9, "hanging")]
+    assert rep["last_stable_offset"] == 7
+    hanging = rep["transactions"][-1]
+    assert hanging["abort_command"] == ("kafka-transactions.sh --bootstrap-server <broker:port> abort "
+                                        "--topic t --partition 0 --start-offset 9")
+    assert not any(t.get("marker_epoch_unexpected") for t in rep["transactions"])
+    # (producer id, epoch) pairing would have left both v2 transactions open
+    assert rep["counts"] == {"committed": 1, "aborted": 1, "open": 1, "hanging": 1}
+
+
+def test_stale_open_transaction_is_hanging_and_lso_stops_at_hw():
+    batches = [_b(0, 0, 5, 0, ts=1_000), _b(1, 1, -1, -1, txn=False, ts=1_000 + 16 * 60_000)]
+    rep = partition_transactions(batches, high_watermark=2, log_end_offset=2, topic="t", partition=3)
+    assert rep["transactions"][0]["state"] == "hanging"
+    assert rep["last_stable_offset"] == 0
+    rep = partition_transactions([_b(0, 0, 5, 0), _b(1, 1, 5, 0, control=True)], high_watermark=1,
+                                 log_end_offset=2, topic="t", partition=3)
+    assert rep["transactions"][0]["state"] == "ended" and rep["last_stable_offset"] == 1
