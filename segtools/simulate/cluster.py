@@ -100,6 +100,13 @@ class Cluster(BrokerSteps, ProducerSteps):
             tid = self.rng.randbytes(16)
             self.topic_ids[t.name] = tid
             self.controller.events.append(("TopicRecord", 0, {"name": t.name, "topicId": tid}))
+            if features != {"eligible.leader.replicas.version": 0}:
+                # the topic's configs, as CreateTopics records them (what min ISR is known by)
+                for name, value in (("min.insync.replicas", str(t.min_insync_replicas)),
+                                    ("unclean.leader.election.enable",
+                                     str(t.unclean_leader_election).lower())):
+                    self.controller.events.append(("ConfigRecord", 0, {
+                        "resourceType": 2, "resourceName": t.name, "name": name, "value": value}))
             for p in range(t.partitions):
                 tp = (t.name, p)
                 assert t.assignment is not None

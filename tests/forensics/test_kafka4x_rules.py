@@ -156,3 +156,31 @@ def test_stale_open_transaction_is_hanging_and_lso_stops_at_hw():
     rep = partition_transactions([_b(0, 0, 5, 0), _b(1, 1, 5, 0, control=True)], high_watermark=1,
                                  log_end_offset=2, topic="t", partition=3)
     assert rep["transactions"][0]["state"] == "ended" and rep["last_stable_offset"] == 1
+
+
+def test_corrupt_epoch_checkpoint_is_evidence_and_epochs_come_from_batches(tmp_path):
+    """KAFKA-16541: a leader-epoch-checkpoint left NUL-filled by an OS crash."""
+    from segtools.forensics.pipeline import compare_in_process
+    from segtools.simulate import run
+    from segtools.simulate.scenario import parse_scenario
+
+    spec = {"name": "k16541", "seed": 3, "cluster": {"brokers": [1, 2]},
+            "topics": [{"name": "t", "replication_factor": 2, "min_insync_replicas": 1,
+                        "assignment": {0: [1, 2]}}],
+            "steps": [{"produce": {"topic": "t", "partition": 0, "acks": "all", "count": 3}},
+                      {"shutdown": {"broker": 1}},
+                      {"produce": {"topic": "t", "partition": 0, "acks": "all", "count": 2}},
+                      {"restart": {"broker": 1}}, {"advance": {"ms": 6000}}]}
+    out = tmp_path / "sim"
+    run(parse_scenario(spec), out)
+    lec = out / "broker-2" / "t-0" / "leader-epoch-checkpoint"
+    good = [tuple(map(int, line.split())) for line in lec.read_text().splitlines()[2:]]
+    lec.write_bytes(b"\0" * 24)
+    report = compare_in_process([str(out)])
+    (part,) = report.partitions
+    rep2 = next(r for r in part.verdict.replicas if r.broker == 2)
+    codes = [f.code for f in rep2.findings]
+    assert "EPOCH_CKPT_CORRUPT" in codes and "READ_ERROR" in codes
+    # the epochs rebuilt from the batches are what Kafka had checkpointed
+    assert [tuple(e) for e in rep2.epochs] == good
+    assert lec.read_bytes() == b"\0" * 24          # the evidence is untouched
