@@ -293,6 +293,16 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
         else:
             t = fork_offset(ref.epoch_map, v.epoch_map)
             bad = mismatches_below(ref, v, t)
+            if bad:
+                from segtools.forensics.format_conversion import benign_conversions
+
+                hw = max((x for x in (ref.high_watermark, v.high_watermark) if x is not None), default=None)
+                bad, converted = benign_conversions(ref, v, bad, hw)
+                for lo, hi in converted:
+                    findings.append(Finding("BENIGN_FORMAT_CONVERTED", f"offsets {lo}..{hi}: batches differ from "
+                                            f"reference broker {ref.broker} (old message format rewritten as v2 "
+                                            "by the log cleaner, KIP-724) but the records are the same",
+                                            offset=lo))
             suffix = [b for b in v.batches if b.last_offset >= t]
             if bad:
                 codes.add("LOG_MATCHING_VIOLATION")

@@ -184,3 +184,47 @@ def test_corrupt_epoch_checkpoint_is_evidence_and_epochs_come_from_batches(tmp_p
     # the epochs rebuilt from the batches are what Kafka had checkpointed
     assert [tuple(e) for e in rep2.epochs] == good
     assert lec.read_bytes() == b"\0" * 24          # the evidence is untouched
+
+
+def _replica(root, broker, batches, hw):
+    from segtools.checkpoints import write_meta_properties, write_offset_checkpoint
+    from segtools.writer import LogWriter
+
+    ld = root / f"broker-{broker}"
+    w = LogWriter(ld / "t-0")
+    for raw in batches:
+        w.append(raw, validate=False)
+    w.close()
+    write_offset_checkpoint(ld / "replication-offset-checkpoint", {("t", 0): hw})
+    write_meta_properties(ld / "meta.properties", {"version": "1", "node.id": str(broker),
+                                                   "cluster.id": "Ab9x0HJVQmSi6tc2zlS0WA"})
+
+
+def _kv(n, start=0, tweak=None):
+    from segtools.writer import NewRecord
+
+    return [NewRecord(f"k{i}".encode(), (tweak if i == 2 and tweak else f"v{i}").encode(), (), 1_000 + i)
+            for i in range(start, start + n)]
+
+
+def test_cleaner_format_upconversion_below_hw_is_benign_record_by_record(tmp_path):
+    """KIP-724: one replica still holds a magic-1 gzip message set where the other's cleaner
+    wrote v2 batches with other boundaries; same records -> BENIGN_FORMAT_CONVERTED; one value
+    different -> still a log-matching violation."""
+    from segtools.forensics.pipeline import compare_in_process
+    from segtools.writer import build_batch, build_legacy_message_set
+
+    tail = build_batch(_kv(2, 5), base_offset=5, partition_leader_epoch=0)
+    for name, tweak, benign in (("same", None, True), ("differs", "X", False)):
+        root = tmp_path / name
+        _replica(root, 1, [build_legacy_message_set(_kv(5), magic=1, base_offset=0, compression="gzip"), tail], 7)
+        _replica(root, 2, [build_batch(_kv(3, tweak=tweak), base_offset=0, partition_leader_epoch=0),
+                           build_batch(_kv(2, 3), base_offset=3, partition_leader_epoch=0), tail], 7)
+        (part,) = compare_in_process([str(root)]).partitions
+        statuses = sorted(r.status for r in part.verdict.replicas)
+        codes = {f.code for r in part.verdict.replicas for f in r.findings}
+        if benign:
+            assert "BENIGN_FORMAT_CONVERTED" in codes and "LOG_MATCHING_VIOLATION" not in codes, statuses
+            assert statuses == ["CONSISTENT", "CONSISTENT"]
+        else:
+            assert "LOG_MATCHING_VIOLATION" in codes and "BENIGN_FORMAT_CONVERTED" not in codes
