@@ -383,13 +383,21 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
     part_findings.extend(_lost_txn_markers(ref, tails))
     part_findings.extend(_hw_frozen(history))
     part_findings.extend(_unclean_shutdown_findings(verdicts, history))
-    from segtools.forensics.transactions import marker_reader, partition_transactions, transaction_findings
+    from segtools.forensics.transactions import (
+        marker_reader,
+        partition_transactions,
+        producers_from_transaction_log,
+        transaction_findings,
+    )
 
+    has_txn = any(b.is_transactional for b in ref.batches)
+    local_dirs = [v.facts.log_dir for v in views if v.facts.log_dir and os.path.isdir(v.facts.log_dir)]
     txns = partition_transactions(ref.batches, high_watermark=ref.high_watermark,
                                   log_end_offset=ref.log_end_offset, topic=topic, partition=partition,
                                   transaction_version=history.transaction_version if history else None,
                                   marker_type=marker_reader(ref.facts.log_dir, topic, partition)
-                                  if ref.facts.log_dir and os.path.isdir(ref.facts.log_dir) else None)
+                                  if ref.facts.log_dir and os.path.isdir(ref.facts.log_dir) else None,
+                                  producers=producers_from_transaction_log(local_dirs) if has_txn else None)
     part_findings.extend(transaction_findings(txns))
     return PartitionVerdict(topic=topic, partition=partition, topic_id=topic_id,
                             reference_broker=ref.broker, replicas=verdicts,

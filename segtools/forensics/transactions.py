@@ -12,13 +12,21 @@ is exhausted (Short.MAX_VALUE) the coordinator rolls the producer over to a new 
 (core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala). Pairing by
 (producer id, epoch), as v1 tooling does, leaves every v2 transaction looking open.
 
+Which protocol a transaction used is the client's choice, not only the cluster's: the
+coordinator records it per transactional id as ``ClientTransactionVersion`` in the transaction
+log (``__transaction_state``, TransactionLogValue v1); a client without KIP-890 support (e.g.
+librdkafka) keeps v1 markers on a ``transaction.version`` 2 cluster (seen on Kafka 4.3.1).
+When a replica's log dir holds the transaction log, each producer id gets its client version
+and its previous / next producer id (the rollover chain).
+
 The marker's type (COMMIT or ABORT) is in its control record key, read from the segment.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from segtools.forensics.findings import Finding
@@ -56,6 +64,52 @@ def marker_reader(log_dir: str, topic: str, partition: int) -> MarkerReader:
     return read
 
 
+@dataclass(frozen=True)
+class ProducerInfo:
+    """What the transaction log says about one producer id (its latest record)."""
+
+    transactional_id: str
+    client_transaction_version: int
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+
+
+def producers_from_transaction_log(log_dirs: Sequence[str]) -> dict[int, ProducerInfo]:
+    """``producer id -> ProducerInfo`` from every ``__transaction_state-N`` partition in the
+    given (local) log dirs; unreadable records are skipped (compare reports the partition
+    itself)."""
+    from segtools import columnar
+    from segtools.errors import SegtoolsError
+    from segtools.internal.transaction_state import decode_key, decode_value
+
+    out: dict[int, ProducerInfo] = {}
+    for ld in dict.fromkeys(log_dirs):
+        try:
+            names = sorted(n for n in os.listdir(ld) if n.startswith("__transaction_state-")
+                           and n.rpartition("-")[2].isdigit())
+        except OSError:
+            continue
+        for name in names:
+            pdir = os.path.join(ld, name)
+            try:
+                segs = sorted(os.path.join(pdir, n) for n in os.listdir(pdir) if n.endswith(".log"))
+                for seg in segs:
+                    for rb in columnar.iter_record_batches(seg, include_control=False):
+                        for key, value in zip(rb.column("key").to_pylist(), rb.column("value").to_pylist()):
+                            try:
+                                k, v = decode_key(key), decode_value(value)
+                            except SegtoolsError:
+                                continue
+                            if v is None or "transactionalId" not in k:
+                                continue
+                            out[int(v["producerId"])] = ProducerInfo(
+                                str(k["transactionalId"]), int(v.get("clientTransactionVersion", 0)),
+                                int(v.get("previousProducerId", -1)), int(v.get("nextProducerId", -1)))
+            except (OSError, SegtoolsError):
+                continue
+    return out
+
+
 def _abort_command(topic: str, partition: int, start: int) -> str:
     # flags of kafka-transactions.sh abort: tools/src/main/java/org/apache/kafka/tools/
     # TransactionsCommand.java (AbortTransactionCommand: --topic --partition --start-offset)
@@ -66,13 +120,17 @@ def _abort_command(topic: str, partition: int, start: int) -> str:
 def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int | None,
                            log_end_offset: int, topic: str, partition: int,
                            transaction_version: int | None = None,
-                           marker_type: MarkerReader | None = None) -> dict[str, Any]:
+                           marker_type: MarkerReader | None = None,
+                           producers: Mapping[int, ProducerInfo] | None = None) -> dict[str, Any]:
     """``{"transaction_version", "last_stable_offset", "transactions": [...], "counts"}``.
     Each transaction: ``producer_id``, ``producer_epoch`` (of its data), ``first_offset``,
     ``last_offset`` (its last data offset), ``records``, ``state`` (``committed``,
     ``aborted``, ``ended`` when the marker could not be read, ``open`` or ``hanging``), and
     for ended ones ``marker_offset`` / ``marker_epoch``; ``producer_id_rolled_over`` when the
-    marker carried the last epoch; ``abort_command`` for a hanging one."""
+    marker carried the last epoch; ``abort_command`` for a hanging one. With the transaction
+    log (``producers``): ``transactional_id``, ``client_transaction_version`` and
+    ``previous_producer_id`` / ``next_producer_id``; a v2 transaction whose marker does not
+    carry the data's epoch plus one is flagged ``marker_epoch_unexpected``."""
     ongoing: dict[int, dict[str, Any]] = {}
     done: list[dict[str, Any]] = []
     last_ts = max((b.max_timestamp for b in batches), default=-1)
@@ -95,8 +153,6 @@ def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int
             txn["marker_offset"], txn["marker_epoch"] = b.base_offset, b.producer_epoch
             if b.producer_epoch == MAX_EPOCH and (transaction_version or 0) >= 2:
                 txn["producer_id_rolled_over"] = True
-            if (transaction_version or 0) >= 2 and b.producer_epoch != txn["producer_epoch"] + 1:
-                txn["marker_epoch_unexpected"] = True     # v2 markers bump the epoch by one
             done.append(txn)
         elif b.is_transactional:
             txn = ongoing.get(pid)
@@ -121,6 +177,19 @@ def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int
         txn.pop("epoch_changed", None)
         if txn.get("first_timestamp_ms", -1) < 0:
             txn.pop("first_timestamp_ms", None)
+    for txn in done:
+        info = (producers or {}).get(txn["producer_id"])
+        if info is None:
+            continue
+        txn["transactional_id"] = info.transactional_id
+        txn["client_transaction_version"] = info.client_transaction_version
+        if info.previous_producer_id >= 0:
+            txn["previous_producer_id"] = info.previous_producer_id
+        if info.next_producer_id >= 0:
+            txn["next_producer_id"] = info.next_producer_id
+        if info.client_transaction_version >= 2 and "marker_epoch" in txn \
+                and txn["marker_epoch"] != txn["producer_epoch"] + 1:
+            txn["marker_epoch_unexpected"] = True     # v2 markers bump the epoch by one
     done.sort(key=lambda t: t["first_offset"])
     stable_end = high_watermark if high_watermark is not None else log_end_offset
     unstable = [t["first_offset"] for t in done if t["state"] in ("open", "hanging")]
