@@ -1,7 +1,12 @@
 """Transactions v2 (KIP-890) on a real Kafka 4.3.1 broker (issue 13): committed, aborted and
 killed-mid-transaction producers driven with confluent-kafka, then compare's transaction report
 checked against a read_committed consumer (what it reads, where it stops: the last stable
-offset) and against the real kafka-dump-log (every marker's type, producer id and epoch)."""
+offset) and against the real kafka-dump-log (every marker's type, producer id and epoch).
+
+librdkafka is no KIP-890 client (its transactions keep v1 markers on a v2 cluster), so
+Kafka's own Java client runs too: Kafka's TransactionalMessageCopier (kafka-tools 4.3.1)
+copies a topic in transactions of 3 and aborts some at random -- transactions v2 for real,
+every marker one epoch above its data."""
 
 from __future__ import annotations
 
@@ -50,15 +55,40 @@ def _transaction(p, prefix: str, n: int, *, commit: bool) -> None:
         p.abort_transaction(60)
 
 
-def _read_committed(bootstrap: str) -> tuple[list[str], int]:
+COPIED = 12
+
+
+def _java_v2_transactions(runtime, bootstrap: str) -> tuple[list[str], int]:
+    """Plain records into ``source``, copied to ``copied`` by Kafka's TransactionalMessageCopier
+    (Java client 4.3.1) in transactions of 3 with random aborts; what read_committed reads."""
+    from confluent_kafka import Producer
+
+    from segtools.realcluster.processes import run_tool
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(COPIED):
+        p.produce("source", value=f"s{i}".encode(), partition=0)
+    p.flush(30)
+    del p
+    res = run_tool(runtime.command("org.apache.kafka.tools.TransactionalMessageCopier", "--broker-list", bootstrap,
+                                   "--transactional-id", "java-copier", "--input-topic", "source",
+                                   "--input-partition", "0", "--output-topic", "copied",
+                                   "--max-messages", str(COPIED), "--transaction-size", "3",
+                                   "--consumer-group", "copier", "--enable-random-aborts",
+                                   heap="256m"), timeout=180)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    return _read_committed(bootstrap, "copied")
+
+
+def _read_committed(bootstrap: str, topic: str = TOPIC) -> tuple[list[str], int]:
     """Values a read_committed consumer gets, and the end offset it is given (the LSO)."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "forensics4x", "enable.auto.commit": False,
                   "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     try:
-        _low, end = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30, cached=False)
-        c.assign([TopicPartition(TOPIC, 0, 0)])
+        _low, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)
+        c.assign([TopicPartition(topic, 0, 0)])
         values: list[str] = []
         idle = 0
         while idle < 6:
@@ -110,7 +140,9 @@ def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
     require_real_kafka()
     scenario = parse_scenario({"name": "txn-v2", "cluster": {"brokers": [1], "metadata_log": True,
                                                            "kafka_features": {"transaction_version": 2}},
-                               "topics": [{"name": TOPIC, "replication_factor": 1}], "steps": []})
+                               "topics": [{"name": TOPIC, "replication_factor": 1},
+                                          {"name": "source", "replication_factor": 1},
+                                          {"name": "copied", "replication_factor": 1}], "steps": []})
     runtime = kafka_runtime()
     out = tmp_path / "real"
     out.mkdir()
@@ -129,6 +161,7 @@ def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
         _transaction(b, "b2", 1, commit=True)          # after the open one: above the LSO
         consumed, lso = _read_committed(bootstrap)
         del a, b                                       # no client left retrying a stopped cluster
+        java_copied, java_lso = _java_v2_transactions(runtime, bootstrap)
     finally:
         cluster.stop()
         kill_all()
@@ -167,3 +200,19 @@ def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
              for o in range(t["first_offset"], t["last_offset"] + 1)]
     assert consumed == below == ["a1-0", "a1-1", "a1-2", "a2-0", "a2-1"]
     assert any(f["code"] == "TXN_OPEN" for f in part.to_json()["findings"])
+
+    # the Java client's transactions: v2 for real
+    (copied,) = [p for p in report.partitions if p.verdict.topic == "copied"]
+    ctx = copied.to_json()["transactions"]
+    cmarkers, cvalues = _dump(runtime, sorted(str(p) for p in (out / "broker-1" / "copied-0").glob("*.log")))
+    assert len(ctx["transactions"]) == len(cmarkers) >= 4
+    for t in ctx["transactions"]:
+        pid, epoch, kind = cmarkers[t["marker_offset"]]
+        assert (t["producer_id"], t["marker_epoch"], t["state"]) == \
+            (pid, epoch, {"COMMIT": "committed", "ABORT": "aborted"}[kind])
+        assert t["client_transaction_version"] == 2 and t["transactional_id"] == "java-copier"
+        assert t["marker_epoch"] == t["producer_epoch"] + 1 and not t.get("marker_epoch_unexpected")
+    committed = [cvalues[o] for t in ctx["transactions"] if t["state"] == "committed"
+                 for o in range(t["first_offset"], t["last_offset"] + 1)]
+    assert sorted(committed) == sorted(java_copied) == sorted(f"s{i}" for i in range(COPIED))
+    assert ctx["last_stable_offset"] == java_lso
