@@ -70,6 +70,10 @@ class Cluster(BrokerSteps, ProducerSteps):
         features = dict(spec.kafka_features)
         self.controller = Controller(self._is_alive, lambda: self.now,
                                      elr_enabled=bool(features.get("eligible.leader.replicas.version")))
+        #: transactions v2 (KIP-890) in a cluster that names Kafka features (Kafka 4.x defaults
+        #: to it), v1 otherwise
+        self.transaction_version = features.get(
+            "transaction.version", 0 if features == {"eligible.leader.replicas.version": 0} else 2)
         if features != {"eligible.leader.replicas.version": 0}:
             # a scenario that names Kafka features is a Kafka 4.3 cluster: the metadata log
             # starts with its feature levels, as kafka-storage format bootstraps them

@@ -212,6 +212,10 @@ def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
             (pid, epoch, {"COMMIT": "committed", "ABORT": "aborted"}[kind])
         assert t["client_transaction_version"] == 2 and t["transactional_id"] == "java-copier"
         assert t["marker_epoch"] == t["producer_epoch"] + 1 and not t.get("marker_epoch_unexpected")
+    # the next transaction runs at or above the epoch the last marker carried (an EndTxn of a
+    # transaction that wrote nothing here bumps it too, without a marker here)
+    chain = [(t["producer_epoch"], t["marker_epoch"]) for t in ctx["transactions"]]
+    assert all(nxt[0] >= prev[1] for prev, nxt in zip(chain, chain[1:])), chain
     committed = [cvalues[o] for t in ctx["transactions"] if t["state"] == "committed"
                  for o in range(t["first_offset"], t["last_offset"] + 1)]
     assert sorted(committed) == sorted(java_copied) == sorted(f"s{i}" for i in range(COPIED))
