@@ -428,9 +428,16 @@ def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHist
     return _cause_election(ref, rep, fork, history, committed, holders)[0]
 
 
-def _election_json(el: Any) -> dict[str, Any]:
+def _election_json(el: Any, history: PartitionHistory | None = None) -> dict[str, Any]:
     cls = el.election_class or ("unclean" if el.unclean else "isr")
-    return {"epoch": el.epoch, "leader": el.leader, "class": cls, "isr": list(el.isr)}
+    out = {"epoch": el.epoch, "leader": el.leader, "class": cls, "isr": list(el.isr)}
+    # the new leader came back from an unclean stop before it was elected: what it lacks
+    # may be what that stop lost (KIP-966 unclean restarts, segtools.forensics.shutdowns)
+    if history is not None and el.offset is not None and any(
+            e["broker"] == el.leader and e.get("offset") is not None and e["offset"] <= el.offset
+            for e in history.unclean_shutdowns):
+        out["leader_restarted_uncleanly"] = True
+    return out
 
 
 def _cause_election(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,
@@ -458,9 +465,10 @@ def _cause_election(ref: ReplicaView, rep: ReplicaView, fork: int, history: Part
             # KIP-966: an ELR election is clean, a last-known-leader election unclean
             # (PartitionChangeBuilder.electAnyLeader); both are named in cause_election
             if el.unclean:
-                return "UNCLEAN_ELECTION", _election_json(el)
+                return "UNCLEAN_ELECTION", _election_json(el, history)
             if committed:
-                return ("LOCAL_LOSS_REELECTED" if local_loss else "PROTOCOL_VIOLATION"), _election_json(el)
+                return ("LOCAL_LOSS_REELECTED" if local_loss else "PROTOCOL_VIOLATION"), \
+                    _election_json(el, history)
             return None, None
     if committed and local_loss:
         return "LOCAL_LOSS_REELECTED", None

@@ -40,6 +40,7 @@ class Election:
     isr: tuple[int, ...]
     unclean: bool
     election_class: str = ""
+    offset: int | None = None          # of the metadata record that made it
 
 
 @dataclass(slots=True)
@@ -285,7 +286,8 @@ def _apply_partition(hist: PartitionHistory, tname: str, data: dict[str, Any],
         if leader >= 0:
             hist.last_leader = leader
         cls = CLASS_UNCLEAN if recovery == RECOVERING else CLASS_INITIAL
-        hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING, cls)
+        hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING, cls,
+                                         (meta or {}).get("offset"))
         change.update({"leader_epoch": epoch, "leader": leader, "isr": list(new_isr),
                        "elr": None if elr is None else list(elr),
                        "election": _coarse(cls), "election_class": cls})
@@ -304,7 +306,8 @@ def _apply_partition(hist: PartitionHistory, tname: str, data: dict[str, Any],
         hist.leader, hist.leader_epoch = leader, epoch
         if leader >= 0:
             hist.last_leader = leader
-        hist.elections[epoch] = Election(epoch, leader, new_isr, cls in UNCLEAN_CLASSES, cls)
+        hist.elections[epoch] = Election(epoch, leader, new_isr, cls in UNCLEAN_CLASSES, cls,
+                                         (meta or {}).get("offset"))
         change["election"] = _coarse(cls)
         change["election_class"] = cls
     elif recovery == RECOVERING and hist.leader_epoch in hist.elections:

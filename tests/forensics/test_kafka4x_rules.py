@@ -228,3 +228,47 @@ def test_cleaner_format_upconversion_below_hw_is_benign_record_by_record(tmp_pat
             assert statuses == ["CONSISTENT", "CONSISTENT"]
         else:
             assert "LOG_MATCHING_VIOLATION" in codes and "BENIGN_FORMAT_CONVERTED" not in codes
+
+
+def test_cause_names_the_last_known_leader_that_restarted_uncleanly(tmp_path):
+    """The model (ELR on): broker 1 leads alone (min ISR 1) and crashes after losing its
+    unflushed tail; nobody else is eligible, so when it registers again the controller drops it
+    from the ELR (unclean restart) and elects it as the last known leader: the committed
+    records it lost are gone, and the cause names that election and that restart."""
+    from segtools.forensics.elections import load_histories
+    from segtools.forensics.loss import AckIndex
+    from segtools.forensics.pipeline import compare_in_process
+    from segtools.simulate import run
+    from segtools.simulate.scenario import parse_scenario
+
+    spec = {"name": "lkl", "seed": 5, "cluster": {"brokers": [1, 2], "metadata_log": True,
+                                                 "kafka_features": {"eligible_leader_replicas": True}},
+            "topics": [{"name": "t", "replication_factor": 2, "min_insync_replicas": 1,
+                        "assignment": {0: [1, 2]}}],
+            "steps": [{"produce": {"topic": "t", "partition": 0, "acks": "all", "count": 4}},
+                      {"advance": {"ms": 61000}},
+                      {"shutdown": {"broker": 2}},
+                      {"produce": {"topic": "t", "partition": 0, "acks": "all", "count": 3}},
+                      {"advance": {"ms": 6000}},
+                      {"snapshot": {"name": "before"}},
+                      {"crash": {"broker": 1, "lose_unflushed": True}},
+                      {"restart": {"broker": 1}},
+                      {"produce": {"topic": "t", "partition": 0, "acks": "all", "count": 1}},
+                      {"advance": {"ms": 6000}}]}
+    out = tmp_path / "sim"
+    run(parse_scenario(spec), out)
+    histories = load_histories(out / "controller")
+    classes = [c["election_class"] for c in histories[("t", 0)].changes if "election_class" in c]
+    assert classes == ["initial", "offline", "last_known_leader"]
+    # the snapshot's broker 1 (before its power loss) against the final broker 1
+    import shutil
+    shutil.copytree(out / "snapshots" / "before" / "broker-1", tmp_path / "cmp" / "broker-9")
+    shutil.copytree(out / "broker-1", tmp_path / "cmp" / "broker-1")
+    (tmp_path / "cmp" / "broker-9" / "meta.properties").write_text(
+        (tmp_path / "cmp" / "broker-9" / "meta.properties").read_text().replace("node.id=1", "node.id=9"))
+    report = compare_in_process([str(tmp_path / "cmp")], acks=AckIndex.load(out / "acks.jsonl"),
+                                histories=histories)
+    rv = next(r for r in report.partitions[0].verdict.replicas if r.broker == 9)
+    assert rv.cause == "UNCLEAN_ELECTION"
+    assert rv.cause_election == {"epoch": 2, "leader": 1, "class": "last_known_leader", "isr": [1],
+                                 "leader_restarted_uncleanly": True}
