@@ -43,25 +43,37 @@ MAX_MARKER_READS = 200_000
 MarkerReader = Callable[[BatchFacts], "str | None"]
 
 
-def marker_reader(log_dir: str, topic: str, partition: int) -> MarkerReader:
-    """Reads the control type of a marker batch from ``log_dir/topic-partition/segment``."""
-    pdir = os.path.join(log_dir, f"{topic}-{partition}")
+class _SegmentMarkers:
+    """Reads the control type of marker batches from ``log_dir/topic-partition/<segment>``,
+    keeping each segment open while the partition is read (``close`` at the end)."""
 
-    def read(b: BatchFacts) -> str | None:
+    def __init__(self, log_dir: str, topic: str, partition: int) -> None:
+        self.pdir = os.path.join(log_dir, f"{topic}-{partition}")
+        self.files: dict[str, Any] = {}
+
+    def __call__(self, b: BatchFacts) -> str | None:
         from segtools.batches import RecordBatch
         from segtools.errors import SegtoolsError
 
-        path = os.path.join(pdir, b.segment)
         try:
-            with open(path, "rb") as fh:
-                fh.seek(b.position)
-                data = fh.read(b.size)
-            batch = RecordBatch.from_bytes(data)
-            recs = list(batch.control_records())
+            fh = self.files.get(b.segment)
+            if fh is None:
+                fh = self.files[b.segment] = open(os.path.join(self.pdir, b.segment), "rb")  # noqa: SIM115
+            fh.seek(b.position)
+            recs = list(RecordBatch.from_bytes(fh.read(b.size)).control_records())
         except (OSError, SegtoolsError, ValueError):
             return None
         return recs[0].type_name if recs else None
-    return read
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+        self.files.clear()
+
+
+def marker_reader(log_dir: str, topic: str, partition: int) -> MarkerReader:
+    """Reads the control type of a marker batch from ``log_dir/topic-partition/segment``."""
+    return _SegmentMarkers(log_dir, topic, partition)
 
 
 @dataclass(frozen=True)
@@ -74,10 +86,41 @@ class ProducerInfo:
     next_producer_id: int = -1
 
 
+_TXN_LOG_CACHE: dict[tuple[Any, ...], dict[int, ProducerInfo]] = {}
+
+
+def _txn_log_key(log_dirs: Sequence[str]) -> tuple[Any, ...]:
+    key: list[Any] = []
+    for ld in dict.fromkeys(log_dirs):
+        try:
+            for name in sorted(os.listdir(ld)):
+                if name.startswith("__transaction_state-"):
+                    pdir = os.path.join(ld, name)
+                    for seg in sorted(os.listdir(pdir)):
+                        if seg.endswith(".log"):
+                            st = os.stat(os.path.join(pdir, seg))
+                            key.append((pdir, seg, st.st_size, st.st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(key)
+
+
 def producers_from_transaction_log(log_dirs: Sequence[str]) -> dict[int, ProducerInfo]:
     """``producer id -> ProducerInfo`` from every ``__transaction_state-N`` partition in the
     given (local) log dirs; unreadable records are skipped (compare reports the partition
-    itself)."""
+    itself). Read once per set of transaction-log segments (cached by size and mtime)."""
+    key = _txn_log_key(log_dirs)
+    if not key:
+        return {}
+    cached = _TXN_LOG_CACHE.get(key)
+    if cached is None:
+        if len(_TXN_LOG_CACHE) > 8:
+            _TXN_LOG_CACHE.clear()
+        cached = _TXN_LOG_CACHE[key] = _read_transaction_logs(log_dirs)
+    return cached
+
+
+def _read_transaction_logs(log_dirs: Sequence[str]) -> dict[int, ProducerInfo]:
     from segtools import columnar
     from segtools.errors import SegtoolsError
     from segtools.internal.transaction_state import decode_key, decode_value
@@ -165,6 +208,9 @@ def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int
                 txn["records"] += b.records_count
                 if b.producer_epoch > txn["producer_epoch"]:
                     txn["epoch_changed"] = True   # the old transaction lost its marker
+    close = getattr(marker_type, "close", None)
+    if close is not None:
+        close()
     for pid, txn in ongoing.items():
         stale = (txn["first_timestamp_ms"] >= 0 and last_ts >= 0
                  and last_ts - txn["first_timestamp_ms"] > MAX_TRANSACTION_TIMEOUT_MS)
