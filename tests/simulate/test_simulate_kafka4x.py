@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "realkafka"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "forensics"))
 
-from test_forensics4x_elr import scenario_spec, summarize  # noqa: E402
+from kafka4x_scenarios import scenario_spec, summarize  # noqa: E402
 
 from segtools.simulate import run  # noqa: E402
 from segtools.simulate.scenario import parse_scenario  # noqa: E402
