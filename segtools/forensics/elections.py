@@ -184,7 +184,7 @@ def _coarse(election_class: str) -> str:
 
 class _Configs:
     """min.insync.replicas per topic and the cluster default (ConfigRecord), for when the
-    high watermark freezes (ISR below min ISR with ELR on)."""
+    high watermark freezes (ISR below min ISR)."""
 
     def __init__(self) -> None:
         self.topic: dict[str, int] = {}
