@@ -35,6 +35,8 @@ from segtools.forensics.model import BatchFacts
 #: transaction.max.timeout.ms default (TransactionStateManagerConfig): an open transaction
 #: older than this by the log's own clock can no longer be completed by its producer
 MAX_TRANSACTION_TIMEOUT_MS = 900_000
+#: ended transactions listed per partition (the latest); every open or hanging one is listed
+MAX_LISTED = 1000
 #: the last producer epoch before a v2 producer id rolls over
 MAX_EPOCH = 32767
 #: at most this many markers are opened to read their type; beyond, outcome "ended"
@@ -194,8 +196,8 @@ def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int
                 kind = marker_type(b)
             txn["state"] = {"COMMIT": "committed", "ABORT": "aborted"}.get(kind or "", "ended")
             txn["marker_offset"], txn["marker_epoch"] = b.base_offset, b.producer_epoch
-            if b.producer_epoch == MAX_EPOCH and (transaction_version or 0) >= 2:
-                txn["producer_id_rolled_over"] = True
+            if b.producer_epoch == MAX_EPOCH:
+                txn["producer_id_rolled_over"] = True    # no epoch left: a new producer id next
             done.append(txn)
         elif b.is_transactional:
             txn = ongoing.get(pid)
@@ -243,8 +245,16 @@ def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int
     counts: dict[str, int] = {}
     for t in done:
         counts[t["state"]] = counts.get(t["state"], 0) + 1
-    return {"transaction_version": transaction_version, "last_stable_offset": lso,
-            "transactions": done, "counts": counts}
+    out: dict[str, Any] = {"transaction_version": transaction_version, "last_stable_offset": lso,
+                           "transactions": done, "counts": counts}
+    ended = [t for t in done if t["state"] not in ("open", "hanging")]
+    if len(ended) > MAX_LISTED:
+        # an exactly-once topic holds millions: the report lists every open or hanging one and
+        # the latest ended ones; counts cover all
+        keep = {id(t) for t in ended[-MAX_LISTED:]}
+        out["transactions"] = [t for t in done if t["state"] in ("open", "hanging") or id(t) in keep]
+        out["transactions_not_listed"] = len(ended) - MAX_LISTED
+    return out
 
 
 def transaction_findings(report: dict[str, Any]) -> list[Finding]:

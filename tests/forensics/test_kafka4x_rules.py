@@ -272,3 +272,18 @@ def test_cause_names_the_last_known_leader_that_restarted_uncleanly(tmp_path):
     assert rv.cause == "UNCLEAN_ELECTION"
     assert rv.cause_election == {"epoch": 2, "leader": 1, "class": "last_known_leader", "isr": [1],
                                  "leader_restarted_uncleanly": True}
+
+
+def test_transaction_list_is_bounded_but_counts_and_open_ones_are_complete():
+    from segtools.forensics import transactions as t
+
+    batches = [_b(0, 0, 99, 0)]                         # open, first
+    for i in range(t.MAX_LISTED + 5):
+        batches += [_b(1 + 2 * i, 1 + 2 * i, 7, i), _b(2 + 2 * i, 2 + 2 * i, 7, i + 1, control=True)]
+    rep = t.partition_transactions(batches, high_watermark=None, log_end_offset=10**6, topic="t",
+                                   partition=0, marker_type=lambda b: "COMMIT")
+    assert rep["counts"] == {"committed": t.MAX_LISTED + 5, "open": 1}
+    assert rep["transactions_not_listed"] == 5
+    assert len(rep["transactions"]) == t.MAX_LISTED + 1 and rep["transactions"][0]["state"] == "open"
+    assert rep["transactions"][1]["first_offset"] == 1 + 2 * 5     # the latest ended ones kept
+    assert rep["last_stable_offset"] == 0
