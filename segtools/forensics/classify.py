@@ -9,6 +9,7 @@ this stage marks as divergent (``DivergentRange``).
 from __future__ import annotations
 
 import bisect
+import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ class ReplicaVerdict:
     epochs: list[tuple[int, int]] = field(default_factory=list)   # (epoch, start offset) runs
     clean_shutdown: bool | None = None
     epoch_times: list[tuple[int, int, int]] = field(default_factory=list)  # (epoch, first, last ms)
+    #: the election the cause comes from (docs/REPORT.md "Election classes")
+    cause_election: dict[str, Any] | None = None
+    #: .kafka_cleanshutdown and the metadata log on this broker's last stop (shutdowns.py)
+    shutdown: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -80,6 +85,10 @@ class ReplicaVerdict:
         }
         if self.state:
             out["state"] = self.state
+        if self.cause_election is not None:
+            out["cause_election"] = self.cause_election
+        if self.shutdown is not None:
+            out["shutdown"] = self.shutdown
         if self.topic_id is not None:
             out["topic_id"] = self.topic_id
         return out
@@ -97,6 +106,8 @@ class PartitionVerdict:
     reference_log_dir: str = ""
     reference_epochs: list[tuple[int, int]] = field(default_factory=list)   # the surviving lineage
     metadata_changes: list[dict[str, Any]] = field(default_factory=list)   # PartitionHistory.changes
+    #: per-partition transactions on the reference (segtools.forensics.transactions)
+    transactions: dict[str, Any] | None = None
 
     @property
     def problem(self) -> bool:
@@ -262,6 +273,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
         findings = list(v.findings)
         fork: int | None = None
         cause: str | None = None
+        cause_el: dict[str, Any] | None = None
         divergent: dict[str, int] | None = None
         reconciled = v is ref or (ref_latest is not None and v.epoch_map.has_epoch(ref_latest))
         if v.facts.state in SPECIAL_STATES:
@@ -281,6 +293,16 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
         else:
             t = fork_offset(ref.epoch_map, v.epoch_map)
             bad = mismatches_below(ref, v, t)
+            if bad:
+                from segtools.forensics.format_conversion import benign_conversions
+
+                hw = max((x for x in (ref.high_watermark, v.high_watermark) if x is not None), default=None)
+                bad, converted = benign_conversions(ref, v, bad, hw)
+                for lo, hi in converted:
+                    findings.append(Finding("BENIGN_FORMAT_CONVERTED", f"offsets {lo}..{hi}: batches differ from "
+                                            f"reference broker {ref.broker} (old message format rewritten as v2 "
+                                            "by the log cleaner, KIP-724) but the records are the same",
+                                            offset=lo))
             suffix = [b for b in v.batches if b.last_offset >= t]
             if bad:
                 codes.add("LOG_MATCHING_VIOLATION")
@@ -324,8 +346,11 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                     codes.add("COMMITTED_LOSS")
                 first_div = div_batches[0]
                 holder_brokers = {x.broker for x in holders.get(first_div.key, [v])}
-                cause = _cause(ref, v, fork, history, committed > 0, holder_brokers)
+                cause, cause_el = _cause_election(ref, v, fork, history, committed > 0, holder_brokers)
                 ranges[-1].cause_if_committed = _cause(ref, v, fork, history, True, holder_brokers)
+                if cause_el is None and history is not None:
+                    # uncommitted divergence: still name the election that cut the tail off
+                    cause_el = _cause_election(ref, v, fork, history, True, holder_brokers)[1]
             elif v.log_end_offset < ref.log_end_offset:
                 codes.add("LAGGING_PREFIX")
             hw = v.high_watermark
@@ -347,19 +372,40 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
             log_end_offset=v.log_end_offset, high_watermark=v.high_watermark, status=status,
             fork_offset=fork, cause=cause, reconciled=reconciled, is_reference=v is ref,
             divergent=divergent, findings=findings, epochs=list(v.epoch_map.entries),
-            clean_shutdown=v.facts.clean_shutdown, epoch_times=_epoch_times(v.batches)))
+            clean_shutdown=v.facts.clean_shutdown, epoch_times=_epoch_times(v.batches),
+            cause_election=cause_el,
+            shutdown=_shutdown_info(v, history)))
 
     part_findings.extend(_restarted_from_empty(ref, views, verdicts))
     part_findings.extend(_benign_notes(views, ref))
     part_findings.extend(_crc_replication(views))
     part_findings.extend(_producer_duplicates(ref))
     part_findings.extend(_lost_txn_markers(ref, tails))
+    part_findings.extend(_hw_frozen(history))
+    part_findings.extend(_unclean_shutdown_findings(verdicts, history))
+    from segtools.forensics.transactions import (
+        marker_reader,
+        partition_transactions,
+        producers_from_transaction_log,
+        transaction_findings,
+    )
+
+    has_txn = any(b.is_transactional for b in ref.batches)
+    local_dirs = [v.facts.log_dir for v in views if v.facts.log_dir and os.path.isdir(v.facts.log_dir)]
+    txns = partition_transactions(ref.batches, high_watermark=ref.high_watermark,
+                                  log_end_offset=ref.log_end_offset, topic=topic, partition=partition,
+                                  transaction_version=history.transaction_version if history else None,
+                                  marker_type=marker_reader(ref.facts.log_dir, topic, partition)
+                                  if ref.facts.log_dir and os.path.isdir(ref.facts.log_dir) else None,
+                                  producers=producers_from_transaction_log(local_dirs) if has_txn else None)
+    part_findings.extend(transaction_findings(txns))
     return PartitionVerdict(topic=topic, partition=partition, topic_id=topic_id,
                             reference_broker=ref.broker, replicas=verdicts,
                             divergent_ranges=ranges, findings=part_findings,
                             reference_log_dir=ref.facts.log_dir,
                             reference_epochs=list(ref.epoch_map.entries),
-                            metadata_changes=list(history.changes) if history is not None else [])
+                            metadata_changes=list(history.changes) if history is not None else [],
+                            transactions=txns if txns.get("transactions") else None)
 
 
 def _epoch_times(batches: Sequence[BatchFacts]) -> list[tuple[int, int, int]]:
@@ -379,6 +425,23 @@ def _epoch_times(batches: Sequence[BatchFacts]) -> list[tuple[int, int, int]]:
 
 def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,
            committed: bool, holders: set[int]) -> str | None:
+    return _cause_election(ref, rep, fork, history, committed, holders)[0]
+
+
+def _election_json(el: Any, history: PartitionHistory | None = None) -> dict[str, Any]:
+    cls = el.election_class or ("unclean" if el.unclean else "isr")
+    out = {"epoch": el.epoch, "leader": el.leader, "class": cls, "isr": list(el.isr)}
+    # the new leader came back from an unclean stop before it was elected: what it lacks
+    # may be what that stop lost (KIP-966 unclean restarts, segtools.forensics.shutdowns)
+    if history is not None and el.offset is not None and any(
+            e["broker"] == el.leader and e.get("offset") is not None and e["offset"] <= el.offset
+            for e in history.unclean_shutdowns):
+        out["leader_restarted_uncleanly"] = True
+    return out
+
+
+def _cause_election(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHistory | None,
+                    committed: bool, holders: set[int]) -> tuple[str | None, dict[str, Any] | None]:
     """FORENSICS.md D.6. With the metadata log, walk the elections after the epoch of the
     divergent records: the first one whose leader does not hold them decides -- unclean ->
     UNCLEAN_ELECTION; clean with committed records gone -> LOCAL_LOSS_REELECTED when the
@@ -399,16 +462,79 @@ def _cause(ref: ReplicaView, rep: ReplicaView, fork: int, history: PartitionHist
             # records then (the replica copied its log from that leader).
             if epoch <= floor or el.leader < 0 or el.leader in holders or rep.epoch_map.has_epoch(epoch):
                 continue
+            # KIP-966: an ELR election is clean, a last-known-leader election unclean
+            # (PartitionChangeBuilder.electAnyLeader); both are named in cause_election
             if el.unclean:
-                return "UNCLEAN_ELECTION"
+                return "UNCLEAN_ELECTION", _election_json(el, history)
             if committed:
-                return "LOCAL_LOSS_REELECTED" if local_loss else "PROTOCOL_VIOLATION"
-            return None
+                return ("LOCAL_LOSS_REELECTED" if local_loss else "PROTOCOL_VIOLATION"), \
+                    _election_json(el, history)
+            return None, None
     if committed and local_loss:
-        return "LOCAL_LOSS_REELECTED"
+        return "LOCAL_LOSS_REELECTED", None
     if committed and history is not None:
-        return "PROTOCOL_VIOLATION"
-    return None
+        return "PROTOCOL_VIOLATION", None
+    return None, None
+
+
+def _hw_frozen(history: PartitionHistory | None) -> list[Finding]:
+    """KIP-966: with ELR on, the leader keeps its high watermark while the ISR is below
+    min.insync.replicas (core/src/main/scala/kafka/cluster/Partition.scala)."""
+    if history is None:
+        return []
+    out = []
+    for span in history.hw_frozen:
+        end = ("the end of the metadata log" if span["open"] else
+               f"metadata offset {span['to_offset']} ({_iso(span['to_timestamp_ms'])})")
+        out.append(Finding("HW_FROZEN_UNDER_MIN_ISR",
+                           f"ISR {span['isr']} below min.insync.replicas {span['min_isr']} from "
+                           f"metadata offset {span['from_offset']} ({_iso(span['from_timestamp_ms'])}) "
+                           f"to {end}: the high watermark did not advance (ELR, KIP-966)"))
+    return out
+
+
+def _iso(ms: int | None) -> str:
+    if ms is None:
+        return "time unknown"
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def _shutdown_info(v: ReplicaView, history: PartitionHistory | None) -> dict[str, Any] | None:
+    from segtools.forensics.shutdowns import last_stop
+
+    info = last_stop(v.facts.log_dir, v.facts.clean_shutdown, v.broker,
+                     history.broker_events if history is not None else None)
+    restarts = [e for e in (history.unclean_shutdowns if history is not None else []) if e["broker"] == v.broker]
+    if restarts:
+        info["unclean_restarts"] = [{k: e[k] for k in ("broker_epoch", "previous_broker_epoch", "detected_by",
+                                                        "offset", "timestamp_ms") if k in e} for e in restarts]
+    if not info["clean_shutdown_file"] and not restarts and history is None:
+        return None if not v.facts.log_dir else info
+    return info
+
+
+def _unclean_shutdown_findings(verdicts: Sequence[ReplicaVerdict],
+                               history: PartitionHistory | None) -> list[Finding]:
+    if history is None:
+        return []
+    brokers = {rv.broker for rv in verdicts}
+    out = []
+    for e in history.unclean_shutdowns:
+        if e["broker"] not in brokers:
+            continue
+        out.append(Finding("UNCLEAN_SHUTDOWN", f"broker {e['broker']} restarted after an unclean stop "
+                           f"(broker epoch {e['previous_broker_epoch']} -> {e['broker_epoch']}): the "
+                           f"controller dropped it from ISR/ELR when it registered again; metadata "
+                           f"offset {e.get('offset')}"))
+    for rv in verdicts:
+        sd = rv.shutdown or {}
+        if sd.get("last_stop") == "unclean":
+            out.append(Finding("UNCLEAN_SHUTDOWN", f"broker {rv.broker} is down (fenced at the end of the "
+                               f"metadata log, broker epoch {sd.get('last_registration_epoch')}) and its "
+                               f"log dir has no .kafka_cleanshutdown: it stopped uncleanly"))
+    return out
 
 
 def _restarted_from_empty(ref: ReplicaView, views: Sequence[ReplicaView],
@@ -466,16 +592,19 @@ def _crc_replication(views: Sequence[ReplicaView]) -> list[Finding]:
 
 def _lost_txn_markers(ref: ReplicaView, tails: Sequence[tuple[ReplicaView, list[BatchFacts]]]) -> list[Finding]:
     """S19: transactional data in the reference with no later marker from that producer,
-    while a divergent tail holds the marker (read_committed consumers hang at the LSO)."""
-    open_txn: dict[tuple[int, int], int] = {}
+    while a divergent tail holds the marker (read_committed consumers hang at the LSO).
+    Paired by producer id as the leader does (ProducerAppendInfo.appendEndTxnMarker): a v2
+    marker carries the data's epoch plus one (KIP-890), a v1 fencing abort a bumped one too."""
+    open_txn: dict[int, tuple[int, int]] = {}
     for b in ref.batches:
-        key = (b.producer_id, b.producer_epoch)
+        if b.producer_id < 0:
+            continue
         if b.is_control:
-            open_txn.pop(key, None)
-        elif b.is_transactional and key not in open_txn:
-            open_txn[key] = b.base_offset
+            open_txn.pop(b.producer_id, None)
+        elif b.is_transactional and b.producer_id not in open_txn:
+            open_txn[b.producer_id] = (b.producer_epoch, b.base_offset)
     out = []
-    for (pid, pepoch), first in sorted(open_txn.items(), key=lambda x: x[1]):
+    for pid, (pepoch, first) in sorted(open_txn.items(), key=lambda x: x[1][1]):
         holders = sorted({v.broker for v, batches in tails
                           if any(b.is_control and b.producer_id == pid and b.base_offset > first for b in batches)})
         if holders:

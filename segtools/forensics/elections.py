@@ -1,8 +1,11 @@
 """Election history from the KRaft metadata log (FORENSICS.md A.9).
 
 Replaying ``PartitionRecord`` / ``PartitionChangeRecord`` gives, per leader epoch, the leader,
-its ISR and whether the election was unclean (LeaderRecoveryState = 1 = RECOVERING, or the ISR
-forced to the new leader alone while the old ISR did not contain it). Input is what
+its ISR and the election's class (KIP-966, docs/REPORT.md "Election classes"): ``isr`` (the
+new leader was in the ISR), ``elr`` (ISR empty, leader taken from the eligible leader
+replicas: clean), ``last_known_leader`` (ISR and ELR empty, the one last known leader
+elected: unclean) or ``unclean`` (anyone else: LeaderRecoveryState = 1 = RECOVERING, or the
+ISR forced to the new leader alone while the old ISR did not contain it). Input is what
 ``segtools.internal.metadata.decode_record`` returns: ``(type_name, version, data)``.
 """
 
@@ -17,12 +20,27 @@ NO_LEADER_CHANGE = -2
 RECOVERING = 1
 
 
+#: election classes (docs/REPORT.md "Election classes"); the first two are clean
+CLASS_ISR, CLASS_ELR = "isr", "elr"
+CLASS_LAST_KNOWN_LEADER, CLASS_UNCLEAN = "last_known_leader", "unclean"
+CLASS_INITIAL, CLASS_OFFLINE = "initial", "offline"
+UNCLEAN_CLASSES = (CLASS_LAST_KNOWN_LEADER, CLASS_UNCLEAN)
+
+#: metadata.version feature level of Kafka 4.0-IV0 (server-common MetadataVersion)
+METADATA_VERSION_4_0 = 22
+
+#: ConfigRecord resource types (org.apache.kafka.common.config.ConfigResource.Type)
+_TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
+
+
 @dataclass(slots=True)
 class Election:
     epoch: int
     leader: int
     isr: tuple[int, ...]
     unclean: bool
+    election_class: str = ""
+    offset: int | None = None          # of the metadata record that made it
 
 
 @dataclass(slots=True)
@@ -38,6 +56,16 @@ class PartitionHistory:
     #: every PartitionRecord / PartitionChangeRecord, in log order, as the report's
     #: ``metadata_changes`` (CONTRACT.md section 4): what the HTML report draws
     changes: list[dict[str, Any]] = field(default_factory=list)
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    #: spans (metadata offset, timestamp ms, end offset, end ms, isr) where ELR was on and
+    #: the ISR was below min.insync.replicas: the leader's high watermark stayed put
+    hw_frozen: list[dict[str, Any]] = field(default_factory=list)
+    #: FeatureLevelRecord transaction.version (None: no record, i.e. 0 / transactions v1)
+    transaction_version: int | None = None
+    #: Histories.unclean_shutdowns and Histories.brokers (every broker), for causes
+    unclean_shutdowns: list[dict[str, Any]] = field(default_factory=list)
+    broker_events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def expected_leader(self) -> int | None:
@@ -49,6 +77,10 @@ class PartitionHistory:
         if self.last_leader is not None and (not self.isr or self.last_leader in self.isr):
             return self.last_leader
         return self.isr[0] if self.isr else None
+
+    def election_class(self, epoch: int) -> str | None:
+        el = self.elections.get(epoch)
+        return el.election_class or ("unclean" if el.unclean else None) if el is not None else None
 
     def unclean_epochs_after(self, epoch: int, up_to: int | None = None) -> list[int]:
         return sorted(e for e, el in self.elections.items()
@@ -80,6 +112,14 @@ class Histories(dict):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.brokers: list[dict[str, Any]] = []
+        #: FeatureLevelRecord levels at the end of the log (``transaction.version``,
+        #: ``eligible.leader.replicas.version``, ``metadata.version``)
+        self.features: dict[str, int] = {}
+        #: unclean restarts per broker (segtools.forensics.shutdowns)
+        self.unclean_shutdowns: list[dict[str, Any]] = []
+        #: (kind, broker, info) in log order: broker events and the brokers a partition change
+        #: dropped from ISR/ELR without electing, what shutdowns.py reads
+        self.timeline: list[tuple[str, int, dict[str, Any]]] = []
 
 
 _BROKER_EVENTS = {"RegisterBroker": "registered", "UnregisterBroker": "unregistered",
@@ -110,6 +150,67 @@ def _broker_event(tname: str, data: dict[str, Any], meta: dict[str, Any] | None)
     return ev
 
 
+def classify_election(leader: int, old_isr: tuple[int, ...], old_elr: tuple[int, ...],
+                      old_last_known: tuple[int, ...], new_isr: tuple[int, ...],
+                      recovering: bool) -> str:
+    """The KIP-966 class of a leader change, from the partition state before the record and
+    the record itself. Kafka's PartitionChangeBuilder.electAnyLeader (metadata/src/main/java/
+    org/apache/kafka/controller/PartitionChangeBuilder.java) tries, in order: a live ISR member;
+    with an empty ISR, an ELR member (isValidNewLeader; tryElection then sets the ISR to it,
+    clean); with ISR and ELR empty and one LastKnownElr member, that last known leader
+    (canElectLastKnownLeader, an *unclean* result: ISR forced to it, RECOVERING); then, with
+    unclean.leader.election.enable, any live replica (unclean)."""
+    if leader < 0:
+        return CLASS_OFFLINE
+    if leader in old_isr:
+        return CLASS_ISR
+    if not old_isr and leader in old_elr:
+        return CLASS_ELR
+    forced = new_isr == (leader,)
+    if recovering or forced:
+        if not old_isr and not old_elr and old_last_known == (leader,):
+            return CLASS_LAST_KNOWN_LEADER
+        return CLASS_UNCLEAN
+    # a reassignment or an ISR that grew in the same record: the leader is in the new ISR
+    return CLASS_ISR
+
+
+def _coarse(election_class: str) -> str:
+    """The report's older ``election`` value (what the HTML report draws)."""
+    if election_class in UNCLEAN_CLASSES:
+        return "unclean"
+    return {CLASS_OFFLINE: "offline", CLASS_INITIAL: "initial"}.get(election_class, "clean")
+
+
+class _Configs:
+    """min.insync.replicas per topic and the cluster default (ConfigRecord), for when the
+    high watermark freezes (ISR below min ISR)."""
+
+    def __init__(self) -> None:
+        self.topic: dict[str, int] = {}
+        self.default = 1       # Kafka's min.insync.replicas default
+
+    def apply(self, data: dict[str, Any]) -> None:
+        if _get(data, "name") != "min.insync.replicas":
+            return
+        value = _get(data, "value")
+        rtype, rname = _get(data, "resourceType"), str(_get(data, "resourceName", default=""))
+        try:
+            level = int(value) if value is not None else None
+        except (TypeError, ValueError):
+            return
+        if rtype == _TOPIC_RESOURCE:
+            if level is None:
+                self.topic.pop(rname, None)
+            else:
+                self.topic[rname] = level
+        elif rtype == _BROKER_RESOURCE and rname == "" and level is not None:
+            self.default = level
+
+    def min_isr(self, topic: str | None) -> int:
+        return self.topic.get(topic or "", self.default)
+
+
 def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
     """Histories keyed by (topic name, partition). Topic ids are resolved with TopicRecord.
     Each item is ``(type_name, version, data)``, optionally followed by a dict of where the
@@ -118,61 +219,147 @@ def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
     names: dict[str, str] = {}
     by_id: dict[tuple[str, int], PartitionHistory] = {}
     out = Histories()
+    configs = _Configs()
     for item in records:
         type_name, _version, data = item[0], item[1], item[2]
         meta = item[3] if len(item) > 3 else None
         tname = _short_name(type_name)
         if tname in _BROKER_EVENTS:
-            out.brokers.append(_broker_event(tname, data, meta))
+            ev = _broker_event(tname, data, meta)
+            out.brokers.append(ev)
+            if ev["broker"] is not None:
+                out.timeline.append((ev["event"], int(ev["broker"]), ev))
         elif tname == "Topic":
             names[str(_get(data, "topicId", "topic_id"))] = str(_get(data, "name"))
+        elif tname == "FeatureLevel":
+            out.features[str(_get(data, "name"))] = int(_get(data, "featureLevel", "feature_level", default=0))
+        elif tname == "Config":
+            configs.apply(data)
         elif tname in ("Partition", "PartitionChange"):
             topic_id = str(_get(data, "topicId", "topic_id"))
             pid = int(_get(data, "partitionId", "partition_id", default=0))
             hist = by_id.get((topic_id, pid))
             if hist is None:
                 hist = by_id[(topic_id, pid)] = PartitionHistory(None, topic_id, pid)
-            isr = _get(data, "isr")
-            leader = int(_get(data, "leader", default=NO_LEADER_CHANGE))
-            recovery = int(_get(data, "leaderRecoveryState", "leader_recovery_state", default=-1))
-            new_isr = tuple(int(x) for x in isr) if isr is not None else hist.isr
-            elr = _get(data, "eligibleLeaderReplicas", "eligible_leader_replicas")
-            change: dict[str, Any] = {**_where(meta), "record": tname}
-            if tname == "Partition":
-                epoch = int(_get(data, "leaderEpoch", "leader_epoch", default=0))
-                hist.leader, hist.leader_epoch, hist.isr = leader, epoch, new_isr
-                if leader >= 0:
-                    hist.last_leader = leader
-                hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING)
-                hist.changes.append({**change, "leader_epoch": epoch, "leader": leader,
-                                     "isr": list(new_isr), "elr": None if elr is None else list(elr),
-                                     "election": "unclean" if recovery == RECOVERING else "initial"})
-                continue
-            # A PartitionChangeRecord that sets a leader (even -1) raises the epoch by one;
-            # in KRaft before MV 3.6 an ISR change also did. We only know the leader changed.
-            if leader != NO_LEADER_CHANGE:
-                old_isr = hist.isr
-                epoch = hist.leader_epoch + 1
-                forced = (leader >= 0 and new_isr == (leader,) and leader not in old_isr)
-                hist.leader, hist.leader_epoch = leader, epoch
-                if leader >= 0:
-                    hist.last_leader = leader
-                hist.elections[epoch] = Election(epoch, leader, new_isr,
-                                                 recovery == RECOVERING or forced)
-                change["election"] = ("unclean" if recovery == RECOVERING or forced
-                                      else "offline" if leader < 0 else "clean")
-            elif recovery == RECOVERING and hist.leader_epoch in hist.elections:
-                hist.elections[hist.leader_epoch].unclean = True
-                change["election"] = "unclean"
-            if recovery == 0:
-                change["recovered"] = True       # LeaderRecoveryState back to RECOVERED
-            hist.changes.append({**change, "leader_epoch": hist.leader_epoch, "leader": hist.leader,
-                                 "isr": list(new_isr), "elr": None if elr is None else list(elr)})
-            hist.isr = new_isr
+            removed = _apply_partition(hist, tname, data, meta, out.features,
+                                       configs.min_isr(names.get(topic_id)))
+            # only with ELR on does the controller answer an unclean restart with removals
+            # (ReplicationControlManager.handleBrokerShutdown)
+            for b in removed if elr_enabled(out.features) else ():
+                out.timeline.append(("removed", b, {**_where(meta), "topic_id": topic_id,
+                                                    "partition": pid}))
     for (topic_id, pid), hist in by_id.items():
         hist.topic = names.get(topic_id, topic_id)
         out[(hist.topic, pid)] = hist
+    from segtools.forensics.shutdowns import unclean_shutdowns_from_history
+
+    out.unclean_shutdowns = unclean_shutdowns_from_history(out)
+    out.brokers.extend(out.unclean_shutdowns)
+    out.brokers.sort(key=lambda e: (e.get("offset") is None, e.get("offset") or 0))
+    for hist in out.values():
+        hist.unclean_shutdowns = out.unclean_shutdowns
+        hist.broker_events = out.brokers
+        hist.transaction_version = out.features.get("transaction.version")
     return out
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(x) for x in value)
+
+
+def _apply_partition(hist: PartitionHistory, tname: str, data: dict[str, Any],
+                     meta: dict[str, Any] | None, features: dict[str, int], min_isr: int) -> list[int]:
+    """Apply one partition record; returns the brokers a change without an election dropped
+    from ISR and ELR together (how the controller answers an unclean restart)."""
+    isr = _ints(_get(data, "isr"))
+    leader = int(_get(data, "leader", default=NO_LEADER_CHANGE))
+    recovery = int(_get(data, "leaderRecoveryState", "leader_recovery_state", default=-1))
+    new_isr = isr if isr is not None else hist.isr
+    elr = _ints(_get(data, "eligibleLeaderReplicas", "eligible_leader_replicas"))
+    lke = _ints(_get(data, "lastKnownElr", "last_known_elr"))
+    change: dict[str, Any] = {**_where(meta), "record": tname}
+    old_isr, old_elr, old_lke = hist.isr, hist.elr, hist.last_known_elr
+    if tname == "Partition":
+        epoch = int(_get(data, "leaderEpoch", "leader_epoch", default=0))
+        hist.leader, hist.leader_epoch, hist.isr = leader, epoch, new_isr
+        hist.elr, hist.last_known_elr = elr or (), lke or ()
+        if leader >= 0:
+            hist.last_leader = leader
+        cls = CLASS_UNCLEAN if recovery == RECOVERING else CLASS_INITIAL
+        hist.elections[epoch] = Election(epoch, leader, new_isr, recovery == RECOVERING, cls,
+                                         (meta or {}).get("offset"))
+        change.update({"leader_epoch": epoch, "leader": leader, "isr": list(new_isr),
+                       "elr": None if elr is None else list(elr),
+                       "election": _coarse(cls), "election_class": cls})
+        if lke:
+            change["last_known_elr"] = list(lke)
+        hist.changes.append(change)
+        _track_frozen(hist, change, features, min_isr)
+        return []
+    # A PartitionChangeRecord that sets a leader (even -1) raises the epoch by one;
+    # in KRaft before MV 3.6 an ISR change also did. We only know the leader changed.
+    if leader != NO_LEADER_CHANGE:
+        epoch = hist.leader_epoch + 1
+        cls = classify_election(leader, old_isr, old_elr, old_lke, new_isr, recovery == RECOVERING)
+        if leader == hist.leader and leader >= 0 and cls == CLASS_ISR:
+            change["epoch_bump"] = True       # same leader, new epoch (ISR shrink before MV 3.6)
+        hist.leader, hist.leader_epoch = leader, epoch
+        if leader >= 0:
+            hist.last_leader = leader
+        hist.elections[epoch] = Election(epoch, leader, new_isr, cls in UNCLEAN_CLASSES, cls,
+                                         (meta or {}).get("offset"))
+        change["election"] = _coarse(cls)
+        change["election_class"] = cls
+    elif recovery == RECOVERING and hist.leader_epoch in hist.elections:
+        el = hist.elections[hist.leader_epoch]
+        el.unclean = True
+        el.election_class = el.election_class if el.election_class in UNCLEAN_CLASSES else CLASS_UNCLEAN
+        change["election"] = "unclean"
+        change["election_class"] = el.election_class
+    if recovery == 0:
+        change["recovered"] = True       # LeaderRecoveryState back to RECOVERED
+    if elr is not None:
+        hist.elr = elr
+    if lke is not None:
+        hist.last_known_elr = lke
+    hist.isr = new_isr
+    change.update({"leader_epoch": hist.leader_epoch, "leader": hist.leader,
+                   "isr": list(new_isr), "elr": None if elr is None else list(elr)})
+    if lke is not None:
+        change["last_known_elr"] = list(lke)
+    hist.changes.append(change)
+    _track_frozen(hist, change, features, min_isr)
+    if leader != NO_LEADER_CHANGE:
+        return []
+    return sorted((set(old_isr) | set(old_elr)) - (set(hist.isr) | set(hist.elr)))
+
+
+def elr_enabled(features: dict[str, int]) -> bool:
+    """KIP-966's eligible.leader.replicas.version feature (Kafka 4.x FeatureLevelRecord)."""
+    return features.get("eligible.leader.replicas.version", 0) >= 1
+
+
+def _track_frozen(hist: PartitionHistory, change: dict[str, Any], features: dict[str, int],
+                  min_isr: int) -> None:
+    """A leader does not advance its high watermark while the ISR is below
+    min.insync.replicas (KIP-966, KAFKA-15583): core/src/main/scala/kafka/cluster/Partition.scala
+    maybeIncrementLeaderHW returns early when isUnderMinIsr -- in Kafka 4.x with ELR on or off
+    (seen on a real 4.3.1 cluster). Tracked when ELR is on or metadata.version is 4.0+ (level
+    22); older logs keep no spans. Record each such span on the partition."""
+    frozen = (elr_enabled(features) or features.get("metadata.version", 0) >= METADATA_VERSION_4_0) \
+        and len(hist.isr) < min_isr
+    open_span = hist.hw_frozen[-1] if hist.hw_frozen and hist.hw_frozen[-1]["open"] else None
+    if frozen:
+        change["hw_frozen"] = True
+        if open_span is None:
+            hist.hw_frozen.append({"from_offset": change.get("offset"),
+                                   "from_timestamp_ms": change.get("timestamp_ms"),
+                                   "to_offset": None, "to_timestamp_ms": None,
+                                   "isr": list(hist.isr), "min_isr": min_isr, "open": True})
+    elif open_span is not None:
+        open_span["open"] = False
+        open_span["to_offset"] = change.get("offset")
+        open_span["to_timestamp_ms"] = change.get("timestamp_ms")
 
 
 def load_histories(path: str | os.PathLike[str]) -> Histories:

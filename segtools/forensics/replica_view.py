@@ -72,7 +72,15 @@ def build_view(facts: ReplicaFacts) -> ReplicaView:
             findings.append(Finding("TORN_TAIL", f"recovery would cut here: {facts.read_error}",
                                     segment=facts.torn_tail_segment, position=facts.torn_tail_position))
     if facts.checkpoint_error:
+        # A leader-epoch-checkpoint that does not parse is the KAFKA-16541 signature (written
+        # without a flush, left empty or NUL-filled by an OS crash; fixed in Kafka 3.7.1/3.8):
+        # it stays a READ_ERROR (a damaged file is a problem), is named as such, and the epoch
+        # map comes from the batches alone (the checkpoint was not read).
         findings.append(Finding("READ_ERROR", facts.checkpoint_error))
+        for x in facts.checkpoint_error.split("; "):
+            if "leader-epoch-checkpoint" in x:
+                findings.append(Finding("EPOCH_CKPT_CORRUPT", f"{x} (KAFKA-16541?); epochs rebuilt "
+                                        "from the batches"))
 
     prev: BatchFacts | None = None
     for b in kept:

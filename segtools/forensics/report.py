@@ -42,6 +42,7 @@ class PartitionReport:
             "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
                                                 *([self.lost_offsets.finding()] if self.lost_offsets else [])]],
             **({"metadata_changes": v.metadata_changes} if v.metadata_changes else {}),
+            **({"transactions": v.transactions} if getattr(v, "transactions", None) else {}),
         }
 
 
@@ -141,6 +142,17 @@ def _nest_totals(t: dict[str, Any]) -> dict[str, Any]:
     return {"totals": counts, "records_lost": t["records_lost"], "offsets_lost": t["offsets_lost"]}
 
 
+def _cause_text(r: Any) -> str:
+    """The table's cause column: the cause code, and the class of the election it comes from
+    (docs/REPORT.md "Election classes") when the metadata log gave one."""
+    if not r.cause:
+        return "undetermined" if r.status == "COMMITTED_LOSS" else ""
+    el = getattr(r, "cause_election", None)
+    if el and el.get("class"):
+        return f"{r.cause} ({el['class'].replace('_', '-')} election, epoch {el.get('epoch')})"
+    return str(r.cause)
+
+
 def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
     """One row per partition and replica, problems first."""
     rank = {s: i for i, s in enumerate(STATUS_ORDER)}
@@ -161,7 +173,7 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
                          "-" if r.fork_offset is None else r.fork_offset,
                          d.get("records", 0), d.get("committed_records", 0), lost_by.get(r.broker, 0),
                          acked_by.get(r.broker, 0) if acks_known else "-",
-                         r.cause or ("undetermined" if r.status == "COMMITTED_LOSS" else "")))
+                         _cause_text(r)))
     rows.sort(key=lambda x: (x[0], x[1], x[2]))
     header = ("partition", "broker", "ref", "status", "start", "LEO", "HWC", "fork", "divergent",
               "committed", "lost", "acked", "cause")

@@ -35,9 +35,6 @@ def run(scenario: Scenario | dict[str, Any], out_dir: str | os.PathLike[str] | N
 
     if isinstance(scenario, dict):
         scenario = parse_scenario(scenario)
-    if dict(scenario.cluster.kafka_features).get("eligible.leader.replicas.version"):
-        raise ScenarioError("cluster.kafka_features.eligible_leader_replicas: the model does not "
-                            "implement eligible leader replicas (KIP-966); run it with --engine kafka")
     out = os.fspath(out_dir) if out_dir is not None else None
     if out is not None:
         if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):

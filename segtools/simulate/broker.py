@@ -121,10 +121,20 @@ class BrokerSteps(_Base):
             r.flushed_offset = r.log_end_offset
             r.needs_truncation = True
             r.fetch_offset = None
+        was_clean = st.clean_shutdown and not bounce
         st.alive = True
         if not bounce:
             st.paused = False
         st.clean_shutdown = False
+        if self.controller.elr_enabled and not was_clean:
+            # KIP-966: no .kafka_cleanshutdown epoch -> the controller drops the broker from
+            # every ISR and ELR before it registers (ReplicationControlManager
+            # .handleBrokerUncleanShutdown); it does not count as alive for those elections
+            st.alive = False
+            for tp, ps in self.partitions.items():
+                old = ps.leader
+                self._after_election(tp, ps, self.controller.unclean_restart(ps, broker), old)
+            st.alive = True
         self._register_broker(broker)
         self._elect_offline("restart")
         for tp, ps in self.partitions.items():

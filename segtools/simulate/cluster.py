@@ -31,6 +31,17 @@ TP = tuple[str, int]
 TRUNCATED = "TRUNCATED"
 
 
+#: metadata.version feature level of Kafka 4.3 (what its kafka-storage format writes)
+METADATA_VERSION_4_3 = 30
+
+
+def feature_levels(features: dict[str, int]) -> list[tuple[str, int]]:
+    """The FeatureLevelRecords of a scenario's cluster.kafka_features, metadata.version first.
+    Kafka 4.x defaults a new cluster to transaction.version 2 (KIP-890)."""
+    out = {"metadata.version": METADATA_VERSION_4_3, "transaction.version": 2, **features}
+    return [("metadata.version", out.pop("metadata.version"))] + sorted(out.items())
+
+
 def _next_after(t: int, limit: int, interval: int) -> int:
     """The first time of a periodic task (now due at ``t``) that is after ``limit``."""
     if t > limit:
@@ -56,7 +67,18 @@ class Cluster(BrokerSteps, ProducerSteps):
         self.brokers: dict[int, BrokerState] = {}
         for b in spec.brokers:
             self.brokers[b] = BrokerState(b, directory_id=self.rng.randbytes(16))
-        self.controller = Controller(self._is_alive, lambda: self.now)
+        features = dict(spec.kafka_features)
+        self.controller = Controller(self._is_alive, lambda: self.now,
+                                     elr_enabled=bool(features.get("eligible.leader.replicas.version")))
+        #: transactions v2 (KIP-890) in a cluster that names Kafka features (Kafka 4.x defaults
+        #: to it), v1 otherwise
+        self.transaction_version = features.get(
+            "transaction.version", 0 if features == {"eligible.leader.replicas.version": 0} else 2)
+        if features != {"eligible.leader.replicas.version": 0}:
+            # a scenario that names Kafka features is a Kafka 4.3 cluster: the metadata log
+            # starts with its feature levels, as kafka-storage format bootstraps them
+            for name, level in feature_levels(features):
+                self.controller.events.append(("FeatureLevelRecord", 0, {"name": name, "featureLevel": level}))
         self.topics: dict[str, TopicSpec] = {t.name: t for t in scenario.topics}
         self.topic_ids: dict[str, bytes] = {}
         self.partitions: dict[TP, PartitionState] = {}
@@ -82,6 +104,13 @@ class Cluster(BrokerSteps, ProducerSteps):
             tid = self.rng.randbytes(16)
             self.topic_ids[t.name] = tid
             self.controller.events.append(("TopicRecord", 0, {"name": t.name, "topicId": tid}))
+            if features != {"eligible.leader.replicas.version": 0}:
+                # the topic's configs, as CreateTopics records them (what min ISR is known by)
+                for name, value in (("min.insync.replicas", str(t.min_insync_replicas)),
+                                    ("unclean.leader.election.enable",
+                                     str(t.unclean_leader_election).lower())):
+                    self.controller.events.append(("ConfigRecord", 0, {
+                        "resourceType": 2, "resourceName": t.name, "name": name, "value": value}))
             for p in range(t.partitions):
                 tp = (t.name, p)
                 assert t.assignment is not None

@@ -72,18 +72,24 @@ class PartitionState:
     leader_recovery_state: int = RECOVERED
     last_leader: int = NO_LEADER
     elections: list[Election] = field(default_factory=list)
+    # KIP-966 (only with cluster.kafka_features.eligible_leader_replicas)
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class Controller:
     """Leader election and ISR bookkeeping for every partition."""
 
-    def __init__(self, is_alive: Callable[[int], bool], clock: Callable[[], int]) -> None:
+    def __init__(self, is_alive: Callable[[int], bool], clock: Callable[[], int], *,
+                 elr_enabled: bool = False) -> None:
         self.is_alive = is_alive
         self.clock = clock
         self.events = EventLog(clock)
+        self.elr_enabled = elr_enabled
 
     def _record_change(self, ps: PartitionState, *, leader_changed: bool, isr_changed: bool,
-                       lrs_changed: bool) -> None:
+                       lrs_changed: bool, elr: list[int] | None = None,
+                       last_known_elr: list[int] | None = None) -> None:
         data: dict[str, Any] = {"partitionId": ps.partition, "topicId": ps.topic_id_bytes}
         if isr_changed:
             data["isr"] = list(ps.isr)
@@ -91,7 +97,12 @@ class Controller:
             data["leader"] = ps.leader
         if lrs_changed:
             data["leaderRecoveryState"] = ps.leader_recovery_state
-        self.events.append(("PartitionChangeRecord", 0, data))
+        if elr is not None:
+            data["eligibleLeaderReplicas"] = list(elr)
+        if last_known_elr is not None:
+            data["lastKnownElr"] = list(last_known_elr)
+        # version 2 carries the KIP-966 fields (as MV 3.7+ writes it)
+        self.events.append(("PartitionChangeRecord", 2 if self.elr_enabled else 0, data))
 
     def create_partition(self, ps: PartitionState) -> None:
         live = [b for b in ps.replicas if self.is_alive(b)]
@@ -138,6 +149,9 @@ class Controller:
         """Elect the first live ISR member in assignment order (never ``exclude``); when none is
         left and unclean election is allowed, the first live replica, with the ISR forced to it.
         Returns the election, or None when nothing changed (the partition may go offline)."""
+        if self.elr_enabled:
+            return self.change(ps, [b for b in ps.isr if b != exclude], reason=reason, exclude=exclude,
+                               allow_unclean=allow_unclean)
         isr = [b for b in ps.isr if b != exclude] or list(ps.isr)
         for b in ps.replicas:
             if b in isr and b != exclude and self.is_alive(b):
@@ -170,6 +184,11 @@ class Controller:
 
     def remove_from_isr(self, ps: PartitionState, broker: int) -> bool:
         """Shrink (lagging follower, fenced or shutting-down broker); the ISR never gets empty."""
+        if self.elr_enabled:
+            if broker not in ps.isr or broker == ps.leader:
+                return False
+            self.change(ps, [b for b in ps.isr if b != broker], reason="isr_shrink")
+            return True
         if broker not in ps.isr or len(ps.isr) == 1:
             return False
         ps.isr = [b for b in ps.isr if b != broker]
@@ -180,6 +199,91 @@ class Controller:
     def add_to_isr(self, ps: PartitionState, broker: int) -> None:
         if broker in ps.isr:
             return
+        if self.elr_enabled:
+            self.change(ps, [b for b in ps.replicas if b in ps.isr or b == broker], reason="isr_expand",
+                        elect=False)
+            return
         ps.isr = [b for b in ps.replicas if b in ps.isr or b == broker]
         ps.partition_epoch += 1
         self._record_change(ps, leader_changed=False, isr_changed=True, lrs_changed=False)
+
+    # ------------------------------------------------------------------ KIP-966 (ELR on)
+    def unclean_restart(self, ps: PartitionState, broker: int) -> Election | None:
+        """A broker registers again without proof of a clean stop: out of ISR and ELR
+        (ReplicationControlManager.handleBrokerUncleanShutdown), before its registration."""
+        if broker not in ps.isr and broker not in ps.elr:
+            return None
+        return self.change(ps, [b for b in ps.isr if b != broker], reason="unclean_shutdown",
+                           unclean_shutdown=(broker,))
+
+    def change(self, ps: PartitionState, target_isr: list[int], *, reason: str,
+               exclude: int | None = None, allow_unclean: bool | None = None, elect: bool = True,
+               unclean_shutdown: tuple[int, ...] = ()) -> Election | None:
+        """One PartitionChangeBuilder.build with ELR on (metadata/src/main/java/org/apache/kafka/
+        controller/PartitionChangeBuilder.java): maybePopulateTargetElr, tryElection (ISR, then
+        ELR with an empty ISR, then the one last known leader, then unclean), the ELR/ISR
+        fields, maybeUpdateLastKnownLeader. Returns the election when the leader changed."""
+        old_leader, old_isr = ps.leader, list(ps.isr)
+        old_elr, old_lke = list(ps.elr), list(ps.last_known_elr)
+        # maybePopulateTargetElr
+        if len(target_isr) >= ps.min_insync_replicas:
+            target_elr: list[int] = []
+        else:
+            cand = set(ps.elr) | set(ps.isr)
+            target_elr = sorted(b for b in cand if b not in target_isr and b not in unclean_shutdown)
+
+        def valid(b: int) -> bool:
+            return (b in target_isr or (not target_isr and b in target_elr)) and b != exclude \
+                and self.is_alive(b)
+
+        new_leader, unclean = old_leader, False
+        if elect and not (old_leader != NO_LEADER and valid(old_leader)):
+            new_leader = next((b for b in ps.replicas if valid(b)), NO_LEADER)
+            if new_leader == NO_LEADER and not target_isr and not target_elr \
+                    and len(ps.last_known_elr) == 1 and self.is_alive(ps.last_known_elr[0]) \
+                    and ps.last_known_elr[0] != exclude:
+                new_leader, unclean = ps.last_known_elr[0], True        # canElectLastKnownLeader
+            allowed = ps.unclean_leader_election if allow_unclean is None else allow_unclean
+            if new_leader == NO_LEADER and allowed:
+                new_leader = next((b for b in ps.replicas if b != exclude and self.is_alive(b)), NO_LEADER)
+                unclean = new_leader != NO_LEADER
+        new_isr = list(target_isr)
+        if new_leader != old_leader and new_leader != NO_LEADER:
+            if new_leader in target_elr:                                # tryElection: ELR
+                new_isr = [new_leader]
+                target_elr = [b for b in target_elr if b != new_leader]
+            if unclean:
+                new_isr = [new_leader]
+        if unclean:                                                     # maybeUpdateRecordElr
+            target_elr = []
+        new_lke = list(ps.last_known_elr)
+        if not new_isr and old_isr and (ps.last_known_elr != [old_leader]) and old_leader != NO_LEADER:
+            new_lke = [old_leader]                                      # maybeUpdateLastKnownLeader
+        elif (new_leader != old_leader and new_leader >= 0) or (old_leader != NO_LEADER and new_leader != NO_LEADER):
+            if ps.last_known_elr:
+                new_lke = []
+        leader_changed = new_leader != old_leader
+        if not leader_changed and new_isr == old_isr and target_elr == old_elr and new_lke == old_lke:
+            return None
+        ps.isr, ps.elr, ps.last_known_elr = new_isr, target_elr, new_lke
+        elr_field = target_elr if target_elr != old_elr else None
+        lke_field = new_lke if new_lke != old_lke else None
+        if not leader_changed:
+            ps.partition_epoch += 1
+            self._record_change(ps, leader_changed=False, isr_changed=new_isr != old_isr,
+                                lrs_changed=False, elr=elr_field, last_known_elr=lke_field)
+            return None
+        ps.leader = new_leader
+        ps.leader_epoch += 1
+        ps.partition_epoch += 1
+        lrs_changed = False
+        if unclean and ps.leader_recovery_state != RECOVERING:
+            ps.leader_recovery_state = RECOVERING
+            lrs_changed = True
+        if new_leader != NO_LEADER:
+            ps.last_leader = new_leader
+        election = Election(ps.leader_epoch, new_leader, unclean, reason, list(new_isr))
+        ps.elections.append(election)
+        self._record_change(ps, leader_changed=True, isr_changed=new_isr != old_isr,
+                            lrs_changed=lrs_changed, elr=elr_field, last_known_elr=lke_field)
+        return election

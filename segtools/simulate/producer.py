@@ -22,6 +22,9 @@ TP = tuple[str, int]
 _ALNUM = (string.ascii_letters + string.digits).encode("ascii")
 _VALUE_ALPHABET = bytes(_ALNUM[i % len(_ALNUM)] for i in range(256))
 
+#: Short.MAX_VALUE: a v2 transaction ending at this epoch hands the producer a new id
+MAX_PRODUCER_EPOCH = 32767
+
 # errors a producer retries (Kafka's RetriableException subclasses)
 _RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS",
                         "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT"})
@@ -84,6 +87,12 @@ class ProducerSteps(_Base):
     def _end_transaction(self, p: ProducerState, control_type: str) -> None:
         if not p.in_transaction:
             return
+        # Transactions v2 (KIP-890, transaction.version >= 2): the coordinator bumps the epoch
+        # at every EndTxn and writes the markers with the new epoch, which the producer then
+        # uses (sequences restart); at the last epoch the producer id rolls over
+        # (core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala)
+        v2 = self.transaction_version >= 2
+        marker_epoch = p.producer_epoch + 1 if v2 else p.producer_epoch
         for tp in p.txn_partitions:
             ps = self.partitions[tp]
             if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
@@ -91,12 +100,20 @@ class ProducerSteps(_Base):
             leader = self.replicas[tp][ps.leader]
             self._tick()
             batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
-                             self.now, p.producer_id, p.producer_epoch, -1, True, control_type)
+                             self.now, p.producer_id, marker_epoch, -1, True, control_type)
             batch.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, leader.log_end_offset)
             self._leader_append(leader, batch)
             self._maybe_increment_hw(tp, ps)
         p.in_transaction = False
         p.txn_partitions = []
+        if v2:
+            if marker_epoch >= MAX_PRODUCER_EPOCH:
+                p.producer_id = self._next_producer_id
+                self._next_producer_id += 1
+                p.producer_epoch = 0
+            else:
+                p.producer_epoch = marker_epoch
+            p.sequences = {}
 
     def _step_produce(self, topic: str, partition: int | None, acks: str,
                       values: list[str | None] | None, keys: list[str | None] | None, count: int,

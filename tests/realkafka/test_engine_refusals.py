@@ -83,9 +83,9 @@ def test_kafka_features_key():
         parse_scenario(_base(kafka_features={"metadata_version": 3}))
     with pytest.raises(ScenarioError, match="transaction_version"):
         parse_scenario(_base(kafka_features={"transaction_version": 7}))
-    # the model does not implement KIP-966: it says so instead of simulating something else
-    with pytest.raises(ScenarioError, match="eligible leader replicas"):
-        run(s, None)
+    # the model implements KIP-966 (forensics4x): it runs, and writes the feature levels
+    result = run(s, None)
+    assert result.cluster.controller.elr_enabled
 
 
 def test_forced_virtual_clock_is_refused():

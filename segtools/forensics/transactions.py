@@ -1,0 +1,275 @@
+"""Transactions per partition (docs/REPORT.md "Transactions"): which transactions the reference
+replica holds, how each ended, and where the last stable offset stands.
+
+Data and markers are paired the way the partition leader pairs them, by producer id:
+storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java opens a
+transaction at a producer's first transactional batch and closes it at that producer's next
+control batch (appendEndTxnMarker), which must carry an epoch at least the producer's. Under
+transactions v1 the marker repeats the data's epoch (or a bumped one after fencing); under
+transactions v2 (KIP-890, FeatureLevelRecord ``transaction.version`` >= 2) every transaction
+ends with the epoch bumped, so the marker's epoch is the data's plus one, and when the epoch
+is exhausted (Short.MAX_VALUE) the coordinator rolls the producer over to a new producer id
+(core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala). Pairing by
+(producer id, epoch), as v1 tooling does, leaves every v2 transaction looking open.
+
+Which protocol a transaction used is the client's choice, not only the cluster's: the
+coordinator records it per transactional id as ``ClientTransactionVersion`` in the transaction
+log (``__transaction_state``, TransactionLogValue v1); a client without KIP-890 support (e.g.
+librdkafka) keeps v1 markers on a ``transaction.version`` 2 cluster (seen on Kafka 4.3.1).
+When a replica's log dir holds the transaction log, each producer id gets its client version
+and its previous / next producer id (the rollover chain).
+
+The marker's type (COMMIT or ABORT) is in its control record key, read from the segment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from segtools.forensics.findings import Finding
+from segtools.forensics.model import BatchFacts
+
+#: transaction.max.timeout.ms default (TransactionStateManagerConfig): an open transaction
+#: older than this by the log's own clock can no longer be completed by its producer
+MAX_TRANSACTION_TIMEOUT_MS = 900_000
+#: ended transactions listed per partition (the latest); every open or hanging one is listed
+MAX_LISTED = 1000
+#: the last producer epoch before a v2 producer id rolls over
+MAX_EPOCH = 32767
+#: at most this many markers are opened to read their type; beyond, outcome "ended"
+MAX_MARKER_READS = 200_000
+
+MarkerReader = Callable[[BatchFacts], "str | None"]
+
+
+class _SegmentMarkers:
+    """Reads the control type of marker batches from ``log_dir/topic-partition/<segment>``,
+    keeping each segment open while the partition is read (``close`` at the end)."""
+
+    def __init__(self, log_dir: str, topic: str, partition: int) -> None:
+        self.pdir = os.path.join(log_dir, f"{topic}-{partition}")
+        self.files: dict[str, Any] = {}
+
+    def __call__(self, b: BatchFacts) -> str | None:
+        from segtools.batches import RecordBatch
+        from segtools.errors import SegtoolsError
+
+        try:
+            fh = self.files.get(b.segment)
+            if fh is None:
+                fh = self.files[b.segment] = open(os.path.join(self.pdir, b.segment), "rb")  # noqa: SIM115
+            fh.seek(b.position)
+            recs = list(RecordBatch.from_bytes(fh.read(b.size)).control_records())
+        except (OSError, SegtoolsError, ValueError):
+            return None
+        return recs[0].type_name if recs else None
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+        self.files.clear()
+
+
+def marker_reader(log_dir: str, topic: str, partition: int) -> MarkerReader:
+    """Reads the control type of a marker batch from ``log_dir/topic-partition/segment``."""
+    return _SegmentMarkers(log_dir, topic, partition)
+
+
+@dataclass(frozen=True)
+class ProducerInfo:
+    """What the transaction log says about one producer id (its latest record)."""
+
+    transactional_id: str
+    client_transaction_version: int
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+
+
+_TXN_LOG_CACHE: dict[tuple[Any, ...], dict[int, ProducerInfo]] = {}
+
+
+def _txn_log_key(log_dirs: Sequence[str]) -> tuple[Any, ...]:
+    key: list[Any] = []
+    for ld in dict.fromkeys(log_dirs):
+        try:
+            for name in sorted(os.listdir(ld)):
+                if name.startswith("__transaction_state-"):
+                    pdir = os.path.join(ld, name)
+                    for seg in sorted(os.listdir(pdir)):
+                        if seg.endswith(".log"):
+                            st = os.stat(os.path.join(pdir, seg))
+                            key.append((pdir, seg, st.st_size, st.st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(key)
+
+
+def producers_from_transaction_log(log_dirs: Sequence[str]) -> dict[int, ProducerInfo]:
+    """``producer id -> ProducerInfo`` from every ``__transaction_state-N`` partition in the
+    given (local) log dirs; unreadable records are skipped (compare reports the partition
+    itself). Read once per set of transaction-log segments (cached by size and mtime)."""
+    key = _txn_log_key(log_dirs)
+    if not key:
+        return {}
+    cached = _TXN_LOG_CACHE.get(key)
+    if cached is None:
+        if len(_TXN_LOG_CACHE) > 8:
+            _TXN_LOG_CACHE.clear()
+        cached = _TXN_LOG_CACHE[key] = _read_transaction_logs(log_dirs)
+    return cached
+
+
+def _read_transaction_logs(log_dirs: Sequence[str]) -> dict[int, ProducerInfo]:
+    from segtools import columnar
+    from segtools.errors import SegtoolsError
+    from segtools.internal.transaction_state import decode_key, decode_value
+
+    out: dict[int, ProducerInfo] = {}
+    for ld in dict.fromkeys(log_dirs):
+        try:
+            names = sorted(n for n in os.listdir(ld) if n.startswith("__transaction_state-")
+                           and n.rpartition("-")[2].isdigit())
+        except OSError:
+            continue
+        for name in names:
+            pdir = os.path.join(ld, name)
+            try:
+                segs = sorted(os.path.join(pdir, n) for n in os.listdir(pdir) if n.endswith(".log"))
+                for seg in segs:
+                    for rb in columnar.iter_record_batches(seg, include_control=False):
+                        for key, value in zip(rb.column("key").to_pylist(), rb.column("value").to_pylist()):
+                            try:
+                                k, v = decode_key(key), decode_value(value)
+                            except SegtoolsError:
+                                continue
+                            if v is None or "transactionalId" not in k:
+                                continue
+                            out[int(v["producerId"])] = ProducerInfo(
+                                str(k["transactionalId"]), int(v.get("clientTransactionVersion", 0)),
+                                int(v.get("previousProducerId", -1)), int(v.get("nextProducerId", -1)))
+            except (OSError, SegtoolsError):
+                continue
+    return out
+
+
+def _abort_command(topic: str, partition: int, start: int) -> str:
+    # flags of kafka-transactions.sh abort: tools/src/main/java/org/apache/kafka/tools/
+    # TransactionsCommand.java (AbortTransactionCommand: --topic --partition --start-offset)
+    return (f"kafka-transactions.sh --bootstrap-server <broker:port> abort --topic {topic} "
+            f"--partition {partition} --start-offset {start}")
+
+
+def partition_transactions(batches: Sequence[BatchFacts], *, high_watermark: int | None,
+                           log_end_offset: int, topic: str, partition: int,
+                           transaction_version: int | None = None,
+                           marker_type: MarkerReader | None = None,
+                           producers: Mapping[int, ProducerInfo] | None = None) -> dict[str, Any]:
+    """``{"transaction_version", "last_stable_offset", "transactions": [...], "counts"}``.
+    Each transaction: ``producer_id``, ``producer_epoch`` (of its data), ``first_offset``,
+    ``last_offset`` (its last data offset), ``records``, ``state`` (``committed``,
+    ``aborted``, ``ended`` when the marker could not be read, ``open`` or ``hanging``), and
+    for ended ones ``marker_offset`` / ``marker_epoch``; ``producer_id_rolled_over`` when the
+    marker carried the last epoch; ``abort_command`` for a hanging one. With the transaction
+    log (``producers``): ``transactional_id``, ``client_transaction_version`` and
+    ``previous_producer_id`` / ``next_producer_id``; a v2 transaction whose marker does not
+    carry the data's epoch plus one is flagged ``marker_epoch_unexpected``."""
+    ongoing: dict[int, dict[str, Any]] = {}
+    done: list[dict[str, Any]] = []
+    last_ts = max((b.max_timestamp for b in batches), default=-1)
+    later_epoch: dict[int, int] = {}
+    reads = 0
+    for b in batches:
+        pid = b.producer_id
+        if pid < 0:
+            continue
+        later_epoch[pid] = max(later_epoch.get(pid, -1), b.producer_epoch)
+        if b.is_control:
+            txn = ongoing.pop(pid, None)
+            if txn is None:
+                continue      # a marker for a transaction that wrote nothing here
+            kind = None
+            if marker_type is not None and reads < MAX_MARKER_READS:
+                reads += 1
+                kind = marker_type(b)
+            txn["state"] = {"COMMIT": "committed", "ABORT": "aborted"}.get(kind or "", "ended")
+            txn["marker_offset"], txn["marker_epoch"] = b.base_offset, b.producer_epoch
+            if b.producer_epoch == MAX_EPOCH:
+                txn["producer_id_rolled_over"] = True    # no epoch left: a new producer id next
+            done.append(txn)
+        elif b.is_transactional:
+            txn = ongoing.get(pid)
+            if txn is None:
+                ongoing[pid] = {"producer_id": pid, "producer_epoch": b.producer_epoch,
+                                "first_offset": b.base_offset, "last_offset": b.last_offset,
+                                "records": b.records_count, "first_timestamp_ms": b.max_timestamp}
+            else:
+                txn["last_offset"] = b.last_offset
+                txn["records"] += b.records_count
+                if b.producer_epoch > txn["producer_epoch"]:
+                    txn["epoch_changed"] = True   # the old transaction lost its marker
+    close = getattr(marker_type, "close", None)
+    if close is not None:
+        close()
+    for pid, txn in ongoing.items():
+        stale = (txn["first_timestamp_ms"] >= 0 and last_ts >= 0
+                 and last_ts - txn["first_timestamp_ms"] > MAX_TRANSACTION_TIMEOUT_MS)
+        hanging = txn.pop("epoch_changed", False) or later_epoch.get(pid, -1) > txn["producer_epoch"] or stale
+        txn["state"] = "hanging" if hanging else "open"
+        if hanging:
+            txn["abort_command"] = _abort_command(topic, partition, txn["first_offset"])
+        done.append(txn)
+    for txn in done:
+        txn.pop("epoch_changed", None)
+        if txn.get("first_timestamp_ms", -1) < 0:
+            txn.pop("first_timestamp_ms", None)
+    for txn in done:
+        info = (producers or {}).get(txn["producer_id"])
+        if info is None:
+            continue
+        txn["transactional_id"] = info.transactional_id
+        txn["client_transaction_version"] = info.client_transaction_version
+        if info.previous_producer_id >= 0:
+            txn["previous_producer_id"] = info.previous_producer_id
+        if info.next_producer_id >= 0:
+            txn["next_producer_id"] = info.next_producer_id
+        if info.client_transaction_version >= 2 and "marker_epoch" in txn \
+                and txn["marker_epoch"] != txn["producer_epoch"] + 1:
+            txn["marker_epoch_unexpected"] = True     # v2 markers bump the epoch by one
+    done.sort(key=lambda t: t["first_offset"])
+    stable_end = high_watermark if high_watermark is not None else log_end_offset
+    unstable = [t["first_offset"] for t in done if t["state"] in ("open", "hanging")]
+    lso = min([stable_end, *unstable])
+    counts: dict[str, int] = {}
+    for t in done:
+        counts[t["state"]] = counts.get(t["state"], 0) + 1
+    out: dict[str, Any] = {"transaction_version": transaction_version, "last_stable_offset": lso,
+                           "transactions": done, "counts": counts}
+    ended = [t for t in done if t["state"] not in ("open", "hanging")]
+    if len(ended) > MAX_LISTED:
+        # an exactly-once topic holds millions: the report lists every open or hanging one and
+        # the latest ended ones; counts cover all
+        keep = {id(t) for t in ended[-MAX_LISTED:]}
+        out["transactions"] = [t for t in done if t["state"] in ("open", "hanging") or id(t) in keep]
+        out["transactions_not_listed"] = len(ended) - MAX_LISTED
+    return out
+
+
+def transaction_findings(report: dict[str, Any]) -> list[Finding]:
+    """TXN_HANGING per hanging transaction (it pins the LSO: read_committed consumers stop
+    there until it is aborted) and TXN_OPEN per open one."""
+    out = []
+    lso = report.get("last_stable_offset")
+    for t in report.get("transactions", ()):
+        if t["state"] == "hanging":
+            out.append(Finding("TXN_HANGING", f"producer {t['producer_id']} epoch {t['producer_epoch']}: "
+                               f"transaction from offset {t['first_offset']} has no marker and its producer "
+                               f"moved on; last stable offset pinned at {lso}; abort it with: "
+                               f"{t['abort_command']}", offset=t["first_offset"]))
+        elif t["state"] == "open":
+            out.append(Finding("TXN_OPEN", f"producer {t['producer_id']} epoch {t['producer_epoch']}: "
+                               f"transaction from offset {t['first_offset']} still open; last stable "
+                               f"offset {lso}", offset=t["first_offset"]))
+    return out
