@@ -72,17 +72,28 @@ def controller_properties(scenario: Scenario, ports: Ports, log_dir: str) -> str
     })
 
 
-def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: str) -> str:
+def coordinator_id(scenario: Scenario) -> int:
+    """The id of the transaction coordinator's broker (the first free id after the controller's)."""
+    cid = controller_id(scenario) + 1
+    while cid in scenario.cluster.brokers:
+        cid += 1
+    return cid
+
+
+def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: str,
+                      port: int | None = None) -> str:
+    """``port``: the listener of a broker outside ``ports.brokers`` (the coordinator)."""
     spec = scenario.cluster
     cid = controller_id(scenario)
     n = len(spec.brokers)
+    listen = port if port is not None else ports.brokers[broker]
     return _render({
         "process.roles": "broker",
         "node.id": broker,
         "controller.quorum.voters": f"{cid}@127.0.0.1:{ports.controller}",
         "controller.listener.names": "CONTROLLER",
-        "listeners": f"PLAINTEXT://127.0.0.1:{ports.brokers[broker]}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{ports.brokers[broker]}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{listen}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{listen}",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": log_dir,

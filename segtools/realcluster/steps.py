@@ -18,7 +18,7 @@ from typing import Any
 from segtools.realcluster import config
 from segtools.realcluster.cluster import RealCluster
 from segtools.simulate.controller import NO_LEADER
-from segtools.simulate.scenario import Scenario, Step
+from segtools.simulate.scenario import ProducerSpec, Scenario, Step
 
 #: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
 WAIT_S = config.SESSION_TIMEOUT_MS / 1000 + 4
@@ -66,6 +66,10 @@ class StepRunner:
         self.log = RunLog()
         self.steps_dir = os.path.join(out_dir, "kafka", "steps")
         self.final_alive: dict[int, bool] = {}
+        # the scenario's idempotent/transactional producers: one librdkafka producer each for
+        # the whole run (its producer id and sequences carry over from step to step)
+        self.producers: dict[str, Any] = {}
+        self.in_transaction: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ driving
     def run(self) -> None:
@@ -119,13 +123,19 @@ class StepRunner:
         # later (the next step) than a real one: a larger ISR is accepted there
         grow = step.kind in ("restart", "resume")
 
+        # the model elects without eligible leader replicas: with ELR on (KIP-966) a real
+        # controller may elect a clean leader from the ELR where the model has none
+        elr = bool(dict(self.scenario.cluster.kafka_features).get("eligible.leader.replicas.version"))
+
+        def matches(exp: tuple[int | None, list[int]], obs: tuple[int | None, list[int]]) -> bool:
+            if elr and exp[0] is None and obs[0] is not None:
+                return True
+            return obs[0] == exp[0] and (obs[1] == exp[1] or (grow and set(obs[1]) >= set(exp[1])))
+
         def reached() -> bool:
             observed = self._observed()
             return observed.keys() == expected.keys() and all(
-                observed[tp][0] == expected[tp][0]
-                and (observed[tp][1] == expected[tp][1]
-                     or (grow and set(observed[tp][1]) >= set(expected[tp][1])))
-                for tp in expected)
+                matches(expected[tp], observed[tp]) for tp in expected)
 
         ok = self.cluster.wait_for(reached, timeout,
                                    "the step's leaders and ISRs", raise_on_timeout=False)
@@ -173,6 +183,75 @@ class StepRunner:
                     frozen.resume()
 
     # ------------------------------------------------------------------ steps
+    def _spec(self, name: str) -> ProducerSpec:
+        return next(p for p in self.scenario.producers if p.name == name)
+
+    def _named_producer(self, name: str | None) -> Any:
+        """The long-lived producer of an idempotent or transactional ``producers:`` entry
+        (None for a plain one: it sends like an anonymous producer)."""
+        from confluent_kafka import Producer
+
+        if name is None:
+            return None
+        spec = self._spec(name)
+        if not spec.idempotent:
+            return None
+        if name not in self.producers:
+            conf: dict[str, Any] = {
+                "bootstrap.servers": self.cluster.bootstrap(self._answering()),
+                "acks": "all", "enable.idempotence": True, "linger.ms": 0,
+                "max.in.flight.requests.per.connection": 1,
+                "request.timeout.ms": 8000, "message.timeout.ms": 10000, "log_level": 0}
+            if spec.transactional_id is not None:
+                conf["transactional.id"] = spec.transactional_id
+                conf["transaction.timeout.ms"] = 60000
+            producer = Producer(conf)
+            if spec.transactional_id is not None:
+                producer.init_transactions(30)
+            self.producers[name] = producer
+            self.in_transaction[name] = False
+        return self.producers[name]
+
+    def _do_begin_transaction(self, step: Step, _: Any) -> None:
+        self._begin(step.args["producer"])
+
+    def _begin(self, name: str) -> None:
+        # the model opens the transaction at the first send too: begin is idempotent there
+        if not self.in_transaction.get(name):
+            self._named_producer(name).begin_transaction()
+            self.in_transaction[name] = True
+
+    def _do_commit_transaction(self, step: Step, _: Any) -> None:
+        self._end(step, commit=True)
+
+    def _do_abort_transaction(self, step: Step, _: Any) -> None:
+        self._end(step, commit=False)
+
+    def _end(self, step: Step, *, commit: bool) -> None:
+        """EndTxn through librdkafka. The coordinator answers once its PREPARE_* is in
+        __transaction_state and writes the markers to the partition leaders afterwards
+        (TransactionCoordinator.endTransaction, transaction-coordinator module)."""
+        name = step.args["producer"]
+        if not self.in_transaction.get(name):
+            return
+        producer = self._named_producer(name)
+        try:
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        except Exception as exc:  # noqa: BLE001 - recorded in run.json, the run goes on
+            self.log.errors.append({"step": step.index, "error": f"{step.kind}: {exc}"})
+        self.in_transaction[name] = False
+
+    def _do_flush(self, step: Step, _: Any) -> None:
+        pass  # a documented no-op on a real broker: segtools.realcluster.support.FLUSH_IS_A_NO_OP
+
+    def close_producers(self) -> None:
+        """Drop the producers without ending an open transaction (a transaction still open
+        when the scenario ends stays open in the logs, as in the model)."""
+        self.producers.clear()
+
     def _do_produce(self, step: Step, planned: list[Any]) -> None:
         from confluent_kafka import Producer
 
@@ -191,7 +270,10 @@ class StepRunner:
                 # a partition without a leader fails fast (the model fails it at once)
                 "message.timeout.ms": 1000 if offline else 10000,
                 "log_level": 0}
-        producer = Producer(conf)
+        named = self._named_producer(a["producer"])
+        if named is not None and self._spec(a["producer"]).transactional_id is not None:
+            self._begin(a["producer"])
+        producer = named if named is not None else Producer(conf)
         results: list[dict[str, Any] | None] = [None] * len(planned)
 
         def callback(i: int) -> Any:
@@ -223,6 +305,10 @@ class StepRunner:
                              value=None if line.value is None else line.value.encode(),
                              headers=headers, on_delivery=callback(i))
             producer.poll(0)
+            if named is not None and (i + 1) % a["batch_size"] == 0:
+                # one long-lived producer cannot take the step's batch.num.messages: its
+                # batches are cut here instead (one request in flight, no linger)
+                producer.flush(60)
         left = producer.flush(60)
         if watched:
             grown = self.cluster.wait_for(lambda: all(_log_bytes(d) > n for d, n in watched.items()),

@@ -4,6 +4,7 @@
 * every broker's logs after every step, in the final dirs and in user snapshots, read by the
   real kafka-dump-log (a record "appended to some replica" is one seen in any of them);
 * the leaders' high watermarks after every step (Admin API ListOffsets) for ``committed``;
+* a read_committed and a read_uncommitted consumer of each final leader (``consumed``);
 * the controller's ``__cluster_metadata-0``, decoded by kafka-dump-log, for elections
   (a PartitionChangeRecord that sets a leader; unclean when it sets leaderRecoveryState=1),
   and the brokers' leader-epoch-checkpoint files for each epoch's start offset.
@@ -78,7 +79,8 @@ def _logs_of(root: str, topic: str, partition: int) -> list[str]:
 
 
 def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
-                final_hw: dict[tuple[str, int], int]) -> dict[str, Any]:
+                final_hw: dict[tuple[str, int], int],
+                consumed: dict[str, Any] | None = None) -> dict[str, Any]:
     cluster = runner.cluster
     scenario = runner.scenario
     runtime = cluster.runtime
@@ -230,6 +232,8 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
             "replicas": replicas,
             "elections": [e.to_json() for e in ep_list],
             "lost": lost,
+            # real engine only: what consumers of the final leader read (consume.py)
+            "consumed": (consumed or {}).get(tp_name),
         }
     return out
 
