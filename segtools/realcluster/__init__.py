@@ -65,6 +65,10 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
         kill_all()
         with open(os.path.join(out, "kafka", "run.json"), "w", encoding="utf-8") as fh:
             json.dump({"kafka_version": runtime.version, "cluster_id": cluster.cluster_id,
+                       "kafka_home": None if kafka_home is None else os.path.abspath(kafka_home),
+                       # where the JVMs' jars came from (a --kafka-home's libs/ or ~/.m2)
+                       "classpath_dirs": sorted({os.path.dirname(p) for p in
+                                                 runtime.classpath.split(os.pathsep)})[:20],
                        "features": features, "waits": runner.log.waits,
                        "elections": runner.log.elections, "errors": runner.log.errors,
                        "timings": runner.log.timings}, fh, indent=2, sort_keys=True)

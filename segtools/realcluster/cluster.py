@@ -217,19 +217,20 @@ class RealCluster:
                                                  list(pm.isrs), list(pm.replicas))
         return out
 
-    def high_watermarks(self) -> dict[tuple[str, int], int]:
-        """The leaders' HWs (ListOffsets latest, read_uncommitted) of partitions with a leader."""
+    def high_watermarks(self, *, committed: bool = False) -> dict[tuple[str, int], int]:
+        """The leaders' HWs (ListOffsets latest, read_uncommitted) of partitions with a leader;
+        with ``committed`` their last stable offsets (read_committed)."""
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
+        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         view = self.describe()
         req = {TopicPartition(t, p): OffsetSpec.latest() for (t, p), v in view.items()
                if v.leader is not None and self._answering(v.leader)}
         out: dict[tuple[str, int], int] = {}
         if not req:
             return out
-        futs = self.admin().list_offsets(req, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                         request_timeout=3)
+        futs = self.admin().list_offsets(req, isolation_level=level, request_timeout=3)
         for tp, fut in futs.items():
             try:
                 out[(tp.topic, tp.partition)] = fut.result().offset

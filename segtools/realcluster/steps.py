@@ -70,6 +70,8 @@ class StepRunner:
         # the whole run (its producer id and sequences carry over from step to step)
         self.producers: dict[str, Any] = {}
         self.in_transaction: dict[str, bool] = {}
+        # per transactional producer: the last acked offset of its open transaction per partition
+        self.txn_last_offsets: dict[str, dict[tuple[str, int], int]] = {}
 
     # ------------------------------------------------------------------ driving
     def run(self) -> None:
@@ -243,6 +245,27 @@ class StepRunner:
         except Exception as exc:  # noqa: BLE001 - recorded in run.json, the run goes on
             self.log.errors.append({"step": step.index, "error": f"{step.kind}: {exc}"})
         self.in_transaction[name] = False
+        self._await_markers(step, self.txn_last_offsets.pop(name, {}))
+
+    def _await_markers(self, step: Step, last: dict[tuple[str, int], int]) -> None:
+        """The model writes the markers at the commit/abort step itself: wait until each
+        answering leader's last stable offset has passed the transaction's records (the
+        marker is in its log and below its HW). A leader that is down or paused gets its
+        marker later from the coordinator, which retries (the model does not: README)."""
+        answering = [tp for tp, v in self.cluster.describe().items()
+                     if tp in last and v.leader is not None and self.cluster._answering(v.leader)]
+        if not answering:
+            return
+        t0 = time.monotonic()
+
+        def passed() -> bool:
+            lso = self.cluster.high_watermarks(committed=True)
+            return all(lso.get(tp, -1) > last[tp] for tp in answering)
+
+        ok = self.cluster.wait_for(passed, WAIT_S, "the transaction markers", raise_on_timeout=False)
+        self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
+                               "seconds": round(time.monotonic() - t0, 3),
+                               "how": "ListOffsets read_committed past the transaction"})
 
     def _do_flush(self, step: Step, _: Any) -> None:
         pass  # a documented no-op on a real broker: segtools.realcluster.support.FLUSH_IS_A_NO_OP
@@ -320,6 +343,12 @@ class StepRunner:
                 if now == last:
                     break
                 last = now
+        if named is not None and a["producer"] in self.in_transaction:
+            txn_last = self.txn_last_offsets.setdefault(a["producer"], {})
+            for line, res in zip(planned, results):
+                if res is not None and res["ok"] and res["offset"] is not None:
+                    tp = (line.topic, line.partition)
+                    txn_last[tp] = max(txn_last.get(tp, -1), res["offset"])
         for i, line in enumerate(planned):
             res = results[i] or {"ok": False, "offset": None, "leader_epoch": None,
                                  "error": "REQUEST_TIMED_OUT" if left else "UNKNOWN"}

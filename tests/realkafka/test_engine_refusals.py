@@ -15,16 +15,15 @@ from segtools.simulate import load_scenario, parse_scenario, run
 # which sample scenarios a real Kafka 4.3 cluster can run, and why the others cannot
 REFUSED = {
     "S0-healthy-baseline": "steps[1] (elect)",          # elect a given broker
-    "S10-retry-after-failover": "producers",            # idempotent producer, resends
-    "S11a-follower-power-loss": "steps[1] (flush)",
+    "S10-retry-after-failover": "steps[1] (produce)",   # in_flight (a lost response), resends
+    "S11a-follower-power-loss": "steps[4] (crash)",     # lose_unflushed (its flush is accepted)
     "S11b-last-replica-standing": "steps[5] (crash)",   # lose_unflushed
     "S12-empty-disk-leader": "steps[2] (crash)",        # wipe_disk
-    "S17-torn-tail": "steps[1] (flush)",
-    "S19-txn-marker-lost": "producers",                 # transactions
+    "S17-torn-tail": "steps[3] (crash)",                # lose_unflushed
     "S2-kip101-hw-truncation": "cluster.truncation",
     "S2-kip101-leader-epoch": "steps[4] (restart)",     # bounce of a running broker
     "S3-kip101-divergent-logs": "cluster.truncation",
-    "S3-kip101-leader-epoch": "steps[1] (flush)",
+    "S3-kip101-leader-epoch": "steps[5] (crash)",       # lose_unflushed
     "S5-kip101-only-epoch-regression": "cluster.truncation",
     "S6-kafka7164-missed-truncation": "cluster.truncation",
     "S6-leader-epoch-no-missed-truncation": "steps[3] (elect)",
@@ -91,3 +90,23 @@ def test_kafka_features_key():
 def test_forced_virtual_clock_is_refused():
     with pytest.raises(ScenarioError, match="start_time_ms"):
         check_supported(parse_scenario(_base(start_time_ms=5)))
+
+
+def test_producers_transactions_and_flush_are_accepted_resend_is_refused():
+    base = {"cluster": {"brokers": [1, 2]},
+            "topics": [{"name": "t", "replication_factor": 2}],
+            "producers": [{"name": "tx", "transactional_id": "tx-1"}, {"name": "i", "idempotent": True}]}
+    check_supported(parse_scenario({**base, "steps": [
+        {"begin_transaction": {"producer": "tx"}},
+        {"produce": {"topic": "t", "values": ["a"], "producer": "tx"}},
+        {"abort_transaction": {"producer": "tx"}},
+        {"produce": {"topic": "t", "values": ["b"], "producer": "i"}},
+        {"flush": {"broker": 1}},
+        {"commit_transaction": {"producer": "tx"}}]}))
+    with pytest.raises(ScenarioError) as exc:
+        check_supported(parse_scenario({**base, "steps": [
+            {"produce": {"topic": "t", "values": ["a"], "producer": "i", "in_flight": True}}]}))
+    assert str(exc.value).startswith("steps[0] (produce)") and "librdkafka" in str(exc.value)
+    with pytest.raises(ScenarioError) as exc:
+        check_supported(parse_scenario({**base, "steps": [{"resend": {"producer": "i"}}]}))
+    assert str(exc.value).startswith("steps[0] (resend)") and "in_flight" in str(exc.value)
