@@ -232,11 +232,17 @@ class StepRunner:
     def _end(self, step: Step, *, commit: bool) -> None:
         """EndTxn through librdkafka. The coordinator answers once its PREPARE_* is in
         __transaction_state and writes the markers to the partition leaders afterwards
-        (TransactionCoordinator.endTransaction, transaction-coordinator module)."""
+        (kafka.coordinator.transaction.TransactionCoordinator, core module)."""
         name = step.args["producer"]
         if not self.in_transaction.get(name):
             return
         producer = self._named_producer(name)
+        last = self.txn_last_offsets.pop(name, {})
+        view = self.cluster.describe()
+        # the leaders that answer now, and the size of their logs before the marker
+        leaders = {tp: v.leader for tp, v in view.items()
+                   if tp in last and v.leader is not None and self.cluster._answering(v.leader)}
+        sizes = {tp: _log_bytes(self._partition_dir(b, tp)) for tp, b in leaders.items()}
         try:
             if commit:
                 producer.commit_transaction(30)
@@ -245,27 +251,33 @@ class StepRunner:
         except Exception as exc:  # noqa: BLE001 - recorded in run.json, the run goes on
             self.log.errors.append({"step": step.index, "error": f"{step.kind}: {exc}"})
         self.in_transaction[name] = False
-        self._await_markers(step, self.txn_last_offsets.pop(name, {}))
+        self._await_markers(step, last, leaders, sizes)
 
-    def _await_markers(self, step: Step, last: dict[tuple[str, int], int]) -> None:
-        """The model writes the markers at the commit/abort step itself: wait until each
-        answering leader's last stable offset has passed the transaction's records (the
-        marker is in its log and below its HW). A leader that is down or paused gets its
-        marker later from the coordinator, which retries (the model does not: README)."""
-        answering = [tp for tp, v in self.cluster.describe().items()
-                     if tp in last and v.leader is not None and self.cluster._answering(v.leader)]
-        if not answering:
+    def _partition_dir(self, b: int, tp: tuple[str, int]) -> str:
+        return os.path.join(self.cluster.broker_dir(b), f"{tp[0]}-{tp[1]}")
+
+    def _await_markers(self, step: Step, last: dict[tuple[str, int], int],
+                       leaders: dict[tuple[str, int], int], sizes: dict[tuple[str, int], int]) -> None:
+        """The model writes the markers at the commit/abort step itself; the coordinator
+        writes them after it has answered. Wait until each leader that answered before the
+        step has the marker: its last stable offset passed the transaction's records, or (a
+        paused follower in the ISR holds the HW back) its log grew. A leader that is down or
+        paused gets its marker later from the coordinator, which retries (the model does not:
+        README, "real-Kafka behaviours")."""
+        if not leaders:
             return
         t0 = time.monotonic()
 
-        def passed() -> bool:
+        def written() -> bool:
             lso = self.cluster.high_watermarks(committed=True)
-            return all(lso.get(tp, -1) > last[tp] for tp in answering)
+            return all(lso.get(tp, -1) > last[tp]
+                       or _log_bytes(self._partition_dir(b, tp)) > sizes[tp]
+                       for tp, b in leaders.items())
 
-        ok = self.cluster.wait_for(passed, WAIT_S, "the transaction markers", raise_on_timeout=False)
+        ok = self.cluster.wait_for(written, WAIT_S, "the transaction markers", raise_on_timeout=False)
         self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
                                "seconds": round(time.monotonic() - t0, 3),
-                               "how": "ListOffsets read_committed past the transaction"})
+                               "how": "marker in the leaders' logs (LSO or log size)"})
 
     def _do_flush(self, step: Step, _: Any) -> None:
         pass  # a documented no-op on a real broker: segtools.realcluster.support.FLUSH_IS_A_NO_OP

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 from cluster_fixtures import (
-    SCENARIOS,
     check_against_truth,
     compare_dir,
     disk_records_by_replica,
@@ -138,22 +137,3 @@ def test_transactions_abort_commit_idempotent_and_a_lost_marker(tmp_path):
     assert old == [(3, "COMMIT"), (6, "COMMIT")] and new == [(3, "COMMIT")]
     idem = _batches(real_dir / "broker-2" / "idem-0")
     assert len({b[3] for b in idem}) == 1 and idem[0][3] >= 0 and not any(b[1] for b in idem)
-
-
-def test_s19_on_a_real_cluster(tmp_path):
-    """S19 runs on a real cluster, and shows where the model and Kafka 4.3 part (README,
-    "real-Kafka behaviours"): the paused followers held every record, so Kafka keeps them in
-    the ISR (ReplicaState.isCaughtUp), the election after the leader's crash is clean, and the
-    coordinator writes the COMMIT marker again on the new leader: nothing is lost in either."""
-    real, model, real_dir = run_both(SCENARIOS / "S19-txn-marker-lost.yaml", tmp_path)
-    assert lost_view(real) == lost_view(model) == {"orders-0": []}
-    r, m = real["orders-0"], model["orders-0"]
-    assert (r["leader"], r["leader_epoch"], sorted(r["isr"])) == (m["leader"], m["leader_epoch"],
-                                                                  sorted(m["isr"])) == (2, 1, [2, 3])
-    assert m["elections"][-1]["unclean"] is True and r["elections"][-1]["unclean"] is False
-    assert [v for _, v in r["consumed"]["read_committed"]] == ["t0", "t1", "t2", "after"]
-    assert [(b[0], b[4]) for b in _batches(real_dir / "broker-2" / "orders-0") if b[2]] == [(3, "COMMIT")]
-    report = compare_dir(real_dir, real_dir / "acks.jsonl", metadata=real_dir / "controller")
-    assert check_against_truth(report, real, disk_records_by_replica(real_dir), with_metadata=True) == []
-    # broker 1 holds a prefix of the new leader's log (the model's diverges at the marker)
-    assert _statuses(report)[("orders-0", 1)] == ("LAGGING_PREFIX", None)
