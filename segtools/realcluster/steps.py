@@ -70,6 +70,11 @@ class StepRunner:
         # the whole run (its producer id and sequences carry over from step to step)
         self.producers: dict[str, Any] = {}
         self.in_transaction: dict[str, bool] = {}
+        # in_flight sends not answered yet, per producer (None: anonymous), oldest first; and
+        # the copies a resend wrote (for truth.json's relocated_to)
+        self.real_pending: dict[str | None, list[dict[str, Any]]] = {}
+        self.resent: list[dict[str, Any]] = []
+        self._pending_before: dict[str | None, int] = {}
         # per transactional producer: the last acked offset of its open transaction per partition
         self.txn_last_offsets: dict[str, dict[tuple[str, int], int]] = {}
 
@@ -79,6 +84,7 @@ class StepRunner:
         for step in self.scenario.steps:
             t0 = time.monotonic()
             before = len(self.model.acks)
+            self._pending_before = {k: len(p.pending) for k, p in self._model_producers().items()}
             self.model.apply(step)
             getattr(self, "_do_" + step.kind)(step, self.model.acks[before:])
             self._settle(step)
@@ -92,6 +98,19 @@ class StepRunner:
             self.log.timings.append({"step": step.index, "kind": step.kind,
                                      "seconds": round(time.monotonic() - t0, 3)})
         self.model.finish()
+        # sends still waiting for their answer when the scenario ends time out (as in the model)
+        for key in self._model_producers():
+            for entry in self.real_pending.pop(key, []):
+                for k, v in entry["recs"]:
+                    self.acks.append({"topic": entry["tp"][0], "partition": entry["tp"][1], "key": k,
+                                      "value": v, "acks": entry["acks"], "ok": False, "offset": None,
+                                      "leader_epoch": None, "error": "REQUEST_TIMED_OUT"})
+
+    def _model_producers(self) -> dict[str | None, Any]:
+        """The model's producer states, the anonymous one (key None) first, as its finish()."""
+        out: dict[str | None, Any] = {None: self.model._anonymous}
+        out.update(self.model.producers)
+        return out
 
     def _expected(self) -> dict[tuple[str, int], tuple[int | None, list[int]]]:
         return {tp: (None if ps.leader == NO_LEADER else ps.leader, sorted(ps.isr))
@@ -203,7 +222,10 @@ class StepRunner:
                 "bootstrap.servers": self.cluster.bootstrap(self._answering()),
                 "acks": "all", "enable.idempotence": True, "linger.ms": 0,
                 "max.in.flight.requests.per.connection": 1,
-                "request.timeout.ms": 8000, "message.timeout.ms": 10000, "log_level": 0}
+                "request.timeout.ms": 8000, "log_level": 0,
+                # long enough for an unanswered batch to reach the next leader (a crashed
+                # leader is fenced after the 10 s session timeout)
+                "message.timeout.ms": 30000}
             if spec.transactional_id is not None:
                 conf["transactional.id"] = spec.transactional_id
                 conf["transaction.timeout.ms"] = 60000
@@ -291,6 +313,9 @@ class StepRunner:
         from confluent_kafka import Producer
 
         a = step.args
+        if a["in_flight"]:
+            self._produce_in_flight(step)
+            return
         view = self.cluster.describe()
         offline = any(view.get((line.topic, line.partition)) is None
                       or view[(line.topic, line.partition)].leader is None for line in planned)
@@ -368,6 +393,135 @@ class StepRunner:
                 res = {**res, "offset": None, "leader_epoch": None}
             self.acks.append({"topic": line.topic, "partition": line.partition, "key": line.key,
                               "value": line.value, "acks": a["acks"], **res})
+
+    def _produce_in_flight(self, step: Step) -> None:
+        """Sends whose answer is lost: each batch the model sent reaches the leader's log and
+        the answer is never read. An idempotent producer's batch goes through its librdkafka
+        producer, left undelivered until the ``resend`` step (librdkafka itself resends it,
+        same sequence, to whichever broker leads by then); a plain one is a hand-written
+        ProduceRequest (raw_produce.py) whose connection is closed once the leader has
+        appended it."""
+        from segtools.realcluster import raw_produce
+
+        key = step.args["producer"]
+        model_prod = self._model_producers()[key]
+        new = model_prod.pending[self._pending_before.get(key, 0):]
+        named = self._named_producer(key)
+        view = self.cluster.describe()
+        touched = set()
+        for i, (tp, recs, acks, headers, _base_seq, _batch) in enumerate(new):
+            entry: dict[str, Any] = {"tp": tp, "recs": list(recs), "acks": acks, "headers": headers,
+                                     "named": named is not None, "results": [None] * len(recs)}
+            self.real_pending.setdefault(key, []).append(entry)
+            v = view.get(tp)
+            if v is None or v.leader is None or not self.cluster._answering(v.leader):
+                continue  # no leader to take it now: the resend sends it
+            pdir = self._partition_dir(v.leader, tp)
+            size = _log_bytes(pdir)
+            sock = None
+            if named is not None and not headers:
+                # enqueued at once, so that librdkafka sends the model's batch as one request
+                # (one produce() at a time, linger 0, would send the first record alone and
+                # hold the rest behind its unanswered request)
+                named.produce_batch(tp[0], [
+                    {"key": None if k is None else k.encode(), "value": None if val is None else val.encode(),
+                     "callback": self._store(entry["results"], j)} for j, (k, val) in enumerate(recs)],
+                    partition=tp[1])
+                named.poll(0)
+            elif named is not None:
+                for j, (k, val) in enumerate(recs):
+                    named.produce(tp[0], partition=tp[1], key=None if k is None else k.encode(),
+                                  value=None if val is None else val.encode(),
+                                  headers=[(hk, None if hv is None else hv.encode()) for hk, hv in headers],
+                                  on_delivery=self._store(entry["results"], j))
+                named.poll(0)
+            else:
+                request = raw_produce.produce_request(tp[0], tp[1], recs, headers,
+                                                      -1 if acks == "all" else int(acks), 8000,
+                                                      step.index * 1000 + i)
+                sock = raw_produce.send(self.cluster.ports.brokers[v.leader], request)
+            self.cluster.wait_for(lambda d=pdir, n=size: _log_bytes(d) > n, 5, "the in-flight batch appended",  # type: ignore[misc]
+                                  raise_on_timeout=False)
+            if sock is not None:
+                sock.close()  # the answer is never read
+            touched.add(tp)
+        self._await_model_hws(step, touched)
+
+    @staticmethod
+    def _store(results: list[Any], j: int) -> Any:
+        def cb(err: Any, msg: Any) -> None:
+            if err is None:
+                off = msg.offset()
+                results[j] = {"ok": True, "offset": off if off is not None and off >= 0 else None,
+                              "leader_epoch": None, "error": None}
+            else:
+                results[j] = {"ok": False, "offset": None, "leader_epoch": None,
+                              "error": _error_name(err)}
+        return cb
+
+    def _await_model_hws(self, step: Step, tps: set[tuple[str, int]]) -> None:
+        """After the step the model's followers fetch: wait until the real leaders' HWs reach
+        the model's (the in-flight batch replicated where the model replicated it)."""
+        target = {}
+        for tp in tps:
+            ps = self.model.partitions[tp]
+            if ps.leader != NO_LEADER:
+                target[tp] = self.model.replicas[tp][ps.leader].high_watermark
+        if not target:
+            return
+        t0 = time.monotonic()
+        ok = self.cluster.wait_for(lambda: all(self.cluster.high_watermarks().get(tp, -1) >= hw
+                                               for tp, hw in target.items()),
+                                   5, "the in-flight batch replicated", raise_on_timeout=False)
+        self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
+                               "seconds": round(time.monotonic() - t0, 3),
+                               "how": "ListOffsets: the model's HW after an in-flight send"})
+
+    def _do_resend(self, step: Step, _: Any) -> None:
+        """The producer sends its unanswered batches again, oldest first: librdkafka delivers
+        an idempotent producer's (same producer id and sequence: the broker answers a batch
+        it already holds with its offsets); a plain batch is sent again as it was."""
+        from segtools.realcluster import raw_produce
+
+        key = step.args["producer"]
+        entries = self.real_pending.pop(key, [])
+        named = self._named_producer(key)
+        if named is not None and any(e["named"] for e in entries):
+            named.flush(60)
+        for i, e in enumerate(entries):
+            tp = e["tp"]
+            results = e["results"]
+            if not e["named"]:
+                results = [None] * len(e["recs"])
+                v = self.cluster.describe().get(tp)
+                err: str | None = "NOT_LEADER_OR_FOLLOWER"
+                base = -1
+                if v is not None and v.leader is not None and self.cluster._answering(v.leader):
+                    request = raw_produce.produce_request(tp[0], tp[1], e["recs"], e["headers"],
+                                                          -1 if e["acks"] == "all" else int(e["acks"]),
+                                                          8000, step.index * 1000 + i)
+                    try:
+                        sock = raw_produce.send(self.cluster.ports.brokers[v.leader], request)
+                        try:
+                            if e["acks"] == "0":
+                                err, base = None, -1
+                            else:
+                                err, base = raw_produce.read_response(sock)
+                        finally:
+                            sock.close()
+                    except OSError:
+                        err = "REQUEST_TIMED_OUT"
+                for j in range(len(e["recs"])):
+                    results[j] = {"ok": err is None, "leader_epoch": None, "error": err,
+                                  "offset": base + j if err is None and base >= 0 else None}
+            for (k, val), res in zip(e["recs"], results):
+                res = res or {"ok": False, "offset": None, "leader_epoch": None, "error": "REQUEST_TIMED_OUT"}
+                if e["acks"] == "0":
+                    res = {**res, "offset": None, "leader_epoch": None}
+                line = {"topic": tp[0], "partition": tp[1], "key": k, "value": val, "acks": e["acks"], **res}
+                self.acks.append(line)
+                if res["ok"] and res["offset"] is not None:
+                    self.resent.append(line)
 
     def _answering(self) -> list[int]:
         return [b for b, p in self.cluster.brokers.items() if p.alive() and not p.paused] or \

@@ -44,14 +44,6 @@ def check_supported(scenario: Scenario) -> None:
         if step.kind == "crash" and a.get("wipe_disk"):
             raise _refuse(step, "wipe_disk (a replaced disk) is not driven on a real broker")
         # `flush` is accepted and does nothing: see FLUSH_IS_A_NO_OP
-        if step.kind == "resend":
-            raise _refuse(step, "a resend repeats a send whose response was lost (in_flight), "
-                                "which the real engine cannot produce (see in_flight)")
-        if step.kind == "produce" and a.get("in_flight"):
-            raise _refuse(step, "in_flight needs a request that reaches the leader while its "
-                                "response is lost; librdkafka retries or fails a send on its own "
-                                "and cannot be told to drop a response, or to resend a given "
-                                "producer sequence later")
         if step.kind == "elect" and a.get("leader") is not None:
             raise _refuse(step, "the Admin API elects the preferred leader or an unclean one, "
                                 "it cannot choose a given broker")

@@ -15,7 +15,6 @@ from segtools.simulate import load_scenario, parse_scenario, run
 # which sample scenarios a real Kafka 4.3 cluster can run, and why the others cannot
 REFUSED = {
     "S0-healthy-baseline": "steps[1] (elect)",          # elect a given broker
-    "S10-retry-after-failover": "steps[1] (produce)",   # in_flight (a lost response), resends
     "S11a-follower-power-loss": "steps[4] (crash)",     # lose_unflushed (its flush is accepted)
     "S11b-last-replica-standing": "steps[5] (crash)",   # lose_unflushed
     "S12-empty-disk-leader": "steps[2] (crash)",        # wipe_disk
@@ -92,7 +91,7 @@ def test_forced_virtual_clock_is_refused():
         check_supported(parse_scenario(_base(start_time_ms=5)))
 
 
-def test_producers_transactions_and_flush_are_accepted_resend_is_refused():
+def test_producers_transactions_flush_in_flight_and_resend_are_accepted():
     base = {"cluster": {"brokers": [1, 2]},
             "topics": [{"name": "t", "replication_factor": 2}],
             "producers": [{"name": "tx", "transactional_id": "tx-1"}, {"name": "i", "idempotent": True}]}
@@ -101,12 +100,9 @@ def test_producers_transactions_and_flush_are_accepted_resend_is_refused():
         {"produce": {"topic": "t", "values": ["a"], "producer": "tx"}},
         {"abort_transaction": {"producer": "tx"}},
         {"produce": {"topic": "t", "values": ["b"], "producer": "i"}},
+        {"produce": {"topic": "t", "values": ["c"], "producer": "i", "in_flight": True}},
+        {"produce": {"topic": "t", "values": ["d"], "in_flight": True}},
         {"flush": {"broker": 1}},
+        {"resend": {"producer": "i"}},
+        {"resend": {}},
         {"commit_transaction": {"producer": "tx"}}]}))
-    with pytest.raises(ScenarioError) as exc:
-        check_supported(parse_scenario({**base, "steps": [
-            {"produce": {"topic": "t", "values": ["a"], "producer": "i", "in_flight": True}}]}))
-    assert str(exc.value).startswith("steps[0] (produce)") and "librdkafka" in str(exc.value)
-    with pytest.raises(ScenarioError) as exc:
-        check_supported(parse_scenario({**base, "steps": [{"resend": {"producer": "i"}}]}))
-    assert str(exc.value).startswith("steps[0] (resend)") and "in_flight" in str(exc.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from cluster_fixtures import (
+    SCENARIOS,
     check_against_truth,
     compare_dir,
     disk_records_by_replica,
@@ -137,3 +138,33 @@ def test_transactions_abort_commit_idempotent_and_a_lost_marker(tmp_path):
     assert old == [(3, "COMMIT"), (6, "COMMIT")] and new == [(3, "COMMIT")]
     idem = _batches(real_dir / "broker-2" / "idem-0")
     assert len({b[3] for b in idem}) == 1 and idem[0][3] >= 0 and not any(b[1] for b in idem)
+
+
+def test_s10_in_flight_sends_and_resends(tmp_path):
+    """S10: an idempotent producer's batch appended by a leader that crashes before answering
+    is resent (librdkafka, same producer id and sequence) to the new leader, which lacks it:
+    written again in the new epoch (the first copy lost, relocated); a plain producer's batch
+    whose answer was lost (a hand-written ProduceRequest whose connection is closed) is sent
+    again to a leader that has it: a duplicate."""
+    real, model, real_dir = run_both(SCENARIOS / "S10-retry-after-failover.yaml", tmp_path)
+    log = run_log(real_dir)
+    assert [w for w in log["waits"] if w["reached"] is False] == [] and log["errors"] == []
+    assert lost_view(real) == lost_view(model)
+    relocated = {k: [(x["offset"], x["relocated_to"]) for x in v["lost"]] for k, v in real.items()}
+    assert relocated == {k: [(x["offset"], x["relocated_to"]) for x in v["lost"]] for k, v in model.items()}
+    assert relocated == {"orders-0": [(2, 2), (3, 3)], "orders-1": []}
+    for key in real:
+        assert (real[key]["leader"], real[key]["leader_epoch"], sorted(real[key]["isr"])) == \
+            (model[key]["leader"], model[key]["leader_epoch"], sorted(model[key]["isr"])), key
+    assert (real_dir / "acks.jsonl").read_text() == (tmp_path / "model" / "acks.jsonl").read_text()
+    # read back from the final leaders by a consumer: the duplicate and the resent copies
+    assert [v for _, v in real["orders-1"]["consumed"]["read_uncommitted"]] == ["p0", "p0"]
+    assert [v for _, v in real["orders-0"]["consumed"]["read_uncommitted"]] == ["i0", "i1", "i2", "i3", "i4"]
+    # one producer id on every idempotent batch, the plain ones without
+    assert len({b[3] for b in _batches(real_dir / "broker-2" / "orders-0")}) == 1
+    assert {b[3] for b in _batches(real_dir / "broker-2" / "orders-1")} == {-1}
+    report = compare_dir(real_dir, real_dir / "acks.jsonl", metadata=real_dir / "controller")
+    assert check_against_truth(report, real, disk_records_by_replica(real_dir), with_metadata=True) == []
+    model_report = compare_dir(tmp_path / "model", tmp_path / "model" / "acks.jsonl", metadata=None)
+    assert {k: v[0] for k, v in _statuses(report).items()} == \
+        {k: v[0] for k, v in _statuses(model_report).items()}
