@@ -26,14 +26,20 @@ def read_final(cluster: RealCluster, view: dict[tuple[str, int], PartitionView])
         if v.leader is None or proc is None or not proc.alive() or proc.paused:
             out[name] = None
             continue
-        try:
-            committed, lso = _read(cluster, v.leader, topic, part, "read_committed")
-            uncommitted, hw = _read(cluster, v.leader, topic, part, "read_uncommitted")
-        except Exception as exc:  # noqa: BLE001 - the leader went away meanwhile
-            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-            continue
-        out[name] = {"read_committed": committed, "read_uncommitted": uncommitted,
-                     "last_stable_offset": lso, "high_watermark": hw}
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while True:
+            try:
+                committed, lso = _read(cluster, v.leader, topic, part, "read_committed")
+                uncommitted, hw = _read(cluster, v.leader, topic, part, "read_uncommitted")
+            except Exception as exc:  # noqa: BLE001 - a leader just elected may not serve yet
+                if time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+                out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                break
+            out[name] = {"read_committed": committed, "read_uncommitted": uncommitted,
+                         "last_stable_offset": lso, "high_watermark": hw}
+            break
     return out
 
 
@@ -55,6 +61,8 @@ def _read(cluster: RealCluster, leader: int, topic: str, part: int,
         while consumer.position(tp) < end and time.monotonic() < deadline:
             for rec in consumer.poll(timeout_ms=500).get(tp, []):
                 got.append([rec.offset, None if rec.value is None else rec.value.decode("utf-8", "replace")])
+        if consumer.position(tp) < end:
+            raise TimeoutError(f"{isolation} read stopped at offset {consumer.position(tp)} before {end}")
         return got, end
     finally:
         consumer.close()
