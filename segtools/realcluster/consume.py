@@ -18,51 +18,61 @@ READ_TIMEOUT_S = 10.0
 def read_final(cluster: RealCluster, view: dict[tuple[str, int], PartitionView]) -> dict[str, Any]:
     """``{"<topic>-<partition>": {"read_committed": [[offset, value], ...],
     "read_uncommitted": [...], "last_stable_offset": n, "high_watermark": n} | None}``; None
-    where the partition has no leader that answers."""
+    where the partition has no leader that answers. One consumer per leader and isolation
+    level reads all that leader's partitions."""
     out: dict[str, Any] = {}
+    by_leader: dict[int, list[tuple[str, int]]] = {}
     for (topic, part), v in sorted(view.items()):
-        name = f"{topic}-{part}"
         proc = cluster.brokers.get(v.leader) if v.leader is not None else None
         if v.leader is None or proc is None or not proc.alive() or proc.paused:
-            out[name] = None
-            continue
+            out[f"{topic}-{part}"] = None
+        else:
+            by_leader.setdefault(v.leader, []).append((topic, part))
+    for leader, tps in sorted(by_leader.items()):
         deadline = time.monotonic() + READ_TIMEOUT_S
         while True:
             try:
-                committed, lso = _read(cluster, v.leader, topic, part, "read_committed")
-                uncommitted, hw = _read(cluster, v.leader, topic, part, "read_uncommitted")
+                committed = _read(cluster, leader, tps, "read_committed")
+                uncommitted = _read(cluster, leader, tps, "read_uncommitted")
             except Exception as exc:  # noqa: BLE001 - a leader just elected may not serve yet
                 if time.monotonic() < deadline:
                     time.sleep(0.5)
                     continue
-                out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                for topic, part in tps:
+                    out[f"{topic}-{part}"] = {"error": f"{type(exc).__name__}: {exc}"}
                 break
-            out[name] = {"read_committed": committed, "read_uncommitted": uncommitted,
-                         "last_stable_offset": lso, "high_watermark": hw}
+            for tp in tps:
+                out[f"{tp[0]}-{tp[1]}"] = {"read_committed": committed[tp][0],
+                                           "read_uncommitted": uncommitted[tp][0],
+                                           "last_stable_offset": committed[tp][1],
+                                           "high_watermark": uncommitted[tp][1]}
             break
     return out
 
 
-def _read(cluster: RealCluster, leader: int, topic: str, part: int,
-          isolation: str) -> tuple[list[list[Any]], int]:
+def _read(cluster: RealCluster, leader: int, tps: list[tuple[str, int]],
+          isolation: str) -> dict[tuple[str, int], tuple[list[list[Any]], int]]:
     from kafka import KafkaConsumer, TopicPartition  # type: ignore[import-untyped]
 
-    tp = TopicPartition(topic, part)
+    parts = {TopicPartition(t, p): (t, p) for t, p in tps}
     consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{cluster.ports.brokers[leader]}",
                              group_id=None, enable_auto_commit=False, isolation_level=isolation,
                              request_timeout_ms=8000)
     try:
-        consumer.assign([tp])
+        consumer.assign(list(parts))
         # ListOffsets in this isolation: the HW (read_uncommitted) or the LSO (read_committed)
-        end = consumer.end_offsets([tp])[tp]
-        consumer.seek_to_beginning(tp)
-        got: list[list[Any]] = []
+        ends = consumer.end_offsets(list(parts))
+        consumer.seek_to_beginning(*parts)
+        got: dict[Any, list[list[Any]]] = {tp: [] for tp in parts}
         deadline = time.monotonic() + READ_TIMEOUT_S
-        while consumer.position(tp) < end and time.monotonic() < deadline:
-            for rec in consumer.poll(timeout_ms=500).get(tp, []):
-                got.append([rec.offset, None if rec.value is None else rec.value.decode("utf-8", "replace")])
-        if consumer.position(tp) < end:
-            raise TimeoutError(f"{isolation} read stopped at offset {consumer.position(tp)} before {end}")
-        return got, end
+        while any(consumer.position(tp) < ends[tp] for tp in parts) and time.monotonic() < deadline:
+            for tp, recs in consumer.poll(timeout_ms=500).items():
+                got[tp] += [[r.offset, None if r.value is None else r.value.decode("utf-8", "replace")]
+                            for r in recs]
+        for tp in parts:
+            if consumer.position(tp) < ends[tp]:
+                raise TimeoutError(f"{isolation} read of {tp.topic}-{tp.partition} stopped at offset "
+                                   f"{consumer.position(tp)} before {ends[tp]}")
+        return {parts[tp]: (got[tp], ends[tp]) for tp in parts}
     finally:
         consumer.close()

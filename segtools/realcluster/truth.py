@@ -198,6 +198,10 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
                 continue
             ack = _match_ack(acks_by_tp.get(tp, []), off, ep, k, v, used)
             acks = ack["acks"] if ack else "all"
+            if ack is None:
+                # no answer of its own (a copy a resend replaced): the send's acks setting
+                ack_of_copy = next((a for a in acks_by_tp.get(tp, []) if (a["key"], a["value"]) == (k, v)), None)
+                acks = ack_of_copy["acks"] if ack_of_copy else "all"
             acked = bool(ack and ack["ok"] and acks != "0")
             is_committed = (off, ep) in committed[tp] or (acked and acks == "all")
             lost.append({"offset": off, "leader_epoch": ep, "key": k, "value": v, "acks": acks,
