@@ -282,6 +282,29 @@ class RealCluster:
             return set(self.high_watermarks()) >= set(tps)
         self.wait_for(ready, timeout, "every partition has a leader that answers")
 
+    def coordinator_batches(self) -> int:
+        """How many complete batches the coordinator's __transaction_state log holds: each
+        transaction state change (PrepareCommit, CompleteCommit, ...) is one batch. Counted
+        from the batch headers' lengths only (offset int64, length int32)."""
+        import glob
+        import struct
+
+        count = 0
+        for path in sorted(glob.glob(os.path.join(self.coordinator_dir, "__transaction_state-0", "*.log"))):
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            pos = 0
+            while pos + 12 <= len(data):
+                (length,) = struct.unpack_from(">i", data, pos + 8)
+                if length <= 0 or pos + 12 + length > len(data):
+                    break  # preallocated zeros or a batch still being written
+                pos += 12 + length
+                count += 1
+        return count
+
     # ------------------------------------------------------------------ faults
     def crash(self, b: int) -> None:
         self._crashed_at[b] = self._controller_log_size()

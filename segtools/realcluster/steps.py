@@ -220,7 +220,9 @@ class StepRunner:
         if name not in self.producers:
             conf: dict[str, Any] = {
                 "bootstrap.servers": self.cluster.bootstrap(self._answering()),
-                "acks": "all", "enable.idempotence": True, "linger.ms": 0,
+                # a little linger: records enqueued together (produce_batch) leave as one
+                # batch; a flush after each batch_size chunk does not wait for it
+                "acks": "all", "enable.idempotence": True, "linger.ms": 20,
                 "max.in.flight.requests.per.connection": 1,
                 "request.timeout.ms": 8000, "log_level": 0,
                 # long enough for an unanswered batch to reach the next leader (a crashed
@@ -265,6 +267,7 @@ class StepRunner:
         leaders = {tp: v.leader for tp, v in view.items()
                    if tp in last and v.leader is not None and self.cluster._answering(v.leader)}
         sizes = {tp: _log_bytes(self._partition_dir(b, tp)) for tp, b in leaders.items()}
+        states = self.cluster.coordinator_batches()
         try:
             if commit:
                 producer.commit_transaction(30)
@@ -273,33 +276,43 @@ class StepRunner:
         except Exception as exc:  # noqa: BLE001 - recorded in run.json, the run goes on
             self.log.errors.append({"step": step.index, "error": f"{step.kind}: {exc}"})
         self.in_transaction[name] = False
-        self._await_markers(step, last, leaders, sizes)
+        self._await_markers(step, last, leaders, sizes, states)
 
     def _partition_dir(self, b: int, tp: tuple[str, int]) -> str:
         return os.path.join(self.cluster.broker_dir(b), f"{tp[0]}-{tp[1]}")
 
     def _await_markers(self, step: Step, last: dict[tuple[str, int], int],
-                       leaders: dict[tuple[str, int], int], sizes: dict[tuple[str, int], int]) -> None:
+                       leaders: dict[tuple[str, int], int], sizes: dict[tuple[str, int], int],
+                       states: int) -> None:
         """The model writes the markers at the commit/abort step itself; the coordinator
-        writes them after it has answered. Wait until each leader that answered before the
-        step has the marker: its last stable offset passed the transaction's records, or (a
-        paused follower in the ISR holds the HW back) its log grew. A leader that is down or
-        paused gets its marker later from the coordinator, which retries (the model does not:
+        answers EndTxn once PrepareCommit/PrepareAbort is in __transaction_state and writes
+        the markers after (kafka.coordinator.transaction.TransactionCoordinator, core module).
+        Wait for its CompleteCommit/CompleteAbort: every marker written and acknowledged (a
+        crash right after the step must not make the coordinator write one again). While a
+        broker is paused a marker cannot pass a paused ISR follower, so there the wait ends
+        once each leader that answered before the step has it in its log. A leader that is
+        down or paused gets its marker later (the coordinator retries; the model does not:
         README, "real-Kafka behaviours")."""
-        if not leaders:
-            return
+        if not last:
+            return  # nothing was sent in the transaction: the coordinator writes no marker
         t0 = time.monotonic()
 
-        def written() -> bool:
+        def in_logs() -> bool:
             lso = self.cluster.high_watermarks(committed=True)
-            return all(lso.get(tp, -1) > last[tp]
-                       or _log_bytes(self._partition_dir(b, tp)) > sizes[tp]
+            return all(lso.get(tp, -1) > last[tp] or _log_bytes(self._partition_dir(b, tp)) > sizes[tp]
                        for tp, b in leaders.items())
+
+        def written() -> bool:
+            if self.cluster.coordinator_batches() >= states + 2:
+                return True  # Prepare* and Complete* since the step began
+            paused = any(p.paused for p in self.cluster.brokers.values())
+            return paused and in_logs()
 
         ok = self.cluster.wait_for(written, WAIT_S, "the transaction markers", raise_on_timeout=False)
         self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
                                "seconds": round(time.monotonic() - t0, 3),
-                               "how": "marker in the leaders' logs (LSO or log size)"})
+                               "how": "coordinator's Complete* state (or, a broker paused, "
+                                      "the markers in the leaders' logs)"})
 
     def _do_flush(self, step: Step, _: Any) -> None:
         pass  # a documented no-op on a real broker: segtools.realcluster.support.FLUSH_IS_A_NO_OP
