@@ -22,6 +22,9 @@ from segtools.simulate.scenario import ProducerSpec, Scenario, Step
 
 #: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
 WAIT_S = config.SESSION_TIMEOUT_MS / 1000 + 4
+#: with a broker paused: how long a commit/abort waits for the coordinator to complete once
+#: its markers are in the leaders' logs (every second of a pause counts)
+MARKER_GRACE_S = 2.0
 
 # librdkafka's names of Kafka error codes that differ from Kafka's, and its local errors
 _ERROR_NAMES = {"NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER",
@@ -302,11 +305,18 @@ class StepRunner:
             return all(lso.get(tp, -1) > last[tp] or _log_bytes(self._partition_dir(b, tp)) > sizes[tp]
                        for tp, b in leaders.items())
 
+        logged_at: list[float] = []
+
         def written() -> bool:
             if self.cluster.coordinator_batches() >= states + 2:
                 return True  # Prepare* and Complete* since the step began
-            paused = any(p.paused for p in self.cluster.brokers.values())
-            return paused and in_logs()
+            if not any(p.paused for p in self.cluster.brokers.values()):
+                return False
+            if not logged_at and in_logs():
+                logged_at.append(time.monotonic())
+            # the coordinator completes within milliseconds when the markers commit (ISR of
+            # the leader alone); a paused follower in the ISR holds it back: stop waiting
+            return bool(logged_at) and time.monotonic() - logged_at[0] >= MARKER_GRACE_S
 
         ok = self.cluster.wait_for(written, WAIT_S, "the transaction markers", raise_on_timeout=False)
         self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
