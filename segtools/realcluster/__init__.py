@@ -2,9 +2,11 @@
 
 A KRaft cluster on 127.0.0.1 (``cluster.py``: one controller JVM, one broker JVM per broker id,
 supervised by ``processes.py``, configured by ``config.py``) runs the scenario's steps as real
-actions (``steps.py``); ``truth.py`` writes truth.json from what the cluster shows, read with
-the real kafka-dump-log (``dumplog.py``). ``support.py`` refuses what a real cluster cannot do
-before any JVM starts.
+actions (``steps.py``, its producing steps in ``producing.py``, hand-written produce requests
+for sends whose answer is lost in ``raw_produce.py``); ``truth.py`` writes truth.json from what
+the cluster shows, read with the real kafka-dump-log (``dumplog.py``) and consumers of the
+final leaders (``consume.py``). ``support.py`` refuses what a real cluster cannot do before
+any JVM starts.
 
     from segtools.realcluster import run_on_kafka
     result = run_on_kafka(load_scenario("s.yaml"), "out/")

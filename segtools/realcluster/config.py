@@ -22,6 +22,8 @@ REPLICA_LAG_TIME_MAX_MS = 3500
 #: how long a leader parks a follower's fetch when there is nothing new: a fetch parked before
 #: a SIGSTOP is answered with whatever arrives meanwhile, into the stopped follower's socket
 REPLICA_FETCH_WAIT_MAX_MS = 100
+#: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
+STEP_WAIT_S = SESSION_TIMEOUT_MS / 1000 + 4
 
 
 def free_port() -> int:
