@@ -11,8 +11,11 @@ from typing import Any
 
 from segtools.realcluster.cluster import PartitionView, RealCluster
 
-#: how long one partition's read may take (a few records: far less in practice)
+#: how long one read may take (a few records: far less in practice)
 READ_TIMEOUT_S = 10.0
+#: how long a leader is retried: one just elected may answer ListOffsets with a retriable
+#: error (e.g. OFFSET_NOT_AVAILABLE until its HW reaches its epoch's start) for a while
+LEADER_RETRY_S = 15.0
 
 
 def read_final(cluster: RealCluster, view: dict[tuple[str, int], PartitionView]) -> dict[str, Any]:
@@ -29,7 +32,7 @@ def read_final(cluster: RealCluster, view: dict[tuple[str, int], PartitionView])
         else:
             by_leader.setdefault(v.leader, []).append((topic, part))
     for leader, tps in sorted(by_leader.items()):
-        deadline = time.monotonic() + READ_TIMEOUT_S
+        deadline = time.monotonic() + LEADER_RETRY_S
         while True:
             try:
                 committed = _read(cluster, leader, tps, "read_committed")
@@ -57,7 +60,7 @@ def _read(cluster: RealCluster, leader: int, tps: list[tuple[str, int]],
     parts = {TopicPartition(t, p): (t, p) for t, p in tps}
     consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{cluster.ports.brokers[leader]}",
                              group_id=None, enable_auto_commit=False, isolation_level=isolation,
-                             request_timeout_ms=8000)
+                             request_timeout_ms=5000)
     try:
         consumer.assign(list(parts))
         # ListOffsets in this isolation: the HW (read_uncommitted) or the LSO (read_committed)
