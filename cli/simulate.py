@@ -15,7 +15,8 @@ from segtools.cli.errors import handle_errors
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--engine", type=click.Choice(["model", "kafka"]), default="model", show_default=True,
               help="model: the deterministic simulator; kafka: a real KRaft cluster on 127.0.0.1 "
-                   "(needs Java 17+ and the confluent-kafka client).")
+                   "(needs Java 17+ and the clients of segtools[kafka]; docs/CONTRACT.md 3.1 lists "
+                   "what it runs and refuses).")
 @click.option("--kafka-home", type=click.Path(exists=True, file_okay=False), default=None,
               help="With --engine kafka: an installed Kafka distribution (bin/, libs/) instead "
                    "of the pinned jars resolved with Maven.")
@@ -26,7 +27,8 @@ def simulate(scenario: str, out_dir: str, seed: int | None, engine: str, kafka_h
     """Run the replicated-cluster SCENARIO (YAML/JSON, docs/CONTRACT.md section 3) into DIR.
 
     With the model, the same scenario and seed always give byte-identical output. With
-    --engine kafka, every step is a real action on real brokers (README: "the real engine").
+    --engine kafka, every step is a real action on real brokers (docs/CONTRACT.md section 3.1;
+    README: "the real engine").
     """
     from segtools.simulate import load_scenario, run
 

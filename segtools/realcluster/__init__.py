@@ -2,9 +2,11 @@
 
 A KRaft cluster on 127.0.0.1 (``cluster.py``: one controller JVM, one broker JVM per broker id,
 supervised by ``processes.py``, configured by ``config.py``) runs the scenario's steps as real
-actions (``steps.py``); ``truth.py`` writes truth.json from what the cluster shows, read with
-the real kafka-dump-log (``dumplog.py``). ``support.py`` refuses what a real cluster cannot do
-before any JVM starts.
+actions (``steps.py``, its producing steps in ``producing.py``, hand-written produce requests
+for sends whose answer is lost in ``raw_produce.py``); ``truth.py`` writes truth.json from what
+the cluster shows, read with the real kafka-dump-log (``dumplog.py``) and consumers of the
+final leaders (``consume.py``). ``support.py`` refuses what a real cluster cannot do before
+any JVM starts.
 
     from segtools.realcluster import run_on_kafka
     result = run_on_kafka(load_scenario("s.yaml"), "out/")
@@ -32,7 +34,8 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
     controller/, snapshots/, acks.jsonl, truth.json, and kafka/ (properties, JVM logs,
     run.json: waits, timings). Every JVM is stopped before this returns or raises."""
     from segtools.kafka_runtime import kafka_runtime
-    from segtools.realcluster.cluster import RealCluster, require_client
+    from segtools.realcluster.cluster import RealCluster, require_client, require_consumer
+    from segtools.realcluster.consume import read_final
     from segtools.realcluster.processes import install_handlers, kill_all
     from segtools.realcluster.steps import StepRunner
     from segtools.realcluster.truth import build_truth
@@ -40,6 +43,7 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
 
     check_supported(scenario)
     require_client()
+    require_consumer()
     runtime = kafka_runtime(kafka_home)
     out = os.fspath(out_dir)
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
@@ -55,16 +59,22 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
         runner.run()
         final_view = cluster.describe()
         final_hw = cluster.high_watermarks()
+        consumed = read_final(cluster, final_view)
         runner.final_alive = {b: p.alive() for b, p in cluster.brokers.items()}
     finally:
         cluster.stop()
+        runner.close_producers()
         kill_all()
         with open(os.path.join(out, "kafka", "run.json"), "w", encoding="utf-8") as fh:
             json.dump({"kafka_version": runtime.version, "cluster_id": cluster.cluster_id,
+                       "kafka_home": None if kafka_home is None else os.path.abspath(kafka_home),
+                       # where the JVMs' jars came from (a --kafka-home's libs/ or ~/.m2)
+                       "classpath_dirs": sorted({os.path.dirname(p) for p in
+                                                 runtime.classpath.split(os.pathsep)})[:20],
                        "features": features, "waits": runner.log.waits,
                        "elections": runner.log.elections, "errors": runner.log.errors,
                        "timings": runner.log.timings}, fh, indent=2, sort_keys=True)
-    truth = build_truth(runner, final_view, final_hw)
+    truth = build_truth(runner, final_view, final_hw, consumed)
     with open(os.path.join(out, "acks.jsonl"), "w", encoding="utf-8") as fh:
         fh.write("".join(json.dumps(a, sort_keys=True) + "\n" for a in runner.acks))
     with open(os.path.join(out, "truth.json"), "w", encoding="utf-8") as fh:

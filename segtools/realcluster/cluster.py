@@ -36,6 +36,16 @@ def require_client() -> Any:
     return confluent_kafka
 
 
+def require_consumer() -> Any:
+    try:
+        import kafka  # type: ignore[import-untyped]
+    except ImportError:
+        raise KafkaUnavailableError(
+            "the real engine reads the final logs with kafka-python's consumer (no consumer "
+            "group needed): pip install 'segtools[kafka]'") from None
+    return kafka
+
+
 @dataclass
 class PartitionView:
     leader: int | None
@@ -62,6 +72,14 @@ class RealCluster:
         self._admin: Any = None
         self._admin_key: tuple[int, ...] = ()
         self._crashed_at: dict[int, int] = {}
+        # transactional producers need a transaction coordinator the scenario never faults:
+        # one more broker, outside the scenario's ids, holds __transaction_state alone
+        self.coordinator_id: int | None = None
+        self.coordinator_port = 0
+        self.coordinator: JvmProcess | None = None
+        if any(p.transactional_id is not None for p in scenario.producers):
+            self.coordinator_id = config.coordinator_id(scenario)
+            self.coordinator_port = config.free_port()
 
     # ------------------------------------------------------------------ paths
     def broker_dir(self, b: int) -> str:
@@ -71,12 +89,20 @@ class RealCluster:
     def controller_dir(self) -> str:
         return os.path.join(self.out, "controller")
 
+    @property
+    def coordinator_dir(self) -> str:
+        # under kafka/: the scenario's layout (broker-<id>/) holds the scenario's brokers only
+        return os.path.join(self.kafka_dir, "coordinator")
+
     def _props_path(self, name: str) -> str:
         return os.path.join(self.kafka_dir, f"{name}.properties")
 
     def bootstrap(self, brokers: list[int] | None = None) -> str:
         ids = brokers if brokers is not None else sorted(self.ports.brokers)
-        return ",".join(f"127.0.0.1:{self.ports.brokers[b]}" for b in ids)
+        addrs = [f"127.0.0.1:{self.ports.brokers[b]}" for b in ids]
+        if self.coordinator_id is not None:
+            addrs.append(f"127.0.0.1:{self.coordinator_port}")  # never faulted: always answers
+        return ",".join(addrs)
 
     # ------------------------------------------------------------------ start
     def _jvm_argv(self, main: str, *args: str) -> list[str]:
@@ -101,6 +127,12 @@ class RealCluster:
             with open(path, "w") as fh:
                 fh.write(config.broker_properties(self.scenario, self.ports, b, self.broker_dir(b)))
             jobs.append((f"broker-{b}", path))
+        if self.coordinator_id is not None:
+            path = self._props_path("coordinator")
+            with open(path, "w") as fh:
+                fh.write(config.broker_properties(self.scenario, self.ports, self.coordinator_id,
+                                                  self.coordinator_dir, port=self.coordinator_port))
+            jobs.append(("coordinator", path))
         feature_args: list[str] = []
         for name, level in sorted(self.features.items()):
             feature_args += ["--feature", f"{name}={level}"]
@@ -123,7 +155,13 @@ class RealCluster:
                                      os.path.join(self.kafka_dir, "controller.log"))
         for b in self.scenario.cluster.brokers:
             self._spawn_broker(b)
-        self.wait_for(lambda: self.registered() >= set(self.scenario.cluster.brokers),
+        expected = set(self.scenario.cluster.brokers)
+        if self.coordinator_id is not None:
+            self.coordinator = JvmProcess("coordinator",
+                                          self._jvm_argv(BROKER_MAIN, self._props_path("coordinator")),
+                                          os.path.join(self.kafka_dir, "coordinator.log"))
+            expected.add(self.coordinator_id)
+        self.wait_for(lambda: self.registered() >= expected,
                       timeout, "every broker registered and unfenced")
 
     def _spawn_broker(self, b: int) -> None:
@@ -179,19 +217,20 @@ class RealCluster:
                                                  list(pm.isrs), list(pm.replicas))
         return out
 
-    def high_watermarks(self) -> dict[tuple[str, int], int]:
-        """The leaders' HWs (ListOffsets latest, read_uncommitted) of partitions with a leader."""
+    def high_watermarks(self, *, committed: bool = False) -> dict[tuple[str, int], int]:
+        """The leaders' HWs (ListOffsets latest, read_uncommitted) of partitions with a leader;
+        with ``committed`` their last stable offsets (read_committed)."""
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
+        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         view = self.describe()
         req = {TopicPartition(t, p): OffsetSpec.latest() for (t, p), v in view.items()
                if v.leader is not None and self._answering(v.leader)}
         out: dict[tuple[str, int], int] = {}
         if not req:
             return out
-        futs = self.admin().list_offsets(req, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                         request_timeout=3)
+        futs = self.admin().list_offsets(req, isolation_level=level, request_timeout=3)
         for tp, fut in futs.items():
             try:
                 out[(tp.topic, tp.partition)] = fut.result().offset
@@ -216,6 +255,16 @@ class RealCluster:
                                 config={"min.insync.replicas": str(t.min_insync_replicas),
                                         "unclean.leader.election.enable": str(t.unclean_leader_election).lower(),
                                         "compression.type": "producer" if t.compression == "none" else t.compression}))
+        if self.coordinator_id is not None:
+            # created before any producer asks for a coordinator (which would create it on
+            # any broker): one partition on the coordinator broker, with the configs Kafka's
+            # TransactionStateManager gives it (compacted, uncompressed)
+            new.append(NewTopic("__transaction_state", num_partitions=1, replication_factor=-1,
+                                replica_assignment=[[self.coordinator_id]],
+                                config={"cleanup.policy": "compact", "min.insync.replicas": "1",
+                                        "compression.type": "uncompressed",
+                                        "unclean.leader.election.enable": "false",
+                                        "segment.bytes": str(100 * 1024 * 1024)}))
         for name, fut in self.admin().create_topics(new, request_timeout=30).items():
             try:
                 fut.result()
@@ -232,6 +281,29 @@ class RealCluster:
                 return False
             return set(self.high_watermarks()) >= set(tps)
         self.wait_for(ready, timeout, "every partition has a leader that answers")
+
+    def coordinator_batches(self) -> int:
+        """How many complete batches the coordinator's __transaction_state log holds: each
+        transaction state change (PrepareCommit, CompleteCommit, ...) is one batch. Counted
+        from the batch headers' lengths only (offset int64, length int32)."""
+        import glob
+        import struct
+
+        count = 0
+        for path in sorted(glob.glob(os.path.join(self.coordinator_dir, "__transaction_state-0", "*.log"))):
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            pos = 0
+            while pos + 12 <= len(data):
+                (length,) = struct.unpack_from(">i", data, pos + 8)
+                if length <= 0 or pos + 12 + length > len(data):
+                    break  # preallocated zeros or a batch still being written
+                pos += 12 + length
+                count += 1
+        return count
 
     # ------------------------------------------------------------------ faults
     def crash(self, b: int) -> None:
@@ -326,6 +398,8 @@ class RealCluster:
         for p in self.brokers.values():
             if p.alive():
                 p.kill()
+        if self.coordinator is not None and self.coordinator.alive():
+            self.coordinator.kill()
         if self.controller is not None and self.controller.alive():
             self.controller.terminate(20.0)
 
@@ -334,7 +408,12 @@ def _kafka_uuid() -> str:
     import base64
     import uuid
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    # like Kafka's Uuid.randomUuid (clients module): never one that starts with '-', which
+    # kafka-storage's argument parser would take for an option
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
 
 
 def _quiet_logger() -> Any:

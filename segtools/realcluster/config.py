@@ -22,6 +22,8 @@ REPLICA_LAG_TIME_MAX_MS = 3500
 #: how long a leader parks a follower's fetch when there is nothing new: a fetch parked before
 #: a SIGSTOP is answered with whatever arrives meanwhile, into the stopped follower's socket
 REPLICA_FETCH_WAIT_MAX_MS = 100
+#: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
+STEP_WAIT_S = SESSION_TIMEOUT_MS / 1000 + 4
 
 
 def free_port() -> int:
@@ -72,17 +74,28 @@ def controller_properties(scenario: Scenario, ports: Ports, log_dir: str) -> str
     })
 
 
-def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: str) -> str:
+def coordinator_id(scenario: Scenario) -> int:
+    """The id of the transaction coordinator's broker (the first free id after the controller's)."""
+    cid = controller_id(scenario) + 1
+    while cid in scenario.cluster.brokers:
+        cid += 1
+    return cid
+
+
+def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: str,
+                      port: int | None = None) -> str:
+    """``port``: the listener of a broker outside ``ports.brokers`` (the coordinator)."""
     spec = scenario.cluster
     cid = controller_id(scenario)
     n = len(spec.brokers)
+    listen = port if port is not None else ports.brokers[broker]
     return _render({
         "process.roles": "broker",
         "node.id": broker,
         "controller.quorum.voters": f"{cid}@127.0.0.1:{ports.controller}",
         "controller.listener.names": "CONTROLLER",
-        "listeners": f"PLAINTEXT://127.0.0.1:{ports.brokers[broker]}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{ports.brokers[broker]}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{listen}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{listen}",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": log_dir,

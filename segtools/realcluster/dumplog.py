@@ -16,6 +16,8 @@ _BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?parti
                     r"isTransactional: (\w+) isControl: (\w+)")
 _RECORD = re.compile(r"^\| offset: (\d+) .*?keySize: (-?\d+) valueSize: (-?\d+) .*?headerKeys: \[[^\]]*\]"
                      r"(?: key: (.*?))?(?: payload: (.*))?$")
+# a transaction marker: DumpLogSegments prints the marker instead of key and payload
+_MARKER = re.compile(r"^\| offset: (\d+) .*? endTxnMarker: (\w+) coordinatorEpoch: -?\d+")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ def dump_records(runtime: KafkaRuntime, files: list[str]) -> dict[str, list[Dump
         if m:
             epoch = int(m.group(4))
             control = m.group(6) == "true"
+            continue
+        m = _MARKER.match(line)
+        if m and current is not None:
+            current.append(DumpedRecord(int(m.group(1)), epoch, None, m.group(2), True))
             continue
         m = _RECORD.match(line)
         if m and current is not None:

@@ -17,17 +17,11 @@ from typing import Any
 
 from segtools.realcluster import config
 from segtools.realcluster.cluster import RealCluster
+from segtools.realcluster.producing import ProducerSteps
 from segtools.simulate.controller import NO_LEADER
 from segtools.simulate.scenario import Scenario, Step
 
-#: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
-WAIT_S = config.SESSION_TIMEOUT_MS / 1000 + 4
-
-# librdkafka's names of Kafka error codes that differ from Kafka's, and its local errors
-_ERROR_NAMES = {"NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER",
-                "_MSG_TIMED_OUT": "REQUEST_TIMED_OUT", "_TIMED_OUT": "REQUEST_TIMED_OUT",
-                "REQUEST_TIMED_OUT": "REQUEST_TIMED_OUT"}
-
+WAIT_S = config.STEP_WAIT_S
 
 @dataclass
 class StepObservation:
@@ -48,12 +42,7 @@ class RunLog:
     timings: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _error_name(err: Any) -> str:
-    name = err.name() if hasattr(err, "name") else str(err)
-    return _ERROR_NAMES.get(name, name.lstrip("_"))
-
-
-class StepRunner:
+class StepRunner(ProducerSteps):
     def __init__(self, scenario: Scenario, cluster: RealCluster, out_dir: str) -> None:
         from segtools.simulate.cluster import Cluster
 
@@ -66,6 +55,17 @@ class StepRunner:
         self.log = RunLog()
         self.steps_dir = os.path.join(out_dir, "kafka", "steps")
         self.final_alive: dict[int, bool] = {}
+        # the scenario's idempotent/transactional producers: one librdkafka producer each for
+        # the whole run (its producer id and sequences carry over from step to step)
+        self.producers: dict[str, Any] = {}
+        self.in_transaction: dict[str, bool] = {}
+        # in_flight sends not answered yet, per producer (None: anonymous), oldest first; and
+        # the copies a resend wrote (for truth.json's relocated_to)
+        self.real_pending: dict[str | None, list[dict[str, Any]]] = {}
+        self.resent: list[dict[str, Any]] = []
+        self._pending_before: dict[str | None, int] = {}
+        # per transactional producer: the last acked offset of its open transaction per partition
+        self.txn_last_offsets: dict[str, dict[tuple[str, int], int]] = {}
 
     # ------------------------------------------------------------------ driving
     def run(self) -> None:
@@ -73,6 +73,7 @@ class StepRunner:
         for step in self.scenario.steps:
             t0 = time.monotonic()
             before = len(self.model.acks)
+            self._pending_before = {k: len(p.pending) for k, p in self._model_producers().items()}
             self.model.apply(step)
             getattr(self, "_do_" + step.kind)(step, self.model.acks[before:])
             self._settle(step)
@@ -86,6 +87,19 @@ class StepRunner:
             self.log.timings.append({"step": step.index, "kind": step.kind,
                                      "seconds": round(time.monotonic() - t0, 3)})
         self.model.finish()
+        # sends still waiting for their answer when the scenario ends time out (as in the model)
+        for key in self._model_producers():
+            for entry in self.real_pending.pop(key, []):
+                for k, v in entry["recs"]:
+                    self.acks.append({"topic": entry["tp"][0], "partition": entry["tp"][1], "key": k,
+                                      "value": v, "acks": entry["acks"], "ok": False, "offset": None,
+                                      "leader_epoch": None, "error": "REQUEST_TIMED_OUT"})
+
+    def _model_producers(self) -> dict[str | None, Any]:
+        """The model's producer states, the anonymous one (key None) first, as its finish()."""
+        out: dict[str | None, Any] = {None: self.model._anonymous}
+        out.update(self.model.producers)
+        return out
 
     def _expected(self) -> dict[tuple[str, int], tuple[int | None, list[int]]]:
         return {tp: (None if ps.leader == NO_LEADER else ps.leader, sorted(ps.isr))
@@ -119,13 +133,19 @@ class StepRunner:
         # later (the next step) than a real one: a larger ISR is accepted there
         grow = step.kind in ("restart", "resume")
 
+        # the model elects without eligible leader replicas: with ELR on (KIP-966) a real
+        # controller may elect a clean leader from the ELR where the model has none
+        elr = bool(dict(self.scenario.cluster.kafka_features).get("eligible.leader.replicas.version"))
+
+        def matches(exp: tuple[int | None, list[int]], obs: tuple[int | None, list[int]]) -> bool:
+            if elr and exp[0] is None and obs[0] is not None:
+                return True
+            return obs[0] == exp[0] and (obs[1] == exp[1] or (grow and set(obs[1]) >= set(exp[1])))
+
         def reached() -> bool:
             observed = self._observed()
             return observed.keys() == expected.keys() and all(
-                observed[tp][0] == expected[tp][0]
-                and (observed[tp][1] == expected[tp][1]
-                     or (grow and set(observed[tp][1]) >= set(expected[tp][1])))
-                for tp in expected)
+                matches(expected[tp], observed[tp]) for tp in expected)
 
         ok = self.cluster.wait_for(reached, timeout,
                                    "the step's leaders and ISRs", raise_on_timeout=False)
@@ -173,78 +193,8 @@ class StepRunner:
                     frozen.resume()
 
     # ------------------------------------------------------------------ steps
-    def _do_produce(self, step: Step, planned: list[Any]) -> None:
-        from confluent_kafka import Producer
-
-        a = step.args
-        view = self.cluster.describe()
-        offline = any(view.get((line.topic, line.partition)) is None
-                      or view[(line.topic, line.partition)].leader is None for line in planned)
-        conf = {"bootstrap.servers": self.cluster.bootstrap(self._answering()),
-                "acks": "all" if a["acks"] == "all" else a["acks"],
-                "enable.idempotence": False,
-                "retries": a["retries"],
-                "linger.ms": 0,
-                "max.in.flight.requests.per.connection": 1,
-                "batch.num.messages": a["batch_size"],
-                "request.timeout.ms": 8000,
-                # a partition without a leader fails fast (the model fails it at once)
-                "message.timeout.ms": 1000 if offline else 10000,
-                "log_level": 0}
-        producer = Producer(conf)
-        results: list[dict[str, Any] | None] = [None] * len(planned)
-
-        def callback(i: int) -> Any:
-            def cb(err: Any, msg: Any) -> None:
-                if err is None:
-                    off = msg.offset()
-                    epoch = msg.leader_epoch()
-                    results[i] = {"ok": True, "offset": off if off is not None and off >= 0 else None,
-                                  "leader_epoch": epoch if epoch is not None and epoch >= 0 else None,
-                                  "error": None}
-                else:
-                    results[i] = {"ok": False, "offset": None, "leader_epoch": None,
-                                  "error": _error_name(err)}
-            return cb
-
-        # acks=0: the producer reports success before the leader has appended anything; the
-        # leader's log file is watched so that a crash in the next step does not race it
-        watched = {}
-        if a["acks"] == "0":
-            for line in planned:
-                v = view.get((line.topic, line.partition))
-                if v is not None and v.leader is not None:
-                    pdir = os.path.join(self.cluster.broker_dir(v.leader), f"{line.topic}-{line.partition}")
-                    watched[pdir] = _log_bytes(pdir)
-        headers = [(k, None if v is None else v.encode()) for k, v in a["headers"]] or None
-        for i, line in enumerate(planned):
-            producer.produce(line.topic, partition=line.partition,
-                             key=None if line.key is None else line.key.encode(),
-                             value=None if line.value is None else line.value.encode(),
-                             headers=headers, on_delivery=callback(i))
-            producer.poll(0)
-        left = producer.flush(60)
-        if watched:
-            grown = self.cluster.wait_for(lambda: all(_log_bytes(d) > n for d, n in watched.items()),
-                                          5, "acks=0 records appended", raise_on_timeout=False)
-            last = {d: _log_bytes(d) for d in watched}
-            while grown:  # then until the file stops growing (the records may span requests)
-                time.sleep(0.2)
-                now = {d: _log_bytes(d) for d in watched}
-                if now == last:
-                    break
-                last = now
-        for i, line in enumerate(planned):
-            res = results[i] or {"ok": False, "offset": None, "leader_epoch": None,
-                                 "error": "REQUEST_TIMED_OUT" if left else "UNKNOWN"}
-            if a["acks"] == "0":
-                res = {**res, "offset": None, "leader_epoch": None}
-            self.acks.append({"topic": line.topic, "partition": line.partition, "key": line.key,
-                              "value": line.value, "acks": a["acks"], **res})
-
-    def _answering(self) -> list[int]:
-        return [b for b, p in self.cluster.brokers.items() if p.alive() and not p.paused] or \
-            sorted(self.cluster.ports.brokers)
+    def _do_flush(self, step: Step, _: Any) -> None:
+        pass  # a documented no-op on a real broker: segtools.realcluster.support.FLUSH_IS_A_NO_OP
 
     def _do_pause(self, step: Step, _: Any) -> None:
         self.cluster.pause(step.args["broker"])
@@ -290,13 +240,6 @@ class StepRunner:
     def _do_snapshot(self, step: Step, _: Any) -> None:
         target = os.path.join(self.out, "snapshots", step.args["name"])
         self.copy_brokers(target, logs_only=False)
-
-
-def _log_bytes(pdir: str) -> int:
-    try:
-        return sum(e.stat().st_size for e in os.scandir(pdir) if e.name.endswith(".log"))
-    except OSError:
-        return 0
 
 
 def _copy_dir(src: str, dst: str, topics: set[str] | None) -> None:

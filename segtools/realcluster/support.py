@@ -6,6 +6,17 @@ from __future__ import annotations
 from segtools.errors import ScenarioError
 from segtools.simulate.scenario import ClusterSpec, Scenario, Step
 
+#: Why the real engine accepts `flush` and does nothing for it. In the model a flush only
+#: decides what a later `crash: {lose_unflushed: true}` (a power loss) removes, and the real
+#: engine refuses that crash: a SIGKILLed broker loses nothing the kernel's page cache holds.
+#: Kafka itself never fsyncs a partition on request: UnifiedLog.flush runs only from the
+#: log.flush.interval.messages / log.flush.interval.ms settings (default: never, Long.MAX_VALUE
+#: in server-common's ServerLogConfigs) and on segment roll or clean shutdown, and there is no
+#: admin request that triggers it. So after a flush the real broker's files are the same as
+#: without it; only the recovery-point-offset-checkpoint the model rewrites at a flush keeps
+#: Kafka's own 60 s schedule (log.flush.offset.checkpoint.interval.ms).
+FLUSH_IS_A_NO_OP = True
+
 
 def _refuse(step: Step, why: str) -> ScenarioError:
     return ScenarioError(f"steps[{step.index}] ({step.kind}): the real engine cannot do this: {why} "
@@ -25,9 +36,6 @@ def check_supported(scenario: Scenario) -> None:
     if spec.start_time_ms != ClusterSpec.__dataclass_fields__["start_time_ms"].default:
         raise ScenarioError("cluster.start_time_ms: a real cluster runs on the wall clock; a forced "
                             "virtual clock cannot be given to it (run it with --engine model)")
-    if scenario.producers:
-        raise ScenarioError("producers: idempotent and transactional producers are not driven by "
-                            "the real engine yet (run it with --engine model)")
     model = Cluster(scenario)
     for step in scenario.steps:
         a = step.args
@@ -35,12 +43,7 @@ def check_supported(scenario: Scenario) -> None:
             raise _refuse(step, "a power loss (lose_unflushed) needs control of the page cache")
         if step.kind == "crash" and a.get("wipe_disk"):
             raise _refuse(step, "wipe_disk (a replaced disk) is not driven on a real broker")
-        if step.kind == "flush":
-            raise _refuse(step, "a broker cannot be told from outside to fsync now")
-        if step.kind in ("begin_transaction", "commit_transaction", "abort_transaction", "resend"):
-            raise _refuse(step, "transactions and resends need the model's producer")
-        if step.kind == "produce" and a.get("in_flight"):
-            raise _refuse(step, "a lost produce response (in_flight) cannot be forced")
+        # `flush` is accepted and does nothing: see FLUSH_IS_A_NO_OP
         if step.kind == "elect" and a.get("leader") is not None:
             raise _refuse(step, "the Admin API elects the preferred leader or an unclean one, "
                                 "it cannot choose a given broker")

@@ -4,6 +4,7 @@
 * every broker's logs after every step, in the final dirs and in user snapshots, read by the
   real kafka-dump-log (a record "appended to some replica" is one seen in any of them);
 * the leaders' high watermarks after every step (Admin API ListOffsets) for ``committed``;
+* a read_committed and a read_uncommitted consumer of each final leader (``consumed``);
 * the controller's ``__cluster_metadata-0``, decoded by kafka-dump-log, for elections
   (a PartitionChangeRecord that sets a leader; unclean when it sets leaderRecoveryState=1),
   and the brokers' leader-epoch-checkpoint files for each epoch's start offset.
@@ -78,7 +79,8 @@ def _logs_of(root: str, topic: str, partition: int) -> list[str]:
 
 
 def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
-                final_hw: dict[tuple[str, int], int]) -> dict[str, Any]:
+                final_hw: dict[tuple[str, int], int],
+                consumed: dict[str, Any] | None = None) -> dict[str, Any]:
     cluster = runner.cluster
     scenario = runner.scenario
     runtime = cluster.runtime
@@ -158,7 +160,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
                 if r.offset < hw:
                     committed[tp].add((r.offset, r.leader_epoch))
 
-    _fill_ack_epochs(runner.acks, logs)
+    _fill_ack_epochs(runner.acks, logs, {tp: v.leader for tp, v in final_view.items()})
     acks_by_tp: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for a in runner.acks:
         acks_by_tp.setdefault((a["topic"], a["partition"]), []).append(a)
@@ -196,12 +198,16 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
                 continue
             ack = _match_ack(acks_by_tp.get(tp, []), off, ep, k, v, used)
             acks = ack["acks"] if ack else "all"
+            if ack is None:
+                # no answer of its own (a copy a resend replaced): the send's acks setting
+                ack_of_copy = next((a for a in acks_by_tp.get(tp, []) if (a["key"], a["value"]) == (k, v)), None)
+                acks = ack_of_copy["acks"] if ack_of_copy else "all"
             acked = bool(ack and ack["ok"] and acks != "0")
             is_committed = (off, ep) in committed[tp] or (acked and acks == "all")
             lost.append({"offset": off, "leader_epoch": ep, "key": k, "value": v, "acks": acks,
                          "acked": acked, "committed": is_committed,
                          "cause": _cause(off, ep, acks, acked, is_committed, elections[tp]),
-                         "relocated_to": None,
+                         "relocated_to": _relocated_to(runner.resent, tp, k, v, ref_records),
                          "on_brokers": sorted(b for b, held in final_holders.items() if (off, ep) in held)})
         replicas = {}
         for b in assignment[tp]:
@@ -230,17 +236,25 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
             "replicas": replicas,
             "elections": [e.to_json() for e in ep_list],
             "lost": lost,
+            # real engine only: what consumers of the final leader read (consume.py)
+            "consumed": (consumed or {}).get(tp_name),
         }
     return out
 
 
 def _fill_ack_epochs(acks: list[dict[str, Any]],
-                     logs: dict[tuple[str, int, tuple[str, int]], list[DumpedRecord]]) -> None:
+                     logs: dict[tuple[str, int, tuple[str, int]], list[DumpedRecord]],
+                     leaders: dict[tuple[str, int], int | None]) -> None:
     """librdkafka's delivery report has the offset but no leader epoch: the epoch is that of
     the batch that holds the record (same offset, key and value) in a log copied right after
     the produce step."""
     where: dict[tuple[str, int, int, str | None, str | None], int] = {}
-    for (_tag, _b, tp), recs in logs.items():
+    # a resend can write the same record at the same offset in a later epoch: the copy in a
+    # final leader's final log (the survivor, which the producer was told about) comes first
+    def rank(key: tuple[str, int, tuple[str, int]]) -> tuple[bool, bool]:
+        return key[0] != "final", key[1] != leaders.get(key[2])
+
+    for (_tag, _b, tp), recs in sorted(logs.items(), key=lambda kv: rank(kv[0])):
         for r in recs:
             where.setdefault((tp[0], tp[1], r.offset, r.key, r.value), r.leader_epoch)
     for a in acks:
@@ -255,9 +269,22 @@ def _match_ack(acks: list[dict[str, Any]], off: int, ep: int, key: str | None, v
             used.add(i)
             return a
     for i, a in enumerate(acks):
-        if i not in used and a["key"] == key and a["value"] == value:
+        # (an ack that names another offset and epoch is another copy's: a resend's)
+        other = a["offset"] is not None and a["leader_epoch"] is not None \
+            and (a["offset"], a["leader_epoch"]) != (off, ep)
+        if i not in used and a["key"] == key and a["value"] == value and not other:
             used.add(i)
             return a
+    return None
+
+
+def _relocated_to(resent: list[dict[str, Any]], tp: tuple[str, int], key: str | None,
+                  value: str | None, final: set[tuple[int, int]]) -> int | None:
+    """The offset in the final leader's log of a resent copy of the same send, if any."""
+    for a in resent:
+        if (a["topic"], a["partition"], a["key"], a["value"]) == (*tp, key, value) \
+                and (a["offset"], a["leader_epoch"]) in final:
+            return int(a["offset"])
     return None
 
 

@@ -90,5 +90,39 @@ def java_processes_of(path: Path) -> list[int]:
     return out
 
 
-__all__ = ["REPO", "SCENARIOS", "check_against_truth", "compare_dir", "disk_records_by_replica",
+__all__ = ["REPO", "SCENARIOS", "build_kafka_home", "check_against_truth", "compare_dir", "disk_records_by_replica",
            "java_processes_of", "lost_view", "require_real_kafka", "run_both", "run_log", "verdicts"]
+
+
+def build_kafka_home(dest: Path) -> Path:
+    """A Kafka distribution laid out like the 4.3 tarball (kafka_2.13-4.3.1/ with bin/,
+    config/, libs/), its libs/ the jars Maven resolved for jvm/pom.xml (symlinked), its bin/
+    scripts the tarball's entry points reduced to running those jars."""
+    from segtools.kafka_runtime import KAFKA_VERSION, KafkaUnavailableError, kafka_runtime
+
+    try:
+        runtime = kafka_runtime()
+    except KafkaUnavailableError as exc:
+        pytest.fail(f"real Kafka is needed for this test: {exc}")
+    home = dest / f"kafka_2.13-{KAFKA_VERSION}"
+    for sub in ("bin", "config", "libs"):
+        (home / sub).mkdir(parents=True)
+    for jar in runtime.classpath.split(os.pathsep):
+        link = home / "libs" / Path(jar).name
+        if not link.exists():
+            link.symlink_to(jar)
+    run_class = home / "bin" / "kafka-run-class.sh"
+    run_class.write_text('#!/bin/sh\nbase=$(dirname "$0")/..\n'
+                         'exec "${JAVA:-java}" -cp "$base/libs/*" "$@"\n')
+    mains = {"kafka-server-start.sh": "kafka.Kafka", "kafka-storage.sh": "kafka.tools.StorageTool",
+             "kafka-dump-log.sh": "org.apache.kafka.tools.DumpLogSegments"}
+    for name, main in mains.items():
+        (home / "bin" / name).write_text(f'#!/bin/sh\nexec "$(dirname "$0")/kafka-run-class.sh" {main} "$@"\n')
+    for script in (home / "bin").iterdir():
+        script.chmod(0o755)
+    (home / "config" / "server.properties").write_text(
+        "process.roles=broker,controller\nnode.id=1\n"
+        "controller.quorum.bootstrap.servers=localhost:9093\n"
+        "listeners=PLAINTEXT://:9092,CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n"
+        "log.dirs=/tmp/kraft-combined-logs\n")
+    return home

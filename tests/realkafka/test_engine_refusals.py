@@ -15,16 +15,14 @@ from segtools.simulate import load_scenario, parse_scenario, run
 # which sample scenarios a real Kafka 4.3 cluster can run, and why the others cannot
 REFUSED = {
     "S0-healthy-baseline": "steps[1] (elect)",          # elect a given broker
-    "S10-retry-after-failover": "producers",            # idempotent producer, resends
-    "S11a-follower-power-loss": "steps[1] (flush)",
+    "S11a-follower-power-loss": "steps[4] (crash)",     # lose_unflushed (its flush is accepted)
     "S11b-last-replica-standing": "steps[5] (crash)",   # lose_unflushed
     "S12-empty-disk-leader": "steps[2] (crash)",        # wipe_disk
-    "S17-torn-tail": "steps[1] (flush)",
-    "S19-txn-marker-lost": "producers",                 # transactions
+    "S17-torn-tail": "steps[3] (crash)",                # lose_unflushed
     "S2-kip101-hw-truncation": "cluster.truncation",
     "S2-kip101-leader-epoch": "steps[4] (restart)",     # bounce of a running broker
     "S3-kip101-divergent-logs": "cluster.truncation",
-    "S3-kip101-leader-epoch": "steps[1] (flush)",
+    "S3-kip101-leader-epoch": "steps[5] (crash)",       # lose_unflushed
     "S5-kip101-only-epoch-regression": "cluster.truncation",
     "S6-kafka7164-missed-truncation": "cluster.truncation",
     "S6-leader-epoch-no-missed-truncation": "steps[3] (elect)",
@@ -91,3 +89,20 @@ def test_kafka_features_key():
 def test_forced_virtual_clock_is_refused():
     with pytest.raises(ScenarioError, match="start_time_ms"):
         check_supported(parse_scenario(_base(start_time_ms=5)))
+
+
+def test_producers_transactions_flush_in_flight_and_resend_are_accepted():
+    base = {"cluster": {"brokers": [1, 2]},
+            "topics": [{"name": "t", "replication_factor": 2}],
+            "producers": [{"name": "tx", "transactional_id": "tx-1"}, {"name": "i", "idempotent": True}]}
+    check_supported(parse_scenario({**base, "steps": [
+        {"begin_transaction": {"producer": "tx"}},
+        {"produce": {"topic": "t", "values": ["a"], "producer": "tx"}},
+        {"abort_transaction": {"producer": "tx"}},
+        {"produce": {"topic": "t", "values": ["b"], "producer": "i"}},
+        {"produce": {"topic": "t", "values": ["c"], "producer": "i", "in_flight": True}},
+        {"produce": {"topic": "t", "values": ["d"], "in_flight": True}},
+        {"flush": {"broker": 1}},
+        {"resend": {"producer": "i"}},
+        {"resend": {}},
+        {"commit_transaction": {"producer": "tx"}}]}))
