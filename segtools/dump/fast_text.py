@@ -1,0 +1,492 @@
+"""Column-wise deep-iteration text for plain v2 batches: the hot path of `dump --deep-iteration`.
+
+kafka-dump-log prints one line per batch and one per record (DUMP_LOG.md 3.3-3.5). For the
+common batch (magic 2, uncompressed, not control, CRC valid, well-formed records, UTF-8 keys,
+values and header keys) the lines are built here a window of batches at a time: the batches
+are framed and CRC-checked in one Python loop, the records' length prefixes walked in another,
+every other field decoded as numpy columns and the lines joined by Arrow's string kernels, then
+written as one buffer. Anything else (legacy magic, compression, control records, a bad CRC,
+a torn or corrupt frame, an undecodable record, bytes that are not UTF-8 and so need Java's
+replacement rules) stops the window at that batch and goes through the object reader and
+text.py as before, so every edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
+the two paths to byte-identical output.
+
+The record layout and its checks are DefaultRecord.readFrom's (Kafka
+clients/src/main/java/org/apache/kafka/common/record/DefaultRecord.java), as the object reader
+in segtools/batches.py applies them; a record that the object reader would reject is never
+printed here, it is left to that reader to report.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from segtools.crc import crc32c
+
+#: bytes read per window (a batch larger than this goes through the object reader); the
+#: lines of one window (about twice its size) are the largest buffer held
+WINDOW = 8 << 20
+_PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
+_HEADER_UP_TO_MAGIC = 17  # kafka.log FileLogInputStream: fewer trailing bytes end the walk
+_V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+_FRAME = struct.Struct(">qiibIh")  # baseOffset, length, leaderEpoch, magic, crc, attributes
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = np.iinfo(np.int64).max
+
+#: DefaultRecordBatch header fields after the frame (big-endian, at their byte offsets)
+_HEADER = np.dtype({
+    "names": ["base_offset", "partition_leader_epoch", "crc", "attributes",
+              "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+              "producer_epoch", "base_sequence", "records_count"],
+    "formats": [">i8", ">i4", ">u4", ">i2", ">i4", ">i8", ">i8", ">i8", ">i2", ">i4", ">i4"],
+    "offsets": [0, 12, 17, 21, 23, 27, 35, 43, 51, 53, 57],
+    "itemsize": _V2_OVERHEAD,
+})
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """A small string array, built from buffers: ``pa.array`` on Python or numpy input asks
+    whether it is a pandas object, which imports pandas (a second of start-up)."""
+    data = "".join(values).encode()
+    offsets = np.cumsum([0] + [len(v.encode()) for v in values]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(values),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    """An int64 or bool numpy column as an Arrow array (zero-copy for integers)."""
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+_LITERALS: dict[str, Any] = {}
+
+
+def _lit(text: str) -> Any:
+    """A string scalar for the compute kernels (taken from an array: ``pa.scalar`` imports
+    pandas too)."""
+    scalar = _LITERALS.get(text)
+    if scalar is None:
+        scalar = _LITERALS[text] = _strings([text])[0]
+    return scalar
+
+
+_TS_TYPES = _strings(["CreateTime", "LogAppendTime"])
+_BOOLS = _strings(["false", "true"])
+
+
+def usable(out: Any) -> bool:
+    """The fast path writes UTF-8 bytes: only where the text stream would write the same."""
+    try:
+        return codecs.lookup(getattr(out, "encoding", None) or "ascii").name == "utf-8"
+    except LookupError:
+        return False
+
+
+class _Unusual(Exception):
+    """Internal: the batch at this index needs the object reader."""
+
+
+class FastLogText:
+    """Walks one segment from a position and prints the plain batches it meets.
+
+    ``run(pos)`` returns ``(next_pos, finished)``: ``finished`` when the walk reached the end
+    (fewer than 17 bytes left), otherwise ``next_pos`` is the first batch left to the object
+    reader. ``last_offset`` and ``non_consecutive`` carry the offset-order check across both
+    paths."""
+
+    def __init__(self, path: str, end: int, max_batch_bytes: int, write: Any,
+                 print_data: bool, kafka4: bool) -> None:
+        self.path = path
+        self.end = end
+        self.max_batch_bytes = max_batch_bytes
+        self.write = write
+        self.print_data = print_data
+        self.kafka4 = kafka4
+        self._buf = bytearray(WINDOW + _PAD)
+        self._np = np.frombuffer(self._buf, dtype=np.uint8)
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> FastLogText:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ framing
+
+    def run(self, pos: int, state: Any) -> tuple[int, bool]:
+        end = self.end
+        limit = min(self.max_batch_bytes, WINDOW)
+        buf = self._buf
+        mv = memoryview(buf)
+        unpack = _FRAME.unpack_from
+        while True:
+            if end - pos <= _HEADER_UP_TO_MAGIC:
+                return pos, True
+            want = min(WINDOW, end - pos)
+            got = os.preadv(self._fd, [mv[:want]], pos)
+            if got < want:
+                return pos, False  # the file shrank: the object reader reports it
+            buf[got:got + _PAD] = bytes(_PAD)
+            starts: list[int] = []
+            sizes: list[int] = []
+            p = 0
+            stop = False
+            while True:
+                if end - (pos + p) <= _HEADER_UP_TO_MAGIC or p + _V2_OVERHEAD > got:
+                    break
+                _, size, _, magic, crc, attributes = unpack(buf, p)
+                total = size + 12
+                # legacy or unknown magic, a frame below the v2 header, a batch over the limit
+                # or the window, compression, control: the object reader's
+                if magic != 2 or total < _V2_OVERHEAD or total > limit or attributes & 0x27:
+                    stop = True
+                    break
+                if p + total > got:
+                    stop = pos + p + total > end  # a torn tail: the object reader's
+                    break
+                if crc32c(mv[p + 21:p + total]) != crc:
+                    stop = True
+                    break
+                starts.append(p)
+                sizes.append(total)
+                p += total
+            done = self._batches(np.array(starts, dtype=np.int64),
+                                 np.array(sizes, dtype=np.int64), pos, state)
+            if done < len(starts):
+                return pos + starts[done], False
+            if stop or not starts:
+                # not starts: the next batch is larger than what is left of the window and the
+                # window could not hold it; the object reader reads it
+                return pos + p, end - (pos + p) <= _HEADER_UP_TO_MAGIC
+            pos += p
+
+    # ------------------------------------------------------------------ one window
+
+    def _batches(self, starts: np.ndarray, sizes: np.ndarray, file_pos: int, state: Any) -> int:
+        """Print the leading run of plain batches of this window; returns how many."""
+        nb = len(starts)
+        if nb == 0:
+            return 0
+        try:
+            cols = self._decode(starts, sizes)
+        except _Unusual as exc:
+            first_bad = exc.args[0]
+            if first_bad == 0:
+                return 0
+            cols = self._decode(starts[:first_bad], sizes[:first_bad])
+            nb = first_bad
+        self._emit(cols, starts[:nb], sizes[:nb], file_pos, state)
+        return nb
+
+    def _decode(self, starts: np.ndarray, sizes: np.ndarray) -> dict[str, Any]:
+        w = self._np
+        buf = self._buf
+        nb = len(starts)
+        head = w[starts[:, None] + np.arange(_V2_OVERHEAD)].reshape(-1).view(_HEADER)
+        counts = head["records_count"].astype(np.int64)
+        base_seq = head["base_sequence"].astype(np.int64)
+        bad = (counts < 0) | (base_seq < -1) | (head["last_offset_delta"] < 0)
+        if bad.any():
+            raise _Unusual(int(np.argmax(bad)))
+
+        # the records' length prefixes: sequential within a batch (DefaultRecord.readFrom)
+        body: list[int] = []
+        lens: list[int] = []
+        put_body = body.append
+        put_len = lens.append
+        ends = (starts + sizes).tolist()
+        for b, (p, e, c) in enumerate(zip((starts + _V2_OVERHEAD).tolist(), ends,
+                                          counts.tolist())):
+            for _ in range(c):
+                if p >= e:
+                    raise _Unusual(b)
+                x = buf[p]
+                if x < 0x80:
+                    p += 1
+                else:
+                    y = buf[p + 1]
+                    if y < 0x80:
+                        x = (x & 0x7F) | (y << 7)
+                        p += 2
+                    else:
+                        z = buf[p + 2]
+                        if z >= 0x80:
+                            raise _Unusual(b)
+                        x = (x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)
+                        p += 3
+                length = (x >> 1) ^ -(x & 1)
+                if length < 0 or p + length > e:
+                    raise _Unusual(b)
+                put_body(p)
+                put_len(length)
+                p += length
+            if c and p != e:
+                raise _Unusual(b)
+
+        rs = np.array(body, dtype=np.int64)
+        rend = rs + np.array(lens, dtype=np.int64)
+        bidx = np.repeat(np.arange(nb), counts)
+        n = len(rs)
+        rbad = np.zeros(n, dtype=bool)
+        pos = rs + 1  # attributes: read, unused (DefaultRecord ignores them)
+        ts_delta, pos = _varint(w, pos, 9, rbad)
+        off_delta, pos = _varint(w, pos, 4, rbad)
+        klen, pos = _varint(w, pos, 4, rbad)
+        kstart = pos
+        pos = pos + np.maximum(klen, 0)
+        vlen, pos = _varint(w, pos, 4, rbad)
+        vstart = pos
+        pos = pos + np.maximum(vlen, 0)
+        hcount, pos = _varint(w, pos, 4, rbad)
+        rbad |= hcount < 0
+        hc = np.maximum(hcount, 0)
+        hk_rec: list[np.ndarray] = []
+        hk_start: list[np.ndarray] = []
+        hk_len: list[np.ndarray] = []
+        j = 0
+        while True:
+            idx = np.nonzero((hc > j) & ~rbad)[0]
+            if len(idx) == 0:
+                break
+            hp = pos[idx]
+            sub_bad = np.zeros(len(idx), dtype=bool)
+            hkl, hp = _varint(w, hp, 4, sub_bad)
+            sub_bad |= (hkl < 0) | (hp + np.maximum(hkl, 0) > rend[idx])
+            hk_rec.append(idx)
+            hk_start.append(hp)
+            hk_len.append(np.maximum(hkl, 0))
+            hp = hp + np.maximum(hkl, 0)
+            hvl, hp = _varint(w, hp, 4, sub_bad)
+            hp = hp + np.maximum(hvl, 0)
+            pos[idx] = np.minimum(hp, rend[idx] + 1)
+            rbad[idx] |= sub_bad
+            j += 1
+        # every read moved forward, so ending exactly at the record's end means every read was
+        # inside it (DefaultRecord.readFrom's "expected to read N bytes" check)
+        rbad |= pos != rend
+        seq_base = base_seq[bidx]
+        rbad |= (seq_base >= 0) & (off_delta < 0)
+        if rbad.any():
+            raise _Unusual(int(bidx[np.argmax(rbad)]))
+
+        if hk_rec:
+            rec = np.concatenate(hk_rec)
+            order = np.argsort(rec, kind="stable")  # record-major, headers in order
+            hs = np.concatenate(hk_start)[order]
+            hl = np.concatenate(hk_len)[order]
+        else:
+            hs = hl = np.zeros(0, dtype=np.int64)
+
+        keys = _slices(buf, kstart, np.maximum(klen, 0))
+        values = _slices(buf, vstart, np.maximum(vlen, 0))
+        hkeys = _slices(buf, hs, hl)
+        try:
+            hkeys = hkeys.cast(pa.string())
+            if self.print_data:
+                keys = keys.cast(pa.string())
+                values = values.cast(pa.string())
+        except pa.ArrowInvalid:
+            raise _Unusual(self._first_not_utf8(buf, bidx, kstart, klen, vstart, vlen,
+                                                hs, hl, hc)) from None
+        return {"head": head, "counts": counts, "bidx": bidx, "ts_delta": ts_delta,
+                "off_delta": off_delta, "klen": klen, "vlen": vlen, "hc": hc, "keys": keys,
+                "values": values, "hkeys": hkeys}
+
+    def _first_not_utf8(self, buf: bytearray, bidx: np.ndarray, kstart: np.ndarray,
+                        klen: np.ndarray, vstart: np.ndarray, vlen: np.ndarray,
+                        hs: np.ndarray, hl: np.ndarray, hc: np.ndarray) -> int:
+        """The batch of the first record whose key, value or header key is not UTF-8."""
+        mv = memoryview(buf)
+        first_header = np.concatenate([[0], np.cumsum(hc)])
+        parts = [(kstart, klen), (vstart, vlen)] if self.print_data else []
+        for r in range(len(bidx)):
+            spans = [(int(s[r]), int(n[r])) for s, n in parts if n[r] > 0]
+            spans += [(int(hs[h]), int(hl[h])) for h in range(first_header[r], first_header[r + 1])]
+            for s, n in spans:
+                try:
+                    codecs.utf_8_decode(mv[s:s + n], "strict", True)
+                except UnicodeDecodeError:
+                    return int(bidx[r])
+        return len(bidx) and int(bidx[-1])  # not reached: the cast found one
+
+    # ------------------------------------------------------------------ text
+
+    def _emit(self, cols: dict[str, Any], starts: np.ndarray, sizes: np.ndarray,
+              file_pos: int, state: Any) -> None:
+        head = cols["head"]
+        counts = cols["counts"]
+        bidx = cols["bidx"]
+        nb = len(starts)
+        n = len(bidx)
+        attributes = head["attributes"].astype(np.int64)
+        log_append = (attributes >> 3) & 1
+        base_offset = head["base_offset"].astype(np.int64)
+        base_ts = head["base_timestamp"].astype(np.int64)
+        max_ts = head["max_timestamp"].astype(np.int64)
+        base_seq = head["base_sequence"].astype(np.int64)
+        lod = head["last_offset_delta"].astype(np.int64)
+
+        # records: Java long arithmetic wraps like numpy's int64
+        off_delta = cols["off_delta"]
+        offsets = base_offset[bidx] + off_delta
+        timestamps = np.where(log_append[bidx] == 1, max_ts[bidx], base_ts[bidx] + cols["ts_delta"])
+        sequences = _sequences(base_seq[bidx], off_delta)
+        self._check_order(offsets, state)
+
+        s = _text
+        ts_type = _TS_TYPES.take(_arrow(log_append[bidx]))
+        klen = cols["klen"]
+        vlen = cols["vlen"]
+        hc = cols["hc"]
+        hk_lists = pa.ListArray.from_buffers(
+            pa.list_(pa.string()), n,
+            [None, pa.py_buffer(np.concatenate([[0], np.cumsum(hc)]).astype(np.int32))],
+            children=[cols["hkeys"]])
+        pieces: list[Any] = [
+            "| offset: ", s(offsets), " ", ts_type, ": ", s(timestamps),
+            " keySize: ", s(np.where(klen < 0, -1, klen)),
+            " valueSize: ", s(np.where(vlen < 0, -1, vlen)),
+            " sequence: ", s(sequences), " headerKeys: [", pc.binary_join(hk_lists, _lit(",")), "]",
+        ]
+        if self.print_data:
+            pieces.append(_optional(" key: ", cols["keys"], klen < 0))
+            pieces.append(_optional(" payload: ", cols["values"], vlen < 0))
+        pieces.append("\n")
+        record_lines = _join(pieces)
+
+        horizon = (attributes & 0x40) != 0
+        batch_lines = _join([
+            "baseOffset: ", s(base_offset), " lastOffset: ", s(base_offset + lod),
+            " count: ", s(counts), " baseSequence: ", s(base_seq),
+            " lastSequence: ", s(_sequences(base_seq, lod)),
+            " producerId: ", s(head["producer_id"].astype(np.int64)),
+            " producerEpoch: ", s(head["producer_epoch"].astype(np.int64)),
+            " partitionLeaderEpoch: ", s(head["partition_leader_epoch"].astype(np.int64)),
+            " isTransactional: ", _BOOLS.take(_arrow((attributes >> 4) & 1)),
+            " isControl: false deleteHorizonMs: ",
+            _optional_long(base_ts, horizon),
+            " position: ", s(starts + file_pos), " ", _TS_TYPES.take(_arrow(log_append)),
+            ": ", s(max_ts), " size: ", s(sizes),
+            " magic: 2 compresscodec: none crc: ", s(head["crc"].astype(np.int64)),
+            " isvalid: true\n",
+        ])
+
+        # batch line b, then its records: batch b goes to b + records before it
+        order = np.empty(nb + n, dtype=np.int64)
+        before = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        order[np.arange(nb) + before] = np.arange(nb)
+        order[np.arange(n) + bidx + 1] = nb + np.arange(n)
+        lines = pa.concat_arrays([batch_lines, record_lines]).take(_arrow(order))
+        self.write(_data(lines))
+
+    def _check_order(self, offsets: np.ndarray, state: Any) -> None:
+        """log_dump's offset-order check, column-wise: a record whose offset is not the
+        previous one plus one is a non-consecutive pair (4.x also checks the first against
+        -1)."""
+        if len(offsets) == 0:
+            return
+        prev = np.empty_like(offsets)
+        prev[0] = state.last_offset
+        prev[1:] = offsets[:-1]
+        jump = (offsets != prev + 1) | (prev == _INT64_MAX)
+        if not self.kafka4:
+            jump &= prev != -1
+        for i in np.nonzero(jump)[0].tolist():
+            state.non_consecutive.append(int(prev[i]), int(offsets[i]))
+        state.last_offset = int(offsets[-1])
+
+
+def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
+            bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zig-zag varints at ``pos`` (ByteUtils.readVarint/readVarlong); longer than
+    ``max_bytes`` marks the record in ``bad`` (the object reader decides those)."""
+    b = w[np.minimum(pos, len(w) - 1)].astype(np.uint64)
+    value = b & np.uint64(0x7F)
+    cont = b >= 0x80
+    size = np.ones(len(pos), dtype=np.int64)
+    k = 1
+    while cont.any():
+        idx = np.nonzero(cont)[0]
+        if k >= max_bytes:
+            bad[idx] = True
+            cont[idx] = False
+            break
+        b = w[np.minimum(pos[idx] + k, len(w) - 1)].astype(np.uint64)
+        value[idx] |= (b & np.uint64(0x7F)) << np.uint64(7 * k)
+        size[idx] += 1
+        cont[idx] = b >= 0x80
+        k += 1
+    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+    return signed, pos + size
+
+
+def _sequences(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """DefaultRecordBatch.incrementSequence (wraps from Int.MAX to 0); -1 without a base
+    sequence, as segtools._reader_record.increment_sequence (deltas here are >= 0)."""
+    wrapped = np.where(base > _INT32_MAX - delta, delta - (_INT32_MAX - base) - 1, base + delta)
+    return np.where(base >= 0, wrapped, -1)
+
+
+def _slices(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """The byte ranges ``[start, start + length)`` (in increasing, non-overlapping order) as a
+    binary array: one zero-copy array over the window whose odd elements are the gaps, then
+    the even elements taken out."""
+    n = len(start)
+    if n == 0:
+        return pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(np.zeros(1, np.int32)), None])
+    cuts = np.empty(2 * n, dtype=np.int32)
+    cuts[0::2] = start
+    cuts[1::2] = start + length
+    spans = pa.Array.from_buffers(pa.binary(), 2 * n - 1,
+                                  [None, pa.py_buffer(cuts), pa.py_buffer(buf)])
+    return spans.take(_arrow(np.arange(0, 2 * n - 1, 2)))
+
+
+def _text(values: np.ndarray) -> pa.Array:
+    return _arrow(values).cast(pa.string())
+
+
+def _optional(label: str, values: pa.Array, absent: np.ndarray) -> pa.Array:
+    """``label + value``, or nothing where the value is null (DumpLogSegments prints no
+    ``key:``/``payload:`` part for a null key or value)."""
+    joined = pc.binary_join_element_wise(_lit(label), values, _lit(""))
+    return pc.if_else(_arrow(absent), _lit(""), joined)
+
+
+def _optional_long(values: np.ndarray, present: np.ndarray) -> pa.Array:
+    """java.util.OptionalLong.toString() per row."""
+    joined = pc.binary_join_element_wise(_lit("OptionalLong["), _text(values), _lit("]"),
+                                         _lit(""))
+    return pc.if_else(_arrow(present), joined, _lit("OptionalLong.empty"))
+
+
+def _join(pieces: list[Any]) -> pa.Array:
+    return pc.binary_join_element_wise(*[_lit(p) if isinstance(p, str) else p for p in pieces],
+                                       _lit(""))
+
+
+def _data(lines: pa.Array) -> memoryview:
+    """The concatenated bytes of a string array (its data buffer between the first and last
+    offsets)."""
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
+    data = lines.buffers()[2]
+    if data is None:
+        return memoryview(b"")
+    return memoryview(data)[int(offsets[0]):int(offsets[-1])]
