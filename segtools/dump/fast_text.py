@@ -1,14 +1,15 @@
 """Column-wise deep-iteration text for plain v2 batches: the hot path of `dump --deep-iteration`.
 
 kafka-dump-log prints one line per batch and one per record (DUMP_LOG.md 3.3-3.5). For the
-common batch (magic 2, uncompressed, not control, CRC valid, well-formed records, UTF-8 keys,
-values and header keys) the lines are built here a window of batches at a time: the batches
-are framed and CRC-checked in one Python loop, the records' length prefixes walked in another,
-every other field decoded as numpy columns and the lines joined by Arrow's string kernels, then
-written as one buffer. Anything else (legacy magic, compression, control records, a bad CRC,
-a torn or corrupt frame, an undecodable record, bytes that are not UTF-8 and so need Java's
-replacement rules) stops the window at that batch and goes through the object reader and
-text.py as before, so every edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
+common batch (magic 2, uncompressed, not control, CRC valid, well-formed records, UTF-8 header
+keys) the lines are built here a window of batches at a time: the batches are framed and
+CRC-checked in one Python loop, the records' length prefixes walked in another, every other
+field decoded as numpy columns and the lines joined by Arrow's string kernels, then written as
+one buffer. Keys and values that are not UTF-8 get Java's replacement characters
+(java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
+bad CRC, a torn or corrupt frame, an undecodable record, a header key that is not UTF-8) stops
+the window at that batch and goes through the object reader and text.py as before, so every
+edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
 the two paths to byte-identical output.
 
 The record layout and its checks are DefaultRecord.readFrom's (Kafka
@@ -29,10 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from segtools.crc import crc32c
+from segtools.dump.java_utf8 import java_utf8_replace
 
 #: bytes read per window (a batch larger than this goes through the object reader); the
 #: lines of one window (about twice its size) are the largest buffer held
 WINDOW = 8 << 20
+_FIRST_READ = 4 << 10  # the first read after a hand-over
 _PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
 _HEADER_UP_TO_MAGIC = 17  # kafka.log FileLogInputStream: fewer trailing bytes end the walk
 _V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
@@ -136,10 +139,13 @@ class FastLogText:
         buf = self._buf
         mv = memoryview(buf)
         unpack = _FRAME.unpack_from
+        # reads start small and grow while batches keep being plain: a log whose batches are
+        # mostly compressed or control hands over at once and must not read 8 MB each time
+        want = _FIRST_READ
         while True:
             if end - pos <= _HEADER_UP_TO_MAGIC:
                 return pos, True
-            want = min(WINDOW, end - pos)
+            want = min(want, WINDOW, end - pos)
             got = os.preadv(self._fd, [mv[:want]], pos)
             if got < want:
                 return pos, False  # the file shrank: the object reader reports it
@@ -148,8 +154,10 @@ class FastLogText:
             sizes: list[int] = []
             p = 0
             stop = False
+            need = 0
             while True:
                 if end - (pos + p) <= _HEADER_UP_TO_MAGIC or p + _V2_OVERHEAD > got:
+                    need = _V2_OVERHEAD
                     break
                 _, size, _, magic, crc, attributes = unpack(buf, p)
                 total = size + 12
@@ -160,6 +168,7 @@ class FastLogText:
                     break
                 if p + total > got:
                     stop = pos + p + total > end  # a torn tail: the object reader's
+                    need = total
                     break
                 if crc32c(mv[p + 21:p + total]) != crc:
                     stop = True
@@ -171,11 +180,10 @@ class FastLogText:
                                  np.array(sizes, dtype=np.int64), pos, state)
             if done < len(starts):
                 return pos + starts[done], False
-            if stop or not starts:
-                # not starts: the next batch is larger than what is left of the window and the
-                # window could not hold it; the object reader reads it
+            if stop or (not starts and want >= min(WINDOW, end - pos)):
                 return pos + p, end - (pos + p) <= _HEADER_UP_TO_MAGIC
             pos += p
+            want = max(want * 4, need)
 
     # ------------------------------------------------------------------ one window
 
@@ -184,14 +192,16 @@ class FastLogText:
         nb = len(starts)
         if nb == 0:
             return 0
-        try:
-            cols = self._decode(starts, sizes)
-        except _Unusual as exc:
-            first_bad = exc.args[0]
-            if first_bad == 0:
-                return 0
-            cols = self._decode(starts[:first_bad], sizes[:first_bad])
-            nb = first_bad
+        while True:
+            # the checks run one kind after another, so a batch found unusual is not always
+            # the first one: retry on the batches before it until they all pass
+            try:
+                cols = self._decode(starts[:nb], sizes[:nb])
+                break
+            except _Unusual as exc:
+                nb = exc.args[0]
+                if nb == 0:
+                    return 0
         self._emit(cols, starts[:nb], sizes[:nb], file_pos, state)
         return nb
 
@@ -294,37 +304,30 @@ class FastLogText:
         else:
             hs = hl = np.zeros(0, dtype=np.int64)
 
-        keys = _slices(buf, kstart, np.maximum(klen, 0))
-        values = _slices(buf, vstart, np.maximum(vlen, 0))
-        hkeys = _slices(buf, hs, hl)
         try:
-            hkeys = hkeys.cast(pa.string())
-            if self.print_data:
-                keys = keys.cast(pa.string())
-                values = values.cast(pa.string())
+            hkeys = _slices(buf, hs, hl).cast(pa.string())
         except pa.ArrowInvalid:
-            raise _Unusual(self._first_not_utf8(buf, bidx, kstart, klen, vstart, vlen,
-                                                hs, hl, hc)) from None
+            raise _Unusual(self._first_bad_header_key(buf, bidx, hs, hl, hc)) from None
+        keys = values = None
+        if self.print_data:
+            keys = _text_column(buf, kstart, np.maximum(klen, 0))
+            values = _text_column(buf, vstart, np.maximum(vlen, 0))
         return {"head": head, "counts": counts, "bidx": bidx, "ts_delta": ts_delta,
                 "off_delta": off_delta, "klen": klen, "vlen": vlen, "hc": hc, "keys": keys,
                 "values": values, "hkeys": hkeys}
 
-    def _first_not_utf8(self, buf: bytearray, bidx: np.ndarray, kstart: np.ndarray,
-                        klen: np.ndarray, vstart: np.ndarray, vlen: np.ndarray,
-                        hs: np.ndarray, hl: np.ndarray, hc: np.ndarray) -> int:
-        """The batch of the first record whose key, value or header key is not UTF-8."""
+    def _first_bad_header_key(self, buf: bytearray, bidx: np.ndarray, hs: np.ndarray,
+                              hl: np.ndarray, hc: np.ndarray) -> int:
+        """The batch of the first record with a header key that is not UTF-8 (the object
+        reader decodes those)."""
         mv = memoryview(buf)
-        first_header = np.concatenate([[0], np.cumsum(hc)])
-        parts = [(kstart, klen), (vstart, vlen)] if self.print_data else []
-        for r in range(len(bidx)):
-            spans = [(int(s[r]), int(n[r])) for s, n in parts if n[r] > 0]
-            spans += [(int(hs[h]), int(hl[h])) for h in range(first_header[r], first_header[r + 1])]
-            for s, n in spans:
-                try:
-                    codecs.utf_8_decode(mv[s:s + n], "strict", True)
-                except UnicodeDecodeError:
-                    return int(bidx[r])
-        return len(bidx) and int(bidx[-1])  # not reached: the cast found one
+        owner = np.repeat(np.arange(len(hc)), hc)
+        for h, (s, n) in enumerate(zip(hs.tolist(), hl.tolist())):
+            try:
+                codecs.utf_8_decode(mv[s:s + n], "strict", True)
+            except UnicodeDecodeError:
+                return int(bidx[owner[h]])
+        raise AssertionError("Arrow rejected header keys that Python decodes")
 
     # ------------------------------------------------------------------ text
 
@@ -450,13 +453,39 @@ def _slices(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
     the even elements taken out."""
     n = len(start)
     if n == 0:
-        return pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(np.zeros(1, np.int32)), None])
+        return pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(np.zeros(1, np.int32)),
+                                                       pa.py_buffer(b"")])
     cuts = np.empty(2 * n, dtype=np.int32)
     cuts[0::2] = start
     cuts[1::2] = start + length
     spans = pa.Array.from_buffers(pa.binary(), 2 * n - 1,
                                   [None, pa.py_buffer(cuts), pa.py_buffer(buf)])
     return spans.take(_arrow(np.arange(0, 2 * n - 1, 2)))
+
+
+def _text_column(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """Keys or values as kafka-dump-log's StringDecoder prints them (``new String(bytes,
+    UTF_8)``): the bytes themselves when they are UTF-8, else Java's replacement characters
+    (java_utf8.py, as parsers.string_decoder) for the records that are not."""
+    spans = _slices(buf, start, length)
+    try:
+        return spans.cast(pa.string())
+    except pa.ArrowInvalid:
+        pass
+    mv = memoryview(buf)
+    parts: list[bytes] = []
+    for s, n in zip(start.tolist(), length.tolist()):
+        chunk = bytes(mv[s:s + n])
+        try:
+            codecs.utf_8_decode(chunk, "strict", True)
+        except UnicodeDecodeError:
+            chunk = java_utf8_replace(chunk).encode("utf-8")
+        parts.append(chunk)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in parts], out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), len(parts),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(parts))]
+                                 ).cast(pa.string())
 
 
 def _text(values: np.ndarray) -> pa.Array:
