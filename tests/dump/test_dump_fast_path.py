@@ -93,7 +93,7 @@ def varied_batches(rng: random.Random, kinds: list[str] | None = None,
         elif kind == "not_utf8_header":
             batch = v2_batch([(b"k", b"v", TS)], base_offset=offset,
                              headers=[[("h\u00e9", b"1")]])
-            out.append(_resign(batch.replace("h\u00e9".encode(), b"h\xff")))
+            out.append(_resign(batch.replace("h\u00e9".encode(), b"h\xff\xfe")))  # same length
             offset += 1
         elif kind == "log_append":
             out.append(with_attributes(plain(rng.randint(1, 5)), 0x08))
