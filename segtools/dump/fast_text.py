@@ -116,6 +116,7 @@ class FastLogText:
         self.write = write
         self.print_data = print_data
         self.kafka4 = kafka4
+        self.resume_at = 0
         self._buf = bytearray(WINDOW + _PAD)
         self._np = np.frombuffer(self._buf, dtype=np.uint8)
         self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -143,6 +144,7 @@ class FastLogText:
         # mostly compressed or control hands over at once and must not read 8 MB each time
         want = _FIRST_READ
         while True:
+            self.resume_at = pos  # nothing from here on is printed yet
             if end - pos <= _HEADER_UP_TO_MAGIC:
                 return pos, True
             want = min(want, WINDOW, end - pos)
@@ -351,7 +353,6 @@ class FastLogText:
         offsets = base_offset[bidx] + off_delta
         timestamps = np.where(log_append[bidx] == 1, max_ts[bidx], base_ts[bidx] + cols["ts_delta"])
         sequences = _sequences(base_seq[bidx], off_delta)
-        self._check_order(offsets, state)
 
         s = _text
         ts_type = _TS_TYPES.take(_arrow(log_append[bidx]))
@@ -398,6 +399,7 @@ class FastLogText:
         order[np.arange(n) + bidx + 1] = nb + np.arange(n)
         lines = pa.concat_arrays([batch_lines, record_lines]).take(_arrow(order))
         self.write(_data(lines))
+        self._check_order(offsets, state)
 
     def _check_order(self, offsets: np.ndarray, state: Any) -> None:
         """log_dump's offset-order check, column-wise: a record whose offset is not the

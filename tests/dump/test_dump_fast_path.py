@@ -141,6 +141,7 @@ def fast_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every file takes the fast path whatever its size; returns a list that counts the
     batches the fast path printed."""
     monkeypatch.setattr(log_dump, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(log_dump, "FAST_FALLBACK", False)
     printed: list[int] = []
     emit = fast_text.FastLogText._emit
 
@@ -214,10 +215,10 @@ def _real_files() -> list[Path]:
 def test_fast_path_on_the_real_broker_files(monkeypatch: pytest.MonkeyPatch,
                                             fast_batches: list[int]) -> None:
     """Every segment and snapshot of the four real broker data sets (Kafka 0.8 to 3.6),
-    the first 256 KiB of each (--max-bytes: the object path is slow on the 3.6 MB one)."""
+    the first 128 KiB of each (--max-bytes: the object path is slow on the 3.6 MB one)."""
     files = _real_files()
     assert len(files) > 50
-    args = ["--print-data-log", "--max-bytes", str(256 * 1024),
+    args = ["--print-data-log", "--max-bytes", str(128 * 1024),
             "--files", ",".join(map(str, files))]
     slow = _dump(monkeypatch, False, *args)
     fast = _dump(monkeypatch, True, *args)
@@ -239,3 +240,62 @@ def test_fast_path_is_taken_only_for_what_it_prints_exactly(
     assert fast_batches == []
     _dump(monkeypatch, True, "--print-data-log", str(log))
     assert sum(fast_batches) == 50
+
+
+def test_fast_path_loads_no_heavy_module(tmp_path: Path) -> None:
+    """A segment big enough for the fast path by default (4 MB) dumps without pandas, numba or
+    pyspark in the process (pyarrow's conversions of Python objects import pandas when it is
+    installed; the fast path builds its arrays from buffers to avoid that)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    template = bytearray(v2_batch([(b"k%d" % i, b"v" * 100, TS + i) for i in range(120)]))
+    log = tmp_path / f"{SEG}.log"
+    with open(log, "wb") as f:
+        for n in range(320):
+            struct.pack_into(">q", template, 0, n * 120)
+            f.write(template)
+    assert log.stat().st_size >= log_dump.FAST_MIN_BYTES
+    code = textwrap.dedent(f"""
+        import io, sys
+        from segtools.dump import DumpOptions, run_dump
+        from segtools.dump import fast_text
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        status = run_dump([{str(log)!r}], DumpOptions(print_data_log=True), out=out,
+                          err=io.StringIO())
+        out.flush()
+        assert status == 0
+        assert "segtools.dump.fast_text" in sys.modules
+        lines = out.buffer.getvalue().count(b"\\n")
+        heavy = sorted(m for m in sys.modules if m.split('.')[0] in
+                       ('pyspark', 'pandas', 'numba'))
+        print(lines, ','.join(heavy))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.stdout.split() == [str(2 + 320 + 320 * 120)]
+
+
+def test_a_fast_path_bug_costs_no_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception inside the fast path hands the rest of the file to the object
+    reader from the first batch not yet printed: the output is still complete and right."""
+    monkeypatch.setattr(log_dump, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "WINDOW", 4096)
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(b"".join(v2_batch([(b"k", b"v" * 50, TS + i)] * 3, base_offset=3 * i)
+                             for i in range(200)))
+    slow = _dump(monkeypatch, False, "--print-data-log", str(log))
+    calls = []
+    emit = fast_text.FastLogText._emit
+
+    def failing_later(self: fast_text.FastLogText, *args: object) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise ValueError("a bug")
+        emit(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fast_text.FastLogText, "_emit", failing_later)
+    assert _dump(monkeypatch, True, "--print-data-log", str(log)) == slow
+    assert len(calls) == 3
