@@ -37,6 +37,7 @@ from segtools.dump.java_utf8 import java_utf8_replace
 #: the process near 160 MB (8 MB windows: 270 MB, and no less CPU)
 WINDOW = 2 << 20
 _FIRST_READ = 4 << 10  # the first read after a hand-over
+_MAX_HEADERS = 64  # records with more headers go through the object reader
 _PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
 _HEADER_UP_TO_MAGIC = 17  # kafka.log FileLogInputStream: fewer trailing bytes end the walk
 _V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
@@ -268,8 +269,10 @@ class FastLogText:
         vstart = pos
         pos = pos + np.maximum(vlen, 0)
         hcount, pos = _varint(w, pos, 4, rbad)
-        rbad |= hcount < 0
-        hc = np.maximum(hcount, 0)
+        # a negative count or more headers than bytes left is the object reader's error to
+        # report; many headers are its job too (this loop runs once per header index)
+        rbad |= (hcount < 0) | (hcount > rend - pos) | (hcount > _MAX_HEADERS)
+        hc = np.where(rbad, 0, hcount)
         hk_rec: list[np.ndarray] = []
         hk_start: list[np.ndarray] = []
         hk_len: list[np.ndarray] = []

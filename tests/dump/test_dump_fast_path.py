@@ -35,7 +35,8 @@ def _resign(batch: bytes | bytearray) -> bytes:
 #: the real tool too); the rest are damage
 HEALTHY_KINDS = ["plain", "plain", "plain", "plain", "tiny", "producer", "txn", "control",
                  "gzip", "lz4", "zstd", "snappy", "not_utf8", "not_utf8_key", "not_utf8_header",
-                 "log_append", "horizon", "gap", "backwards", "legacy", "seq_wrap", "big_varint"]
+                 "log_append", "horizon", "gap", "backwards", "legacy", "seq_wrap", "big_varint",
+                 "many_headers"]
 DAMAGED_KINDS = ["crc_bad", "corrupt_record", "empty"]
 
 
@@ -105,7 +106,7 @@ def varied_batches(rng: random.Random, kinds: list[str] | None = None,
             out.append(bytes(batch))
         elif kind == "corrupt_record":
             batch = bytearray(plain(2))
-            batch[61] += 2  # first record's length: its fields no longer end where it does
+            batch[61] ^= 0x04  # first record's length +-2: its fields no longer end there
             out.append(_resign(batch))
         elif kind == "gap":
             offset += rng.randint(2, 1000)
@@ -122,6 +123,10 @@ def varied_batches(rng: random.Random, kinds: list[str] | None = None,
             batch = bytearray(plain(1))
             struct.pack_into(">i", batch, 57, 0)  # records_count 0 over one record's bytes
             out.append(_resign(batch))
+        elif kind == "many_headers":  # past fast_text._MAX_HEADERS: the object path's
+            out.append(v2_batch([(b"k", b"v", TS)], base_offset=offset,
+                                headers=[[(f"h{j}", b"") for j in range(70)]]))
+            offset += 1
         elif kind == "big_varint":
             # a timestamp delta of 8 varint bytes and an offset jump near the int32 edge
             batch = v2_batch([(b"a", b"b", TS), (b"c", b"d", TS + 2**50)], base_offset=offset)
