@@ -13,7 +13,9 @@ Two segments of ``--size-mb`` each are written with segtools' writer
 Each is dumped once with ``--deep-iteration --print-data-log`` to /dev/null by
 
 * the real tool, run the way ``kafka-dump-log.sh`` runs it (``-Xmx256M``, G1, full JIT);
-* ``segtools dump`` as a fresh process.
+* ``segtools dump`` as a fresh process, and again pinned to one CPU (``sched_setaffinity``):
+  its column-wise text path (segtools/dump/fast_text.py) is single-threaded, and the pinned
+  run shows it (the JVM is left free to use its JIT and GC threads, as users run it).
 
 Records/s are given with start-up (wall time of the whole command) and without it (the
 start-up measured on a one-batch file is subtracted), and per CPU-second (user + system of
@@ -87,14 +89,18 @@ def ours_command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "segtools", "dump", *args]
 
 
-def timed(cmd: list[str], cwd: str) -> tuple[float, str, int, float]:
+def _one_cpu() -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def timed(cmd: list[str], cwd: str, one_cpu: bool = False) -> tuple[float, str, int, float]:
     """Wall seconds, sha256 of stdout, its size (streamed, never held whole) and the CPU
     seconds (user + system, all threads: the JVM's JIT and GC threads count) of the command."""
     digest = hashlib.sha256()
     size = 0
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, preexec_fn=_one_cpu if one_cpu else None)
     assert proc.stdout is not None
     while True:
         chunk = proc.stdout.read(1 << 20)
@@ -143,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             rel = ["--files", os.path.join(f"{name}-0", LOG_NAME)]
             kt, kh, ks, kc = timed(kafka_command(flags + rel), base)
             ot, oh, os_, oc = timed(ours_command(flags + rel), base)
-            same = (kh, ks) == (oh, os_)
+            pt, ph, ps, pc = timed(ours_command(flags + rel), base, one_cpu=True)
+            same = (kh, ks) == (oh, os_) == (ph, ps)
             rows.append((name, records, kt, ot, same))
             print(f"  kafka-dump-log: {kt:7.1f} s  {records / kt:12,.0f} rec/s  "
                   f"without start-up {records / max(kt - k_start, 1e-9):12,.0f} rec/s", flush=True)
@@ -157,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{(kt - k_start) / max(ot - o_start, 1e-9):.2f}x), {kc / oc:.2f}x CPU "
                   f"(without start-up {(kc - k_start_cpu) / max(oc - o_start_cpu, 1e-9):.2f}x); "
                   f"identical stdout: {same} ({ks:,} bytes)", flush=True)
+            print(f"  segtools dump on one CPU: {pt:7.1f} s wall, {pc:.1f} s CPU; speed-up "
+                  f"{kt / pt:.2f}x wall, {kc / pc:.2f}x CPU (without start-up "
+                  f"{(kc - k_start_cpu) / max(pc - o_start_cpu, 1e-9):.2f}x); load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
             os.remove(path)
         return 0 if all(r[4] for r in rows) else 1
     finally:

@@ -658,8 +658,11 @@ class SegmentReader:
     def __init__(self, path: str | os.PathLike[str] | bytes, *, max_bytes: int | None = None,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  max_decompressed_size: int | None = None,
-                 strict_crc: bool = False, max_batch_bytes: int | None = None) -> None:
+                 strict_crc: bool = False, max_batch_bytes: int | None = None,
+                 start: int = 0) -> None:
         self.path = input_path(path)
+        #: where an iteration begins (a batch boundary; dump's fast path hands over there)
+        self.start = start
         self.strict_crc = strict_crc
         try:
             st = os.stat(self.path)
@@ -708,7 +711,7 @@ class SegmentReader:
         segment = os.path.basename(path)
         end = self.end
         limit = self.max_batch_bytes
-        self.valid_bytes = 0
+        self.valid_bytes = self.start
         self.batches_read = 0
         try:
             # read-only: input files are evidence; O_NONBLOCK: a FIFO swapped in since the
@@ -750,8 +753,8 @@ class SegmentReader:
 
         settled: list[bool] = []
         window = b""
-        window_start = 0
-        pos = 0
+        window_start = self.start
+        pos = self.start
         try:
             while end - pos > HEADER_SIZE_UP_TO_MAGIC:
                 if f.closed:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
 from segtools.dump import text
 from segtools.dump.control import describe_control
 from segtools.dump.options import MAX_BYTES_DEFAULT
 from segtools.dump.pairs import PairStore
-from segtools.errors import BatchTooLargeError, FormatError, InputError
+from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
 
 if TYPE_CHECKING:
+    from segtools.batches import SegmentReader
     from segtools.dump.runner import DumpContext
 
 _NO_MESSAGE_LIMIT = 2147483647
@@ -21,7 +23,7 @@ def dump_log(ctx: DumpContext, path: str) -> None:
     """Header line, one line per batch, record lines when deep-iterating, then the
     ``Found N invalid bytes`` trailer. Record-level errors are reported and the dump goes on with
     the next batch; a broken batch frame ends the file (nothing after it can be located)."""
-    from segtools.batches import SegmentReader  # the object reader (owned by batches.py)
+    from segtools.batches import SegmentReader  # noqa: F811 (the object reader, batches.py)
 
     opts = ctx.options
     sink = ctx.sink
@@ -53,41 +55,151 @@ def dump_log(ctx: DumpContext, path: str) -> None:
         if not where.file_wanted():
             return
     deep = opts.is_deep_iteration
-    print_data = opts.should_print_data_log
-    metadata = not opts.skip_record_metadata
-    parser = ctx.parser if print_data else None
     max_bytes = opts.max_bytes
     abs_path = text.java_absolute_path(path)
     non_consecutive = PairStore()
-    kafka4 = opts.kafka4
-    last_offset = -1
-    prev_batch_last = None
-    fatal = False
 
     # Kafka's dump deep-iterates legacy wrappers without a per-message limit
     # (Integer.MAX_VALUE; --max-message-size is for .index only); the reader still bounds the
     # total decompressed bytes of a batch
-    sink_record = sink.record  # bound once: called once per record
-    parse = parser.parse if parser is not None else None
+    state = _OrderState(non_consecutive)
+    fatal = False
     with SegmentReader(path, max_bytes=None if max_bytes == MAX_BYTES_DEFAULT else max_bytes,
                        max_message_size=_NO_MESSAGE_LIMIT,
                        max_batch_bytes=opts.max_batch_bytes) as reader:
-        batches = iter(reader)
-        if opts.skip_corrupt:  # past the bad ranges, one line each (segtools/dump/skip_corrupt.py)
-            from segtools.dump.skip_corrupt import batches_skipping_corrupt
+        # --where and --skip-corrupt walk batch by batch through the object reader
+        fast = _fast_text(ctx, path, reader) if deep and where is None and not opts.skip_corrupt else None
+        if fast is None:
+            fatal, _ = _object_batches(ctx, path, reader, state, abs_path, plain_stops=False,
+                                       where=where)
+            valid_bytes = reader.valid_bytes
+        else:
+            # plain batches column-wise (fast_text.py); anything else through the object
+            # reader from that batch on, back to the fast path after the next plain batch
+            with fast:
+                pos = 0
+                use_fast = True
+                while True:
+                    try:
+                        pos, finished = fast.run(pos, state)
+                    except (SegtoolsError, OSError):
+                        raise
+                    except Exception:
+                        if not FAST_FALLBACK or opts.debug:
+                            raise
+                        # a bug in the column-wise path must not cost the file: the object
+                        # reader prints the rest, from the first batch not yet printed
+                        pos, finished, use_fast = fast.resume_at, False, False
+                    if finished:
+                        valid_bytes = pos
+                        break
+                    reader.start = pos
+                    fatal, at_plain = _object_batches(ctx, path, reader, state, abs_path,
+                                                      plain_stops=use_fast)
+                    valid_bytes = reader.valid_bytes
+                    if fatal or not at_plain:
+                        break
+                    pos = reader.valid_bytes
 
-            batches = batches_skipping_corrupt(ctx, path, opts.max_batch_bytes)
+        if not fatal and not opts.skip_corrupt:  # (--skip-corrupt reported the tail itself)
+            limit = min(reader.file_size, max_bytes)
+            trailing = limit - valid_bytes
+            if trailing > 0 and max_bytes == MAX_BYTES_DEFAULT:
+                ctx.flag("invalid_bytes", {"position": valid_bytes, "size": trailing},
+                         line=text.invalid_bytes_line(trailing, name), stream="out")
+
+    if non_consecutive:
+        # Kafka prepends to a List: printed newest first
+        ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
+        for a, b in non_consecutive.newest_first():
+            # gaps are normal after compaction; only offsets that do not increase are corruption
+            ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},
+                         is_problem=b <= a)
+
+
+class _OrderState:
+    """The offset-order check's running state, shared by the object and the fast path."""
+
+    __slots__ = ("last_offset", "non_consecutive")
+
+    def __init__(self, non_consecutive: PairStore) -> None:
+        self.last_offset = -1
+        self.non_consecutive = non_consecutive
+
+
+#: files smaller than this are not worth importing numpy and pyarrow for (about 0.2 s of CPU,
+#: what the fast path saves on a few MB of records); once they are loaded, every file is
+FAST_MIN_BYTES = 4 << 20
+#: False routes every batch through the object reader (the tests compare both paths)
+FAST_PATH = True
+#: an unexpected exception in the fast path hands the rest of the file to the object reader
+#: (False: it propagates; the tests run so)
+FAST_FALLBACK = True
+
+
+def _fast_text(ctx: DumpContext, path: str, reader: SegmentReader) -> Any:
+    """The column-wise printer (fast_text.py) when it prints exactly what the object path
+    would: Kafka's text to a UTF-8 stream, record metadata on, the default StringDecoder."""
+    from segtools.dump.sinks import TextSink
+
+    opts = ctx.options
+    sink = ctx.sink
+    if not FAST_PATH or type(sink) is not TextSink or opts.skip_record_metadata:
+        return None
+    if reader.end < FAST_MIN_BYTES and "segtools.dump.fast_text" not in sys.modules:
+        return None
+    print_data = opts.should_print_data_log
+    if print_data:
+        from segtools.dump.parsers import DecoderMessageParser
+
+        parser = ctx.parser
+        if type(parser) is not DecoderMessageParser or not parser._fast:
+            return None
+    from segtools.dump import fast_text
+
+    if not fast_text.usable(sink.out):
+        return None
+    try:
+        return fast_text.FastLogText(path, reader.end, reader.max_batch_bytes,
+                                     sink.write_bytes, print_data, opts.kafka4)
+    except OSError:
+        return None  # the object reader reports it in its own words
+
+
+def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _OrderState,
+                    abs_path: str, plain_stops: bool, where: Any = None) -> tuple[bool, bool]:
+    """Batches through the object reader and text.py from ``reader.start``. Returns
+    ``(fatal, at_plain)``: ``fatal`` when a broken frame ended the file; ``at_plain`` when
+    ``plain_stops`` and the walk stopped after a batch the fast path could have printed
+    (the caller goes back to it at ``reader.valid_bytes``)."""
+    opts = ctx.options
+    sink = ctx.sink
+    deep = opts.is_deep_iteration
+    print_data = opts.should_print_data_log
+    metadata = not opts.skip_record_metadata
+    parser = ctx.parser if print_data else None
+    kafka4 = opts.kafka4
+    non_consecutive = state.non_consecutive
+    last_offset = state.last_offset
+    prev_batch_last = None
+    sink_record = sink.record  # bound once: called once per record
+    parse = parser.parse if parser is not None else None
+    batches: Any = iter(reader)
+    if opts.skip_corrupt:  # past the bad ranges, one line each (segtools/dump/skip_corrupt.py)
+        from segtools.dump.skip_corrupt import batches_skipping_corrupt
+
+        batches = batches_skipping_corrupt(ctx, path, opts.max_batch_bytes)
+    try:
         while True:
             try:
                 batch = next(batches)
             except StopIteration:
-                break
+                return False, False
             except BatchTooLargeError:
                 raise  # a limit the user can raise, not corruption: unusable input (exit 2)
             except FormatError as exc:
                 ctx.error("corrupt_batch", exc.located(path=path))
-                fatal = True
-                break
+                return True, False
             if where is not None and not where.batch(batch):
                 continue
             sink.batch(batch)
@@ -139,18 +251,8 @@ def dump_log(ctx: DumpContext, path: str) -> None:
             except FormatError as exc:
                 ctx.error("corrupt_records", exc.located(
                     path=path, position=batch.position, base_offset=batch.base_offset))
-
-        if not fatal and not opts.skip_corrupt:  # (--skip-corrupt reported the tail itself)
-            limit = min(reader.file_size, max_bytes)
-            trailing = limit - reader.valid_bytes
-            if trailing > 0 and max_bytes == MAX_BYTES_DEFAULT:
-                ctx.flag("invalid_bytes", {"position": reader.valid_bytes, "size": trailing},
-                         line=text.invalid_bytes_line(trailing, name), stream="out")
-
-    if non_consecutive:
-        # Kafka prepends to a List: printed newest first
-        ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
-        for a, b in non_consecutive.newest_first():
-            # gaps are normal after compaction; only offsets that do not increase are corruption
-            ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},
-                         is_problem=b <= a)
+            if (plain_stops and batch.magic == 2 and batch.crc_valid and not batch.is_control
+                    and batch.compression_id == 0):
+                return False, True
+    finally:
+        state.last_offset = last_offset

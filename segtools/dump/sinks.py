@@ -77,6 +77,16 @@ class TextSink(Sink):
                                      control[0] if control is not None else None, key,
                                      payload) + "\n")
 
+    def write_bytes(self, data: bytes | memoryview) -> None:
+        """UTF-8 lines built elsewhere (fast_text.py): straight to the byte stream under
+        ``out`` when there is one, after what was written as text."""
+        buffer = getattr(self.out, "buffer", None)
+        if buffer is None:
+            self._write(bytes(data).decode("utf-8"))
+            return
+        self.out.flush()
+        buffer.write(data)
+
     def entry(self, kind: str, line: str, fields: dict[str, Any]) -> None:
         self._write(line + "\n")
 

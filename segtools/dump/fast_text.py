@@ -1,0 +1,527 @@
+"""Column-wise deep-iteration text for plain v2 batches: the hot path of `dump --deep-iteration`.
+
+kafka-dump-log prints one line per batch and one per record (DUMP_LOG.md 3.3-3.5). For the
+common batch (magic 2, uncompressed, not control, CRC valid, well-formed records, UTF-8 header
+keys) the lines are built here a window of batches at a time: the batches are framed and
+CRC-checked in one Python loop, the records' length prefixes walked in another, every other
+field decoded as numpy columns and the lines joined by Arrow's string kernels, then written as
+one buffer. Keys and values that are not UTF-8 get Java's replacement characters
+(java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
+bad CRC, a torn or corrupt frame, an undecodable record, a header key that is not UTF-8) stops
+the window at that batch and goes through the object reader and text.py as before, so every
+edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
+the two paths to byte-identical output.
+
+The record layout and its checks are DefaultRecord.readFrom's (Kafka
+clients/src/main/java/org/apache/kafka/common/record/DefaultRecord.java), as the object reader
+in segtools/batches.py applies them; a record that the object reader would reject is never
+printed here, it is left to that reader to report.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from segtools.crc import crc32c
+from segtools.dump.java_utf8 import java_utf8_replace
+
+#: bytes read per window (a batch larger than this goes through the object reader). The
+#: columns and lines of one window take about 25 times its size at their peak: 2 MB keeps
+#: the process near 160 MB (8 MB windows: 270 MB, and no less CPU)
+WINDOW = 2 << 20
+_FIRST_READ = 4 << 10  # the first read after a hand-over
+_MAX_HEADERS = 64  # records with more headers go through the object reader
+_PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
+_HEADER_UP_TO_MAGIC = 17  # kafka.log FileLogInputStream: fewer trailing bytes end the walk
+_V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+_FRAME = struct.Struct(">qiibIh")  # baseOffset, length, leaderEpoch, magic, crc, attributes
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = np.iinfo(np.int64).max
+
+#: DefaultRecordBatch header fields after the frame (big-endian, at their byte offsets)
+_HEADER = np.dtype({
+    "names": ["base_offset", "partition_leader_epoch", "crc", "attributes",
+              "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+              "producer_epoch", "base_sequence", "records_count"],
+    "formats": [">i8", ">i4", ">u4", ">i2", ">i4", ">i8", ">i8", ">i8", ">i2", ">i4", ">i4"],
+    "offsets": [0, 12, 17, 21, 23, 27, 35, 43, 51, 53, 57],
+    "itemsize": _V2_OVERHEAD,
+})
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """A small string array, built from buffers: ``pa.array`` on Python or numpy input asks
+    whether it is a pandas object, which imports pandas (a second of start-up)."""
+    data = "".join(values).encode()
+    offsets = np.cumsum([0] + [len(v.encode()) for v in values]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(values),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    """An int64 or bool numpy column as an Arrow array (zero-copy for integers)."""
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+_LITERALS: dict[str, Any] = {}
+
+
+def _lit(text: str) -> Any:
+    """A string scalar for the compute kernels (taken from an array: ``pa.scalar`` imports
+    pandas too)."""
+    scalar = _LITERALS.get(text)
+    if scalar is None:
+        scalar = _LITERALS[text] = _strings([text])[0]
+    return scalar
+
+
+_TS_TYPES = _strings(["CreateTime", "LogAppendTime"])
+_BOOLS = _strings(["false", "true"])
+
+
+def usable(out: Any) -> bool:
+    """The fast path writes UTF-8 bytes: only where the text stream would write the same."""
+    try:
+        return codecs.lookup(getattr(out, "encoding", None) or "ascii").name == "utf-8"
+    except LookupError:
+        return False
+
+
+class _Unusual(Exception):
+    """Internal: the batch at this index needs the object reader."""
+
+
+class FastLogText:
+    """Walks one segment from a position and prints the plain batches it meets.
+
+    ``run(pos)`` returns ``(next_pos, finished)``: ``finished`` when the walk reached the end
+    (fewer than 17 bytes left), otherwise ``next_pos`` is the first batch left to the object
+    reader. ``last_offset`` and ``non_consecutive`` carry the offset-order check across both
+    paths."""
+
+    def __init__(self, path: str, end: int, max_batch_bytes: int, write: Any,
+                 print_data: bool, kafka4: bool) -> None:
+        self.path = path
+        self.end = end
+        self.max_batch_bytes = max_batch_bytes
+        self.write = write
+        self.print_data = print_data
+        self.kafka4 = kafka4
+        self.resume_at = 0
+        self._buf = bytearray(WINDOW + _PAD)
+        self._np = np.frombuffer(self._buf, dtype=np.uint8)
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> FastLogText:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ framing
+
+    def run(self, pos: int, state: Any) -> tuple[int, bool]:
+        end = self.end
+        limit = min(self.max_batch_bytes, WINDOW)
+        buf = self._buf
+        mv = memoryview(buf)
+        unpack = _FRAME.unpack_from
+        # reads start small and grow while batches keep being plain: a log whose batches are
+        # mostly compressed or control hands over at once and must not read a whole window each time
+        want = _FIRST_READ
+        while True:
+            self.resume_at = pos  # nothing from here on is printed yet
+            if end - pos <= _HEADER_UP_TO_MAGIC:
+                return pos, True
+            want = min(want, WINDOW, end - pos)
+            got = os.preadv(self._fd, [mv[:want]], pos)
+            if got < want:
+                return pos, False  # the file shrank: the object reader reports it
+            buf[got:got + _PAD] = bytes(_PAD)
+            starts: list[int] = []
+            sizes: list[int] = []
+            p = 0
+            stop = False
+            need = 0
+            while True:
+                if end - (pos + p) <= _HEADER_UP_TO_MAGIC or p + _V2_OVERHEAD > got:
+                    need = _V2_OVERHEAD
+                    break
+                _, size, _, magic, crc, attributes = unpack(buf, p)
+                total = size + 12
+                # legacy or unknown magic, a frame below the v2 header, a batch over the limit
+                # or the window, compression, control: the object reader's
+                if magic != 2 or total < _V2_OVERHEAD or total > limit or attributes & 0x27:
+                    stop = True
+                    break
+                if p + total > got:
+                    stop = pos + p + total > end  # a torn tail: the object reader's
+                    need = total
+                    break
+                if crc32c(mv[p + 21:p + total]) != crc:
+                    stop = True
+                    break
+                starts.append(p)
+                sizes.append(total)
+                p += total
+            done = self._batches(np.array(starts, dtype=np.int64),
+                                 np.array(sizes, dtype=np.int64), pos, state)
+            if done < len(starts):
+                return pos + starts[done], False
+            if stop or (not starts and want >= min(WINDOW, end - pos)):
+                return pos + p, end - (pos + p) <= _HEADER_UP_TO_MAGIC
+            pos += p
+            want = max(want * 4, need)
+
+    # ------------------------------------------------------------------ one window
+
+    def _batches(self, starts: np.ndarray, sizes: np.ndarray, file_pos: int, state: Any) -> int:
+        """Print the leading run of plain batches of this window; returns how many."""
+        nb = len(starts)
+        if nb == 0:
+            return 0
+        while True:
+            # the checks run one kind after another, so a batch found unusual is not always
+            # the first one: retry on the batches before it until they all pass
+            try:
+                cols = self._decode(starts[:nb], sizes[:nb])
+                break
+            except _Unusual as exc:
+                nb = exc.args[0]
+                if nb == 0:
+                    return 0
+        self._emit(cols, starts[:nb], sizes[:nb], file_pos, state)
+        return nb
+
+    def _decode(self, starts: np.ndarray, sizes: np.ndarray) -> dict[str, Any]:
+        w = self._np
+        buf = self._buf
+        nb = len(starts)
+        head = w[starts[:, None] + np.arange(_V2_OVERHEAD)].reshape(-1).view(_HEADER)
+        counts = head["records_count"].astype(np.int64)
+        base_seq = head["base_sequence"].astype(np.int64)
+        bad = (counts < 0) | (base_seq < -1) | (head["last_offset_delta"] < 0)
+        if bad.any():
+            raise _Unusual(int(np.argmax(bad)))
+
+        # the records' length prefixes: sequential within a batch (DefaultRecord.readFrom)
+        body: list[int] = []
+        lens: list[int] = []
+        put_body = body.append
+        put_len = lens.append
+        ends = (starts + sizes).tolist()
+        for b, (p, e, c) in enumerate(zip((starts + _V2_OVERHEAD).tolist(), ends,
+                                          counts.tolist())):
+            for _ in range(c):
+                if p >= e:
+                    raise _Unusual(b)
+                x = buf[p]
+                if x < 0x80:
+                    p += 1
+                else:
+                    y = buf[p + 1]
+                    if y < 0x80:
+                        x = (x & 0x7F) | (y << 7)
+                        p += 2
+                    else:
+                        z = buf[p + 2]
+                        if z >= 0x80:
+                            raise _Unusual(b)
+                        x = (x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)
+                        p += 3
+                length = (x >> 1) ^ -(x & 1)
+                if length < 0 or p + length > e:
+                    raise _Unusual(b)
+                put_body(p)
+                put_len(length)
+                p += length
+            if c and p != e:
+                raise _Unusual(b)
+
+        rs = np.array(body, dtype=np.int64)
+        rend = rs + np.array(lens, dtype=np.int64)
+        bidx = np.repeat(np.arange(nb), counts)
+        n = len(rs)
+        rbad = np.zeros(n, dtype=bool)
+        pos = rs + 1  # attributes: read, unused (DefaultRecord ignores them)
+        ts_delta, pos = _varint(w, pos, 9, rbad)
+        off_delta, pos = _varint(w, pos, 4, rbad)
+        klen, pos = _varint(w, pos, 4, rbad)
+        kstart = pos
+        pos = pos + np.maximum(klen, 0)
+        vlen, pos = _varint(w, pos, 4, rbad)
+        vstart = pos
+        pos = pos + np.maximum(vlen, 0)
+        hcount, pos = _varint(w, pos, 4, rbad)
+        # a negative count or more headers than bytes left is the object reader's error to
+        # report; many headers are its job too (this loop runs once per header index)
+        rbad |= (hcount < 0) | (hcount > rend - pos) | (hcount > _MAX_HEADERS)
+        hc = np.where(rbad, 0, hcount)
+        hk_rec: list[np.ndarray] = []
+        hk_start: list[np.ndarray] = []
+        hk_len: list[np.ndarray] = []
+        j = 0
+        while True:
+            idx = np.nonzero((hc > j) & ~rbad)[0]
+            if len(idx) == 0:
+                break
+            hp = pos[idx]
+            sub_bad = np.zeros(len(idx), dtype=bool)
+            hkl, hp = _varint(w, hp, 4, sub_bad)
+            sub_bad |= (hkl < 0) | (hp + np.maximum(hkl, 0) > rend[idx])
+            hk_rec.append(idx)
+            hk_start.append(hp)
+            hk_len.append(np.maximum(hkl, 0))
+            hp = hp + np.maximum(hkl, 0)
+            hvl, hp = _varint(w, hp, 4, sub_bad)
+            hp = hp + np.maximum(hvl, 0)
+            pos[idx] = np.minimum(hp, rend[idx] + 1)
+            rbad[idx] |= sub_bad
+            j += 1
+        # every read moved forward, so ending exactly at the record's end means every read was
+        # inside it (DefaultRecord.readFrom's "expected to read N bytes" check)
+        rbad |= pos != rend
+        seq_base = base_seq[bidx]
+        rbad |= (seq_base >= 0) & (off_delta < 0)
+        if rbad.any():
+            raise _Unusual(int(bidx[np.argmax(rbad)]))
+
+        if hk_rec:
+            rec = np.concatenate(hk_rec)
+            order = np.argsort(rec, kind="stable")  # record-major, headers in order
+            hs = np.concatenate(hk_start)[order]
+            hl = np.concatenate(hk_len)[order]
+        else:
+            hs = hl = np.zeros(0, dtype=np.int64)
+
+        try:
+            hkeys = _slices(buf, hs, hl).cast(pa.string())
+        except pa.ArrowInvalid:
+            raise _Unusual(self._first_bad_header_key(buf, bidx, hs, hl, hc)) from None
+        keys = values = None
+        if self.print_data:
+            keys = _text_column(buf, kstart, np.maximum(klen, 0))
+            values = _text_column(buf, vstart, np.maximum(vlen, 0))
+        return {"head": head, "counts": counts, "bidx": bidx, "ts_delta": ts_delta,
+                "off_delta": off_delta, "klen": klen, "vlen": vlen, "hc": hc, "keys": keys,
+                "values": values, "hkeys": hkeys}
+
+    def _first_bad_header_key(self, buf: bytearray, bidx: np.ndarray, hs: np.ndarray,
+                              hl: np.ndarray, hc: np.ndarray) -> int:
+        """The batch of the first record with a header key that is not UTF-8 (the object
+        reader decodes those)."""
+        mv = memoryview(buf)
+        owner = np.repeat(np.arange(len(hc)), hc)
+        for h, (s, n) in enumerate(zip(hs.tolist(), hl.tolist())):
+            try:
+                codecs.utf_8_decode(mv[s:s + n], "strict", True)
+            except UnicodeDecodeError:
+                return int(bidx[owner[h]])
+        raise AssertionError("Arrow rejected header keys that Python decodes")
+
+    # ------------------------------------------------------------------ text
+
+    def _emit(self, cols: dict[str, Any], starts: np.ndarray, sizes: np.ndarray,
+              file_pos: int, state: Any) -> None:
+        head = cols["head"]
+        counts = cols["counts"]
+        bidx = cols["bidx"]
+        nb = len(starts)
+        n = len(bidx)
+        attributes = head["attributes"].astype(np.int64)
+        log_append = (attributes >> 3) & 1
+        base_offset = head["base_offset"].astype(np.int64)
+        base_ts = head["base_timestamp"].astype(np.int64)
+        max_ts = head["max_timestamp"].astype(np.int64)
+        base_seq = head["base_sequence"].astype(np.int64)
+        lod = head["last_offset_delta"].astype(np.int64)
+
+        # records: Java long arithmetic wraps like numpy's int64
+        off_delta = cols["off_delta"]
+        offsets = base_offset[bidx] + off_delta
+        timestamps = np.where(log_append[bidx] == 1, max_ts[bidx], base_ts[bidx] + cols["ts_delta"])
+        sequences = _sequences(base_seq[bidx], off_delta)
+
+        s = _text
+        ts_type = _TS_TYPES.take(_arrow(log_append[bidx]))
+        klen = cols["klen"]
+        vlen = cols["vlen"]
+        hc = cols["hc"]
+        hk_lists = pa.ListArray.from_buffers(
+            pa.list_(pa.string()), n,
+            [None, pa.py_buffer(np.concatenate([[0], np.cumsum(hc)]).astype(np.int32))],
+            children=[cols["hkeys"]])
+        pieces: list[Any] = [
+            "| offset: ", s(offsets), " ", ts_type, ": ", s(timestamps),
+            " keySize: ", s(np.where(klen < 0, -1, klen)),
+            " valueSize: ", s(np.where(vlen < 0, -1, vlen)),
+            " sequence: ", s(sequences), " headerKeys: [", pc.binary_join(hk_lists, _lit(",")), "]",
+        ]
+        if self.print_data:
+            pieces.append(_optional(" key: ", cols["keys"], klen < 0))
+            pieces.append(_optional(" payload: ", cols["values"], vlen < 0))
+        pieces.append("\n")
+        record_lines = _join(pieces)
+
+        horizon = (attributes & 0x40) != 0
+        batch_lines = _join([
+            "baseOffset: ", s(base_offset), " lastOffset: ", s(base_offset + lod),
+            " count: ", s(counts), " baseSequence: ", s(base_seq),
+            " lastSequence: ", s(_sequences(base_seq, lod)),
+            " producerId: ", s(head["producer_id"].astype(np.int64)),
+            " producerEpoch: ", s(head["producer_epoch"].astype(np.int64)),
+            " partitionLeaderEpoch: ", s(head["partition_leader_epoch"].astype(np.int64)),
+            " isTransactional: ", _BOOLS.take(_arrow((attributes >> 4) & 1)),
+            " isControl: false deleteHorizonMs: ",
+            _optional_long(base_ts, horizon),
+            " position: ", s(starts + file_pos), " ", _TS_TYPES.take(_arrow(log_append)),
+            ": ", s(max_ts), " size: ", s(sizes),
+            " magic: 2 compresscodec: none crc: ", s(head["crc"].astype(np.int64)),
+            " isvalid: true\n",
+        ])
+
+        # batch line b, then its records: batch b goes to b + records before it
+        order = np.empty(nb + n, dtype=np.int64)
+        before = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        order[np.arange(nb) + before] = np.arange(nb)
+        order[np.arange(n) + bidx + 1] = nb + np.arange(n)
+        lines = pa.concat_arrays([batch_lines, record_lines]).take(_arrow(order))
+        self.write(_data(lines))
+        self._check_order(offsets, state)
+
+    def _check_order(self, offsets: np.ndarray, state: Any) -> None:
+        """log_dump's offset-order check, column-wise: a record whose offset is not the
+        previous one plus one is a non-consecutive pair (4.x also checks the first against
+        -1)."""
+        if len(offsets) == 0:
+            return
+        prev = np.empty_like(offsets)
+        prev[0] = state.last_offset
+        prev[1:] = offsets[:-1]
+        jump = (offsets != prev + 1) | (prev == _INT64_MAX)
+        if not self.kafka4:
+            jump &= prev != -1
+        for i in np.nonzero(jump)[0].tolist():
+            state.non_consecutive.append(int(prev[i]), int(offsets[i]))
+        state.last_offset = int(offsets[-1])
+
+
+def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
+            bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zig-zag varints at ``pos`` (ByteUtils.readVarint/readVarlong); longer than
+    ``max_bytes`` marks the record in ``bad`` (the object reader decides those)."""
+    b = w[np.minimum(pos, len(w) - 1)].astype(np.uint64)
+    value = b & np.uint64(0x7F)
+    cont = b >= 0x80
+    size = np.ones(len(pos), dtype=np.int64)
+    k = 1
+    while cont.any():
+        idx = np.nonzero(cont)[0]
+        if k >= max_bytes:
+            bad[idx] = True
+            cont[idx] = False
+            break
+        b = w[np.minimum(pos[idx] + k, len(w) - 1)].astype(np.uint64)
+        value[idx] |= (b & np.uint64(0x7F)) << np.uint64(7 * k)
+        size[idx] += 1
+        cont[idx] = b >= 0x80
+        k += 1
+    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+    return signed, pos + size
+
+
+def _sequences(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """DefaultRecordBatch.incrementSequence (wraps from Int.MAX to 0); -1 without a base
+    sequence, as segtools._reader_record.increment_sequence (deltas here are >= 0)."""
+    wrapped = np.where(base > _INT32_MAX - delta, delta - (_INT32_MAX - base) - 1, base + delta)
+    return np.where(base >= 0, wrapped, -1)
+
+
+def _slices(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """The byte ranges ``[start, start + length)`` (in increasing, non-overlapping order) as a
+    binary array: one zero-copy array over the window whose odd elements are the gaps, then
+    the even elements taken out."""
+    n = len(start)
+    if n == 0:
+        return pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(np.zeros(1, np.int32)),
+                                                       pa.py_buffer(b"")])
+    cuts = np.empty(2 * n, dtype=np.int32)
+    cuts[0::2] = start
+    cuts[1::2] = start + length
+    spans = pa.Array.from_buffers(pa.binary(), 2 * n - 1,
+                                  [None, pa.py_buffer(cuts), pa.py_buffer(buf)])
+    return spans.take(_arrow(np.arange(0, 2 * n - 1, 2)))
+
+
+def _text_column(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """Keys or values as kafka-dump-log's StringDecoder prints them (``new String(bytes,
+    UTF_8)``): the bytes themselves when they are UTF-8, else Java's replacement characters
+    (java_utf8.py, as parsers.string_decoder) for the records that are not."""
+    spans = _slices(buf, start, length)
+    try:
+        return spans.cast(pa.string())
+    except pa.ArrowInvalid:
+        pass
+    mv = memoryview(buf)
+    parts: list[bytes] = []
+    for s, n in zip(start.tolist(), length.tolist()):
+        chunk = bytes(mv[s:s + n])
+        try:
+            codecs.utf_8_decode(chunk, "strict", True)
+        except UnicodeDecodeError:
+            chunk = java_utf8_replace(chunk).encode("utf-8")
+        parts.append(chunk)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in parts], out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), len(parts),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(parts))]
+                                 ).cast(pa.string())
+
+
+def _text(values: np.ndarray) -> pa.Array:
+    return _arrow(values).cast(pa.string())
+
+
+def _optional(label: str, values: pa.Array, absent: np.ndarray) -> pa.Array:
+    """``label + value``, or nothing where the value is null (DumpLogSegments prints no
+    ``key:``/``payload:`` part for a null key or value)."""
+    joined = pc.binary_join_element_wise(_lit(label), values, _lit(""))
+    return pc.if_else(_arrow(absent), _lit(""), joined)
+
+
+def _optional_long(values: np.ndarray, present: np.ndarray) -> pa.Array:
+    """java.util.OptionalLong.toString() per row."""
+    joined = pc.binary_join_element_wise(_lit("OptionalLong["), _text(values), _lit("]"),
+                                         _lit(""))
+    return pc.if_else(_arrow(present), joined, _lit("OptionalLong.empty"))
+
+
+def _join(pieces: list[Any]) -> pa.Array:
+    return pc.binary_join_element_wise(*[_lit(p) if isinstance(p, str) else p for p in pieces],
+                                       _lit(""))
+
+
+def _data(lines: pa.Array) -> memoryview:
+    """The concatenated bytes of a string array (its data buffer between the first and last
+    offsets)."""
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
+    data = lines.buffers()[2]
+    if data is None:
+        return memoryview(b"")
+    return memoryview(data)[int(offsets[0]):int(offsets[-1])]
