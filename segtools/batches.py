@@ -49,7 +49,8 @@ from .legacy import (
     read_inner_messages,
 )
 from .limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
-from .varint import read_varint, read_varlong
+from ._columnar_codes import RecordFault, record_error
+from ._py_records import check_v2_batch, iter_v2_records
 
 __all__ = [
     "Record",
@@ -415,25 +416,12 @@ class RecordBatch:
             yield inner_record(m, offset, base_offset, msg)
 
     def _v2_records(self) -> Iterator[Record]:
-        if self.magic != 2:
-            raise self._error(UnsupportedMagicError,
-                              f"unsupported magic {self.magic} (only 0, 1 and 2 exist)",
-                              position=self.position + 16, field="magic")
         count = self.records_count
-        if count < 0:
-            raise self._error(CorruptBatchError,
-                              f"Found invalid record count {count} in magic v2 batch",
-                              position=self.position + 57, field="records_count")
+        check_v2_batch(path=self.path, position=self.position, base_offset=self.base_offset,
+                       magic=self.magic, count=count, codec=self.compression_id,
+                       limit=self._max_decompressed_size)
         if count == 0:  # DefaultRecordBatch.iterator(): empty batches yield nothing
             return iter(())
-        limit = self._max_decompressed_size
-        if self.compression_id != 0 and count > limit // MIN_RECORD_BYTES:
-            # a record takes at least 7 bytes: refused before anything is decompressed
-            raise BatchTooLargeError(
-                f"records_count {count} needs at least {count * MIN_RECORD_BYTES} bytes of "
-                f"records, more than the limit", limit=limit, path=self.path or None,
-                position=self.position + 57, base_offset=self.base_offset,
-                field="records_count")
         buf = self.raw()
         if self.compression_id == 0:
             return self._decode_records(buf, RECORD_BATCH_OVERHEAD, self.position)
@@ -448,195 +436,22 @@ class RecordBatch:
 
     def _decode_records(self, buf: bytes, start: int,
                         file_base: int | None) -> Iterator[Record]:
-        """Decode ``records_count`` records from ``buf[start:]``.
+        """Records from ``buf[start:]`` through the one v2 decoder (segtools._py_records).
 
         ``file_base`` is the file position of ``buf[0]`` when ``buf`` is the batch itself
         (uncompressed); for decompressed payloads errors point at the batch and name the
         byte in the decompressed payload.
         """
-        count = self.records_count
-        base_offset = self.base_offset
-        base_ts = self.base_timestamp
-        log_append_ts = self.max_timestamp if self.timestamp_type == "LogAppendTime" else None
-        base_seq = self.base_sequence
-        is_control = self.is_control
-        # Java long arithmetic: offsets can only overflow this close to the int64 ends (the
-        # delta is an int), timestamps wherever the varlong delta is large
-        wrap_offsets = not _NO_INT_OVERFLOW_LOW <= base_offset <= _NO_INT_OVERFLOW_HIGH
-        int64_min = _INT64_MIN
-        int64_max = _INT64_MAX
-        end = len(buf)
-        pos = start
-        rv = read_varint
-        for i in range(count):
-            rec_start = pos
-            field = "length"
-            try:
-                if pos >= end:
-                    raise _RecordProblem(TruncatedBatchError, "length",
-                                         "Incorrect declared batch size, premature EOF reached")
-                b = buf[pos]
-                if b < 0x80:  # one-byte varints inlined: the common case for every field
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    length, pos = rv(buf, pos)
-                body_start = pos
-                body_end = pos + length
-                if length < 0:
-                    raise _RecordProblem(CorruptBatchError, "length",
-                                         f"Invalid record size {length}")
-                if body_end > end:
-                    raise _RecordProblem(
-                        TruncatedBatchError, "length",
-                        f"Invalid record size: expected {length} bytes in record payload, but "
-                        f"instead the buffer has only {end - body_start} remaining bytes.")
-                field = "attributes"
-                attributes = buf[pos]
-                if attributes > 127:
-                    attributes -= 256
-                pos += 1
-                field = "timestamp_delta"
-                b = buf[pos]
-                if b < 0x80:
-                    ts_delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    ts_delta, pos = read_varlong(buf, pos)
-                field = "offset_delta"
-                b = buf[pos]
-                if b < 0x80:
-                    offset_delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    offset_delta, pos = rv(buf, pos)
-                field = "key_length"
-                b = buf[pos]
-                if b < 0x80:
-                    klen = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    klen, pos = rv(buf, pos)
-                if klen >= 0:
-                    if klen > body_end - pos:
-                        raise _RecordProblem(CorruptBatchError, "key_length",
-                                             f"key length {klen} runs past the record end "
-                                             f"({body_end - pos} bytes left)")
-                    key: bytes | None = buf[pos:pos + klen]
-                    pos += klen
-                else:
-                    key = None
-                field = "value_length"
-                b = buf[pos]
-                if b < 0x80:
-                    vlen = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    vlen, pos = rv(buf, pos)
-                if vlen >= 0:
-                    if vlen > body_end - pos:
-                        raise _RecordProblem(CorruptBatchError, "value_length",
-                                             f"value length {vlen} runs past the record end "
-                                             f"({body_end - pos} bytes left)")
-                    value: bytes | None = buf[pos:pos + vlen]
-                    pos += vlen
-                else:
-                    value = None
-                field = "headers_count"
-                b = buf[pos]
-                if b < 0x80:
-                    hcount = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    hcount, pos = rv(buf, pos)
-                if hcount < 0:
-                    raise _RecordProblem(CorruptBatchError, "headers_count",
-                                         f"Found invalid number of record headers {hcount}")
-                headers: list[tuple[str, bytes | None]] = []
-                if hcount:
-                    if hcount > body_end - pos:
-                        raise _RecordProblem(CorruptBatchError, "headers_count",
-                                             f"Found invalid number of record headers {hcount}"
-                                             f" ({body_end - pos} bytes left)")
-                    for h in range(hcount):
-                        field = f"headers[{h}].key_length"
-                        hklen, pos = rv(buf, pos)
-                        if hklen < 0:
-                            raise _RecordProblem(CorruptBatchError, field,
-                                                 f"Invalid negative header key size {hklen}")
-                        if hklen > body_end - pos:
-                            raise _RecordProblem(CorruptBatchError, field,
-                                                 f"header key length {hklen} runs past the "
-                                                 f"record end ({body_end - pos} bytes left)")
-                        hkey = buf[pos:pos + hklen].decode("utf-8", "replace")
-                        pos += hklen
-                        field = f"headers[{h}].value_length"
-                        hvlen, pos = rv(buf, pos)
-                        if hvlen >= 0:
-                            if hvlen > body_end - pos:
-                                raise _RecordProblem(CorruptBatchError, field,
-                                                     f"header value length {hvlen} runs past "
-                                                     f"the record end ({body_end - pos} "
-                                                     f"bytes left)")
-                            hval: bytes | None = buf[pos:pos + hvlen]
-                            pos += hvlen
-                        else:
-                            hval = None
-                        headers.append((hkey, hval))
-                if pos != body_end:
-                    raise _RecordProblem(
-                        CorruptBatchError, "length",
-                        f"Invalid record size: expected to read {length} bytes in record "
-                        f"payload, but instead read {pos - body_start}")
-                if i == count - 1 and pos != end:
-                    raise _RecordProblem(
-                        CorruptBatchError, "records_count",
-                        "Incorrect declared batch size, records still remaining in file")
-            except _RecordProblem as p:
-                raise self._record_error(p.cls, p.message, p.field, i, rec_start, file_base) from None
-            except FormatError as exc:  # varint errors
-                raise self._record_error(type(exc), exc.reason, field, i, rec_start,
-                                         file_base) from None
-            except IndexError:  # buf[pos] past the end: the record is cut short
-                raise self._record_error(TruncatedBatchError,
-                                         "Incorrect declared batch size, premature EOF reached",
-                                         field, i, rec_start, file_base) from None
-            if log_append_ts is not None:
-                timestamp = log_append_ts
-            else:
-                timestamp = base_ts + ts_delta
-                if not int64_min <= timestamp <= int64_max:
-                    timestamp = java_long(timestamp)
-            if base_seq >= 0:
-                sequence = increment_sequence(base_seq, offset_delta)
-            else:
-                sequence = NO_SEQUENCE
-            offset = base_offset + offset_delta
-            if wrap_offsets:
-                offset = java_long(offset)
-            yield Record(offset, timestamp, key, value, headers, sequence,
-                         attributes, ts_delta, offset_delta, length, is_control)
-
-    def _record_error(self, cls: type[FormatError], message: str, field: str, index: int,
-                      rec_start: int, file_base: int | None) -> FormatError:
-        if file_base is None:
-            message = (f"{message} (record {index} at byte {rec_start} of the decompressed "
-                       f"{self.compression} payload)")
-            position = self.position
-        else:
-            message = f"{message} (record {index})"
-            position = file_base + rec_start
-        return cls(message, path=self.path or None, position=position,
-                   base_offset=self.base_offset, field=f"records[{index}].{field}")
-
-
-class _RecordProblem(Exception):
-    """Internal: carries an error out of the record loop to be located once."""
-
-    def __init__(self, cls: type[FormatError], field: str, message: str) -> None:
-        self.cls = cls
-        self.field = field
-        self.message = message
+        try:
+            yield from iter_v2_records(
+                buf, start, self.records_count, self.base_offset, self.base_timestamp,
+                self.max_timestamp if self.timestamp_type == "LogAppendTime" else None,
+                self.base_sequence, self.is_control, Record)
+        except RecordFault as fault:
+            raise record_error(fault, path=self.path, position=self.position,
+                               base_offset=self.base_offset,
+                               compression=None if file_base is not None else self.compression
+                               ) from None
 
 
 class SegmentReader:

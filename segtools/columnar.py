@@ -31,14 +31,19 @@ import numpy as np
 import pyarrow as pa
 
 from segtools import crc as _crc
+from segtools._py_records import check_v2_batch
 from segtools._columnar_codes import (
     RECORD_BATCH_OVERHEAD,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
+    ST_SIZE,
+    RecordFault,
     record_error,
 )
+from segtools.codecs import COMPRESSION_NAMES
+from segtools.formats.record_batch import COMPRESSION_CODEC_MASK, TIMESTAMP_TYPE_MASK
 from segtools.errors import (
     BatchTooLargeError,
     CorruptBatchError,
@@ -828,17 +833,20 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
         (cap_rows, np.uint8), (cap_rows, np.uint8), (cap_rows, np.uint8),
         (cap_headers + 1, np.int32), (cap_headers + 1, np.int32), (cap_headers, np.uint8),
         (total, np.uint8), (total, np.uint8), (total, np.uint8), (total, np.uint8)])
-    st = np.zeros(9, np.int64)
+    st = np.zeros(ST_SIZE, np.int64)
     err, bad = kernel.decode_records(
         mf.array, dec, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
-        h.max_timestamp[sel], (h.attributes[sel] & 0x08) != 0, h.base_sequence[sel], counts,
+        h.max_timestamp[sel], (h.attributes[sel] & TIMESTAMP_TYPE_MASK) != 0,
+        h.base_sequence[sel], counts,
         o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
         h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st)
     if err:
         i = int(idx[int(bad)])
-        raise record_error(int(err), path=mf.path, position=int(h.position[i]),
-                           base_offset=int(h.base_offset[i]), record_index=int(st[6]),
-                           byte_offset=int(st[7]), compressed=i in payloads)
+        fault = RecordFault(int(err), int(st[9]), int(st[6]), int(st[10]), int(st[7]),
+                            int(st[11]), int(st[12]))
+        raise record_error(fault, path=mf.path, position=int(h.position[i]),
+                           base_offset=int(h.base_offset[i]),
+                           compression=_compression_name(h, i) if i in payloads else None)
     n, nh = int(st[0]), int(st[1])
     key = _binary_from_buffers(n, k_off, k_valid, k_data[:int(st[2])])
     value = _binary_from_buffers(n, v_off, v_valid, v_data[:int(st[3])])
@@ -882,6 +890,11 @@ def _rows_to_chunk(rows: list[tuple], batch_of_row: list[int], crc_ok: list[bool
                      None if crc_ok is None else np.asarray(crc_ok, bool))
 
 
+def _compression_name(h: _Headers, i: int) -> str:
+    codec = int(h.attributes[i]) & COMPRESSION_CODEC_MASK
+    return COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+
+
 def _decode_python(mf: _SegmentFile, h: _Headers, idx: np.ndarray, payloads: dict[int, bytes]) -> _RowChunk:
     from segtools import _py_records
 
@@ -895,11 +908,13 @@ def _decode_python(mf: _SegmentFile, h: _Headers, idx: np.ndarray, payloads: dic
         try:
             got = _py_records.decode_batch_records(
                 data, int(h.base_offset[i]), int(h.base_timestamp[i]), int(h.max_timestamp[i]),
-                bool(h.attributes[i] & 0x08), int(h.base_sequence[i]), int(h.records_count[i]))
-        except _py_records.RecordFault as fault:
-            raise record_error(fault.code, path=mf.path, position=int(h.position[i]),
-                               base_offset=int(h.base_offset[i]), record_index=fault.record_index,
-                               byte_offset=fault.byte_offset, compressed=i in payloads) from None
+                bool(h.attributes[i] & TIMESTAMP_TYPE_MASK), int(h.base_sequence[i]),
+                int(h.records_count[i]))
+        except RecordFault as fault:
+            raise record_error(fault, path=mf.path, position=int(h.position[i]),
+                               base_offset=int(h.base_offset[i]),
+                               compression=_compression_name(h, i) if i in payloads else None
+                               ) from None
         rows.extend(got)
         batch_of_row.extend([i] * len(got))
     return _rows_to_chunk(rows, batch_of_row)
@@ -949,21 +964,21 @@ def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: 
                      count: int, max_uncompressed: int) -> bytes:
     from segtools import codecs
 
-    if count > max_uncompressed // MIN_RECORD_BYTES:
-        # a record takes at least 7 bytes: refused before anything is decompressed
-        raise BatchTooLargeError(
-            f"records_count {count} needs at least {count * MIN_RECORD_BYTES} bytes of "
-            f"records, more than the limit", limit=max_uncompressed, path=path,
-            position=pos + 57, base_offset=base_offset, field="records_count")
+    from segtools._py_records import check_v2_batch
+
+    check_v2_batch(path=path, position=pos, base_offset=base_offset, magic=2, count=count,
+                   codec=codec, limit=max_uncompressed)
     try:
         return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
-    except FormatError as exc:
-        raise exc.located(path=path, position=pos, base_offset=base_offset) from None
+    except FormatError as exc:  # located where the compressed records start, as batches.py
+        raise exc.located(path=path, position=pos + RECORD_BATCH_OVERHEAD,
+                          base_offset=base_offset) from None
     except SegtoolsError:
         raise
     except Exception as exc:  # noqa: BLE001 - a codec library's own error on hostile bytes
         raise CorruptBatchError(f"cannot decompress {_COMPRESSION_NAMES[codec]} records: {exc}",
-                                path=path, position=pos, base_offset=base_offset,
+                                path=path, position=pos + RECORD_BATCH_OVERHEAD,
+                                base_offset=base_offset,
                                 field="records") from exc
 
 
@@ -1166,9 +1181,11 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         # DefaultRecordBatch.iterator(): a v2 batch of count 0 yields nothing, whatever its
         # record bytes hold (they are neither decompressed nor checked for leftovers)
         empty = (h.magic == 2) & (h.records_count == 0)
+        # magic > 2 or a negative count: check_v2_batch raises the object reader's error
+        odd = (h.magic > 2) | (h.records_count < 0)
         kind = np.where(filters.batch_skip(h) | empty, _SKIP,
                         np.where(h.magic < 2, _LEGACY, np.where(
-                            h.magic > 2, _ODD, np.where(codec == 0, _PLAIN, _PACKED))))
+                            odd, _ODD, np.where(codec == 0, _PLAIN, _PACKED))))
         plain = kind == _PLAIN
         cum_cap = np.concatenate([[0], np.cumsum(np.where(plain, cap, 0))])
         cum_bytes = np.concatenate([[0], np.cumsum(np.where(plain, region, 0))])
@@ -1193,12 +1210,12 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
             if k == _SKIP:
                 continue
             if k == _ODD:
-                # Kafka walks a batch with magic > 2 as v2, but no reader decodes its records
                 if parts:
                     yield flush(), h
-                raise UnsupportedMagicError(f"unsupported magic {int(h.magic[s])}", path=mf.path,
-                                            position=int(h.position[s]),
-                                            base_offset=int(h.base_offset[s]), field="magic")
+                check_v2_batch(path=mf.path, position=int(h.position[s]),
+                               base_offset=int(h.base_offset[s]), magic=int(h.magic[s]),
+                               count=int(h.records_count[s]), codec=int(codec[s]),
+                               limit=max_uncompressed)
             if k == _LEGACY:
                 if parts:
                     yield flush(), h
