@@ -62,7 +62,8 @@ __all__ = [
     "COMPRESSION_CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_FLAG_MASK",
     "CONTROL_FLAG_MASK", "DELETE_HORIZON_FLAG_MASK", "NO_TIMESTAMP", "NO_PRODUCER_ID",
     "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH", "MAX_RECORD_OVERHEAD",
-    "HEADER_STRUCT_FORMAT",
+    "HEADER_STRUCT_FORMAT", "LOG_PREFIX_STRUCT_FORMAT", "MAGIC_STRUCT_FORMAT",
+    "V2_MIN_BATCH_LENGTH",
 ]
 
 
@@ -120,6 +121,12 @@ RECORD_BATCH_OVERHEAD = 61
 MAX_RECORD_OVERHEAD = 21
 #: the same 61-byte header for ``struct.Struct`` (the fast path cross-checks against this module)
 HEADER_STRUCT_FORMAT = ">qiibIhiqqqhii"
+#: the 12-byte prefix every magic shares: baseOffset (or offset) int64, length int32
+LOG_PREFIX_STRUCT_FORMAT = ">qi"
+#: the magic byte (a Java byte: any value >= 2 is read as v2, below 2 as legacy)
+MAGIC_STRUCT_FORMAT = ">b"
+#: header bytes of a v2 batch counted by its length field (61 - 12)
+V2_MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 
 #: the 61-byte v2 batch header
 RecordBatchHeader = Struct(

@@ -139,7 +139,9 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, ba
         m = np.int64(buf[pos + 16])
         if m >= 128:
             m -= 256
-        if m >= 2 and size < 49:
+        if m >= 2 and pos + 61 > end:
+            # a batch shorter than the v2 header: Kafka loads the header from the bytes
+            # after it (FileLogInputStream.loadBatchHeader); they must be in the window
             return n, pos, SCAN_V2_TOO_SHORT
         position[n] = pos
         base_offset[n] = _be64(buf, pos)

@@ -34,16 +34,21 @@ from segtools._columnar_codes import (
     F_TIMESTAMP_DELTA,
     F_VALUE_LENGTH,
     MIN_RECORD_SIZE,
-    RecordFault,
+    RECORD_OVERHEAD_V0,
     SCAN_END,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
+    RecordFault,
 )
-from segtools.errors import BatchTooLargeError, CorruptBatchError, UnsupportedMagicError
-from segtools.formats.record_batch import MAGIC_OFFSET, RECORDS_COUNT_OFFSET
 from segtools._reader_record import NO_SEQUENCE, increment_sequence, java_long
+from segtools.errors import BatchTooLargeError, CorruptBatchError, display_path
+from segtools.formats.record_batch import (
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
+)
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
@@ -77,7 +82,9 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
             return cols, pos, SCAN_TORN_TAIL
         magic = struct.unpack_from(">b", buf, pos + 16)[0]
         if magic >= 2:
-            if size < 49:
+            # a batch shorter than the v2 header: Kafka loads the header from the bytes after
+            # it (FileLogInputStream.loadBatchHeader); they must be in the window
+            if pos + 61 > end:
                 return cols, pos, SCAN_V2_TOO_SHORT
             values = _V2_HEADER.unpack_from(buf, pos)
             row = (pos, offset, size) + values[2:]
@@ -275,16 +282,21 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                           0, end - pos)
 
 
-def check_v2_batch(*, path: str | None, position: int, base_offset: int, magic: int,
+def check_v2_batch(*, path: str | None, position: int, base_offset: int, size: int,
                    count: int, codec: int, limit: int) -> None:
     """The batch-level checks before a v2 batch's records are decoded, shared by every entry
-    point: magic other than 2 (Kafka walks any magic >= 2 as v2, but no reader decodes its
-    records), recordsCount < 0 (``DefaultRecordBatch``: "Found invalid record count"), and a
-    compressed batch whose count cannot fit the decompression limit at 7 bytes a record."""
-    if magic != 2:
-        raise UnsupportedMagicError(f"unsupported magic {magic} (only 0, 1 and 2 exist)",
-                                    path=path or None, position=position + MAGIC_OFFSET,
-                                    base_offset=base_offset, field="magic")
+    point. ``size`` is the batch's size on disk (length + 12).
+
+    Any magic >= 2 is read as v2, as Kafka does (``FileLogInputStream.nextBatch`` makes a
+    ``DefaultFileChannelRecordBatch`` and its iterator never looks at the magic). A batch
+    shorter than the 61-byte header has no records Kafka can read (``DefaultRecordBatch.count``
+    indexes past its buffer); recordsCount < 0 is "Found invalid record count"; a compressed
+    batch whose count cannot fit the decompression limit at 7 bytes a record is refused."""
+    if size < RECORD_BATCH_OVERHEAD:
+        raise CorruptBatchError(
+            f"v2 batch of {size} bytes is shorter than its {RECORD_BATCH_OVERHEAD}-byte header: "
+            "its records cannot be read", path=path or None, position=position,
+            base_offset=base_offset, field="batch_length", actual=size - LOG_OVERHEAD)
     if count < 0:
         raise CorruptBatchError(f"Found invalid record count {count} in magic v2 batch",
                                 path=path or None, position=position + RECORDS_COUNT_OFFSET,
@@ -296,6 +308,16 @@ def check_v2_batch(*, path: str | None, position: int, base_offset: int, magic: 
             f"records, more than the limit", limit=limit, path=path or None,
             position=position + RECORDS_COUNT_OFFSET, base_offset=base_offset,
             field="records_count")
+
+
+def size_too_small_error(path: str, position: int, base_offset: int,
+                         size: int) -> CorruptBatchError:
+    """FileLogInputStream.nextBatch's CorruptRecordException for a size field below 14, as
+    every batch walk raises it."""
+    return CorruptBatchError(
+        f"Found record size {size} smaller than minimum record overhead "
+        f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path, position=position,
+        base_offset=base_offset, field="batch_length", actual=size)
 
 
 def _header_index(field: int, scope: dict[str, Any]) -> int:

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import codecs
+from ._columnar_codes import RecordFault, record_error
+from ._py_records import check_v2_batch, iter_v2_records, size_too_small_error
 from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, java_long
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
@@ -39,6 +41,21 @@ from .errors import (
     input_path,
     os_input_error,
 )
+from .formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
+    HEADER_STRUCT_FORMAT,
+    LOG_PREFIX_STRUCT_FORMAT,
+    MAGIC_OFFSET,
+    MAGIC_STRUCT_FORMAT,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    TimestampType,
+)
 from .legacy import (
     LOG_OVERHEAD,
     RECORD_OVERHEAD_V0,
@@ -48,9 +65,7 @@ from .legacy import (
     parse_legacy_header,
     read_inner_messages,
 )
-from .limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
-from ._columnar_codes import RecordFault, record_error
-from ._py_records import check_v2_batch, iter_v2_records
+from .limits import DEFAULT_MAX_BATCH_BYTES, resolve_max_batch_bytes
 
 __all__ = [
     "Record",
@@ -70,11 +85,10 @@ __all__ = [
 
 #: baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 #: baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-RECORD_BATCH_OVERHEAD = V2_HEADER.size  # 61
-HEADER_SIZE_UP_TO_MAGIC = 17
-CRC_START = 21  # v2 CRC-32C covers [attributes, end)
-_OFFSET_SIZE = struct.Struct(">qi")
+V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
+CRC_START = ATTRIBUTES_OFFSET  # v2 CRC-32C covers [attributes, end)
+_OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
+_MAGIC = struct.Struct(MAGIC_STRUCT_FORMAT)
 
 #: kafka-dump-log's --max-message-size default; bounds one legacy inner message.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -93,7 +107,7 @@ _CRC_STEP = 4 << 20
 _SETTLE_SECONDS = 0.05
 _SETTLE_CHECKS = 3
 
-_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_TIMESTAMP_TYPES = (TimestampType.CREATE_TIME.label, TimestampType.LOG_APPEND_TIME.label)
 _INT64_MIN = -2**63
 _INT64_MAX = 2**63 - 1
 #: base offsets to which any int offsetDelta can be added without leaving the int64 range
@@ -188,7 +202,7 @@ class RecordBatch:
                                     field="batch_length")
         if segment is None:
             segment = os.path.basename(path)
-        magic = struct.unpack_from(">b", buf, 16)[0]
+        magic = _MAGIC.unpack_from(buf, MAGIC_OFFSET)[0]
         if magic < 2:  # Kafka: any magic below 2 (even negative) is a legacy entry
             return cls._legacy_batch(buf, path, segment, position, max_decompressed_size,
                                      max_message_size)
@@ -218,18 +232,20 @@ class RecordBatch:
         self.partition_leader_epoch = ple
         self.magic = magic
         self.crc = crc
-        computed = crc32c(memoryview(buf)[CRC_START:]) if computed_crc is None else computed_crc
-        self.computed_crc = computed
-        self.crc_valid = computed == crc
+        if computed_crc is None:
+            computed_crc = crc32c(memoryview(buf)[CRC_START:self.size])
+        self.computed_crc = computed_crc
+        # DefaultRecordBatch.isValid(): sizeInBytes >= 61 and the checksum matches
+        self.crc_valid = computed_crc == crc and self.size >= RECORD_BATCH_OVERHEAD
         self.attributes = attributes
-        codec = attributes & 0x07
+        codec = attributes & COMPRESSION_CODEC_MASK
         self.compression_id = codec
         self.compression = codecs.COMPRESSION_NAMES.get(codec, f"unknown({codec})")
-        self.timestamp_type = _TIMESTAMP_TYPES[(attributes >> 3) & 1]
-        self.is_transactional = bool(attributes & 0x10)
-        self.is_control = bool(attributes & 0x20)
-        self.has_delete_horizon = bool(attributes & 0x40)
-        self.delete_horizon_ms = base_ts if attributes & 0x40 else None
+        self.timestamp_type = _TIMESTAMP_TYPES[bool(attributes & TIMESTAMP_TYPE_MASK)]
+        self.is_transactional = bool(attributes & TRANSACTIONAL_FLAG_MASK)
+        self.is_control = bool(attributes & CONTROL_FLAG_MASK)
+        self.has_delete_horizon = bool(attributes & DELETE_HORIZON_FLAG_MASK)
+        self.delete_horizon_ms = base_ts if attributes & DELETE_HORIZON_FLAG_MASK else None
         self.last_offset_delta = last_offset_delta
         self.last_offset = java_long(base_offset + last_offset_delta)
         self.base_timestamp = base_ts
@@ -418,7 +434,7 @@ class RecordBatch:
     def _v2_records(self) -> Iterator[Record]:
         count = self.records_count
         check_v2_batch(path=self.path, position=self.position, base_offset=self.base_offset,
-                       magic=self.magic, count=count, codec=self.compression_id,
+                       size=self.size, count=count, codec=self.compression_id,
                        limit=self._max_decompressed_size)
         if count == 0:  # DefaultRecordBatch.iterator(): empty batches yield nothing
             return iter(())
@@ -430,7 +446,7 @@ class RecordBatch:
                                         memoryview(buf)[RECORD_BATCH_OVERHEAD:], magic=2,
                                         max_size=self._max_decompressed_size)
         except FormatError as exc:
-            raise exc.located(path=self.path or None, position=self.position + 61,
+            raise exc.located(path=self.path or None, position=self.position + RECORD_BATCH_OVERHEAD,
                               base_offset=self.base_offset) from None
         return self._decode_records(payload, 0, None)
 
@@ -583,10 +599,7 @@ class SegmentReader:
                 offset, size = _OFFSET_SIZE.unpack_from(window, rel)
                 if size < RECORD_OVERHEAD_V0:
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                    raise CorruptBatchError(
-                        f"Found record size {size} smaller than minimum record overhead "
-                        f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path,
-                        position=pos, base_offset=offset, field="batch_length", actual=size)
+                    raise size_too_small_error(path, pos, offset, size)
                 total = LOG_OVERHEAD + size
                 if total > end - pos:
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
@@ -597,7 +610,23 @@ class SegmentReader:
                         f"batch of {total} bytes on disk is larger than the limit",
                         limit=limit, path=path, position=pos, base_offset=offset,
                         field="batch_length")
-                if total > _EAGER_BATCH_BYTES and window[rel + 16] not in _LEGACY_MAGIC_BYTES:
+                if (total < RECORD_BATCH_OVERHEAD
+                        and window[rel + MAGIC_OFFSET] not in _LEGACY_MAGIC_BYTES):
+                    # FileLogInputStream: a v2 batch shorter than its 61-byte header still
+                    # has its header loaded from the file (bytes past the batch's end), is
+                    # invalid, and the walk goes on 12 + length bytes later
+                    head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
+                    if len(head) < RECORD_BATCH_OVERHEAD:
+                        check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
+                        raise TruncatedBatchError(
+                            f"Failed to load record batch at position {pos}: its {total} "
+                            f"bytes are shorter than the {RECORD_BATCH_OVERHEAD}-byte v2 header "
+                            f"and the file ends {self.file_size - pos} bytes after it starts",
+                            path=path, position=pos, base_offset=offset,
+                            field="batch_length", actual=size)
+                    batch = RecordBatch._v2_batch(head, path, segment, pos, limit, size=total,
+                                                  computed_crc=None)
+                elif total > _EAGER_BATCH_BYTES and window[rel + 16] not in _LEGACY_MAGIC_BYTES:
                     batch = self._large_v2_batch(f, pos, total, segment)
                     if batch is None:
                         raise changed("the file shrank")
