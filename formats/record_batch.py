@@ -64,6 +64,7 @@ __all__ = [
     "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH", "MAX_RECORD_OVERHEAD",
     "HEADER_STRUCT_FORMAT", "LOG_PREFIX_STRUCT_FORMAT", "MAGIC_STRUCT_FORMAT",
     "V2_MIN_BATCH_LENGTH",
+    "CRC_STRUCT_FORMAT",
 ]
 
 
@@ -127,6 +128,8 @@ LOG_PREFIX_STRUCT_FORMAT = ">qi"
 MAGIC_STRUCT_FORMAT = ">b"
 #: header bytes of a v2 batch counted by its length field (61 - 12)
 V2_MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+#: the CRC field (uint32)
+CRC_STRUCT_FORMAT = ">I"
 
 #: the 61-byte v2 batch header
 RecordBatchHeader = Struct(

@@ -45,16 +45,22 @@ from segtools._columnar_codes import (
 from segtools._reader_record import NO_SEQUENCE, increment_sequence, java_long
 from segtools.errors import BatchTooLargeError, CorruptBatchError, display_path
 from segtools.formats.record_batch import (
+    HEADER_STRUCT_FORMAT,
     LOG_OVERHEAD,
+    LOG_PREFIX_STRUCT_FORMAT,
+    MAGIC_OFFSET,
+    MAGIC_STRUCT_FORMAT,
     RECORD_BATCH_OVERHEAD,
     RECORDS_COUNT_OFFSET,
 )
+from segtools.varint import VarintError, VarintTruncatedError, read_varint, read_varlong
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_OFFSET_SIZE = struct.Struct(">qi")
+_V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
+_OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
 T = TypeVar("T")
+_MAGIC = struct.Struct(MAGIC_STRUCT_FORMAT)
 
 BATCH_FIELDS = ("position", "base_offset", "batch_length", "partition_leader_epoch", "magic",
                 "crc", "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
@@ -80,7 +86,7 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
             return cols, pos, SCAN_SIZE_TOO_SMALL
         if pos + 12 + size > end:
             return cols, pos, SCAN_TORN_TAIL
-        magic = struct.unpack_from(">b", buf, pos + 16)[0]
+        magic = _MAGIC.unpack_from(buf, pos + MAGIC_OFFSET)[0]
         if magic >= 2:
             # a batch shorter than the v2 header: Kafka loads the header from the bytes after
             # it (FileLogInputStream.loadBatchHeader); they must be in the window
@@ -94,33 +100,6 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
             cols[name].append(value)
         n += 1
         pos += 12 + size
-
-
-def _varint(buf: Any, p: int, end: int, max_bytes: int) -> tuple[int, int]:
-    """Zig-zag varint of at most ``max_bytes`` bytes (5: Java int, 10: Java long) at ``p``;
-    raises IndexError when the bytes end first and _Overlong when it does not terminate."""
-    raw = 0
-    shift = 0
-    for _ in range(max_bytes):
-        if p >= end:
-            raise IndexError
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            if max_bytes == 5:
-                raw &= 0xFFFFFFFF          # bits past 32 are lost, as in Java's int
-                value = (raw >> 1) ^ -(raw & 1)
-                return (value - (1 << 32) if value >= 1 << 31 else value), p
-            raw &= 0xFFFFFFFFFFFFFFFF
-            value = (raw >> 1) ^ -(raw & 1)
-            return (value - (1 << 64) if value >= 1 << 63 else value), p
-        shift += 7
-    raise _Overlong
-
-
-class _Overlong(Exception):
-    pass
 
 
 _INT64_MIN = -2**63
@@ -159,7 +138,7 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                length, pos = _varint(buf, pos, end, 5)
+                length, pos = read_varint(buf, pos)
             if length < 0:
                 raise RecordFault(ERR_RECORD_NEGATIVE, F_LENGTH, i, 0, rec_start - start, 0,
                                   length)
@@ -179,21 +158,21 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                ts_delta, pos = _varint(buf, pos, end, 10)
+                ts_delta, pos = read_varlong(buf, pos)
             field = F_OFFSET_DELTA
             b = buf[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                offset_delta, pos = _varint(buf, pos, end, 5)
+                offset_delta, pos = read_varint(buf, pos)
             field = F_KEY_LENGTH
             b = buf[pos]
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                klen, pos = _varint(buf, pos, end, 5)
+                klen, pos = read_varint(buf, pos)
             if klen >= 0:  # DefaultRecord.readFrom: any negative length is null, not only -1
                 if klen > body_end - pos:
                     raise RecordFault(ERR_LENGTH_PAST_END, F_KEY_LENGTH, i, 0, rec_start - start,
@@ -208,7 +187,7 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                vlen, pos = _varint(buf, pos, end, 5)
+                vlen, pos = read_varint(buf, pos)
             if vlen >= 0:
                 if vlen > body_end - pos:
                     raise RecordFault(ERR_LENGTH_PAST_END, F_VALUE_LENGTH, i, 0,
@@ -223,7 +202,7 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                 hcount = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                hcount, pos = _varint(buf, pos, end, 5)
+                hcount, pos = read_varint(buf, pos)
             headers: list[tuple[str, bytes | None]] = []
             if hcount:
                 if hcount < 0:
@@ -234,7 +213,7 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                                       body_end - pos, hcount)
                 for h in range(hcount):
                     field = F_HEADER_KEY_LENGTH
-                    hklen, pos = _varint(buf, pos, end, 5)
+                    hklen, pos = read_varint(buf, pos)
                     if hklen < 0:
                         raise RecordFault(ERR_HEADER_KEY, field, i, h, rec_start - start, 0, hklen)
                     if hklen > body_end - pos:
@@ -243,7 +222,7 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
                     hkey = bytes(buf[pos:pos + hklen]).decode("utf-8", "replace")
                     pos += hklen
                     field = F_HEADER_VALUE_LENGTH
-                    hvlen, pos = _varint(buf, pos, end, 5)
+                    hvlen, pos = read_varint(buf, pos)
                     if hvlen >= 0:
                         if hvlen > body_end - pos:
                             raise RecordFault(ERR_LENGTH_PAST_END, field, i, h,
@@ -256,10 +235,10 @@ def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
             if pos != body_end:
                 raise RecordFault(ERR_RECORD_SIZE, F_LENGTH, i, 0, rec_start - start, length,
                                   pos - body_start)
-        except IndexError:  # buf[pos] past the end: the record is cut short
+        except (IndexError, VarintTruncatedError):  # the bytes end inside the record
             raise RecordFault(ERR_EOF, field, i, _header_index(field, locals()),
                               rec_start - start) from None
-        except _Overlong:
+        except VarintError:
             raise RecordFault(ERR_VARINT, field, i, _header_index(field, locals()),
                               rec_start - start, 10 if field == F_TIMESTAMP_DELTA else 5) from None
         if log_append_time is not None:

@@ -968,7 +968,7 @@ def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, i
     pos = int(h.position[i])
     rel = pos - h.base
     data = bytes(mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])])
-    return (data, int(h.attributes[i]) & 0x07, mf.path, pos, int(h.base_offset[i]),
+    return (data, int(h.attributes[i]) & COMPRESSION_CODEC_MASK, mf.path, pos, int(h.base_offset[i]),
             int(h.records_count[i]))
 
 
