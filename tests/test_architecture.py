@@ -120,3 +120,37 @@ def test_allow_list_entries_are_still_needed():
         ALLOWED.update(saved)
     stale = sorted(set(saved) - hits)
     assert not stale, f"allow-list entries no longer needed: {stale}"
+
+
+def test_struct_formats_decode_what_the_construct_declarations_build():
+    # each hot-path format reads the bytes its construct declaration builds (the declaration
+    # is the spec): field values chosen to be distinct and to use every byte
+    import struct
+
+    from segtools.formats import control, indexes, producer_snapshot, record_batch
+
+    header = dict(base_offset=-2**40 + 3, batch_length=0x01020304, partition_leader_epoch=-5,
+                  magic=2, crc=0xF1E2D3C4, attributes=0x7F3A, last_offset_delta=-7,
+                  base_timestamp=2**50 + 9, max_timestamp=-(2**45), producer_id=2**33 + 1,
+                  producer_epoch=-300, base_sequence=2**30 + 11, records_count=-2**31)
+    raw = record_batch.RecordBatchHeader.build(header)
+    assert struct.unpack(record_batch.HEADER_STRUCT_FORMAT, raw) == tuple(header.values())
+    assert struct.unpack_from(record_batch.LOG_PREFIX_STRUCT_FORMAT, raw) == (
+        header["base_offset"], header["batch_length"])
+    assert struct.unpack_from(record_batch.MAGIC_STRUCT_FORMAT, raw,
+                              record_batch.MAGIC_OFFSET) == (2,)
+    assert struct.unpack_from(record_batch.CRC_STRUCT_FORMAT, raw,
+                              record_batch.CRC_OFFSET) == (header["crc"],)
+    cases = [
+        (indexes.OffsetIndexEntry, indexes.OFFSET_INDEX_ENTRY_STRUCT_FORMAT,
+         dict(relative_offset=-9, position=0x7F00FF01)),
+        (indexes.TimeIndexEntry, indexes.TIME_INDEX_ENTRY_STRUCT_FORMAT,
+         dict(timestamp=-(2**60), relative_offset=77)),
+    ]
+    for decl, fmt, values in cases:
+        assert struct.unpack(fmt, decl.build(values)) == tuple(values.values()), fmt
+    assert struct.calcsize(indexes.ABORTED_TXN_STRUCT_FORMAT) == indexes.AbortedTxnEntry.sizeof()
+    assert struct.calcsize(control.CONTROL_KEY_STRUCT_FORMAT) == control.CONTROL_KEY_SIZE
+    assert struct.calcsize(control.END_TXN_MARKER_STRUCT_FORMAT) == control.END_TXN_MARKER_SIZE
+    assert struct.calcsize(producer_snapshot.PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT) == \
+        producer_snapshot.PRODUCER_SNAPSHOT_HEADER_SIZE
