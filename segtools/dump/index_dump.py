@@ -241,6 +241,19 @@ def _dump_index_slots(ctx: DumpContext, path: str, log_path: str, base: int, slo
                 log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
                                                       log_path)
             except FormatError as exc:
+                if unused and opts.kafka4:
+                    # no batch at position 0: the log is empty (a preallocated, never-written
+                    # active segment). kafka-dump-log dies here before printing the slot
+                    # (DumpLogSegments.dumpIndex: batches.iterator.next() on an empty log,
+                    # NoSuchElementException); an empty active segment is healthy: a warning
+                    ctx.sink.finding("empty_log_index", {
+                        "problem": False, "message": f"{os.path.basename(log_path)} has no "
+                        f"batch at position 0: its index slots are unused"},
+                        line=f"Warning: {text.java_file(path)}: {os.path.basename(log_path)} "
+                             f"holds no batch (an empty active segment): its index slots are "
+                             f"unused (kafka-dump-log dies on this file: "
+                             f"NoSuchElementException)", stream="err")
+                    break
                 if not unused:
                     ctx.error("index_entry_unreadable", IndexCorruptionError(
                         f"entry {i} (offset {offset}, position {position}) does not lead to a "
