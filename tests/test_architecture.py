@@ -58,7 +58,7 @@ def _names_attributes(node: ast.AST) -> bool:
     return "attributes" in text or "attrs" in text
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(path: Path, mtime_ns: int) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
