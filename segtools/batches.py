@@ -626,10 +626,12 @@ class SegmentReader:
                             field="batch_length", actual=size)
                     batch = RecordBatch._v2_batch(head, path, segment, pos, limit, size=total,
                                                   computed_crc=None)
-                elif total > _EAGER_BATCH_BYTES and window[rel + 16] not in _LEGACY_MAGIC_BYTES:
-                    batch = self._large_v2_batch(f, pos, total, segment)
-                    if batch is None:
+                elif (total > _EAGER_BATCH_BYTES
+                      and window[rel + MAGIC_OFFSET] not in _LEGACY_MAGIC_BYTES):
+                    large = self._large_v2_batch(f, pos, total, segment)
+                    if large is None:
                         raise changed("the file shrank")
+                    batch = large
                 else:
                     if rel + total > len(window):
                         window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))
