@@ -60,6 +60,26 @@ from segtools._columnar_codes import (
     SCAN_V2_TOO_SHORT,
 )
 
+# module-level constants: numba freezes them into the compiled code (the v2 layout of formats/)
+from segtools.formats.legacy import RECORD_OVERHEAD_V0
+from segtools.formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    BASE_SEQUENCE_OFFSET,
+    BASE_TIMESTAMP_OFFSET,
+    CRC_OFFSET,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
+)
+
 
 def _load_hardware_crc() -> bool:
     """Make the crc32c package's SSE4.2 routine callable from compiled code, if it is there."""
@@ -129,17 +149,17 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, ba
     while True:
         if n >= max_batches or (n > 0 and pos >= stop_pos):
             return n, pos, SCAN_MORE
-        if pos >= end - 17:
+        if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
             return n, pos, SCAN_END
-        size = _be32(buf, pos + 8)
-        if size < 14:
+        size = _be32(buf, pos + LENGTH_OFFSET)
+        if size < RECORD_OVERHEAD_V0:
             return n, pos, SCAN_SIZE_TOO_SMALL
-        if pos + 12 + size > end:
+        if pos + LOG_OVERHEAD + size > end:
             return n, pos, SCAN_TORN_TAIL
-        m = np.int64(buf[pos + 16])
+        m = np.int64(buf[pos + MAGIC_OFFSET])
         if m >= 128:
             m -= 256
-        if m >= 2 and pos + 61 > end:
+        if m >= 2 and pos + RECORD_BATCH_OVERHEAD > end:
             # a batch shorter than the v2 header: Kafka loads the header from the bytes
             # after it (FileLogInputStream.loadBatchHeader); they must be in the window
             return n, pos, SCAN_V2_TOO_SHORT
@@ -148,18 +168,18 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, ba
         batch_length[n] = size
         magic[n] = m
         if m >= 2:
-            partition_leader_epoch[n] = _be32(buf, pos + 12)
-            crc[n] = _be32u(buf, pos + 17)
-            attributes[n] = _be16(buf, pos + 21)
-            last_offset_delta[n] = _be32(buf, pos + 23)
-            base_timestamp[n] = _be64(buf, pos + 27)
-            max_timestamp[n] = _be64(buf, pos + 35)
-            producer_id[n] = _be64(buf, pos + 43)
-            producer_epoch[n] = _be16(buf, pos + 51)
-            base_sequence[n] = _be32(buf, pos + 53)
-            records_count[n] = _be32(buf, pos + 57)
+            partition_leader_epoch[n] = _be32(buf, pos + PARTITION_LEADER_EPOCH_OFFSET)
+            crc[n] = _be32u(buf, pos + CRC_OFFSET)
+            attributes[n] = _be16(buf, pos + ATTRIBUTES_OFFSET)
+            last_offset_delta[n] = _be32(buf, pos + LAST_OFFSET_DELTA_OFFSET)
+            base_timestamp[n] = _be64(buf, pos + BASE_TIMESTAMP_OFFSET)
+            max_timestamp[n] = _be64(buf, pos + MAX_TIMESTAMP_OFFSET)
+            producer_id[n] = _be64(buf, pos + PRODUCER_ID_OFFSET)
+            producer_epoch[n] = _be16(buf, pos + PRODUCER_EPOCH_OFFSET)
+            base_sequence[n] = _be32(buf, pos + BASE_SEQUENCE_OFFSET)
+            records_count[n] = _be32(buf, pos + RECORDS_COUNT_OFFSET)
         n += 1
-        pos += 12 + size
+        pos += LOG_OVERHEAD + size
 
 
 @numba.njit(_nrt=False, cache=True, nogil=True)

@@ -154,3 +154,19 @@ def test_struct_formats_decode_what_the_construct_declarations_build():
     assert struct.calcsize(control.END_TXN_MARKER_STRUCT_FORMAT) == control.END_TXN_MARKER_SIZE
     assert struct.calcsize(producer_snapshot.PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT) == \
         producer_snapshot.PRODUCER_SNAPSHOT_HEADER_SIZE
+
+
+def test_v2_field_offsets_match_the_header_layout():
+    # the numba kernel reads fields at these offsets; they must be where the struct puts them
+    import struct
+
+    from segtools.formats import record_batch as rb
+
+    fmt = rb.HEADER_STRUCT_FORMAT
+    offsets = [struct.calcsize(fmt[:i + 1]) for i in range(1, len(fmt) - 1)]
+    assert [0, *offsets] == [0, rb.LENGTH_OFFSET, rb.PARTITION_LEADER_EPOCH_OFFSET,
+                             rb.MAGIC_OFFSET, rb.CRC_OFFSET, rb.ATTRIBUTES_OFFSET,
+                             rb.LAST_OFFSET_DELTA_OFFSET, rb.BASE_TIMESTAMP_OFFSET,
+                             rb.MAX_TIMESTAMP_OFFSET, rb.PRODUCER_ID_OFFSET,
+                             rb.PRODUCER_EPOCH_OFFSET, rb.BASE_SEQUENCE_OFFSET,
+                             rb.RECORDS_COUNT_OFFSET]
