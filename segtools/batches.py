@@ -30,6 +30,7 @@ from .control import ControlRecord, control_type_name, decode_control_key, decod
 from .crc import crc32c
 from .errors import (
     BatchTooLargeError,
+    CompressionError,
     CorruptBatchError,
     CrcMismatchError,
     FileChangedError,
@@ -364,6 +365,21 @@ class RecordBatch:
         if self._legacy is not None:
             return self._legacy_records(max_message_size)
         return self._v2_records()
+
+    def header_error(self) -> FormatError | None:
+        """What makes Kafka's reader die on this batch's header fields alone (kafka-dump-log
+        dies on it even without --deep-iteration), else None: a legacy entry whose magic is
+        not 0 or 1 ("Invalid magic used in LegacyRecord", ``LegacyRecord``), or a compression
+        id Kafka does not know ("Unknown compression type id", ``CompressionType.forId``)."""
+        if self.magic < 2 and self.magic not in (0, 1):
+            return UnsupportedMagicError(
+                f"Invalid magic used in LegacyRecord: {self.magic}", path=self.path or None,
+                position=self.position, base_offset=self.base_offset, field="magic")
+        if self.compression_id not in codecs.COMPRESSION_NAMES:
+            return CompressionError(
+                f"Unknown compression type id: {self.compression_id}", path=self.path or None,
+                position=self.position, base_offset=self.base_offset, field="attributes")
+        return None
 
     def control_records(self) -> list[ControlRecord]:
         """Decoded control key/value of every record of a control batch ([] otherwise)."""

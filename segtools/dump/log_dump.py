@@ -78,6 +78,8 @@ def dump_log(ctx: DumpContext, path: str) -> None:
                 fatal = True
                 break
             sink.batch(batch)
+            if not deep and (header_error := batch.header_error()) is not None:
+                ctx.error("corrupt_batch", header_error)  # where Kafka's tool dies
             if not batch.crc_valid:
                 ctx.flag("crc_invalid", {"position": batch.position, "base_offset": batch.base_offset,
                                          "crc": batch.crc,
