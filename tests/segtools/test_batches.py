@@ -175,10 +175,22 @@ def test_huge_size_field_stops_without_reading(tmp_path):
 
 
 def test_v2_batch_shorter_than_header_is_corrupt(tmp_path):
+    # FileLogInputStream loads a v2 header of 61 bytes whatever the length field says: here
+    # the file ends first ("Failed to load record batch")
     path = write(tmp_path, struct.pack(">qiib", 3, 20, 0, 2) + bytes(19))
-    with pytest.raises(CorruptBatchError, match="smaller than the v2 batch overhead") as info:
+    with pytest.raises(TruncatedBatchError, match="Failed to load record batch") as info:
         list(SegmentReader(path))
     assert info.value.position == 0 and info.value.base_offset == 3
+    # with bytes after it: the header comes from them, the batch is invalid, its records are
+    # refused (Kafka: IndexOutOfBoundsException) and the walk resumes 12 + 20 bytes later
+    short = struct.pack(">qiib", 3, 20, 0, 2) + bytes(15)  # 32 bytes = 12 + 20
+    path = write(tmp_path, short + SPEC_V2)
+    first, second = list(SegmentReader(path))
+    assert (first.position, first.size, first.crc_valid) == (0, 32, False)
+    assert second.position == 32 and second.crc_valid
+    with pytest.raises(CorruptBatchError, match="shorter than its 61-byte header") as info:
+        list(first.records())
+    assert info.value.position == 0 and info.value.field == "batch_length"
 
 
 def test_max_bytes_limits_like_dump_log(tmp_path):

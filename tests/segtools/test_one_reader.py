@@ -59,6 +59,8 @@ def _rows_arrow(path: Path, engine: str) -> tuple[str, object]:
         t = columnar.read_records(path, engine=engine)
     except FormatError as exc:
         return "error", _error(exc)
+    # not to_pylist() of the whole table: garbage timestamps do not fit a datetime
+    t = t.select(["offset", "timestamp_ms", "sequence", "key", "value", "headers"])
     return "rows", [(r["offset"], r["timestamp_ms"], r["sequence"], r["key"], r["value"],
                      [(h["key"], h["value"]) for h in r["headers"]] if r["headers"] else None)
                     for r in t.to_pylist()]
@@ -80,6 +82,8 @@ def _batches_scan(path: Path) -> tuple[str, object]:
         t = columnar.scan_batches(path)
     except FormatError as exc:
         return "error", _error(exc)
+    t = t.select(["position", "base_offset", "last_offset", "magic", "crc_valid",
+                  "records_count", "size"])
     return "batches", [(r["position"], r["base_offset"], r["last_offset"], r["magic"],
                         r["crc_valid"], r["records_count"], r["size"]) for r in t.to_pylist()]
 
