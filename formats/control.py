@@ -34,6 +34,7 @@ __all__ = [
     "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord", "VotersRecord",
     "CONTROL_VALUE_SCHEMAS", "CONTROL_KEY_SIZE", "END_TXN_MARKER_SIZE",
     "CURRENT_CONTROL_KEY_VERSION", "CURRENT_END_TXN_MARKER_VERSION",
+    "CONTROL_KEY_STRUCT_FORMAT", "END_TXN_MARKER_STRUCT_FORMAT",
 ]
 
 
@@ -64,6 +65,10 @@ CONTROL_KEY_SIZE = 4
 END_TXN_MARKER_SIZE = 6
 CURRENT_CONTROL_KEY_VERSION = 0
 CURRENT_END_TXN_MARKER_VERSION = 0
+#: ``struct`` formats: control record key (version, type), end-transaction marker value
+#: (version, coordinator epoch)
+CONTROL_KEY_STRUCT_FORMAT = ">hh"
+END_TXN_MARKER_STRUCT_FORMAT = ">hi"
 
 ControlRecordKey = Struct(
     "version" / Int16sb,

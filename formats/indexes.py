@@ -23,11 +23,16 @@ __all__ = [
     "TransactionIndex", "OFFSET_INDEX_ENTRY_SIZE", "TIME_INDEX_ENTRY_SIZE", "ABORTED_TXN_SIZE",
     "OFFSET_INDEX_DTYPE", "TIME_INDEX_DTYPE", "DEFAULT_MAX_INDEX_SIZE",
     "CURRENT_ABORTED_TXN_VERSION",
+    "OFFSET_INDEX_ENTRY_STRUCT_FORMAT", "TIME_INDEX_ENTRY_STRUCT_FORMAT", "ABORTED_TXN_STRUCT_FORMAT",
 ]
 
 OFFSET_INDEX_ENTRY_SIZE = 8
 TIME_INDEX_ENTRY_SIZE = 12
 ABORTED_TXN_SIZE = 34
+#: ``struct`` formats of the entries below (hot path; tested against the declarations)
+OFFSET_INDEX_ENTRY_STRUCT_FORMAT = ">ii"
+TIME_INDEX_ENTRY_STRUCT_FORMAT = ">qi"
+ABORTED_TXN_STRUCT_FORMAT = ">hqqqq"
 CURRENT_ABORTED_TXN_VERSION = 0
 #: segment.index.bytes default (10 MiB): preallocated length before rounding down to entry size
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024

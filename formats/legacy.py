@@ -27,6 +27,9 @@ __all__ = [
     "LegacyMessage", "LegacyLogEntry", "LEGACY_COMPRESSION_CODEC_MASK",
     "LEGACY_TIMESTAMP_TYPE_MASK", "MESSAGE_HEADER_SIZE_V0", "MESSAGE_HEADER_SIZE_V1",
     "RECORD_OVERHEAD_V0", "RECORD_OVERHEAD_V1", "LEGACY_CRC_OFFSET", "LEGACY_MAGIC_OFFSET",
+    "LEGACY_PREFIX_STRUCT_FORMAT", "LEGACY_CRC_MAGIC_ATTRIBUTES_STRUCT_FORMAT",
+    "LEGACY_ENTRY_HEAD_STRUCT_FORMAT", "LEGACY_MAGIC_ATTRIBUTES_STRUCT_FORMAT",
+    "LEGACY_CRC_STRUCT_FORMAT", "LEGACY_TIMESTAMP_STRUCT_FORMAT", "LEGACY_LENGTH_STRUCT_FORMAT",
 ]
 
 LEGACY_COMPRESSION_CODEC_MASK = 0x07
@@ -40,6 +43,23 @@ RECORD_OVERHEAD_V1 = 22
 #: positions inside a message (after the 12-byte offset/size prefix)
 LEGACY_CRC_OFFSET = 0
 LEGACY_MAGIC_OFFSET = 4
+
+# ``struct`` formats of the same layout for the hot path (the construct declarations below are
+# the spec and are tested against them in tests/formats)
+#: the 12-byte log entry prefix: offset int64, message size int32
+LEGACY_PREFIX_STRUCT_FORMAT = ">qi"
+#: crc uint32, magic int8, attributes int8 (the first 6 bytes of a message)
+LEGACY_CRC_MAGIC_ATTRIBUTES_STRUCT_FORMAT = ">Ibb"
+#: the prefix and the first 6 message bytes at once
+LEGACY_ENTRY_HEAD_STRUCT_FORMAT = ">qiIbb"
+#: magic int8, attributes int8 (what the CRC covers starts here)
+LEGACY_MAGIC_ATTRIBUTES_STRUCT_FORMAT = ">bb"
+#: the crc field
+LEGACY_CRC_STRUCT_FORMAT = ">I"
+#: the v1 timestamp
+LEGACY_TIMESTAMP_STRUCT_FORMAT = ">q"
+#: key and value length fields
+LEGACY_LENGTH_STRUCT_FORMAT = ">i"
 
 #: one v0/v1 message (the bytes counted by ``message_size``); must be used exactly
 LegacyMessage = Struct(

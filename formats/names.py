@@ -23,7 +23,7 @@ __all__ = [
     "KRAFT_CHECKPOINT_SUFFIX", "KRAFT_PART_SUFFIX", "DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX",
     "STRAY_DIR_SUFFIX", "OFFSET_DIGITS", "EPOCH_DIGITS", "SEGMENT_FILE_RE", "KRAFT_SNAPSHOT_RE",
     "SPECIAL_PARTITION_DIR_RE", "PLAIN_PARTITION_DIR_RE", "METADATA_TOPIC",
-    "filename_prefix_from_offset",
+    "filename_prefix_from_offset", "offset_from_filename",
 ]
 
 LOG_SUFFIX = ".log"
@@ -64,3 +64,10 @@ PLAIN_PARTITION_DIR_RE = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\Z")
 def filename_prefix_from_offset(offset: int) -> str:
     """``LogFileUtils.filenamePrefixFromOffset``: 20-digit zero-padded decimal."""
     return f"{offset:020d}"
+
+
+def offset_from_filename(name: str) -> int:
+    """The base offset a segment, index or snapshot file name starts with (its first 20
+    digits; ``LogFileUtils.offsetFromFileName``). ``name`` may be a path."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return int(base[:OFFSET_DIGITS])

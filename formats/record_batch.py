@@ -62,7 +62,11 @@ __all__ = [
     "COMPRESSION_CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_FLAG_MASK",
     "CONTROL_FLAG_MASK", "DELETE_HORIZON_FLAG_MASK", "NO_TIMESTAMP", "NO_PRODUCER_ID",
     "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH", "MAX_RECORD_OVERHEAD",
-    "HEADER_STRUCT_FORMAT",
+    "HEADER_STRUCT_FORMAT", "LOG_PREFIX_STRUCT_FORMAT", "MAGIC_STRUCT_FORMAT",
+    "V2_MIN_BATCH_LENGTH", "LENGTH_OFFSET", "PARTITION_LEADER_EPOCH_OFFSET",
+    "LAST_OFFSET_DELTA_OFFSET", "BASE_TIMESTAMP_OFFSET", "MAX_TIMESTAMP_OFFSET",
+    "PRODUCER_ID_OFFSET", "PRODUCER_EPOCH_OFFSET", "BASE_SEQUENCE_OFFSET",
+    "CRC_STRUCT_FORMAT",
 ]
 
 
@@ -115,11 +119,28 @@ HEADER_SIZE_UP_TO_MAGIC = 17
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 RECORDS_COUNT_OFFSET = 57
+# the other fields' byte offsets (for code that cannot take a struct, e.g. the numba kernel)
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
+MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_ID_OFFSET = 43
+PRODUCER_EPOCH_OFFSET = 51
+BASE_SEQUENCE_OFFSET = 53
 RECORD_BATCH_OVERHEAD = 61
 #: bytes of a record without key, value and headers at most (DefaultRecord.MAX_RECORD_OVERHEAD)
 MAX_RECORD_OVERHEAD = 21
 #: the same 61-byte header for ``struct.Struct`` (the fast path cross-checks against this module)
 HEADER_STRUCT_FORMAT = ">qiibIhiqqqhii"
+#: the 12-byte prefix every magic shares: baseOffset (or offset) int64, length int32
+LOG_PREFIX_STRUCT_FORMAT = ">qi"
+#: the magic byte (a Java byte: any value >= 2 is read as v2, below 2 as legacy)
+MAGIC_STRUCT_FORMAT = ">b"
+#: header bytes of a v2 batch counted by its length field (61 - 12)
+V2_MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+#: the CRC field (uint32)
+CRC_STRUCT_FORMAT = ">I"
 
 #: the 61-byte v2 batch header
 RecordBatchHeader = Struct(

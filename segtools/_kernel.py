@@ -36,17 +36,48 @@ from segtools._columnar_codes import (
     ERR_EOF,
     ERR_HEADER_COUNT,
     ERR_HEADER_KEY,
+    ERR_LENGTH_PAST_END,
     ERR_NONE,
-    ERR_RECORD_COUNT,
-    ERR_RECORD_LENGTH,
+    ERR_RECORD_NEGATIVE,
+    ERR_RECORD_PAST_END,
     ERR_RECORD_SIZE,
     ERR_REMAINING,
     ERR_VARINT,
+    F_ATTRIBUTES,
+    F_HEADER_KEY_LENGTH,
+    F_HEADER_VALUE_LENGTH,
+    F_HEADERS_COUNT,
+    F_KEY_LENGTH,
+    F_LENGTH,
+    F_OFFSET_DELTA,
+    F_RECORDS_COUNT,
+    F_TIMESTAMP_DELTA,
+    F_VALUE_LENGTH,
     SCAN_END,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
+)
+
+# module-level constants: numba freezes them into the compiled code (the v2 layout of formats/)
+from segtools.formats.legacy import RECORD_OVERHEAD_V0
+from segtools.formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    BASE_SEQUENCE_OFFSET,
+    BASE_TIMESTAMP_OFFSET,
+    CRC_OFFSET,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
 )
 
 
@@ -118,35 +149,37 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, ba
     while True:
         if n >= max_batches or (n > 0 and pos >= stop_pos):
             return n, pos, SCAN_MORE
-        if pos >= end - 17:
+        if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
             return n, pos, SCAN_END
-        size = _be32(buf, pos + 8)
-        if size < 14:
+        size = _be32(buf, pos + LENGTH_OFFSET)
+        if size < RECORD_OVERHEAD_V0:
             return n, pos, SCAN_SIZE_TOO_SMALL
-        if pos + 12 + size > end:
+        if pos + LOG_OVERHEAD + size > end:
             return n, pos, SCAN_TORN_TAIL
-        m = np.int64(buf[pos + 16])
+        m = np.int64(buf[pos + MAGIC_OFFSET])
         if m >= 128:
             m -= 256
-        if m >= 2 and size < 49:
+        if m >= 2 and pos + RECORD_BATCH_OVERHEAD > end:
+            # a batch shorter than the v2 header: Kafka loads the header from the bytes
+            # after it (FileLogInputStream.loadBatchHeader); they must be in the window
             return n, pos, SCAN_V2_TOO_SHORT
         position[n] = pos
         base_offset[n] = _be64(buf, pos)
         batch_length[n] = size
         magic[n] = m
         if m >= 2:
-            partition_leader_epoch[n] = _be32(buf, pos + 12)
-            crc[n] = _be32u(buf, pos + 17)
-            attributes[n] = _be16(buf, pos + 21)
-            last_offset_delta[n] = _be32(buf, pos + 23)
-            base_timestamp[n] = _be64(buf, pos + 27)
-            max_timestamp[n] = _be64(buf, pos + 35)
-            producer_id[n] = _be64(buf, pos + 43)
-            producer_epoch[n] = _be16(buf, pos + 51)
-            base_sequence[n] = _be32(buf, pos + 53)
-            records_count[n] = _be32(buf, pos + 57)
+            partition_leader_epoch[n] = _be32(buf, pos + PARTITION_LEADER_EPOCH_OFFSET)
+            crc[n] = _be32u(buf, pos + CRC_OFFSET)
+            attributes[n] = _be16(buf, pos + ATTRIBUTES_OFFSET)
+            last_offset_delta[n] = _be32(buf, pos + LAST_OFFSET_DELTA_OFFSET)
+            base_timestamp[n] = _be64(buf, pos + BASE_TIMESTAMP_OFFSET)
+            max_timestamp[n] = _be64(buf, pos + MAX_TIMESTAMP_OFFSET)
+            producer_id[n] = _be64(buf, pos + PRODUCER_ID_OFFSET)
+            producer_epoch[n] = _be16(buf, pos + PRODUCER_EPOCH_OFFSET)
+            base_sequence[n] = _be32(buf, pos + BASE_SEQUENCE_OFFSET)
+            records_count[n] = _be32(buf, pos + RECORDS_COUNT_OFFSET)
         n += 1
-        pos += 12 + size
+        pos += LOG_OVERHEAD + size
 
 
 @numba.njit(_nrt=False, cache=True, nogil=True)
@@ -278,24 +311,36 @@ def _valid_utf8(buf, s, e):
     return True
 
 
+@numba.njit(_nrt=False, cache=True, inline="always")
+def _fault(st, code, field, header, expected, actual):
+    """Record the fault detail in ``st`` (record index and byte offset are set per record)."""
+    st[9] = field
+    st[10] = header
+    st[11] = expected
+    st[12] = actual
+    return code
+
+
 @numba.njit(_nrt=False, cache=True)
-def _decode_headers(buf, p, rec_end, hcount, hk_off, hk_data, hv_off, hv_valid, hv_data, st):
+def _decode_headers(buf, p, end, rec_end, hcount, hk_off, hk_data, hv_off, hv_valid, hv_data,
+                    st):
     """Headers of one record; cursors st[1] (headers), st[4], st[5] (key/value bytes)."""
     nh = st[1]
     hkpos = st[4]
     hvpos = st[5]
     err = ERR_NONE
-    for _h in range(hcount):
-        hklen, p2 = _varint(buf, p, rec_end)
+    for h in range(hcount):
+        hklen, p2 = _varint(buf, p, end)
         if p2 < 0:
-            err = ERR_VARINT if p2 == -1 else ERR_EOF
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_HEADER_KEY_LENGTH, h,
+                         5 if p2 == -1 else 0, 0)
             break
         p = p2
         if hklen < 0:
-            err = ERR_HEADER_KEY
+            err = _fault(st, ERR_HEADER_KEY, F_HEADER_KEY_LENGTH, h, 0, hklen)
             break
-        if p + hklen > rec_end:
-            err = ERR_EOF
+        if hklen > rec_end - p:
+            err = _fault(st, ERR_LENGTH_PAST_END, F_HEADER_KEY_LENGTH, h, hklen, rec_end - p)
             break
         if not _valid_utf8(buf, p, p + hklen):
             st[8] = 1
@@ -303,14 +348,16 @@ def _decode_headers(buf, p, rec_end, hcount, hk_off, hk_data, hv_off, hv_valid, 
         hkpos += hklen
         p += hklen
         hk_off[nh + 1] = hkpos
-        hvlen, p2 = _varint(buf, p, rec_end)
+        hvlen, p2 = _varint(buf, p, end)
         if p2 < 0:
-            err = ERR_VARINT if p2 == -1 else ERR_EOF
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_HEADER_VALUE_LENGTH, h,
+                         5 if p2 == -1 else 0, 0)
             break
         p = p2
         if hvlen >= 0:
-            if p + hvlen > rec_end:
-                err = ERR_EOF
+            if hvlen > rec_end - p:
+                err = _fault(st, ERR_LENGTH_PAST_END, F_HEADER_VALUE_LENGTH, h, hvlen,
+                             rec_end - p)
                 break
             _copy(hv_data, hvpos, buf, p, hvlen)
             hvpos += hvlen
@@ -331,54 +378,57 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
                   o_offset, o_ts, o_seq, o_batch,
                   k_off, k_valid, k_data, v_off, v_valid, v_data,
                   h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st):
-    """Decode the ``count`` records in buf[p:end]; cursors live in ``st``.
-
-    st = [row, header, key bytes, value bytes, header key bytes, header value bytes,
-          error record index, error byte position, bad utf-8 flag]. Returns an error code.
-    """
+    """Decode the ``count`` records in buf[p:end] with the rules (and fault codes) of
+    ``segtools._py_records.iter_v2_records``: field reads bounded by the batch end, lengths
+    inside a record by the record end. Cursors live in ``st`` (layout:
+    ``segtools._columnar_codes.ST_SIZE``). Returns an error code."""
     start = p
     row = st[0]
     kpos = st[2]
     vpos = st[3]
     err = ERR_NONE
-    if count < 0:
-        st[6] = 0
-        st[7] = 0
-        return ERR_RECORD_COUNT
+    rec_start = p
     for i in range(count):
+        rec_start = p
         st[6] = i
         st[7] = p - start
         length, q = _varint(buf, p, end)
-        if q == -1:
-            err = ERR_VARINT
+        if q < 0:
+            err = _fault(st, ERR_VARINT if q == -1 else ERR_EOF, F_LENGTH, 0,
+                         5 if q == -1 else 0, 0)
             break
-        if q == -2:
-            err = ERR_EOF
+        if length < 0:
+            err = _fault(st, ERR_RECORD_NEGATIVE, F_LENGTH, 0, 0, length)
             break
-        if length < 0 or q + length > end:
-            err = ERR_RECORD_LENGTH
+        if length > end - q:
+            err = _fault(st, ERR_RECORD_PAST_END, F_LENGTH, 0, length, end - q)
             break
+        body_start = q
         rec_end = q + length
         p = q
-        if p >= rec_end:
-            err = ERR_EOF
+        if p >= end:
+            err = _fault(st, ERR_EOF, F_ATTRIBUTES, 0, 0, 0)
             break
         p += 1  # attributes: unused
-        ts_delta, p = _varlong(buf, p, rec_end)
-        if p < 0:
-            err = ERR_VARINT if p == -1 else ERR_EOF
+        ts_delta, p2 = _varlong(buf, p, end)
+        if p2 < 0:
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_TIMESTAMP_DELTA, 0,
+                         10 if p2 == -1 else 0, 0)
             break
-        off_delta, p = _varint(buf, p, rec_end)
-        if p < 0:
-            err = ERR_VARINT if p == -1 else ERR_EOF
+        off_delta, p2 = _varint(buf, p2, end)
+        if p2 < 0:
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_OFFSET_DELTA, 0,
+                         5 if p2 == -1 else 0, 0)
             break
-        klen, p = _varint(buf, p, rec_end)
-        if p < 0:
-            err = ERR_VARINT if p == -1 else ERR_EOF
+        klen, p2 = _varint(buf, p2, end)
+        if p2 < 0:
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_KEY_LENGTH, 0,
+                         5 if p2 == -1 else 0, 0)
             break
+        p = p2
         if klen >= 0:
-            if p + klen > rec_end:
-                err = ERR_EOF
+            if klen > rec_end - p:
+                err = _fault(st, ERR_LENGTH_PAST_END, F_KEY_LENGTH, 0, klen, rec_end - p)
                 break
             _copy(k_data, kpos, buf, p, klen)
             kpos += klen
@@ -387,13 +437,15 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         else:
             k_valid[row] = 0
         k_off[row + 1] = kpos
-        vlen, p = _varint(buf, p, rec_end)
-        if p < 0:
-            err = ERR_VARINT if p == -1 else ERR_EOF
+        vlen, p2 = _varint(buf, p, end)
+        if p2 < 0:
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_VALUE_LENGTH, 0,
+                         5 if p2 == -1 else 0, 0)
             break
+        p = p2
         if vlen >= 0:
-            if p + vlen > rec_end:
-                err = ERR_EOF
+            if vlen > rec_end - p:
+                err = _fault(st, ERR_LENGTH_PAST_END, F_VALUE_LENGTH, 0, vlen, rec_end - p)
                 break
             _copy(v_data, vpos, buf, p, vlen)
             vpos += vlen
@@ -402,20 +454,25 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         else:
             v_valid[row] = 0
         v_off[row + 1] = vpos
-        hcount, p = _varint(buf, p, rec_end)
-        if p < 0:
-            err = ERR_VARINT if p == -1 else ERR_EOF
+        hcount, p2 = _varint(buf, p, end)
+        if p2 < 0:
+            err = _fault(st, ERR_VARINT if p2 == -1 else ERR_EOF, F_HEADERS_COUNT, 0,
+                         5 if p2 == -1 else 0, 0)
             break
-        if hcount < 0 or hcount > rec_end - p:
-            err = ERR_HEADER_COUNT
+        p = p2
+        if hcount < 0:
+            err = _fault(st, ERR_HEADER_COUNT, F_HEADERS_COUNT, 0, -1, hcount)
             break
         if hcount > 0:
-            err, p = _decode_headers(buf, p, rec_end, hcount, hk_off, hk_data, hv_off,
+            if hcount > rec_end - p:
+                err = _fault(st, ERR_HEADER_COUNT, F_HEADERS_COUNT, 0, rec_end - p, hcount)
+                break
+            err, p = _decode_headers(buf, p, end, rec_end, hcount, hk_off, hk_data, hv_off,
                                      hv_valid, hv_data, st)
-        if err != ERR_NONE:
-            break
+            if err != ERR_NONE:
+                break
         if p != rec_end:
-            err = ERR_RECORD_SIZE
+            err = _fault(st, ERR_RECORD_SIZE, F_LENGTH, 0, length, p - body_start)
             break
         h_off[row + 1] = st[1]
         h_valid[row] = 1 if hcount > 0 else 0
@@ -424,11 +481,10 @@ def _decode_batch(buf, p, end, b, base_offset, base_ts, max_ts, log_append, base
         o_seq[row] = -1 if base_seq < 0 else _increment_sequence(base_seq, off_delta)
         o_batch[row] = b
         row += 1
-        p = rec_end
-    if err == ERR_NONE and p != end:
-        st[6] = count
-        st[7] = p - start
-        err = ERR_REMAINING
+    if err == ERR_NONE and count > 0 and p != end:
+        st[6] = count - 1
+        st[7] = rec_start - start
+        err = _fault(st, ERR_REMAINING, F_RECORDS_COUNT, 0, 0, end - p)
     st[0] = row
     st[2] = kpos
     st[3] = vpos

@@ -1,36 +1,66 @@
-"""Pure-Python engine of the columnar reader (``engine="python"``).
+"""The Python face of the one record reader: batch walk and v2 record decoder.
 
-Written independently of the numba kernel in :mod:`segtools._kernel` (``struct`` and byte
-indexing instead of compiled loops) but returning the same columns, so the tests can hold the
-two against each other and the package still works where numba is not installed.
+:func:`iter_v2_records` is the v2 record decoder of every Python entry point: the object
+reader (``segtools.batches``, which builds ``Record`` objects from it) and the columnar
+``engine="python"`` (rows). Its compiled twin is :mod:`segtools._kernel` (``engine="numba"``);
+both report faults with the codes of :mod:`segtools._columnar_codes`, so every entry point
+raises the same error. :func:`scan_headers` is the Python twin of the kernel's batch walk.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from segtools._columnar_codes import (
     ERR_EOF,
     ERR_HEADER_COUNT,
     ERR_HEADER_KEY,
-    ERR_RECORD_COUNT,
-    ERR_RECORD_LENGTH,
+    ERR_LENGTH_PAST_END,
+    ERR_RECORD_NEGATIVE,
+    ERR_RECORD_PAST_END,
     ERR_RECORD_SIZE,
     ERR_REMAINING,
     ERR_VARINT,
+    F_ATTRIBUTES,
+    F_HEADER_KEY_LENGTH,
+    F_HEADER_VALUE_LENGTH,
+    F_HEADERS_COUNT,
+    F_KEY_LENGTH,
+    F_LENGTH,
+    F_OFFSET_DELTA,
+    F_RECORDS_COUNT,
+    F_TIMESTAMP_DELTA,
+    F_VALUE_LENGTH,
+    MIN_RECORD_SIZE,
+    RECORD_OVERHEAD_V0,
     SCAN_END,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
+    RecordFault,
 )
-from segtools._reader_record import increment_sequence, java_long
+from segtools._reader_record import NO_SEQUENCE, increment_sequence, java_long
+from segtools.errors import BatchTooLargeError, CorruptBatchError, display_path
+from segtools.formats.record_batch import (
+    HEADER_STRUCT_FORMAT,
+    LOG_OVERHEAD,
+    LOG_PREFIX_STRUCT_FORMAT,
+    MAGIC_OFFSET,
+    MAGIC_STRUCT_FORMAT,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
+)
+from segtools.varint import VarintError, VarintTruncatedError, read_varint, read_varlong
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_OFFSET_SIZE = struct.Struct(">qi")
+_V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
+_OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
+T = TypeVar("T")
+_MAGIC = struct.Struct(MAGIC_STRUCT_FORMAT)
 
 BATCH_FIELDS = ("position", "base_offset", "batch_length", "partition_leader_epoch", "magic",
                 "crc", "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
@@ -56,9 +86,11 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
             return cols, pos, SCAN_SIZE_TOO_SMALL
         if pos + 12 + size > end:
             return cols, pos, SCAN_TORN_TAIL
-        magic = struct.unpack_from(">b", buf, pos + 16)[0]
+        magic = _MAGIC.unpack_from(buf, pos + MAGIC_OFFSET)[0]
         if magic >= 2:
-            if size < 49:
+            # a batch shorter than the v2 header: Kafka loads the header from the bytes after
+            # it (FileLogInputStream.loadBatchHeader); they must be in the window
+            if pos + 61 > end:
                 return cols, pos, SCAN_V2_TOO_SHORT
             values = _V2_HEADER.unpack_from(buf, pos)
             row = (pos, offset, size) + values[2:]
@@ -70,126 +102,222 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
         pos += 12 + size
 
 
-class RecordFault(Exception):
-    """Internal: where decoding of one batch's records failed (turned into a FormatError)."""
-
-    def __init__(self, code: int, record_index: int, byte_offset: int) -> None:
-        super().__init__(code, record_index, byte_offset)
-        self.code = code
-        self.record_index = record_index
-        self.byte_offset = byte_offset
+_INT64_MIN = -2**63
+_INT64_MAX = 2**63 - 1
+#: base offsets to which any int offsetDelta can be added without leaving the int64 range
+_NO_INT_OVERFLOW_LOW = _INT64_MIN + 2**31
+_NO_INT_OVERFLOW_HIGH = _INT64_MAX - 2**31
 
 
-class _Overlong(Exception):
-    pass
+def iter_v2_records(buf: bytes, start: int, count: int, base_offset: int,
+                    base_timestamp: int, log_append_time: int | None, base_sequence: int,
+                    is_control: bool, make: Callable[..., T]) -> Iterator[T]:
+    """THE v2 record decoder (FORMATS.md 1.6): ``count`` records from ``buf[start:]``.
+
+    Calls ``make(offset, timestamp, key, value, headers, sequence, attributes,
+    timestamp_delta, offset_delta, length, is_control)`` per record (``headers`` a list, empty
+    when none) and yields what it returns: the object reader passes ``Record``, the columnar
+    python engine a tuple builder. ``log_append_time`` is the batch's maxTimestamp when its
+    timestamp type is LogAppendTime, else None. Raises :class:`RecordFault` (turned into the
+    located error by :func:`segtools._columnar_codes.record_error`); the numba twin
+    :func:`segtools._kernel.decode_records` applies the same rules with the same codes.
+
+    Reads of a record's fields are bounded by the end of ``buf`` (the batch: Kafka reads an
+    uncompressed batch's records from one ByteBuffer), the lengths inside a record by the
+    record's end.
+    """
+    end = len(buf)
+    wrap_offsets = not _NO_INT_OVERFLOW_LOW <= base_offset <= _NO_INT_OVERFLOW_HIGH
+    pos = start
+    for i in range(count):
+        rec_start = pos
+        field = F_LENGTH
+        try:
+            b = buf[pos]
+            if b < 0x80:  # one-byte varints inlined: the common case for every field
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(buf, pos)
+            if length < 0:
+                raise RecordFault(ERR_RECORD_NEGATIVE, F_LENGTH, i, 0, rec_start - start, 0,
+                                  length)
+            body_start = pos
+            body_end = pos + length
+            if body_end > end:
+                raise RecordFault(ERR_RECORD_PAST_END, F_LENGTH, i, 0, rec_start - start,
+                                  length, end - body_start)
+            field = F_ATTRIBUTES
+            attributes = buf[pos]
+            if attributes > 127:
+                attributes -= 256
+            pos += 1
+            field = F_TIMESTAMP_DELTA
+            b = buf[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = read_varlong(buf, pos)
+            field = F_OFFSET_DELTA
+            b = buf[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = read_varint(buf, pos)
+            field = F_KEY_LENGTH
+            b = buf[pos]
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                klen, pos = read_varint(buf, pos)
+            if klen >= 0:  # DefaultRecord.readFrom: any negative length is null, not only -1
+                if klen > body_end - pos:
+                    raise RecordFault(ERR_LENGTH_PAST_END, F_KEY_LENGTH, i, 0, rec_start - start,
+                                      klen, body_end - pos)
+                key: bytes | None = buf[pos:pos + klen]
+                pos += klen
+            else:
+                key = None
+            field = F_VALUE_LENGTH
+            b = buf[pos]
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                vlen, pos = read_varint(buf, pos)
+            if vlen >= 0:
+                if vlen > body_end - pos:
+                    raise RecordFault(ERR_LENGTH_PAST_END, F_VALUE_LENGTH, i, 0,
+                                      rec_start - start, vlen, body_end - pos)
+                value: bytes | None = buf[pos:pos + vlen]
+                pos += vlen
+            else:
+                value = None
+            field = F_HEADERS_COUNT
+            b = buf[pos]
+            if b < 0x80:
+                hcount = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                hcount, pos = read_varint(buf, pos)
+            headers: list[tuple[str, bytes | None]] = []
+            if hcount:
+                if hcount < 0:
+                    raise RecordFault(ERR_HEADER_COUNT, F_HEADERS_COUNT, i, 0, rec_start - start,
+                                      -1, hcount)
+                if hcount > body_end - pos:
+                    raise RecordFault(ERR_HEADER_COUNT, F_HEADERS_COUNT, i, 0, rec_start - start,
+                                      body_end - pos, hcount)
+                for h in range(hcount):
+                    field = F_HEADER_KEY_LENGTH
+                    hklen, pos = read_varint(buf, pos)
+                    if hklen < 0:
+                        raise RecordFault(ERR_HEADER_KEY, field, i, h, rec_start - start, 0, hklen)
+                    if hklen > body_end - pos:
+                        raise RecordFault(ERR_LENGTH_PAST_END, field, i, h, rec_start - start,
+                                          hklen, body_end - pos)
+                    hkey = bytes(buf[pos:pos + hklen]).decode("utf-8", "replace")
+                    pos += hklen
+                    field = F_HEADER_VALUE_LENGTH
+                    hvlen, pos = read_varint(buf, pos)
+                    if hvlen >= 0:
+                        if hvlen > body_end - pos:
+                            raise RecordFault(ERR_LENGTH_PAST_END, field, i, h,
+                                              rec_start - start, hvlen, body_end - pos)
+                        hval: bytes | None = buf[pos:pos + hvlen]
+                        pos += hvlen
+                    else:
+                        hval = None
+                    headers.append((hkey, hval))
+            if pos != body_end:
+                raise RecordFault(ERR_RECORD_SIZE, F_LENGTH, i, 0, rec_start - start, length,
+                                  pos - body_start)
+        except (IndexError, VarintTruncatedError):  # the bytes end inside the record
+            raise RecordFault(ERR_EOF, field, i, _header_index(field, locals()),
+                              rec_start - start) from None
+        except VarintError:
+            raise RecordFault(ERR_VARINT, field, i, _header_index(field, locals()),
+                              rec_start - start, 10 if field == F_TIMESTAMP_DELTA else 5) from None
+        if log_append_time is not None:
+            timestamp = log_append_time
+        else:
+            timestamp = base_timestamp + ts_delta
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                timestamp = java_long(timestamp)
+        if base_sequence >= 0:
+            sequence = increment_sequence(base_sequence, offset_delta)
+        else:
+            sequence = NO_SEQUENCE
+        offset = base_offset + offset_delta
+        if wrap_offsets:
+            offset = java_long(offset)
+        yield make(offset, timestamp, key, value, headers, sequence, attributes, ts_delta,
+                   offset_delta, length, is_control)
+    if count > 0 and pos != end:
+        raise RecordFault(ERR_REMAINING, F_RECORDS_COUNT, count - 1, 0, rec_start - start,
+                          0, end - pos)
 
 
-class _Eof(Exception):
-    pass
+def check_v2_batch(*, path: str | None, position: int, base_offset: int, size: int,
+                   count: int, codec: int, limit: int) -> None:
+    """The batch-level checks before a v2 batch's records are decoded, shared by every entry
+    point. ``size`` is the batch's size on disk (length + 12).
+
+    Any magic >= 2 is read as v2, as Kafka does (``FileLogInputStream.nextBatch`` makes a
+    ``DefaultFileChannelRecordBatch`` and its iterator never looks at the magic). A batch
+    shorter than the 61-byte header has no records Kafka can read (``DefaultRecordBatch.count``
+    indexes past its buffer); recordsCount < 0 is "Found invalid record count"; a compressed
+    batch whose count cannot fit the decompression limit at 7 bytes a record is refused."""
+    if size < RECORD_BATCH_OVERHEAD:
+        raise CorruptBatchError(
+            f"v2 batch of {size} bytes is shorter than its {RECORD_BATCH_OVERHEAD}-byte header: "
+            "its records cannot be read", path=path or None, position=position,
+            base_offset=base_offset, field="batch_length", actual=size - LOG_OVERHEAD)
+    if count < 0:
+        raise CorruptBatchError(f"Found invalid record count {count} in magic v2 batch",
+                                path=path or None, position=position + RECORDS_COUNT_OFFSET,
+                                base_offset=base_offset, field="records_count", actual=count)
+    if codec != 0 and count > limit // MIN_RECORD_SIZE:
+        # a record takes at least 7 bytes: refused before anything is decompressed
+        raise BatchTooLargeError(
+            f"records_count {count} needs at least {count * MIN_RECORD_SIZE} bytes of "
+            f"records, more than the limit", limit=limit, path=path or None,
+            position=position + RECORDS_COUNT_OFFSET, base_offset=base_offset,
+            field="records_count")
 
 
-def _read_varint(data: bytes, p: int, end: int, max_bytes: int) -> tuple[int, int]:
-    """Unsigned base-128 value of at most ``max_bytes`` bytes starting at ``p``."""
-    raw = 0
-    shift = 0
-    for _ in range(max_bytes):
-        if p >= end:
-            raise _Eof
-        b = data[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return raw, p
-        shift += 7
-    raise _Overlong
+def size_too_small_error(path: str, position: int, base_offset: int,
+                         size: int) -> CorruptBatchError:
+    """FileLogInputStream.nextBatch's CorruptRecordException for a size field below 14, as
+    every batch walk raises it."""
+    return CorruptBatchError(
+        f"Found record size {size} smaller than minimum record overhead "
+        f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path, position=position,
+        base_offset=base_offset, field="batch_length", actual=size)
 
 
-def _zigzag32(raw: int) -> int:
-    raw &= 0xFFFFFFFF                   # bits past 32 are lost, as in Java's int
-    value = (raw >> 1) ^ -(raw & 1)
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
+def _header_index(field: int, scope: dict[str, Any]) -> int:
+    return scope.get("h", 0) if field in (F_HEADER_KEY_LENGTH, F_HEADER_VALUE_LENGTH) else 0
 
 
-def _zigzag64(raw: int) -> int:
-    raw &= 0xFFFFFFFFFFFFFFFF
-    value = ((raw >> 1) ^ -(raw & 1)) & 0xFFFFFFFFFFFFFFFF
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _row(offset: int, timestamp: int, key: Any, value: Any, headers: list[Any], sequence: int,
+         *_rest: Any) -> Row:
+    return (offset, timestamp, sequence, None if key is None else bytes(key),
+            None if value is None else bytes(value), headers or None)
 
 
 Row = tuple[int, int, int, "bytes | None", "bytes | None", "list[tuple[str, bytes | None]] | None"]
 
 
-def decode_batch_records(data: bytes, base_offset: int, base_timestamp: int, max_timestamp: int,
-                         log_append_time: bool, base_sequence: int, count: int) -> list[Row]:
-    """Records of one v2 batch: rows (offset, timestamp_ms, sequence, key, value, headers).
-
-    ``data`` holds exactly the (decompressed) record bytes. ``headers`` is None when a record
-    has none. Raises :class:`RecordFault` with the same codes as the numba kernel.
-    """
-    if count < 0:
-        raise RecordFault(ERR_RECORD_COUNT, 0, 0)
-    rows: list[Row] = []
-    end = len(data)
-    p = 0
-    for index in range(count):
-        rec_pos = p
-        try:
-            try:
-                raw, q = _read_varint(data, p, end, 5)
-            except _Eof:
-                raise RecordFault(ERR_EOF, index, rec_pos) from None
-            length = _zigzag32(raw)
-            if length < 0 or q + length > end:
-                raise RecordFault(ERR_RECORD_LENGTH, index, rec_pos)
-            rec_end = q + length
-            p = q + 1                    # attributes byte: unused
-            if p > rec_end:
-                raise _Eof
-            raw, p = _read_varint(data, p, rec_end, 10)
-            ts_delta = _zigzag64(raw)
-            raw, p = _read_varint(data, p, rec_end, 5)
-            offset_delta = _zigzag32(raw)
-            key, p = _read_bytes(data, p, rec_end)
-            value, p = _read_bytes(data, p, rec_end)
-            raw, p = _read_varint(data, p, rec_end, 5)
-            header_count = _zigzag32(raw)
-            if header_count < 0 or header_count > rec_end - p:
-                raise RecordFault(ERR_HEADER_COUNT, index, rec_pos)
-            headers: list[tuple[str, bytes | None]] | None = None
-            if header_count:
-                headers = []
-                for _ in range(header_count):
-                    raw, p = _read_varint(data, p, rec_end, 5)
-                    key_len = _zigzag32(raw)
-                    if key_len < 0:
-                        raise RecordFault(ERR_HEADER_KEY, index, rec_pos)
-                    if p + key_len > rec_end:
-                        raise _Eof
-                    header_key = data[p:p + key_len].decode("utf-8", "replace")
-                    p += key_len
-                    header_value, p = _read_bytes(data, p, rec_end)
-                    headers.append((header_key, header_value))
-            if p != rec_end:
-                raise RecordFault(ERR_RECORD_SIZE, index, rec_pos)
-        except _Eof:
-            raise RecordFault(ERR_EOF, index, rec_pos) from None
-        except _Overlong:
-            raise RecordFault(ERR_VARINT, index, rec_pos) from None
-        timestamp = max_timestamp if log_append_time else java_long(base_timestamp + ts_delta)
-        sequence = -1 if base_sequence < 0 else increment_sequence(base_sequence, offset_delta)
-        rows.append((java_long(base_offset + offset_delta), timestamp, sequence, key, value, headers))
-        p = rec_end
-    if p != end:
-        raise RecordFault(ERR_REMAINING, count, p)
-    return rows
-
-
-def _read_bytes(data: bytes, p: int, end: int) -> tuple[bytes | None, int]:
-    raw, p = _read_varint(data, p, end, 5)
-    size = _zigzag32(raw)
-    if size < 0:  # DefaultRecord.readFrom: any negative length is null, not only -1
-        return None, p
-    if p + size > end:
-        raise _Eof
-    return bytes(data[p:p + size]), p + size
+def decode_batch_records(data: bytes, base_offset: int, base_timestamp: int,
+                         max_timestamp: int, log_append_time: bool, base_sequence: int,
+                         count: int) -> list[Row]:
+    """Records of one v2 batch (``data`` = exactly its record bytes) as columnar rows
+    (offset, timestamp_ms, sequence, key, value, headers or None), through
+    :func:`iter_v2_records`."""
+    return list(iter_v2_records(data, 0, count, base_offset, base_timestamp,
+                                max_timestamp if log_append_time else None, base_sequence,
+                                False, _row))

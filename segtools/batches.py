@@ -23,11 +23,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import codecs
+from ._columnar_codes import RecordFault, record_error
+from ._py_records import check_v2_batch, iter_v2_records, size_too_small_error
 from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, java_long
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
 from .errors import (
     BatchTooLargeError,
+    CompressionError,
     CorruptBatchError,
     CrcMismatchError,
     FileChangedError,
@@ -39,6 +42,21 @@ from .errors import (
     input_path,
     os_input_error,
 )
+from .formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
+    HEADER_STRUCT_FORMAT,
+    LOG_PREFIX_STRUCT_FORMAT,
+    MAGIC_OFFSET,
+    MAGIC_STRUCT_FORMAT,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    TimestampType,
+)
 from .legacy import (
     LOG_OVERHEAD,
     RECORD_OVERHEAD_V0,
@@ -48,8 +66,7 @@ from .legacy import (
     parse_legacy_header,
     read_inner_messages,
 )
-from .limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
-from .varint import read_varint, read_varlong
+from .limits import DEFAULT_MAX_BATCH_BYTES, resolve_max_batch_bytes
 
 __all__ = [
     "Record",
@@ -69,11 +86,10 @@ __all__ = [
 
 #: baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 #: baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-RECORD_BATCH_OVERHEAD = V2_HEADER.size  # 61
-HEADER_SIZE_UP_TO_MAGIC = 17
-CRC_START = 21  # v2 CRC-32C covers [attributes, end)
-_OFFSET_SIZE = struct.Struct(">qi")
+V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
+CRC_START = ATTRIBUTES_OFFSET  # v2 CRC-32C covers [attributes, end)
+_OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
+_MAGIC = struct.Struct(MAGIC_STRUCT_FORMAT)
 
 #: kafka-dump-log's --max-message-size default; bounds one legacy inner message.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -92,7 +108,7 @@ _CRC_STEP = 4 << 20
 _SETTLE_SECONDS = 0.05
 _SETTLE_CHECKS = 3
 
-_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_TIMESTAMP_TYPES = (TimestampType.CREATE_TIME.label, TimestampType.LOG_APPEND_TIME.label)
 _INT64_MIN = -2**63
 _INT64_MAX = 2**63 - 1
 #: base offsets to which any int offsetDelta can be added without leaving the int64 range
@@ -187,7 +203,7 @@ class RecordBatch:
                                     field="batch_length")
         if segment is None:
             segment = os.path.basename(path)
-        magic = struct.unpack_from(">b", buf, 16)[0]
+        magic = _MAGIC.unpack_from(buf, MAGIC_OFFSET)[0]
         if magic < 2:  # Kafka: any magic below 2 (even negative) is a legacy entry
             return cls._legacy_batch(buf, path, segment, position, max_decompressed_size,
                                      max_message_size)
@@ -217,18 +233,20 @@ class RecordBatch:
         self.partition_leader_epoch = ple
         self.magic = magic
         self.crc = crc
-        computed = crc32c(memoryview(buf)[CRC_START:]) if computed_crc is None else computed_crc
-        self.computed_crc = computed
-        self.crc_valid = computed == crc
+        if computed_crc is None:
+            computed_crc = crc32c(memoryview(buf)[CRC_START:self.size])
+        self.computed_crc = computed_crc
+        # DefaultRecordBatch.isValid(): sizeInBytes >= 61 and the checksum matches
+        self.crc_valid = computed_crc == crc and self.size >= RECORD_BATCH_OVERHEAD
         self.attributes = attributes
-        codec = attributes & 0x07
+        codec = attributes & COMPRESSION_CODEC_MASK
         self.compression_id = codec
         self.compression = codecs.COMPRESSION_NAMES.get(codec, f"unknown({codec})")
-        self.timestamp_type = _TIMESTAMP_TYPES[(attributes >> 3) & 1]
-        self.is_transactional = bool(attributes & 0x10)
-        self.is_control = bool(attributes & 0x20)
-        self.has_delete_horizon = bool(attributes & 0x40)
-        self.delete_horizon_ms = base_ts if attributes & 0x40 else None
+        self.timestamp_type = _TIMESTAMP_TYPES[bool(attributes & TIMESTAMP_TYPE_MASK)]
+        self.is_transactional = bool(attributes & TRANSACTIONAL_FLAG_MASK)
+        self.is_control = bool(attributes & CONTROL_FLAG_MASK)
+        self.has_delete_horizon = bool(attributes & DELETE_HORIZON_FLAG_MASK)
+        self.delete_horizon_ms = base_ts if attributes & DELETE_HORIZON_FLAG_MASK else None
         self.last_offset_delta = last_offset_delta
         self.last_offset = java_long(base_offset + last_offset_delta)
         self.base_timestamp = base_ts
@@ -348,6 +366,21 @@ class RecordBatch:
             return self._legacy_records(max_message_size)
         return self._v2_records()
 
+    def header_error(self) -> FormatError | None:
+        """What makes Kafka's reader die on this batch's header fields alone (kafka-dump-log
+        dies on it even without --deep-iteration), else None: a legacy entry whose magic is
+        not 0 or 1 ("Invalid magic used in LegacyRecord", ``LegacyRecord``), or a compression
+        id Kafka does not know ("Unknown compression type id", ``CompressionType.forId``)."""
+        if self.magic < 2 and self.magic not in (0, 1):
+            return UnsupportedMagicError(
+                f"Invalid magic used in LegacyRecord: {self.magic}", path=self.path or None,
+                position=self.position, base_offset=self.base_offset, field="magic")
+        if self.compression_id not in codecs.COMPRESSION_NAMES:
+            return CompressionError(
+                f"Unknown compression type id: {self.compression_id}", path=self.path or None,
+                position=self.position, base_offset=self.base_offset, field="attributes")
+        return None
+
     def control_records(self) -> list[ControlRecord]:
         """Decoded control key/value of every record of a control batch ([] otherwise)."""
         if not self.is_control:
@@ -415,25 +448,12 @@ class RecordBatch:
             yield inner_record(m, offset, base_offset, msg)
 
     def _v2_records(self) -> Iterator[Record]:
-        if self.magic != 2:
-            raise self._error(UnsupportedMagicError,
-                              f"unsupported magic {self.magic} (only 0, 1 and 2 exist)",
-                              position=self.position + 16, field="magic")
         count = self.records_count
-        if count < 0:
-            raise self._error(CorruptBatchError,
-                              f"Found invalid record count {count} in magic v2 batch",
-                              position=self.position + 57, field="records_count")
+        check_v2_batch(path=self.path, position=self.position, base_offset=self.base_offset,
+                       size=self.size, count=count, codec=self.compression_id,
+                       limit=self._max_decompressed_size)
         if count == 0:  # DefaultRecordBatch.iterator(): empty batches yield nothing
             return iter(())
-        limit = self._max_decompressed_size
-        if self.compression_id != 0 and count > limit // MIN_RECORD_BYTES:
-            # a record takes at least 7 bytes: refused before anything is decompressed
-            raise BatchTooLargeError(
-                f"records_count {count} needs at least {count * MIN_RECORD_BYTES} bytes of "
-                f"records, more than the limit", limit=limit, path=self.path or None,
-                position=self.position + 57, base_offset=self.base_offset,
-                field="records_count")
         buf = self.raw()
         if self.compression_id == 0:
             return self._decode_records(buf, RECORD_BATCH_OVERHEAD, self.position)
@@ -442,201 +462,28 @@ class RecordBatch:
                                         memoryview(buf)[RECORD_BATCH_OVERHEAD:], magic=2,
                                         max_size=self._max_decompressed_size)
         except FormatError as exc:
-            raise exc.located(path=self.path or None, position=self.position + 61,
+            raise exc.located(path=self.path or None, position=self.position + RECORD_BATCH_OVERHEAD,
                               base_offset=self.base_offset) from None
         return self._decode_records(payload, 0, None)
 
     def _decode_records(self, buf: bytes, start: int,
                         file_base: int | None) -> Iterator[Record]:
-        """Decode ``records_count`` records from ``buf[start:]``.
+        """Records from ``buf[start:]`` through the one v2 decoder (segtools._py_records).
 
         ``file_base`` is the file position of ``buf[0]`` when ``buf`` is the batch itself
         (uncompressed); for decompressed payloads errors point at the batch and name the
         byte in the decompressed payload.
         """
-        count = self.records_count
-        base_offset = self.base_offset
-        base_ts = self.base_timestamp
-        log_append_ts = self.max_timestamp if self.timestamp_type == "LogAppendTime" else None
-        base_seq = self.base_sequence
-        is_control = self.is_control
-        # Java long arithmetic: offsets can only overflow this close to the int64 ends (the
-        # delta is an int), timestamps wherever the varlong delta is large
-        wrap_offsets = not _NO_INT_OVERFLOW_LOW <= base_offset <= _NO_INT_OVERFLOW_HIGH
-        int64_min = _INT64_MIN
-        int64_max = _INT64_MAX
-        end = len(buf)
-        pos = start
-        rv = read_varint
-        for i in range(count):
-            rec_start = pos
-            field = "length"
-            try:
-                if pos >= end:
-                    raise _RecordProblem(TruncatedBatchError, "length",
-                                         "Incorrect declared batch size, premature EOF reached")
-                b = buf[pos]
-                if b < 0x80:  # one-byte varints inlined: the common case for every field
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    length, pos = rv(buf, pos)
-                body_start = pos
-                body_end = pos + length
-                if length < 0:
-                    raise _RecordProblem(CorruptBatchError, "length",
-                                         f"Invalid record size {length}")
-                if body_end > end:
-                    raise _RecordProblem(
-                        TruncatedBatchError, "length",
-                        f"Invalid record size: expected {length} bytes in record payload, but "
-                        f"instead the buffer has only {end - body_start} remaining bytes.")
-                field = "attributes"
-                attributes = buf[pos]
-                if attributes > 127:
-                    attributes -= 256
-                pos += 1
-                field = "timestamp_delta"
-                b = buf[pos]
-                if b < 0x80:
-                    ts_delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    ts_delta, pos = read_varlong(buf, pos)
-                field = "offset_delta"
-                b = buf[pos]
-                if b < 0x80:
-                    offset_delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    offset_delta, pos = rv(buf, pos)
-                field = "key_length"
-                b = buf[pos]
-                if b < 0x80:
-                    klen = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    klen, pos = rv(buf, pos)
-                if klen >= 0:
-                    if klen > body_end - pos:
-                        raise _RecordProblem(CorruptBatchError, "key_length",
-                                             f"key length {klen} runs past the record end "
-                                             f"({body_end - pos} bytes left)")
-                    key: bytes | None = buf[pos:pos + klen]
-                    pos += klen
-                else:
-                    key = None
-                field = "value_length"
-                b = buf[pos]
-                if b < 0x80:
-                    vlen = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    vlen, pos = rv(buf, pos)
-                if vlen >= 0:
-                    if vlen > body_end - pos:
-                        raise _RecordProblem(CorruptBatchError, "value_length",
-                                             f"value length {vlen} runs past the record end "
-                                             f"({body_end - pos} bytes left)")
-                    value: bytes | None = buf[pos:pos + vlen]
-                    pos += vlen
-                else:
-                    value = None
-                field = "headers_count"
-                b = buf[pos]
-                if b < 0x80:
-                    hcount = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    hcount, pos = rv(buf, pos)
-                if hcount < 0:
-                    raise _RecordProblem(CorruptBatchError, "headers_count",
-                                         f"Found invalid number of record headers {hcount}")
-                headers: list[tuple[str, bytes | None]] = []
-                if hcount:
-                    if hcount > body_end - pos:
-                        raise _RecordProblem(CorruptBatchError, "headers_count",
-                                             f"Found invalid number of record headers {hcount}"
-                                             f" ({body_end - pos} bytes left)")
-                    for h in range(hcount):
-                        field = f"headers[{h}].key_length"
-                        hklen, pos = rv(buf, pos)
-                        if hklen < 0:
-                            raise _RecordProblem(CorruptBatchError, field,
-                                                 f"Invalid negative header key size {hklen}")
-                        if hklen > body_end - pos:
-                            raise _RecordProblem(CorruptBatchError, field,
-                                                 f"header key length {hklen} runs past the "
-                                                 f"record end ({body_end - pos} bytes left)")
-                        hkey = buf[pos:pos + hklen].decode("utf-8", "replace")
-                        pos += hklen
-                        field = f"headers[{h}].value_length"
-                        hvlen, pos = rv(buf, pos)
-                        if hvlen >= 0:
-                            if hvlen > body_end - pos:
-                                raise _RecordProblem(CorruptBatchError, field,
-                                                     f"header value length {hvlen} runs past "
-                                                     f"the record end ({body_end - pos} "
-                                                     f"bytes left)")
-                            hval: bytes | None = buf[pos:pos + hvlen]
-                            pos += hvlen
-                        else:
-                            hval = None
-                        headers.append((hkey, hval))
-                if pos != body_end:
-                    raise _RecordProblem(
-                        CorruptBatchError, "length",
-                        f"Invalid record size: expected to read {length} bytes in record "
-                        f"payload, but instead read {pos - body_start}")
-                if i == count - 1 and pos != end:
-                    raise _RecordProblem(
-                        CorruptBatchError, "records_count",
-                        "Incorrect declared batch size, records still remaining in file")
-            except _RecordProblem as p:
-                raise self._record_error(p.cls, p.message, p.field, i, rec_start, file_base) from None
-            except FormatError as exc:  # varint errors
-                raise self._record_error(type(exc), exc.reason, field, i, rec_start,
-                                         file_base) from None
-            except IndexError:  # buf[pos] past the end: the record is cut short
-                raise self._record_error(TruncatedBatchError,
-                                         "Incorrect declared batch size, premature EOF reached",
-                                         field, i, rec_start, file_base) from None
-            if log_append_ts is not None:
-                timestamp = log_append_ts
-            else:
-                timestamp = base_ts + ts_delta
-                if not int64_min <= timestamp <= int64_max:
-                    timestamp = java_long(timestamp)
-            if base_seq >= 0:
-                sequence = increment_sequence(base_seq, offset_delta)
-            else:
-                sequence = NO_SEQUENCE
-            offset = base_offset + offset_delta
-            if wrap_offsets:
-                offset = java_long(offset)
-            yield Record(offset, timestamp, key, value, headers, sequence,
-                         attributes, ts_delta, offset_delta, length, is_control)
-
-    def _record_error(self, cls: type[FormatError], message: str, field: str, index: int,
-                      rec_start: int, file_base: int | None) -> FormatError:
-        if file_base is None:
-            message = (f"{message} (record {index} at byte {rec_start} of the decompressed "
-                       f"{self.compression} payload)")
-            position = self.position
-        else:
-            message = f"{message} (record {index})"
-            position = file_base + rec_start
-        return cls(message, path=self.path or None, position=position,
-                   base_offset=self.base_offset, field=f"records[{index}].{field}")
-
-
-class _RecordProblem(Exception):
-    """Internal: carries an error out of the record loop to be located once."""
-
-    def __init__(self, cls: type[FormatError], field: str, message: str) -> None:
-        self.cls = cls
-        self.field = field
-        self.message = message
+        try:
+            yield from iter_v2_records(
+                buf, start, self.records_count, self.base_offset, self.base_timestamp,
+                self.max_timestamp if self.timestamp_type == "LogAppendTime" else None,
+                self.base_sequence, self.is_control, Record)
+        except RecordFault as fault:
+            raise record_error(fault, path=self.path, position=self.position,
+                               base_offset=self.base_offset,
+                               compression=None if file_base is not None else self.compression
+                               ) from None
 
 
 class SegmentReader:
@@ -771,10 +618,7 @@ class SegmentReader:
                 offset, size = _OFFSET_SIZE.unpack_from(window, rel)
                 if size < RECORD_OVERHEAD_V0:
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                    raise CorruptBatchError(
-                        f"Found record size {size} smaller than minimum record overhead "
-                        f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path,
-                        position=pos, base_offset=offset, field="batch_length", actual=size)
+                    raise size_too_small_error(path, pos, offset, size)
                 total = LOG_OVERHEAD + size
                 if total > end - pos:
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
@@ -785,10 +629,28 @@ class SegmentReader:
                         f"batch of {total} bytes on disk is larger than the limit",
                         limit=limit, path=path, position=pos, base_offset=offset,
                         field="batch_length")
-                if total > _EAGER_BATCH_BYTES and window[rel + 16] not in _LEGACY_MAGIC_BYTES:
-                    batch = self._large_v2_batch(f, pos, total, segment)
-                    if batch is None:
+                if (total < RECORD_BATCH_OVERHEAD
+                        and window[rel + MAGIC_OFFSET] not in _LEGACY_MAGIC_BYTES):
+                    # FileLogInputStream: a v2 batch shorter than its 61-byte header still
+                    # has its header loaded from the file (bytes past the batch's end), is
+                    # invalid, and the walk goes on 12 + length bytes later
+                    head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
+                    if len(head) < RECORD_BATCH_OVERHEAD:
+                        check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
+                        raise TruncatedBatchError(
+                            f"Failed to load record batch at position {pos}: its {total} "
+                            f"bytes are shorter than the {RECORD_BATCH_OVERHEAD}-byte v2 header "
+                            f"and the file ends {self.file_size - pos} bytes after it starts",
+                            path=path, position=pos, base_offset=offset,
+                            field="batch_length", actual=size)
+                    batch = RecordBatch._v2_batch(head, path, segment, pos, limit, size=total,
+                                                  computed_crc=None)
+                elif (total > _EAGER_BATCH_BYTES
+                      and window[rel + MAGIC_OFFSET] not in _LEGACY_MAGIC_BYTES):
+                    large = self._large_v2_batch(f, pos, total, segment)
+                    if large is None:
                         raise changed("the file shrank")
+                    batch = large
                 else:
                     if rel + total > len(window):
                         window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))

@@ -37,8 +37,12 @@ from segtools._columnar_codes import (
     SCAN_SIZE_TOO_SMALL,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
+    ST_SIZE,
+    RecordFault,
     record_error,
 )
+from segtools._py_records import check_v2_batch, size_too_small_error
+from segtools.codecs import COMPRESSION_NAMES
 from segtools.errors import (
     BatchTooLargeError,
     CorruptBatchError,
@@ -46,11 +50,21 @@ from segtools.errors import (
     FormatError,
     InputError,
     SegtoolsError,
-    UnsupportedMagicError,
+    TruncatedBatchError,
     display_path,
     os_input_error,
 )
-from segtools.limits import DEFAULT_MAX_BATCH_BYTES, MIN_RECORD_BYTES, resolve_max_batch_bytes
+from segtools.formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    DELETE_HORIZON_FLAG_MASK,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    V2_MIN_BATCH_LENGTH,
+)
+from segtools.limits import DEFAULT_MAX_BATCH_BYTES, resolve_max_batch_bytes
 from segtools.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
 __all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_records",
@@ -449,8 +463,8 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int) -> tu
 def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
     """crc_valid per batch: CRC-32C of bytes [21, end) for v2 (legacy filled in later)."""
     v2 = h.magic >= 2
-    starts = h.position - h.base + 21
-    ends = h.position - h.base + 12 + h.batch_length
+    starts = h.position - h.base + ATTRIBUTES_OFFSET
+    ends = np.maximum(h.position - h.base + LOG_OVERHEAD + h.batch_length, starts)
     computed = np.zeros(len(h), dtype=np.uint32)
     if kernel is not None and kernel.HARDWARE_CRC_IN_KERNEL:
         kernel.crc_ranges(sf.array, starts, ends, computed)
@@ -458,7 +472,8 @@ def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
         view = sf.view
         for i in np.flatnonzero(v2).tolist():
             computed[i] = _crc.crc32c(view[int(starts[i]):int(ends[i])])
-    return v2 & (computed.astype(np.int64) == h.crc)
+    # DefaultRecordBatch.isValid(): a batch shorter than its 61-byte header never is
+    return v2 & (computed.astype(np.int64) == h.crc) & (h.batch_length >= V2_MIN_BATCH_LENGTH)
 
 
 def _raise_scan_status(mf: _SegmentFile, pos: int, status: int) -> None:
@@ -467,15 +482,15 @@ def _raise_scan_status(mf: _SegmentFile, pos: int, status: int) -> None:
     if status == SCAN_SIZE_TOO_SMALL:
         size = int.from_bytes(mf.view[rel + 8:rel + 12], "big", signed=True)
         offset = int.from_bytes(mf.view[rel:rel + 8], "big", signed=True)
-        raise CorruptBatchError(
-            f"Found record size {size} smaller than minimum record overhead (14)",
-            path=mf.path, position=pos, base_offset=offset, field="batch_length")
+        raise size_too_small_error(mf.path, pos, offset, size)
     if status == SCAN_V2_TOO_SHORT:
         size = int.from_bytes(mf.view[rel + 8:rel + 12], "big", signed=True)
         offset = int.from_bytes(mf.view[rel:rel + 8], "big", signed=True)
-        raise CorruptBatchError(
-            f"batch of {size + 12} bytes is shorter than the {RECORD_BATCH_OVERHEAD}-byte v2 header",
-            path=mf.path, position=pos, base_offset=offset, field="batch_length")
+        raise TruncatedBatchError(
+            f"Failed to load record batch at position {pos}: its {size + 12} bytes are shorter "
+            f"than the {RECORD_BATCH_OVERHEAD}-byte v2 header and the file ends "
+            f"{mf.size - pos} bytes after it starts", path=mf.path, position=pos,
+            base_offset=offset, field="batch_length", actual=size)
 
 
 def _legacy_batch(mf: _SegmentFile, pos: int, size: int, limit: int) -> Any:
@@ -490,7 +505,7 @@ def _legacy_batch(mf: _SegmentFile, pos: int, size: int, limit: int) -> Any:
 def _fill_legacy(h: _Headers, mf: _SegmentFile, limit: int = DEFAULT_MAX_BATCH_BYTES) -> None:
     """Columns of magic 0/1 entries from the object reader; v2 columns derived from headers."""
     h.last_offset = h.base_offset + h.last_offset_delta
-    h.timestamp_type = np.where((h.attributes & 0x08) != 0, 1, 0).astype(np.int8)
+    h.timestamp_type = np.where((h.attributes & TIMESTAMP_TYPE_MASK) != 0, 1, 0).astype(np.int8)
     legacy_rows = np.flatnonzero(h.magic < 2)
     if not legacy_rows.size:
         return
@@ -611,7 +626,9 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
     while True:
         chunks, rel, status = _scan_window(sf, kernel, 0, max_batches)
         next_pos = sf.base + rel
-        fatal = status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT)
+        # a short v2 batch whose borrowed header bytes lie past the window: read on from it
+        fatal = status == SCAN_SIZE_TOO_SMALL or (status == SCAN_V2_TOO_SHORT and (
+            sf.at_eof or rel == 0))
         if not fatal and not sf.at_eof and rel > 0:
             sf.prefetch(next_pos)
         yield from _finished_within_limit(sf, chunks, kernel, limit)
@@ -683,7 +700,7 @@ _TS_TYPE_DICT = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"], pa.
 
 def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
     n = len(h)
-    codec = (h.attributes & 0x07).astype(np.int32)
+    codec = (h.attributes & COMPRESSION_CODEC_MASK).astype(np.int32)
     return pa.RecordBatch.from_arrays([
         _const_string(seg.topic, n),
         _const_int32(seg.partition, n),
@@ -701,9 +718,9 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         pa.array(h.attributes, pa.int16()),
         _COMPRESSION_DICT.take(pa.array(codec)),
         _TS_TYPE_DICT.take(pa.array(h.timestamp_type.astype(np.int32) + 1)),
-        pa.array(((h.attributes & 0x10) != 0) & (h.magic >= 2), pa.bool_()),
-        pa.array(((h.attributes & 0x20) != 0) & (h.magic >= 2), pa.bool_()),
-        pa.array(((h.attributes & 0x40) != 0) & (h.magic >= 2), pa.bool_()),
+        pa.array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
+        pa.array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
+        pa.array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(h.last_offset_delta, pa.int32()),
         pa.array(h.base_timestamp, pa.int64()),
         pa.array(h.max_timestamp, pa.int64()),
@@ -828,17 +845,20 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
         (cap_rows, np.uint8), (cap_rows, np.uint8), (cap_rows, np.uint8),
         (cap_headers + 1, np.int32), (cap_headers + 1, np.int32), (cap_headers, np.uint8),
         (total, np.uint8), (total, np.uint8), (total, np.uint8), (total, np.uint8)])
-    st = np.zeros(9, np.int64)
+    st = np.zeros(ST_SIZE, np.int64)
     err, bad = kernel.decode_records(
         mf.array, dec, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
-        h.max_timestamp[sel], (h.attributes[sel] & 0x08) != 0, h.base_sequence[sel], counts,
+        h.max_timestamp[sel], (h.attributes[sel] & TIMESTAMP_TYPE_MASK) != 0,
+        h.base_sequence[sel], counts,
         o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
         h_off, h_valid, hk_off, hk_data, hv_off, hv_valid, hv_data, st)
     if err:
         i = int(idx[int(bad)])
-        raise record_error(int(err), path=mf.path, position=int(h.position[i]),
-                           base_offset=int(h.base_offset[i]), record_index=int(st[6]),
-                           byte_offset=int(st[7]), compressed=i in payloads)
+        fault = RecordFault(int(err), int(st[9]), int(st[6]), int(st[10]), int(st[7]),
+                            int(st[11]), int(st[12]))
+        raise record_error(fault, path=mf.path, position=int(h.position[i]),
+                           base_offset=int(h.base_offset[i]),
+                           compression=_compression_name(h, i) if i in payloads else None)
     n, nh = int(st[0]), int(st[1])
     key = _binary_from_buffers(n, k_off, k_valid, k_data[:int(st[2])])
     value = _binary_from_buffers(n, v_off, v_valid, v_data[:int(st[3])])
@@ -882,6 +902,11 @@ def _rows_to_chunk(rows: list[tuple], batch_of_row: list[int], crc_ok: list[bool
                      None if crc_ok is None else np.asarray(crc_ok, bool))
 
 
+def _compression_name(h: _Headers, i: int) -> str:
+    codec = int(h.attributes[i]) & COMPRESSION_CODEC_MASK
+    return COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+
+
 def _decode_python(mf: _SegmentFile, h: _Headers, idx: np.ndarray, payloads: dict[int, bytes]) -> _RowChunk:
     from segtools import _py_records
 
@@ -895,11 +920,13 @@ def _decode_python(mf: _SegmentFile, h: _Headers, idx: np.ndarray, payloads: dic
         try:
             got = _py_records.decode_batch_records(
                 data, int(h.base_offset[i]), int(h.base_timestamp[i]), int(h.max_timestamp[i]),
-                bool(h.attributes[i] & 0x08), int(h.base_sequence[i]), int(h.records_count[i]))
-        except _py_records.RecordFault as fault:
-            raise record_error(fault.code, path=mf.path, position=int(h.position[i]),
-                               base_offset=int(h.base_offset[i]), record_index=fault.record_index,
-                               byte_offset=fault.byte_offset, compressed=i in payloads) from None
+                bool(h.attributes[i] & TIMESTAMP_TYPE_MASK), int(h.base_sequence[i]),
+                int(h.records_count[i]))
+        except RecordFault as fault:
+            raise record_error(fault, path=mf.path, position=int(h.position[i]),
+                               base_offset=int(h.base_offset[i]),
+                               compression=_compression_name(h, i) if i in payloads else None
+                               ) from None
         rows.extend(got)
         batch_of_row.extend([i] * len(got))
     return _rows_to_chunk(rows, batch_of_row)
@@ -941,7 +968,7 @@ def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, i
     pos = int(h.position[i])
     rel = pos - h.base
     data = bytes(mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])])
-    return (data, int(h.attributes[i]) & 0x07, mf.path, pos, int(h.base_offset[i]),
+    return (data, int(h.attributes[i]) & COMPRESSION_CODEC_MASK, mf.path, pos, int(h.base_offset[i]),
             int(h.records_count[i]))
 
 
@@ -949,21 +976,20 @@ def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: 
                      count: int, max_uncompressed: int) -> bytes:
     from segtools import codecs
 
-    if count > max_uncompressed // MIN_RECORD_BYTES:
-        # a record takes at least 7 bytes: refused before anything is decompressed
-        raise BatchTooLargeError(
-            f"records_count {count} needs at least {count * MIN_RECORD_BYTES} bytes of "
-            f"records, more than the limit", limit=max_uncompressed, path=path,
-            position=pos + 57, base_offset=base_offset, field="records_count")
+    check_v2_batch(path=path, position=pos, base_offset=base_offset,
+                   size=RECORD_BATCH_OVERHEAD + len(data), count=count, codec=codec,
+                   limit=max_uncompressed)
     try:
         return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
-    except FormatError as exc:
-        raise exc.located(path=path, position=pos, base_offset=base_offset) from None
+    except FormatError as exc:  # located where the compressed records start, as batches.py
+        raise exc.located(path=path, position=pos + RECORD_BATCH_OVERHEAD,
+                          base_offset=base_offset) from None
     except SegtoolsError:
         raise
     except Exception as exc:  # noqa: BLE001 - a codec library's own error on hostile bytes
         raise CorruptBatchError(f"cannot decompress {_COMPRESSION_NAMES[codec]} records: {exc}",
-                                path=path, position=pos, base_offset=base_offset,
+                                path=path, position=pos + RECORD_BATCH_OVERHEAD,
+                                base_offset=base_offset,
                                 field="records") from exc
 
 
@@ -1083,12 +1109,12 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
         pa.array(_per_row(h.producer_id, b, lo, hi, np.int64), pa.int64()),
         pa.array(_per_row(h.producer_epoch, b, lo, hi, np.int32), pa.int32()),
         pa.array(rc.sequence, pa.int32()),
-        pa.array(((attrs & 0x10) != 0) & v2, pa.bool_()),
-        pa.array(((attrs & 0x20) != 0) & v2, pa.bool_()),
+        pa.array(((attrs & TRANSACTIONAL_FLAG_MASK) != 0) & v2, pa.bool_()),
+        pa.array(((attrs & CONTROL_FLAG_MASK) != 0) & v2, pa.bool_()),
         _const_int32(seg.broker, n),
         pa.array(rc.timestamp_ms, pa.int64()),
         pa.array(magic, pa.int8()),
-        _COMPRESSION_DICT.take(pa.array((attrs & 0x07).astype(np.int32))),
+        _COMPRESSION_DICT.take(pa.array((attrs & COMPRESSION_CODEC_MASK).astype(np.int32))),
         pa.array(crc_valid, pa.bool_()),
         pa.array(h.position[b], pa.int64()),
         _const_string(_text(os.path.basename(seg.path)), n),
@@ -1113,7 +1139,7 @@ class _Filters:
         headers, so a corrupt header never hides records."""
         skip = np.zeros(len(h), bool)
         if not self.include_control:
-            skip |= (h.magic >= 2) & ((h.attributes & 0x20) != 0)
+            skip |= (h.magic >= 2) & ((h.attributes & CONTROL_FLAG_MASK) != 0)
         trusted = h.crc_valid & (h.magic >= 2)
         last = h.base_offset + h.last_offset_delta
         if self.start_offset is not None:
@@ -1162,13 +1188,17 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         region = h.batch_length + 12 - RECORD_BATCH_OVERHEAD
         # each record takes at least 7 bytes: a hostile recordsCount cannot inflate buffers
         cap = np.minimum(np.maximum(h.records_count, 0), region // 7)
-        codec = h.attributes & 0x07
+        codec = h.attributes & COMPRESSION_CODEC_MASK
         # DefaultRecordBatch.iterator(): a v2 batch of count 0 yields nothing, whatever its
         # record bytes hold (they are neither decompressed nor checked for leftovers)
-        empty = (h.magic == 2) & (h.records_count == 0)
+        short = h.batch_length < V2_MIN_BATCH_LENGTH
+        empty = (h.magic >= 2) & (h.records_count == 0) & ~short
+        # shorter than the v2 header or a negative count: check_v2_batch raises the object
+        # reader's error (any magic >= 2 is decoded as v2, as Kafka does)
+        odd = (h.magic >= 2) & (short | (h.records_count < 0))
         kind = np.where(filters.batch_skip(h) | empty, _SKIP,
                         np.where(h.magic < 2, _LEGACY, np.where(
-                            h.magic > 2, _ODD, np.where(codec == 0, _PLAIN, _PACKED))))
+                            odd, _ODD, np.where(codec == 0, _PLAIN, _PACKED))))
         plain = kind == _PLAIN
         cum_cap = np.concatenate([[0], np.cumsum(np.where(plain, cap, 0))])
         cum_bytes = np.concatenate([[0], np.cumsum(np.where(plain, region, 0))])
@@ -1193,12 +1223,13 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
             if k == _SKIP:
                 continue
             if k == _ODD:
-                # Kafka walks a batch with magic > 2 as v2, but no reader decodes its records
                 if parts:
                     yield flush(), h
-                raise UnsupportedMagicError(f"unsupported magic {int(h.magic[s])}", path=mf.path,
-                                            position=int(h.position[s]),
-                                            base_offset=int(h.base_offset[s]), field="magic")
+                check_v2_batch(path=mf.path, position=int(h.position[s]),
+                               base_offset=int(h.base_offset[s]),
+                               size=int(h.batch_length[s]) + LOG_OVERHEAD,
+                               count=int(h.records_count[s]), codec=int(codec[s]),
+                               limit=max_uncompressed)
             if k == _LEGACY:
                 if parts:
                     yield flush(), h

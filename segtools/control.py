@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
+
 from .errors import CorruptBatchError, FormatError
 from .varint import read_uvarint
 
@@ -85,7 +87,7 @@ def decode_control_key(key: bytes | bytearray | memoryview | None) -> ControlKey
         size = -1 if key is None else len(key)
         raise _error(f"Invalid value size found for control record key: {size} "
                      f"(a control key needs 4 bytes)", "control.key")
-    version, type_id = struct.unpack_from(">hh", key, 0)
+    version, type_id = struct.unpack_from(CONTROL_KEY_STRUCT_FORMAT, key, 0)
     if version < 0:
         raise _error(f"Invalid version found for control record: {version}. "
                      f"May indicate data corruption", "control.key.version")
@@ -98,7 +100,7 @@ def decode_end_txn_marker(value: bytes | bytearray | memoryview | None) -> dict[
         size = -1 if value is None else len(value)
         raise _error(f"Invalid value size found for end transaction marker: {size} "
                      f"(needs 6 bytes)", "control.value")
-    version, coordinator_epoch = struct.unpack_from(">hi", value, 0)
+    version, coordinator_epoch = struct.unpack_from(END_TXN_MARKER_STRUCT_FORMAT, value, 0)
     if version < 0:
         raise _error(f"Invalid version found for end transaction marker: {version}. "
                      f"May indicate data corruption", "control.value.version")

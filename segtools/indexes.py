@@ -18,9 +18,12 @@ import numpy as np
 from segtools.errors import IndexCorruptionError, InputError, display_path, input_path
 from segtools.formats.indexes import (
     ABORTED_TXN_SIZE,
+    ABORTED_TXN_STRUCT_FORMAT,
     CURRENT_ABORTED_TXN_VERSION,
     OFFSET_INDEX_ENTRY_SIZE,
+    OFFSET_INDEX_ENTRY_STRUCT_FORMAT,
     TIME_INDEX_ENTRY_SIZE,
+    TIME_INDEX_ENTRY_STRUCT_FORMAT,
 )
 from segtools.formats.names import SEGMENT_FILE_RE
 
@@ -36,9 +39,9 @@ PathLike = str | os.PathLike[str]
 OFFSET_INDEX_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 TIME_INDEX_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
-_TXN_ENTRY = struct.Struct(">hqqqq")
+_OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)
+_TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)
+_TXN_ENTRY = struct.Struct(ABORTED_TXN_STRUCT_FORMAT)
 
 
 @dataclass(frozen=True, slots=True)

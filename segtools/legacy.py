@@ -17,10 +17,24 @@ from __future__ import annotations
 
 import struct
 
+from segtools.formats.legacy import (
+    LEGACY_CRC_MAGIC_ATTRIBUTES_STRUCT_FORMAT,
+    LEGACY_LENGTH_STRUCT_FORMAT,
+    LEGACY_PREFIX_STRUCT_FORMAT,
+    LEGACY_TIMESTAMP_STRUCT_FORMAT,
+)
+
 from . import codecs
 from ._reader_record import Record, java_long
 from .crc import crc32
 from .errors import CompressionError, CorruptBatchError, FormatError, UnsupportedMagicError
+from .formats.legacy import (
+    LEGACY_COMPRESSION_CODEC_MASK,
+    LEGACY_TIMESTAMP_TYPE_MASK,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+)
+from .formats.record_batch import LOG_OVERHEAD
 
 __all__ = [
     "LegacyMessage",
@@ -32,16 +46,14 @@ __all__ = [
     "LOG_OVERHEAD",
 ]
 
-LOG_OVERHEAD = 12
-RECORD_OVERHEAD_V0 = 14  # crc 4 + magic 1 + attributes 1 + key length 4 + value length 4
-RECORD_OVERHEAD_V1 = 22  # v0 + timestamp 8
-TIMESTAMP_TYPE_MASK = 0x08
-COMPRESSION_MASK = 0x07
+# layout constants from formats/ (the source); re-exported under their old names
+TIMESTAMP_TYPE_MASK = LEGACY_TIMESTAMP_TYPE_MASK
+COMPRESSION_MASK = LEGACY_COMPRESSION_CODEC_MASK
 
-_OFFSET_SIZE = struct.Struct(">qi")
-_CRC_MAGIC_ATTRS = struct.Struct(">Ibb")
-_INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
+_OFFSET_SIZE = struct.Struct(LEGACY_PREFIX_STRUCT_FORMAT)
+_CRC_MAGIC_ATTRS = struct.Struct(LEGACY_CRC_MAGIC_ATTRIBUTES_STRUCT_FORMAT)
+_INT64 = struct.Struct(LEGACY_TIMESTAMP_STRUCT_FORMAT)
+_INT32 = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)
 
 
 class LegacyMessage:

@@ -34,7 +34,7 @@ from segtools.formats.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     ROOT_OFFSET_CHECKPOINTS,
 )
-from segtools.formats.names import KRAFT_SNAPSHOT_RE, SEGMENT_FILE_RE
+from segtools.formats.names import KRAFT_SNAPSHOT_RE, SEGMENT_FILE_RE, filename_prefix_from_offset
 from segtools.formats.root_files import (
     BOOTSTRAP_CHECKPOINT,
     CLEAN_SHUTDOWN,
@@ -77,7 +77,7 @@ class Segment:
     @property
     def name(self) -> str:
         """The 20-digit file name prefix."""
-        return f"{self.base_offset:020d}"
+        return filename_prefix_from_offset(self.base_offset)
 
     @property
     def has_log(self) -> bool:

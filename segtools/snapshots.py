@@ -21,8 +21,12 @@ from segtools.formats.producer_snapshot import (
     PRODUCER_ENTRIES_OFFSET,
     PRODUCER_ENTRY_SIZE,
     PRODUCER_ENTRY_STRUCT_FORMAT,
+    PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT,
     PRODUCER_SNAPSHOT_HEADER_SIZE,
+    PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT,
     PRODUCER_SNAPSHOT_VERSION,
+    PRODUCER_SNAPSHOT_VERSION_CRC_STRUCT_FORMAT,
+    PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT,
 )
 
 __all__ = ["ProducerSnapshotEntry", "ProducerSnapshot", "read_producer_snapshot",
@@ -30,7 +34,7 @@ __all__ = ["ProducerSnapshotEntry", "ProducerSnapshot", "read_producer_snapshot"
 
 PathLike = str | os.PathLike[str]
 _ENTRY = struct.Struct(PRODUCER_ENTRY_STRUCT_FORMAT)
-_HEADER = struct.Struct(">hIi")
+_HEADER = struct.Struct(PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT)
 _FIELDS = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp",
            "coordinator_epoch", "current_txn_first_offset")
 #: refuse larger files: a real snapshot holds one 46-byte entry per live producer
@@ -123,7 +127,7 @@ def _parse(path: str, data: bytes, total: int, computed: int) -> ProducerSnapsho
     if len(data) < 2:
         raise SnapshotFormatError("Snapshot failed schema validation: truncated version field",
                                   path=path, position=0, field="version")
-    version = struct.unpack_from(">h", data, 0)[0]
+    version = struct.unpack_from(PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT, data, 0)[0]
     if version != PRODUCER_SNAPSHOT_VERSION:
         raise SnapshotFormatError(
             f"Snapshot failed schema validation: Snapshot contained an unknown file version {version}",
@@ -161,8 +165,9 @@ def producer_snapshot_bytes(entries: Iterable[ProducerSnapshotEntry | tuple[int,
         except struct.error as exc:
             raise ValueError(f"invalid producer snapshot entry {values!r}: {exc}") from None
         n += 1
-    counted = struct.pack(">i", n) + bytes(body)
-    return struct.pack(">hI", PRODUCER_SNAPSHOT_VERSION, crc32c(counted)) + counted
+    counted = struct.pack(PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT, n) + bytes(body)
+    return struct.pack(PRODUCER_SNAPSHOT_VERSION_CRC_STRUCT_FORMAT, PRODUCER_SNAPSHOT_VERSION,
+                       crc32c(counted)) + counted
 
 
 def write_producer_snapshot(path: PathLike,

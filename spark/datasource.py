@@ -46,6 +46,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from segtools.formats.names import offset_from_filename
+
 
 @dataclass(frozen=True)
 class SegmentPartition(InputPartition):
@@ -109,8 +111,10 @@ def _basename(path: str) -> str:
 def _base_offset(path: str) -> int:
     """Base offset from a ``<20 digits>.log`` name (0 for a segment renamed by the user:
     only used to skip segments outside an offset range)."""
-    stem = _basename(path)[:20]
-    return int(stem) if stem.isdigit() and len(stem) == 20 else 0
+    try:
+        return offset_from_filename(_basename(path))
+    except ValueError:
+        return 0
 
 
 def plan_segments(path: str, *, broker: int | None = None,

@@ -18,14 +18,18 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
+from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
+from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
+from segtools.formats.record_batch import LOG_PREFIX_STRUCT_FORMAT, MAGIC_STRUCT_FORMAT
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
 
-_OFFSET_ENTRY = struct.Struct(">ii")     # relativeOffset, position
-_TIME_ENTRY = struct.Struct(">qi")       # timestamp, relativeOffset
-_LOG_HEAD = struct.Struct(">qi")         # baseOffset, length
-_SIGNED_BYTE = struct.Struct(">b")       # a Java byte (the magic)
+_OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)     # relativeOffset, position
+_TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)       # timestamp, relativeOffset
+_LOG_HEAD = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)         # baseOffset, length
+_SIGNED_BYTE = struct.Struct(MAGIC_STRUCT_FORMAT)       # a Java byte (the magic)
+_LAST_OFFSET_DELTA = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)  # an int32 at byte 23
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
@@ -88,7 +92,7 @@ def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path
                           f"({size} bytes)", path=log_path, position=position, field="length")
     if len(head) < 27:
         raise no_batch
-    return int(base_offset + struct.unpack_from(">i", head, 23)[0])
+    return int(base_offset + _LAST_OFFSET_DELTA.unpack_from(head, 23)[0])
 
 
 _REAL_CHUNK = 65536  # slots turned into Python ints at a time while iterating
@@ -237,6 +241,19 @@ def _dump_index_slots(ctx: DumpContext, path: str, log_path: str, base: int, slo
                 log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
                                                       log_path)
             except FormatError as exc:
+                if unused and opts.kafka4:
+                    # no batch at position 0: the log is empty (a preallocated, never-written
+                    # active segment). kafka-dump-log dies here before printing the slot
+                    # (DumpLogSegments.dumpIndex: batches.iterator.next() on an empty log,
+                    # NoSuchElementException); an empty active segment is healthy: a warning
+                    ctx.sink.finding("empty_log_index", {
+                        "problem": False, "message": f"{os.path.basename(log_path)} has no "
+                        f"batch at position 0: its index slots are unused"},
+                        line=f"Warning: {text.java_file(path)}: {os.path.basename(log_path)} "
+                             f"holds no batch (an empty active segment): its index slots are "
+                             f"unused (kafka-dump-log dies on this file: "
+                             f"NoSuchElementException)", stream="err")
+                    break
                 if not unused:
                     ctx.error("index_entry_unreadable", IndexCorruptionError(
                         f"entry {i} (offset {offset}, position {position}) does not lead to a "

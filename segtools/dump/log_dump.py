@@ -203,6 +203,8 @@ def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _
             if where is not None and not where.batch(batch):
                 continue
             sink.batch(batch)
+            if not deep and (header_error := batch.header_error()) is not None:
+                ctx.error("corrupt_batch", header_error)  # where Kafka's tool dies
             if not batch.crc_valid:
                 ctx.flag("crc_invalid", {"position": batch.position, "base_offset": batch.base_offset,
                                          "crc": batch.crc,

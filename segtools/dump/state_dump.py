@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING
 
 from segtools.dump import text
 from segtools.errors import CheckpointFormatError, FormatError, SnapshotFormatError
+from segtools.formats.producer_snapshot import (
+    PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT,
+    PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT,
+)
 
 if TYPE_CHECKING:
     from segtools.dump.runner import DumpContext
@@ -70,12 +74,13 @@ def _kafka4_snapshot_message(path: str) -> str | None:
         return None
     if len(data) < 2:
         return prefix + "null"
-    version = struct.unpack_from(">h", data)[0]
+    version = struct.unpack_from(PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT, data)[0]
     if version != PRODUCER_SNAPSHOT_VERSION:
         return None  # same words as 3.x
     if len(data) < PRODUCER_SNAPSHOT_HEADER_SIZE:
         return prefix + "null"
-    count = struct.unpack_from(">i", data, PRODUCER_SNAPSHOT_HEADER_SIZE - 4)[0]
+    count = struct.unpack_from(PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT, data,
+                               PRODUCER_SNAPSHOT_HEADER_SIZE - 4)[0]
     remaining = len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE
     if count < 0:
         return prefix + "non-nullable field producerEntries was serialized as null"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from segtools.errors import BatchTooLargeError, InputError, SegtoolsError, display_path
 from segtools.forensics.model import BatchFacts, ReplicaFacts
+from segtools.formats.names import offset_from_filename
 
 if TYPE_CHECKING:
     from segtools.sources import Resolution
@@ -56,7 +57,7 @@ class ReplicaSpec:
 
 
 def _segment_base(path: str) -> int:
-    return int(os.path.basename(path)[:20])
+    return offset_from_filename(path)
 
 
 def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int]], list[str]]:

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from segtools.formats.names import offset_from_filename
+
 NO_LEADER_CHANGE = -2
 RECOVERING = 1
 
@@ -390,13 +392,13 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
     segs = list(log.segments)
     snaps = sorted(f for f in log.files
                    if re.fullmatch(r"\d{20}-\d{10}\.checkpoint", os.path.basename(f)))
-    first = int(os.path.basename(segs[0])[:20]) if segs else None
+    first = offset_from_filename(segs[0]) if segs else None
     snapshot = None
     if snaps and (first is None or first > 0):
         if first is None:
             snapshot = snaps[-1]          # no log left: the latest state there is
         else:                             # a snapshot ending before the log starts leaves a gap
-            snapshot = next((f for f in snaps if int(os.path.basename(f)[:20]) >= first), None)
+            snapshot = next((f for f in snaps if offset_from_filename(f) >= first), None)
     decoded = []
 
     def read(file: str, min_offset: int) -> None:
@@ -416,7 +418,7 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
     start = 0
     if snapshot is not None:
         read(snapshot, 0)
-        start = int(os.path.basename(snapshot)[:20])
+        start = offset_from_filename(snapshot)
     for seg in segs:
         read(seg, start)
     return replay(decoded)

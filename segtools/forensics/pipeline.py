@@ -23,6 +23,7 @@ from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.loss import AckIndex, ReferenceFilter, apply_lost_evidence, lost_records
 from segtools.forensics.model import RecordFacts
 from segtools.forensics.report import CompareReport, PartitionReport
+from segtools.formats.names import offset_from_filename
 
 
 def scan_replica(spec: ReplicaSpec) -> tuple[list[dict[str, Any]], str | None]:
@@ -64,7 +65,7 @@ def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
     segments that can hold them."""
     from segtools import columnar
 
-    bases = [int(os.path.basename(p)[:20]) for p, _ in spec.segments]
+    bases = [offset_from_filename(p) for p, _ in spec.segments]
     rows: list[dict[str, Any]] = []
     for i, (path, _size) in enumerate(spec.segments):
         nxt = bases[i + 1] if i + 1 < len(bases) else None

@@ -19,6 +19,7 @@ from segtools.checkpoints import (
     write_offset_checkpoint,
     write_partition_metadata,
 )
+from segtools.formats.names import LOG_SUFFIX, filename_prefix_from_offset
 from segtools.writer import LogWriter, NewRecord, build_batch, build_control_batch
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _write_partition(cluster: Cluster, tp: tuple[str, int], r: ReplicaLog, pdir:
         writer.close()
     if crashed and r.torn_tail is not None:
         torn = batch_bytes(r.torn_tail)
-        with open(os.path.join(pdir, f"{writer.active_segment_base:020d}.log"), "ab") as fh:
+        with open(os.path.join(pdir, filename_prefix_from_offset(writer.active_segment_base) + LOG_SUFFIX), "ab") as fh:
             fh.write(torn[: max(1, len(torn) // 2)])
     write_leader_epoch_checkpoint(os.path.join(pdir, "leader-epoch-checkpoint"), r.epoch_file)
     write_partition_metadata(os.path.join(pdir, "partition.metadata"), cluster.topic_ids[tp[0]])

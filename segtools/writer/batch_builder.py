@@ -13,6 +13,9 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
+from segtools.formats.record_batch import CRC_STRUCT_FORMAT, HEADER_STRUCT_FORMAT
+
 from ..crc import crc32c
 from ..varint import encode_varlong
 
@@ -33,7 +36,7 @@ _CRC_OFFSET = 17
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
 
 _CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _TIMESTAMP_TYPE_MASK = 0x08
@@ -117,7 +120,7 @@ def _finish_batch(*, base_offset: int, partition_leader_epoch: int, attributes: 
     except struct.error as exc:  # a field outside its int8/16/32/64 range
         raise ValueError(f"batch header field out of range: {exc}") from None
     buf[RECORD_BATCH_OVERHEAD:] = records_section
-    struct.pack_into(">I", buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+    struct.pack_into(CRC_STRUCT_FORMAT, buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
     return bytes(buf)
 
 
@@ -237,8 +240,8 @@ def build_control_batch(
         type_id = _CONTROL_TYPE_IDS[control_type.upper()]
     except (KeyError, AttributeError):
         raise ValueError(f"control_type must be COMMIT or ABORT, not {control_type!r}") from None
-    key = struct.pack(">hh", 0, type_id)
-    value = struct.pack(">hi", 0, coordinator_epoch)
+    key = struct.pack(CONTROL_KEY_STRUCT_FORMAT, 0, type_id)
+    value = struct.pack(END_TXN_MARKER_STRUCT_FORMAT, 0, coordinator_epoch)
     section = bytearray()
     _encode_record(section, 0, 0, key, value, ())
     return _finish_batch(

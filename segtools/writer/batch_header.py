@@ -10,13 +10,23 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
+from segtools.formats.legacy import LEGACY_ENTRY_HEAD_STRUCT_FORMAT, LEGACY_TIMESTAMP_STRUCT_FORMAT
+from segtools.formats.record_batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    HEADER_STRUCT_FORMAT,
+    LOG_PREFIX_STRUCT_FORMAT,
+    TRANSACTIONAL_FLAG_MASK,
+)
+
 from ..crc import crc32, crc32c
 from ..errors import CorruptBatchError, CrcMismatchError, TruncatedBatchError, UnsupportedMagicError
 
 __all__ = ["BatchHeader", "parse_batch_header", "split_batches"]
 
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_LEGACY_PREFIX = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+_V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
+_LEGACY_PREFIX = struct.Struct(LEGACY_ENTRY_HEAD_STRUCT_FORMAT)  # offset, size, crc, magic, attributes
 _V2_OVERHEAD = 61
 _LOG_OVERHEAD = 12
 _MIN_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: smaller size fields are corrupt
@@ -52,40 +62,30 @@ class BatchHeader:
         return self.base_sequence + self.last_offset_delta
 
 
-def _read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise IndexError
-        byte = buf[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-    return (raw >> 1) ^ -(raw & 1), pos
+def _key_value(offset: int, timestamp: int, key: bytes | None, value: bytes | None,
+               *_rest: object) -> tuple[bytes | None, bytes | None]:
+    return key, value
 
 
 def _control_record(buf: bytes | memoryview, pos: int, end: int) -> tuple[int | None, int | None]:
-    """(type, coordinator_epoch) of the first record of an uncompressed control batch."""
+    """(type, coordinator_epoch) of the first record of an uncompressed control batch, read
+    with the one v2 record decoder (segtools._py_records)."""
+    from segtools._columnar_codes import RecordFault
+    from segtools._py_records import iter_v2_records
+
+    records = bytes(buf[pos:end])
     try:
-        _, pos = _read_varint(buf, pos, end)          # record length
-        pos += 1                                      # attributes
-        _, pos = _read_varint(buf, pos, end)          # timestamp delta
-        _, pos = _read_varint(buf, pos, end)          # offset delta
-        key_len, pos = _read_varint(buf, pos, end)
-        if key_len < 4 or pos + key_len > end:
-            return None, None
-        _, control_type = struct.unpack_from(">hh", buf, pos)
-        pos += key_len
-        value_len, pos = _read_varint(buf, pos, end)
-        epoch = None
-        if control_type in (0, 1) and value_len >= 6 and pos + value_len <= end:
-            _, epoch = struct.unpack_from(">hi", buf, pos)
-        return control_type, epoch
-    except (IndexError, struct.error):
+        key, value = next(iter_v2_records(records, 0, 1, 0, 0, None, -1, True, _key_value))
+    except (RecordFault, StopIteration):
+        # a record that does not end with the batch is fine here: only the first one matters
         return None, None
+    if key is None or len(key) < 4:
+        return None, None
+    _, control_type = struct.unpack_from(CONTROL_KEY_STRUCT_FORMAT, key, 0)
+    epoch = None
+    if control_type in (0, 1) and value is not None and len(value) >= 6:
+        _, epoch = struct.unpack_from(END_TXN_MARKER_STRUCT_FORMAT, value, 0)
+    return control_type, epoch
 
 
 def parse_batch_header(buf: bytes | memoryview, pos: int = 0, *, path: str | None = None,
@@ -98,7 +98,7 @@ def parse_batch_header(buf: bytes | memoryview, pos: int = 0, *, path: str | Non
     if end - pos < 17:
         raise TruncatedBatchError("batch header cut short", path=path, position=where,
                                   field="length", expected=17, actual=end - pos)
-    offset, length = struct.unpack_from(">qi", buf, pos)
+    offset, length = struct.unpack_from(LOG_PREFIX_STRUCT_FORMAT, buf, pos)
     if length < _MIN_SIZE:
         raise CorruptBatchError(f"Found record size {length} smaller than minimum record "
                                 f"overhead ({_MIN_SIZE})", path=path, position=where,
@@ -113,7 +113,7 @@ def parse_batch_header(buf: bytes | memoryview, pos: int = 0, *, path: str | Non
         _, _, stored, _, _ = _LEGACY_PREFIX.unpack_from(buf, pos)
         timestamp = -1
         if magic == 1 and length >= 22:
-            (timestamp,) = struct.unpack_from(">q", buf, pos + 18)
+            (timestamp,) = struct.unpack_from(LEGACY_TIMESTAMP_STRUCT_FORMAT, buf, pos + 18)
         valid = crc32(memoryview(buf)[pos + 16:pos + size]) == stored
         return BatchHeader(position=pos, size=size, magic=magic, base_offset=offset,
                            last_offset=offset, max_timestamp=timestamp, crc_valid=valid)
@@ -127,15 +127,15 @@ def parse_batch_header(buf: bytes | memoryview, pos: int = 0, *, path: str | Non
     (base_offset, _, leader_epoch, _, stored, attributes, last_offset_delta, _base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(buf, pos)
     valid = crc32c(memoryview(buf)[pos + 21:pos + size]) == stored
-    is_control = bool(attributes & 0x20)
+    is_control = bool(attributes & CONTROL_FLAG_MASK)
     control_type = coordinator_epoch = None
-    if is_control and count > 0 and attributes & 0x07 == 0:
+    if is_control and count > 0 and attributes & COMPRESSION_CODEC_MASK == 0:
         control_type, coordinator_epoch = _control_record(buf, pos + _V2_OVERHEAD, pos + size)
     return BatchHeader(
         position=pos, size=size, magic=2, base_offset=base_offset,
         last_offset=base_offset + last_offset_delta, max_timestamp=max_ts, crc_valid=valid,
         producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-        last_offset_delta=last_offset_delta, is_transactional=bool(attributes & 0x10),
+        last_offset_delta=last_offset_delta, is_transactional=bool(attributes & TRANSACTIONAL_FLAG_MASK),
         is_control=is_control, partition_leader_epoch=leader_epoch, records_count=count,
         control_type=control_type, coordinator_epoch=coordinator_epoch)
 

@@ -13,11 +13,17 @@ import os
 import struct
 from dataclasses import dataclass
 
+from segtools.formats.indexes import (
+    ABORTED_TXN_STRUCT_FORMAT,
+    OFFSET_INDEX_ENTRY_STRUCT_FORMAT,
+    TIME_INDEX_ENTRY_STRUCT_FORMAT,
+)
+
 __all__ = ["OffsetIndexFile", "TimeIndexFile", "TxnIndexFile", "AbortedTxnEntry"]
 
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
-_TXN_ENTRY = struct.Struct(">hqqqq")
+_OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)
+_TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)
+_TXN_ENTRY = struct.Struct(ABORTED_TXN_STRUCT_FORMAT)
 
 
 class _PreallocatedIndex:

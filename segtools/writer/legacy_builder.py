@@ -12,6 +12,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from segtools.formats.legacy import (
+    LEGACY_CRC_STRUCT_FORMAT,
+    LEGACY_LENGTH_STRUCT_FORMAT,
+    LEGACY_MAGIC_ATTRIBUTES_STRUCT_FORMAT,
+    LEGACY_PREFIX_STRUCT_FORMAT,
+    LEGACY_TIMESTAMP_STRUCT_FORMAT,
+)
+
 from ..crc import crc32
 from .batch_builder import NewRecord, codec_id_of
 
@@ -23,7 +31,7 @@ _TIMESTAMP_TYPE_MASK = 0x08
 def _nullable(data: bytes | None) -> bytes:
     if data is None:
         return b"\xff\xff\xff\xff"
-    return struct.pack(">i", len(data)) + data
+    return struct.pack(LEGACY_LENGTH_STRUCT_FORMAT, len(data)) + data
 
 
 def build_legacy_message(*, offset: int, magic: int, key: bytes | None, value: bytes | None,
@@ -31,12 +39,12 @@ def build_legacy_message(*, offset: int, magic: int, key: bytes | None, value: b
     """One log entry: ``offset int64, size int32, crc, magic, attributes, [timestamp], key, value``."""
     if magic not in (0, 1):
         raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
-    body = struct.pack(">bb", magic, attributes)
+    body = struct.pack(LEGACY_MAGIC_ATTRIBUTES_STRUCT_FORMAT, magic, attributes)
     if magic == 1:
-        body += struct.pack(">q", timestamp)
+        body += struct.pack(LEGACY_TIMESTAMP_STRUCT_FORMAT, timestamp)
     body += _nullable(key) + _nullable(value)
-    message = struct.pack(">I", crc32(body)) + body
-    return struct.pack(">qi", offset, len(message)) + message
+    message = struct.pack(LEGACY_CRC_STRUCT_FORMAT, crc32(body)) + body
+    return struct.pack(LEGACY_PREFIX_STRUCT_FORMAT, offset, len(message)) + message
 
 
 def build_legacy_message_set(

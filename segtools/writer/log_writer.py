@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from typing import Any
 
+from segtools.formats.indexes import ABORTED_TXN_SIZE, ABORTED_TXN_STRUCT_FORMAT
+from segtools.formats.names import SEGMENT_FILE_RE, SNAPSHOT_SUFFIX, filename_prefix_from_offset, offset_from_filename
+
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
 from .index_files import AbortedTxnEntry, OffsetIndexFile, TimeIndexFile, TxnIndexFile
@@ -27,7 +30,7 @@ _INT32_MAX = 2**31 - 1
 
 def segment_file_name(offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` style names (20-digit zero-padded offset)."""
-    return f"{offset:020d}{suffix}"
+    return filename_prefix_from_offset(offset) + suffix
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +257,7 @@ class LogWriter:
             return []
         with open(path, "rb") as f:
             data = f.read()
-        return [AbortedTxnEntry(*struct.unpack_from(">hqqqq", data, i * 34)[1:])
+        return [AbortedTxnEntry(*struct.unpack_from(ABORTED_TXN_STRUCT_FORMAT, data, i * ABORTED_TXN_SIZE)[1:])
                 for i in range(len(data) // 34)]
 
     def _replay(self, rebuild_from: int | None) -> int:
@@ -340,8 +343,9 @@ class LogWriter:
             self._remove_file(path)
 
     def _snapshot_offsets(self) -> list[int]:
-        return sorted(int(n[:20]) for n in os.listdir(self.dir)
-                      if n.endswith(".snapshot") and len(n) == 29 and n[:20].isdigit())
+        return sorted(offset_from_filename(n) for n in os.listdir(self.dir)
+                      if (m := SEGMENT_FILE_RE.match(n)) and m["kind"] == SNAPSHOT_SUFFIX
+                      and not m["extra"])
 
     def _snapshot_path(self, offset: int) -> str:
         return os.path.join(self.dir, segment_file_name(offset, ".snapshot"))

@@ -1,0 +1,172 @@
+"""``formats/`` is the source of Kafka's layouts (docs/ARCHITECTURE.md "Layers").
+
+Scans the package source with ``ast`` and fails when, outside ``formats/``:
+
+* a ``struct`` format string literal appears (``struct.Struct(">qi")``, ``struct.pack(">I", ...)``):
+  the format must come from a ``*_STRUCT_FORMAT`` constant declared in ``formats/`` next to the
+  construct declaration it mirrors;
+* an attribute bit mask (0x07, 0x08, 0x10, 0x20, 0x40) is applied to something named
+  ``attributes``/``attrs``: the masks are ``formats.record_batch.*_MASK``;
+* a segment file name is cut by hand (``name[:20]``, ``f"{offset:020d}"``): the rules are in
+  ``formats.names``.
+
+The allow-list below is explicit and each entry says why it cannot use ``formats/`` (yet).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE_DIRS = ["segtools", "cli", "spark"]
+STRUCT_FUNCS = {"Struct", "pack", "unpack", "pack_into", "unpack_from", "calcsize", "iter_unpack"}
+ATTRIBUTE_MASKS = {0x07, 0x08, 0x10, 0x20, 0x40}
+
+#: (file, rule) -> why it is allowed
+ALLOWED = {
+    # codec framing (xerial snappy blocks, lz4 frame header of KAFKA-3160): compression
+    # formats, not Kafka record layouts; they live with the codecs
+    ("segtools/codecs.py", "struct"): "codec framing, not a Kafka record layout",
+    # the generic protocol primitive types (int8..float64) of the message-schema engine that
+    # decodes internal topics: primitives, not layouts (owned by the decoders stream)
+    ("segtools/internal/protocol.py", "struct"): "protocol primitive types",
+    ("segtools/internal/consumer_offsets.py", "struct"): "owned by the decoders stream",
+    ("segtools/internal/transaction_state.py", "struct"): "owned by the decoders stream",
+    ("segtools/dump/parsers.py", "struct"): "owned by the decoders stream",
+    # being rewritten by the dumpspeed stream in this round: move to formats.names after it lands
+    ("segtools/dump/text.py", "file_name"): "dumpspeed stream's rewrite in progress",
+}
+
+
+def _sources() -> list[Path]:
+    files = []
+    for d in SOURCE_DIRS:
+        files += sorted((REPO / d).rglob("*.py"))
+    return [p for p in files if ".venv" not in p.parts]
+
+
+def _is_struct_call(node: ast.Call) -> bool:
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr in STRUCT_FUNCS
+            and isinstance(f.value, ast.Name) and f.value.id == "struct")
+
+
+def _names_attributes(node: ast.AST) -> bool:
+    text = ast.unparse(node).lower()
+    return "attributes" in text or "attrs" in text
+
+
+@functools.cache
+def _parse(path: Path, mtime_ns: int) -> ast.AST:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def violations() -> list[tuple[str, str, int, str]]:
+    found = []
+    for path in _sources():
+        rel = str(path.relative_to(REPO))
+        tree = _parse(path, path.stat().st_mtime_ns)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _is_struct_call(node) and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    found.append((rel, "struct", node.lineno, first.value))
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+                for const, other in ((node.left, node.right), (node.right, node.left)):
+                    if (isinstance(const, ast.Constant) and const.value in ATTRIBUTE_MASKS
+                            and _names_attributes(other)):
+                        found.append((rel, "mask", node.lineno, ast.unparse(node)))
+            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+                s = node.slice
+                if (s.lower is None and isinstance(s.upper, ast.Constant) and s.upper.value == 20
+                        and s.step is None):
+                    found.append((rel, "file_name", node.lineno, ast.unparse(node)))
+            elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+                spec = ast.unparse(node.format_spec)
+                if "020d" in spec:
+                    found.append((rel, "file_name", node.lineno, ast.unparse(node.value)))
+    return [v for v in found if (v[0], v[1]) not in ALLOWED]
+
+
+def test_kafka_layouts_masks_and_file_names_come_from_formats():
+    found = violations()
+    assert not found, "outside formats/ (use its constants):\n" + "\n".join(
+        f"  {f}:{line}: {rule}: {what}" for f, rule, line, what in found)
+
+
+def test_the_scan_finds_what_it_forbids(tmp_path, monkeypatch):
+    # the rules themselves: a module with one of each must give three findings
+    pkg = tmp_path / "segtools"
+    pkg.mkdir()
+    (pkg / "bad.py").write_text(
+        "import struct\n"
+        "H = struct.Struct('>qi')\n"
+        "def f(attributes, name, o):\n"
+        "    return attributes & 0x07, name[:20], f'{o:020d}'\n")
+    monkeypatch.setattr(__import__(__name__), "REPO", tmp_path)
+    rules = sorted(rule for _, rule, _, _ in violations())
+    assert rules == ["file_name", "file_name", "mask", "struct"]
+
+
+def test_allow_list_entries_are_still_needed():
+    # an entry whose file no longer breaks its rule must be removed from ALLOWED
+    saved = dict(ALLOWED)
+    try:
+        ALLOWED.clear()
+        hits = {(f, rule) for f, rule, _, _ in violations()}
+    finally:
+        ALLOWED.update(saved)
+    stale = sorted(set(saved) - hits)
+    assert not stale, f"allow-list entries no longer needed: {stale}"
+
+
+def test_struct_formats_decode_what_the_construct_declarations_build():
+    # each hot-path format reads the bytes its construct declaration builds (the declaration
+    # is the spec): field values chosen to be distinct and to use every byte
+    import struct
+
+    from segtools.formats import control, indexes, producer_snapshot, record_batch
+
+    header = dict(base_offset=-2**40 + 3, batch_length=0x01020304, partition_leader_epoch=-5,
+                  magic=2, crc=0xF1E2D3C4, attributes=0x7F3A, last_offset_delta=-7,
+                  base_timestamp=2**50 + 9, max_timestamp=-(2**45), producer_id=2**33 + 1,
+                  producer_epoch=-300, base_sequence=2**30 + 11, records_count=-2**31)
+    raw = record_batch.RecordBatchHeader.build(header)
+    assert struct.unpack(record_batch.HEADER_STRUCT_FORMAT, raw) == tuple(header.values())
+    assert struct.unpack_from(record_batch.LOG_PREFIX_STRUCT_FORMAT, raw) == (
+        header["base_offset"], header["batch_length"])
+    assert struct.unpack_from(record_batch.MAGIC_STRUCT_FORMAT, raw,
+                              record_batch.MAGIC_OFFSET) == (2,)
+    assert struct.unpack_from(record_batch.CRC_STRUCT_FORMAT, raw,
+                              record_batch.CRC_OFFSET) == (header["crc"],)
+    cases = [
+        (indexes.OffsetIndexEntry, indexes.OFFSET_INDEX_ENTRY_STRUCT_FORMAT,
+         dict(relative_offset=-9, position=0x7F00FF01)),
+        (indexes.TimeIndexEntry, indexes.TIME_INDEX_ENTRY_STRUCT_FORMAT,
+         dict(timestamp=-(2**60), relative_offset=77)),
+    ]
+    for decl, fmt, values in cases:
+        assert struct.unpack(fmt, decl.build(values)) == tuple(values.values()), fmt
+    assert struct.calcsize(indexes.ABORTED_TXN_STRUCT_FORMAT) == indexes.AbortedTxnEntry.sizeof()
+    assert struct.calcsize(control.CONTROL_KEY_STRUCT_FORMAT) == control.CONTROL_KEY_SIZE
+    assert struct.calcsize(control.END_TXN_MARKER_STRUCT_FORMAT) == control.END_TXN_MARKER_SIZE
+    assert struct.calcsize(producer_snapshot.PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT) == \
+        producer_snapshot.PRODUCER_SNAPSHOT_HEADER_SIZE
+
+
+def test_v2_field_offsets_match_the_header_layout():
+    # the numba kernel reads fields at these offsets; they must be where the struct puts them
+    import struct
+
+    from segtools.formats import record_batch as rb
+
+    fmt = rb.HEADER_STRUCT_FORMAT
+    offsets = [struct.calcsize(fmt[:i + 1]) for i in range(1, len(fmt) - 1)]
+    assert [0, *offsets] == [0, rb.LENGTH_OFFSET, rb.PARTITION_LEADER_EPOCH_OFFSET,
+                             rb.MAGIC_OFFSET, rb.CRC_OFFSET, rb.ATTRIBUTES_OFFSET,
+                             rb.LAST_OFFSET_DELTA_OFFSET, rb.BASE_TIMESTAMP_OFFSET,
+                             rb.MAX_TIMESTAMP_OFFSET, rb.PRODUCER_ID_OFFSET,
+                             rb.PRODUCER_EPOCH_OFFSET, rb.BASE_SEQUENCE_OFFSET,
+                             rb.RECORDS_COUNT_OFFSET]
