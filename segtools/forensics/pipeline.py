@@ -20,7 +20,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -178,8 +178,8 @@ def drill_tasks(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec]) -> list
     earliest fork on) the reference replica's range from there to its log end."""
     if not verdict.divergent_ranges:
         return []
-    by_key = {(s.broker, s.log_dir): s.replica_id for s in specs
-              if (s.topic, s.partition) == (verdict.topic, verdict.partition)}
+    by_key: dict[tuple[int | None, str], int] = {(s.broker, s.log_dir): s.replica_id for s in specs
+                                                 if (s.topic, s.partition) == (verdict.topic, verdict.partition)}
     tasks = [ReadTask(verdict.topic, verdict.partition, by_key[(r.broker, r.log_dir)], r.first_offset, r.last_offset)
              for r in verdict.divergent_ranges]
     ref = next(r for r in verdict.replicas if r.is_reference)
@@ -272,8 +272,16 @@ def filters_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int]
     return out
 
 
+class AckLookup(Protocol):
+    """What stage 3c asks of acks.jsonl (an AckIndex, or one partition's slice of it)."""
+
+    def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]: ...
+
+    def committed_for_partition(self, topic: str, partition: int) -> set[tuple[int, int]]: ...
+
+
 def match_partition(verdict: PartitionVerdict, specs: Mapping[int, ReplicaSpec],
-                    records: Mapping[int, Sequence[RecordFacts]], acks: AckIndex | None
+                    records: Mapping[int, Sequence[RecordFacts]], acks: AckLookup | None
                     ) -> tuple[list[LostRecord], list[Finding]]:
     """Stage 3c for one partition: records per replica id (divergent ranges and the filtered
     reference range) -> lost records and RELOCATED / DUPLICATE findings."""
@@ -299,7 +307,8 @@ def match_partition(verdict: PartitionVerdict, specs: Mapping[int, ReplicaSpec],
 
 def consumer_offsets_tasks(verdicts: Iterable[PartitionVerdict], specs: Sequence[ReplicaSpec]) -> list[ReadTask]:
     """The reference replica of each __consumer_offsets partition, up to its log end."""
-    by_key = {(s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
+    by_key: dict[tuple[str, int, int | None, str], ReplicaSpec] = {
+        (s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
     out = []
     for v in verdicts:
         if v.topic != CONSUMER_OFFSETS:
