@@ -136,7 +136,9 @@ def test_a_segment_that_stops_is_one_read_error_row(spark, tmp_path):
     shutil.copytree(GENERATED / "S0-healthy-baseline" / "broker-1" / "orders-0", pdir)
     seg = sorted(pdir.glob("*.log"))[0]
     data = bytearray(seg.read_bytes())
-    data[len(data) // 2] ^= 0xFF          # inside a batch: CRC mismatch from there on
+    second = 12 + int.from_bytes(data[8:12], "big")      # offset(8) + batch length(4) + length
+    assert second < len(data)
+    data[second + 8:second + 12] = (5).to_bytes(4, "big")   # a batch length below Kafka's minimum
     seg.write_bytes(bytes(data))
     os.utime(seg, (1_600_000_000, 1_600_000_000))
     with pytest.raises(segtools.SegtoolsError) as exc:
