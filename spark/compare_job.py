@@ -3,12 +3,13 @@ the rows between them as Arrow (declared schemas, no pickled columns).
 
 1. The driver's plan (the ReplicaSpecs compare discovered once) goes to the ``kafka_segments``
    source as its ``plan`` option; it reads batch headers (``errors=column``: a segment that
-   stopped at bad bytes ends with a row carrying the reader's message).
-2. ``groupBy(topic, partition).applyInArrow``: ``classify_group`` per partition; only the
-   verdicts (a JSON column, ``segtools.forensics.plain``) reach the driver.
-3. ``drill_tasks`` on the driver; ``mapInArrow``: ``read_task`` decodes the divergent ranges
-   and, filtered by the divergent records' ``FILTER_SCHEMA`` rows, the reference ranges;
-   ``applyInArrow``: ``match_partition`` per partition; only lost records reach the driver.
+   stopped at bad bytes ends with a row carrying the reader's message), about one task per
+   core.
+2. ``groupBy(topic, partition).applyInArrow``: ``compare_partition`` per partition, the same
+   function the local runner calls (classify, decode the divergent ranges and the filtered
+   reference range, match). Only verdicts and lost records reach the driver, as JSON columns
+   (``segtools.forensics.plain``). One Spark job for the whole compare (plus one for the
+   __consumer_offsets commits when there are any, and the ``--tables`` writes).
 
 This module only moves rows; every rule is in ``segtools.forensics``.
 """
@@ -29,8 +30,14 @@ from segtools.forensics.report import CompareReport
 if TYPE_CHECKING:
     from segtools.forensics.progress import Progress
 
-_VERDICT_SCHEMA = "topic string, partition int, verdict string"
-_LOST_SCHEMA = "topic string, partition int, lost string"
+_RESULT_SCHEMA = "topic string, partition int, verdict string, lost string"
+
+
+def _result_arrow() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+                      pa.field("verdict", pa.string()), pa.field("lost", pa.string())])
 
 
 def _ddl(schema: Any) -> Any:
@@ -51,6 +58,17 @@ def _segment_plan(specs: Sequence[ReplicaSpec]) -> str:
             parts.append(SegmentPartition(path, s.topic, s.partition, s.replica_id, bases[i],
                                           bases[i + 1] if i + 1 < len(bases) else None, size))
     return plan_json(parts)
+
+
+def _group_bytes(total: int, sc: Any) -> int:
+    """Segment bytes per scan task: about one task per core (each task costs Spark's
+    scheduling and a Python round trip: 12 tasks of 128 MiB took 2.3x as long as 2 tasks for
+    the same 1 GB on 2 cores), within [128 MiB, 1 GiB] so a big input still gets tasks small
+    enough to balance and to retry."""
+    from segtools.spark.datasource import GROUP_BYTES
+
+    slots = max(1, int(sc.defaultParallelism))
+    return min(max(GROUP_BYTES, -(-total // slots)), 1 << 30)
 
 
 def _tasks_df(spark: Any, tasks: Sequence[Any]) -> Any:
@@ -117,23 +135,13 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
         COMMITS_SCHEMA,
         FACT_COLUMNS,
         FACTS_SCHEMA,
-        FILTER_SCHEMA,
-        RECORD_FACTS_SCHEMA,
-        ReadTask,
-        classify_group,
         commits_batch,
         commits_from_rows,
+        compare_partition,
         consumer_offsets_tasks,
-        drill_tasks,
-        filter_rows,
-        filters_from_rows,
         finish_report,
         group_specs,
-        match_partition,
         read_commits,
-        read_task,
-        record_facts_from_rows,
-        records_batch,
     )
     from segtools.spark import register
 
@@ -150,7 +158,8 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
     batches = None
     if any(s.segments for s in specs):
         batches = (spark.read.format("kafka_segments").option("level", "batches").option("errors", "column")
-                   .option("plan", _segment_plan(specs)).load())
+                   .option("plan", _segment_plan(specs)).option("group_bytes", str(_group_bytes(total, sc)))
+                   .load())
         if tables_dir:
             # the scan stamps the run's replica id in `broker`; the table carries the real one
             from pyspark.sql import functions as F
@@ -161,88 +170,42 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
              .write.mode("overwrite").parquet(os.path.join(tables_dir, "batches")))
         batches = batches.select(*FACT_COLUMNS, "read_error")
 
-    def classify(key: tuple[Any, Any], table: pa.Table) -> pa.Table:
+    result_arrow = _result_arrow()
+
+    def per_partition(key: tuple[Any, Any], table: pa.Table) -> pa.Table:
         tp = (key[0].as_py(), key[1].as_py())
-        verdict = classify_group(table.cast(FACTS_SCHEMA), b_groups.value[tp], b_hist.value.get(tp))
-        return _one_row(tp, plain.dumps(verdict), "verdict")
+        a = b_acks.value
+        verdict, recs, findings = compare_partition(table.cast(FACTS_SCHEMA), b_groups.value[tp],
+                                                    b_hist.value.get(tp), None if a is None else a.get(tp))
+        return pa.Table.from_pydict({"topic": [tp[0]], "partition": [tp[1]], "verdict": [plain.dumps(verdict)],
+                                     "lost": [plain.dumps({"lost": recs, "findings": findings})]},
+                                    schema=result_arrow)
 
     verdicts: dict[tuple[str, int], PartitionVerdict] = {}
-    if batches is not None:
-        with _Watch(spark, progress, "scanning batch headers", total):
-            rows = batches.groupBy("topic", "partition").applyInArrow(classify, _VERDICT_SCHEMA).collect()
-        for r in rows:
-            verdicts[(r.topic, r.partition)] = plain.loads(PartitionVerdict, r.verdict)
-    for tp, group in by_tp.items():
-        if tp not in verdicts:     # no replica holds a batch: nothing to scan, classify here
-            verdicts[tp] = classify_group(FACTS_SCHEMA.empty_table(), group, (histories or {}).get(tp))
-
-    # ---- stage 3: decode divergent ranges (and the filtered reference ranges), match per partition
-    tasks = [t for tp in sorted(verdicts) for t in drill_tasks(verdicts[tp], by_tp[tp])]
     lost: dict[tuple[str, int], tuple[list[LostRecord], list[Finding]]] = {}
-    if tasks:
-        b_verdicts = sc.broadcast({tp: v for tp, v in verdicts.items() if v.divergent_ranges})
-        acked = None if acks is None else {tp: (acks.for_partition(*tp), acks.committed_for_partition(*tp))
-                                           for tp, v in verdicts.items() if v.divergent_ranges}
-        b_acks = sc.broadcast(acked)
-
-        def read_divergent(frames: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for rb in frames:
-                for t in rb.to_pylist():
-                    task = ReadTask(**t)
-                    recs = read_task(task, b_specs.value[task.replica_id])
-                    if recs:
-                        yield records_batch(task, recs)
-
-        div_df = _tasks_df(spark, [t for t in tasks if not t.reference])
-        div_records = div_df.mapInArrow(read_divergent, _ddl(RECORD_FACTS_SCHEMA)).cache()
-        records = div_records
-        ref_tasks = [t for t in tasks if t.reference]
-        if ref_tasks:
-            def digests(frames: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                for rb in frames:
-                    for (topic, partition), group in _by_partition(rb.to_pylist()).items():
-                        yield filter_rows(topic, partition, record_facts_from_rows(group))
-
-            filters = filters_from_rows(r.asDict() for r in
-                                        div_records.mapInArrow(digests, _ddl(FILTER_SCHEMA)).collect())
-            b_filters = sc.broadcast(filters)
-
-            def read_reference(frames: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                for rb in frames:
-                    for t in rb.to_pylist():
-                        task = ReadTask(**t)
-                        keep = b_filters.value.get((task.topic, task.partition))
-                        recs = read_task(task, b_specs.value[task.replica_id], keep)
-                        if recs:
-                            yield records_batch(task, recs)
-
-            ref_records = _tasks_df(spark, ref_tasks).mapInArrow(read_reference, _ddl(RECORD_FACTS_SCHEMA))
-            records = div_records.unionByName(ref_records)
-        if tables_dir:
-            records.write.mode("overwrite").parquet(os.path.join(tables_dir, "divergent_records"))
-
-        def match(key: tuple[Any, Any], table: pa.Table) -> pa.Table:
-            tp = (key[0].as_py(), key[1].as_py())
-            by_rid: dict[int, list[Any]] = {}
-            for r in table.to_pylist():
-                by_rid.setdefault(int(r["replica_id"]), []).append(r)
-            recs = {rid: record_facts_from_rows(rows) for rid, rows in by_rid.items()}
-            a = b_acks.value
-            found = match_partition(b_verdicts.value[tp], b_specs.value, recs,
-                                    None if a is None else _Acks(tp, *a[tp]))
-            return _one_row(tp, plain.dumps({"lost": found[0], "findings": found[1]}), "lost")
-
-        with _Watch(spark, progress, "decoding divergent ranges"):
-            rows = records.groupBy("topic", "partition").applyInArrow(match, _LOST_SCHEMA).collect()
+    if batches is not None:
+        # acks: each partition's slice (what a worker needs of acks.jsonl)
+        b_acks = sc.broadcast(None if acks is None else {tp: _Acks(acks.for_partition(*tp),
+                                                                   acks.committed_for_partition(*tp))
+                                                         for tp in by_tp})
+        with _Watch(spark, progress, "comparing", total):
+            rows = batches.groupBy("topic", "partition").applyInArrow(per_partition, _RESULT_SCHEMA).collect()
         for r in rows:
-            doc = json.loads(r.lost)
-            lost[(r.topic, r.partition)] = (plain.from_plain(list[LostRecord], doc["lost"]),
-                                            plain.from_plain(list[Finding], doc["findings"]))
-        # partitions with divergent ranges but no record in them still get their (empty) match
-        for tp, v in verdicts.items():
-            if v.divergent_ranges and tp not in lost:
-                lost[tp] = match_partition(v, {s.replica_id: s for s in specs}, {}, acks)
-        div_records.unpersist()
+            tp = (r.topic, r.partition)
+            verdicts[tp] = plain.loads(PartitionVerdict, r.verdict)
+            if verdicts[tp].divergent_ranges:
+                doc = json.loads(r.lost)
+                lost[tp] = (plain.from_plain(list[LostRecord], doc["lost"]),
+                            plain.from_plain(list[Finding], doc["findings"]))
+    for tp, group in by_tp.items():
+        if tp not in verdicts:     # no replica holds a batch: nothing to scan, compare here
+            verdict, recs, findings = compare_partition(FACTS_SCHEMA.empty_table(), group,
+                                                        (histories or {}).get(tp), acks)
+            verdicts[tp] = verdict
+            if verdict.divergent_ranges:
+                lost[tp] = (recs, findings)
+    if tables_dir:
+        _write_divergent_records(spark, verdicts, by_tp, b_specs, os.path.join(tables_dir, "divergent_records"))
 
     # ---- S21: offset commits of the surviving __consumer_offsets replicas
     commit_tasks = consumer_offsets_tasks(verdicts.values(), specs)
@@ -270,32 +233,39 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
     return report
 
 
-def _one_row(tp: tuple[str, int], text: str, column: str) -> Any:
-    """A per-partition result row (topic string, partition int, <column> string)."""
+def _write_divergent_records(spark: Any, verdicts: Mapping[tuple[str, int], Any],
+                             by_tp: Mapping[tuple[str, int], list[ReplicaSpec]], b_specs: Any, folder: str) -> None:
+    """--tables: the records of every drill-down range as Parquet (decoded again: only asked
+    for with --tables; the compare itself decodes them inside its per-partition step)."""
     import pyarrow as pa
 
-    schema = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-                        pa.field(column, pa.string())])
-    return pa.Table.from_pydict({"topic": [tp[0]], "partition": [tp[1]], column: [text]}, schema=schema)
+    from segtools.forensics.pipeline import RECORD_FACTS_SCHEMA, ReadTask, drill_tasks, read_task, records_batch
 
+    tasks = [t for tp in sorted(verdicts) for t in drill_tasks(verdicts[tp], by_tp[tp]) if not t.reference]
+    if not tasks:
+        return
 
-def _by_partition(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for r in rows:
-        out.setdefault((r["topic"], int(r["partition"])), []).append(r)
-    return out
+    def read(frames: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for rb in frames:
+            for t in rb.to_pylist():
+                task = ReadTask(**t)
+                recs = read_task(task, b_specs.value[task.replica_id])
+                if recs:
+                    yield records_batch(task, recs)
+
+    _tasks_df(spark, tasks).mapInArrow(read, _ddl(RECORD_FACTS_SCHEMA)).write.mode("overwrite").parquet(folder)
 
 
 class _Acks:
-    """The one partition's slice of an AckIndex (what a worker needs of acks.jsonl)."""
+    """One partition's slice of an AckIndex (what a worker needs of acks.jsonl)."""
 
-    def __init__(self, tp: tuple[str, int], acked: Any, committed: Any) -> None:
-        self.tp, self.acked, self.committed = tp, acked, committed
+    def __init__(self, acked: dict[tuple[int, int], bool], committed: set[tuple[int, int]]) -> None:
+        self.acked, self.committed = acked, committed
 
-    def for_partition(self, topic: str, partition: int) -> Any:
+    def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]:
         return self.acked
 
-    def committed_for_partition(self, topic: str, partition: int) -> Any:
+    def committed_for_partition(self, topic: str, partition: int) -> set[tuple[int, int]]:
         return self.committed
 
 

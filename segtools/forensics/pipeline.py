@@ -8,6 +8,8 @@
     stage 3b    :func:`read_task`: one task -> ``RECORD_FACTS_SCHEMA`` rows (reference ranges
                 keep only what :class:`ReferenceFilter` keeps)
     stage 3c    :func:`match_partition`: one partition's records -> lost records and findings
+                (:func:`compare_partition` is stages 2-3 for one partition, as both runners
+                call it: Spark in ``groupBy(topic, partition).applyInArrow``)
     finish      :func:`finish_report`: consumer-group findings, lost offsets
 
 A runner only moves rows between these functions: :class:`LocalRunner` here, in this process;
@@ -301,6 +303,28 @@ def match_partition(verdict: PartitionVerdict, specs: Mapping[int, ReplicaSpec],
     return lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack)
 
 
+def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: PartitionHistory | None,
+                      acks: AckLookup | None) -> tuple[PartitionVerdict, list[LostRecord], list[Finding]]:
+    """Stages 2 and 3 for one partition, as both runners run them: classify its FACTS_SCHEMA
+    rows, decode the divergent ranges, then the reference range (keeping only what the
+    divergent records can match), and match."""
+    verdict = classify_group(rows, specs, history)
+    tasks = drill_tasks(verdict, specs)
+    if not tasks:
+        return verdict, [], []
+    by_id = {s.replica_id: s for s in specs}
+    records: dict[int, list[RecordFacts]] = {}
+    for t in tasks:
+        if not t.reference:
+            records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id]))
+    keep = ReferenceFilter(r for recs in records.values() for r in recs)
+    for t in tasks:
+        if t.reference:
+            records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id], keep))
+    lost, findings = match_partition(verdict, by_id, records, acks)
+    return verdict, lost, findings
+
+
 # ---------------------------------------------------------------------------------------------
 # consumer groups (S21) and the report
 
@@ -388,20 +412,11 @@ class LocalRunner:
                     batches.extend(scan_segment(path, topic, partition, spec.replica_id))
                     if progress is not None:
                         progress.advance(1, size)
-            verdict = classify_group(pa.Table.from_batches(batches, schema=FACTS_SCHEMA), group,
-                                     (histories or {}).get((topic, partition)))
+            verdict, recs, findings = compare_partition(pa.Table.from_batches(batches, schema=FACTS_SCHEMA), group,
+                                                        (histories or {}).get((topic, partition)), acks)
             verdicts.append(verdict)
-            tasks = drill_tasks(verdict, group)
-            if tasks:
-                records: dict[int, list[RecordFacts]] = {}
-                for t in tasks:
-                    if not t.reference:
-                        records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id]))
-                keep = ReferenceFilter(r for recs in records.values() for r in recs)
-                for t in tasks:
-                    if t.reference:
-                        records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id], keep))
-                lost[(topic, partition)] = match_partition(verdict, by_id, records, acks)
+            if verdict.divergent_ranges:
+                lost[(topic, partition)] = (recs, findings)
         commits = [read_commits(by_id[t.replica_id], t.last + 1) for t in consumer_offsets_tasks(verdicts, specs)]
         if progress is not None:
             progress.done()
