@@ -109,6 +109,15 @@ def _scan_floor(root: str) -> float:
     return time.perf_counter() - t0
 
 
+def _reset_peak() -> None:
+    """Start a new peak-RSS (VmHWM) window for this process (Linux)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
 def _rss_mb(pid: int | str = "self", field: str = "VmRSS:") -> float | None:
     try:
         with open(f"/proc/{pid}/status") as fh:
@@ -169,20 +178,26 @@ def main(argv: list[str] | None = None) -> int:
         _warm(root)
         load_before = os.getloadavg()
         scan_s = _scan_floor(root)
-        t0 = time.perf_counter()
-        local = segtools.compare(root, progress=False)
-        local_s = time.perf_counter() - t0
-        py_rss_local = _rss_mb()
+        # driver memory: how far this process's RSS rose above where it stood before each run
+        before = _rss_mb() or 0
+        _reset_peak()
         t0 = time.perf_counter()
         distributed = segtools.compare(root, engine="spark", spark=spark, progress=False)
         spark_s = time.perf_counter() - t0
+        py_peak_spark = (_rss_mb(field="VmHWM:") or 0) - before
+        before = _rss_mb() or 0
+        _reset_peak()
+        t0 = time.perf_counter()
+        local = segtools.compare(root, progress=False)
+        local_s = time.perf_counter() - t0
+        py_peak_local = (_rss_mb(field="VmHWM:") or 0) - before
         statuses = sorted({r.status for p in local.partitions for r in p.verdict.replicas})
         results.append({
             "total_mb": round(data / 2**20, 1), "records_per_batch": RECORDS_PER_BATCH, "cores": cores,
             "scan_batches_s": round(scan_s, 2), "local_s": round(local_s, 2), "spark_s": round(spark_s, 2),
             "spark_vs_local": round(spark_s / local_s, 2), "local_vs_scan": round(local_s / scan_s, 2),
             "local_mb_per_s": round(data / 2**20 / local_s, 1),
-            "driver_python_rss_mb": round(_rss_mb() or 0, 1), "python_rss_after_local_mb": round(py_rss_local or 0, 1),
+            "spark_driver_py_growth_mb": round(py_peak_spark, 1), "local_py_growth_mb": round(py_peak_local, 1),
             "driver_jvm_rss_mb": _jvm_rss_mb(spark),
             "load_avg_1m": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
             "statuses": statuses, "lost_records": sum(len(p.lost) for p in local.partitions),
@@ -192,11 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     header = (f"{'total MB':>9} {'scan s':>7} {'local s':>8} {'Spark s':>8} {'Spark/local':>11} "
-              f"{'local/scan':>10} {'py RSS MB':>10} {'JVM RSS MB':>11} {'load 1m':>11} same")
+              f"{'local/scan':>10} {'local +MB':>9} {'Spark driver py +MB':>19} "
+              f"{'JVM RSS MB':>11} {'load 1m':>11} same")
     print(header)
     for r in results:
         print(f"{r['total_mb']:>9} {r['scan_batches_s']:>7} {r['local_s']:>8} {r['spark_s']:>8} "
-              f"{r['spark_vs_local']:>11} {r['local_vs_scan']:>10} {r['driver_python_rss_mb']:>10} "
+              f"{r['spark_vs_local']:>11} {r['local_vs_scan']:>10} {r['local_py_growth_mb']:>9} "
+              f"{r['spark_driver_py_growth_mb']:>19} "
               f"{round(r['driver_jvm_rss_mb'] or 0):>11} {'/'.join(map(str, r['load_avg_1m'])):>11} "
               f"{r['same_report']}")
     if args.json:
