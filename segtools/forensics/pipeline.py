@@ -5,8 +5,8 @@
                 CRC checks; a segment that stopped at bad bytes ends with an error row)
     stage 2     :func:`classify_group`: one partition's rows -> ``PartitionVerdict``
     stage 3a    :func:`drill_tasks`: a verdict -> the offset ranges to decode (``TASK_SCHEMA``)
-    stage 3b    :func:`read_task`: one task -> ``RECORD_FACTS_SCHEMA`` rows (reference ranges
-                keep only what :class:`ReferenceFilter` keeps)
+    stage 3b    :func:`read_task`: one task -> records (reference ranges keep only what
+                :class:`ReferenceFilter` of the divergent records keeps)
     stage 3c    :func:`match_partition`: one partition's records -> lost records and findings
                 (:func:`compare_partition` is stages 2-3 for one partition, as both runners
                 call it: Spark in ``groupBy(topic, partition).applyInArrow``)
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,7 +43,6 @@ from segtools.forensics.loss import (
     LostRecord,
     ReferenceFilter,
     apply_lost_evidence,
-    content_digest,
     lost_records,
 )
 from segtools.forensics.model import RecordFacts
@@ -85,12 +84,6 @@ RECORD_FACTS_SCHEMA = pa.schema([
     pa.field("is_control", pa.bool_()),
     pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))),
 ])
-
-#: What a reference range must keep, per divergent record (a ReferenceFilter as rows).
-FILTER_SCHEMA = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-                           pa.field("offset", pa.int64()), pa.field("producer_id", pa.int64()),
-                           pa.field("producer_epoch", pa.int32()), pa.field("sequence", pa.int32()),
-                           pa.field("digest", pa.binary())])
 
 #: Offset commits of a __consumer_offsets replica (S21 input).
 COMMITS_SCHEMA = pa.schema([pa.field("group", pa.string()), pa.field("topic", pa.string()),
@@ -252,28 +245,6 @@ def records_batch(task: ReadTask, recs: Sequence[RecordFacts]) -> pa.RecordBatch
     }, schema=RECORD_FACTS_SCHEMA)
 
 
-def filter_rows(topic: str, partition: int, recs: Sequence[RecordFacts]) -> pa.RecordBatch:
-    """FILTER_SCHEMA rows: what a reference range must keep for these divergent records."""
-    n = len(recs)
-    return pa.RecordBatch.from_pydict({
-        "topic": [topic] * n, "partition": [partition] * n, "offset": [r.offset for r in recs],
-        "producer_id": [r.producer_id for r in recs], "producer_epoch": [r.producer_epoch for r in recs],
-        "sequence": [r.sequence for r in recs], "digest": [content_digest(r) for r in recs],
-    }, schema=FILTER_SCHEMA)
-
-
-def filters_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], ReferenceFilter]:
-    """Per partition, the ReferenceFilter of its divergent records from FILTER_SCHEMA rows."""
-    out: dict[tuple[str, int], ReferenceFilter] = {}
-    for r in rows:
-        keep = out.setdefault((r["topic"], int(r["partition"])), ReferenceFilter(()))
-        keep.offsets.add(int(r["offset"]))
-        if r["producer_id"] >= 0 and r["sequence"] >= 0:
-            keep.producers.add((int(r["producer_id"]), int(r["producer_epoch"]), int(r["sequence"])))
-        keep.contents.add(bytes(r["digest"]))
-    return out
-
-
 class AckLookup(Protocol):
     """What stage 3c asks of acks.jsonl (an AckIndex, or one partition's slice of it)."""
 
@@ -429,7 +400,3 @@ def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckInde
     """Stages 1-3 without Spark (the local runner over ``paths`` or over given ``specs``)."""
     specs = list(specs) if specs is not None else discover_replicas(paths)
     return LocalRunner().run(specs, acks=acks, histories=histories)
-
-
-#: A function that runs the pipeline over specs (the local runner's ``run``, or Spark's).
-RunnerFn = Callable[..., CompareReport]
