@@ -189,7 +189,12 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
                                                                    acks.committed_for_partition(*tp))
                                                          for tp in by_tp})
         with _Watch(spark, progress, "comparing", total):
-            rows = batches.groupBy("topic", "partition").applyInArrow(per_partition, _RESULT_SCHEMA).collect()
+            # an explicit repartition by the group keys: adaptive execution would otherwise
+            # coalesce the small header rows of all partitions into one task, and classify
+            # them one after the other on one core
+            slots = max(1, int(sc.defaultParallelism))
+            grouped = batches.repartition(max(1, min(len(by_tp), 4 * slots)), "topic", "partition")
+            rows = grouped.groupBy("topic", "partition").applyInArrow(per_partition, _RESULT_SCHEMA).collect()
         for r in rows:
             tp = (r.topic, r.partition)
             verdicts[tp] = plain.loads(PartitionVerdict, r.verdict)
