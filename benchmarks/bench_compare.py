@@ -1,14 +1,15 @@
-"""Scaling benchmark of `segtools compare` on Spark: 3 replicas of a few partitions, growing
-total data size; reports wall time, throughput per core, driver memory and growth.
+"""`segtools compare`: the local runner against the Spark runner on the same data, the same
+cores and the same run, with `scan_batches` over the same bytes as the floor.
 
     python benchmarks/bench_compare.py                 # --quick sizes (24, 48, 96 MB total)
-    python benchmarks/bench_compare.py --full          # 1, 2 and 4 GB total
-    python benchmarks/bench_compare.py --sizes 200,400 --master local[2] --json out.json
+    python benchmarks/bench_compare.py --full          # 1 and 4 GB total (3 replicas)
+    python benchmarks/bench_compare.py --sizes 1024,4096,16384 --master local[2] --json out.json
     python benchmarks/bench_compare.py --cold-cli --sizes 512,2048,6144   # the runner threshold
 
 Data: per partition, broker 1 leads (epoch 0 then epoch 2), broker 2 lags by a few batches,
-broker 3 holds a divergent uncommitted tail in epoch 1 (so stage 3 decodes records). The
-inputs are written once per size under --workdir and reused.
+broker 3 holds a divergent uncommitted tail in epoch 1 (so stage 3 decodes records); all the
+rest agrees (batch headers and CRCs are all compare needs there). Inputs are written under
+--workdir (default $TMPDIR) and deleted after each size unless --keep.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import sys
 import time
@@ -40,6 +40,7 @@ def _write_cluster(root: str, total_bytes: int) -> dict[str, int]:
         os.makedirs(d, exist_ok=True)
         write_meta_properties(os.path.join(d, "meta.properties"), {"version": "0", "broker.id": str(broker)})
     ts = 1_700_000_000_000
+    pool = [os.urandom(VALUE_BYTES // 2).hex().encode() for _ in range(997)]   # values, reused
     for p in range(PARTITIONS):
         tp = ("bench", p)
         writers = {b: LogWriter(os.path.join(root, f"broker-{b}", f"bench-{p}"), segment_bytes=128 << 20)
@@ -52,7 +53,7 @@ def _write_cluster(root: str, total_bytes: int) -> dict[str, int]:
                 targets, epoch = (1, 2, 3), 0
             else:
                 targets, epoch = ((1, 2) if i < n_batches - TAIL_BATCHES else (1,)), 2
-            recs = [NewRecord(f"k{base + j}".encode(), os.urandom(VALUE_BYTES // 2).hex().encode(), (), ts + base + j)
+            recs = [NewRecord(f"k{base + j}".encode(), pool[(base + j) % len(pool)], (), ts + base + j)
                     for j in range(RECORDS_PER_BATCH)]
             raw = build_batch(recs, base_offset=base, partition_leader_epoch=epoch)
             for b in targets:
@@ -88,14 +89,42 @@ def _dir_bytes(root: str) -> int:
     return sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(root) for f in fs if f.endswith(".log"))
 
 
-def _jvm_peak_rss_mb(spark) -> float | None:
+def _warm(root: str) -> None:
+    for dirpath, _, files in os.walk(root):           # the page cache, for every contestant
+        for f in files:
+            with open(os.path.join(dirpath, f), "rb") as fh:
+                while fh.read(1 << 22):
+                    pass
+
+
+def _scan_floor(root: str) -> float:
+    """Seconds for segtools.scan_batches over every segment (headers + CRCs, nothing else)."""
+    import segtools
+
+    t0 = time.perf_counter()
+    for dirpath, _, files in os.walk(root):
+        for f in sorted(files):
+            if f.endswith(".log"):
+                segtools.scan_batches(os.path.join(dirpath, f))
+    return time.perf_counter() - t0
+
+
+def _reset_peak() -> None:
+    """Start a new peak-RSS (VmHWM) window for this process (Linux)."""
     try:
-        pid = spark.sparkContext._gateway.proc.pid  # local mode: the spark-submit JVM
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def _rss_mb(pid: int | str = "self", field: str = "VmRSS:") -> float | None:
+    try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
-    except (AttributeError, OSError):
+    except OSError:
         return None
     return None
 
@@ -103,9 +132,9 @@ def _jvm_peak_rss_mb(spark) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     global RECORDS_PER_BATCH
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--full", action="store_true", help="1, 2 and 4 GB total (default: --quick sizes)")
+    ap.add_argument("--full", action="store_true", help="1 and 4 GB total (default: --quick sizes)")
     ap.add_argument("--sizes", help="comma-separated total sizes in MB")
-    ap.add_argument("--master", default=None, help="Spark master (default local[*])")
+    ap.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
     ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "segtools-bench-compare"))
     ap.add_argument("--json", help="write results as JSON to this file")
     ap.add_argument("--keep", action="store_true", help="keep generated inputs")
@@ -114,19 +143,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold-cli", action="store_true",
                     help="time whole `segtools compare` runs (a fresh process each: JVM start "
                          "included) with --no-spark and with --spark; what the default runner "
-                         "threshold (cli/compare.py IN_PROCESS_MAX_BYTES) is set from")
+                         "threshold (segtools/forensics/api.py IN_PROCESS_MAX_BYTES) is set from")
     args = ap.parse_args(argv)
     RECORDS_PER_BATCH = args.records_per_batch
     if args.cold_cli:
         return _cold_cli(args)
     sizes = ([int(s) for s in args.sizes.split(",")] if args.sizes
-             else ([1024, 2048, 4096] if args.full else [24, 48, 96]))
+             else ([1024, 4096] if args.full else [24, 48, 96]))
 
-    from segtools.spark.compare_job import run_compare
+    import segtools
     from segtools.spark.session import get_spark
 
     spark = get_spark(master=args.master, app_name="segtools-bench-compare",
-                      config={"spark.driver.memory": "2g"})
+                      config={"spark.driver.memory": "2g", "spark.ui.enabled": "false"})
     cores = spark.sparkContext.defaultParallelism
     # Warm-up: JVM JIT and Python worker start-up are paid once per session, not per size.
     warm = os.path.join(args.workdir, "warmup")
@@ -134,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(warm, ignore_errors=True)
         _write_cluster(warm, 4 << 20)
     t0 = time.perf_counter()
-    run_compare(spark, [warm])
+    segtools.compare(warm, engine="spark", spark=spark, progress=False)
+    segtools.compare(warm, progress=False)
     print(f"warm-up (cold session) {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     results = []
     for mb in sizes:
@@ -145,42 +175,59 @@ def main(argv: list[str] | None = None) -> int:
             _write_cluster(root, mb << 20)
             print(f"generated {mb} MB in {time.perf_counter() - t0:.1f}s under {root}", file=sys.stderr)
         data = _dir_bytes(root)
+        _warm(root)
+        load_before = os.getloadavg()
+        scan_s = _scan_floor(root)
+        # driver memory: how far this process's RSS rose above where it stood before each run
+        before = _rss_mb() or 0
+        _reset_peak()
         t0 = time.perf_counter()
-        report = run_compare(spark, [root])
-        wall = time.perf_counter() - t0
+        distributed = segtools.compare(root, engine="spark", spark=spark, progress=False)
+        spark_s = time.perf_counter() - t0
+        py_peak_spark = (_rss_mb(field="VmHWM:") or 0) - before
+        before = _rss_mb() or 0
+        _reset_peak()
         t0 = time.perf_counter()
-        from segtools.forensics.pipeline import compare_in_process
-
-        same = compare_in_process([root]).to_json() == report.to_json()
-        in_process = time.perf_counter() - t0
-        statuses = sorted({r.status for p in report.partitions for r in p.verdict.replicas})
-        lost = sum(len(p.lost) for p in report.partitions)
+        local = segtools.compare(root, progress=False)
+        local_s = time.perf_counter() - t0
+        py_peak_local = (_rss_mb(field="VmHWM:") or 0) - before
+        statuses = sorted({r.status for p in local.partitions for r in p.verdict.replicas})
         results.append({
-            "total_mb": round(data / 2**20, 1), "records_per_batch": RECORDS_PER_BATCH,
-            "wall_s": round(wall, 2), "cores": cores,
-            "mb_per_s_per_core": round(data / 2**20 / wall / cores, 2),
-            "driver_python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "driver_jvm_peak_rss_mb": _jvm_peak_rss_mb(spark),
-            "statuses": statuses, "lost_records": lost,
-            "in_process_wall_s": round(in_process, 2), "same_report_as_in_process": same,
+            "total_mb": round(data / 2**20, 1), "records_per_batch": RECORDS_PER_BATCH, "cores": cores,
+            "scan_batches_s": round(scan_s, 2), "local_s": round(local_s, 2), "spark_s": round(spark_s, 2),
+            "spark_vs_local": round(spark_s / local_s, 2), "local_vs_scan": round(local_s / scan_s, 2),
+            "local_mb_per_s": round(data / 2**20 / local_s, 1),
+            "spark_driver_py_growth_mb": round(py_peak_spark, 1), "local_py_growth_mb": round(py_peak_local, 1),
+            "driver_jvm_rss_mb": _jvm_rss_mb(spark),
+            "load_avg_1m": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
+            "statuses": statuses, "lost_records": sum(len(p.lost) for p in local.partitions),
+            "same_report": distributed.to_json() == local.to_json(),
         })
         print(json.dumps(results[-1]), file=sys.stderr)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    for prev, cur in zip(results, results[1:]):
-        cur["growth_time_vs_data"] = round((cur["wall_s"] / prev["wall_s"]) / (cur["total_mb"] / prev["total_mb"]), 2)
-    header = (f"{'total MB':>9} {'wall s':>8} {'MB/s/core':>10} {'py RSS MB':>10} {'JVM RSS MB':>11} "
-              f"{'growth':>7} {'1-proc s':>9}  statuses")
+    header = (f"{'total MB':>9} {'scan s':>7} {'local s':>8} {'Spark s':>8} {'Spark/local':>11} "
+              f"{'local/scan':>10} {'local +MB':>9} {'Spark driver py +MB':>19} "
+              f"{'JVM RSS MB':>11} {'load 1m':>11} same")
     print(header)
     for r in results:
-        print(f"{r['total_mb']:>9} {r['wall_s']:>8} {r['mb_per_s_per_core']:>10} {r['driver_python_peak_rss_mb']:>10} "
-              f"{round(r['driver_jvm_peak_rss_mb'] or 0):>11} {r.get('growth_time_vs_data', '-'):>7} "
-              f"{r['in_process_wall_s']:>9}  {','.join(r['statuses'])}")
+        print(f"{r['total_mb']:>9} {r['scan_batches_s']:>7} {r['local_s']:>8} {r['spark_s']:>8} "
+              f"{r['spark_vs_local']:>11} {r['local_vs_scan']:>10} {r['local_py_growth_mb']:>9} "
+              f"{r['spark_driver_py_growth_mb']:>19} "
+              f"{round(r['driver_jvm_rss_mb'] or 0):>11} {'/'.join(map(str, r['load_avg_1m'])):>11} "
+              f"{r['same_report']}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)
     spark.stop()
     return 0
+
+
+def _jvm_rss_mb(spark) -> float | None:
+    try:
+        return _rss_mb(spark.sparkContext._gateway.proc.pid)   # local mode: the driver JVM
+    except AttributeError:
+        return None
 
 
 def _cold_cli(args: argparse.Namespace) -> int:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import signal
 import sys
 from typing import Any
@@ -13,36 +11,11 @@ import click
 
 from segtools.cli.errors import TroubleError, handle_errors
 from segtools.cli.options import max_batch_bytes_option
-from segtools.errors import display_path, is_utf8
+from segtools.errors import display_path
 
-#: Inputs up to this many bytes of segments run in this process; larger ones on Spark.
-#: Measured on the project's 2-core machine (benchmarks/bench_compare.py data, cold CLI runs,
-#: README "segtools compare: runner, legend, report"): the in-process runner was faster than
-#: local Spark at every size measured, 0.5 GB to 6.1 GB (6.1 GB: 14 s vs 261 s; Spark pays
-#: 20 s or more to start its JVM and has the same 2 cores); the threshold is the largest
-#: measured size.
-IN_PROCESS_MAX_BYTES = 6 << 30
-
-
-def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
-    """The controller's ``__cluster_metadata-0`` of the first given folder of broker dirs that
-    has one (what `segtools simulate` writes with ``metadata_log: true``); a given
-    ``DIR/broker-<id>`` dir stands for its folder ``DIR``."""
-    from segtools.errors import SegtoolsError
-    from segtools.sources import resolve
-
-    folders = []
-    for d in dirs:
-        d = os.path.normpath(d)
-        folders.append(os.path.dirname(d) if re.fullmatch(r"broker-\d+", os.path.basename(d)) else d)
-    for d in dict.fromkeys(folders):
-        try:
-            found = resolve([d or "."], errors="collect", check_copies=False)
-        except SegtoolsError:
-            continue
-        if found.inputs[0].kind == "cluster" and found.metadata_logs:
-            return found.metadata_logs[0].partition_dir
-    return None
+# the runner threshold and the metadata-log lookup live with segtools.compare(); kept here
+# under their old names for callers of the CLI module
+from segtools.forensics.api import IN_PROCESS_MAX_BYTES, default_metadata_log  # noqa: E402,F401
 
 
 @click.command("compare")
@@ -81,25 +54,14 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
-    from segtools.errors import SegtoolsError
-    from segtools.forensics.collect import discover_replicas
-    from segtools.forensics.elections import load_histories
-    from segtools.forensics.inputs import check_inputs, unique_inputs
-    from segtools.forensics.loss import AckIndex
+    from segtools.forensics.api import compare as run
+    from segtools.forensics.inputs import unique_inputs
     from segtools.forensics.report import render_summary
-    from segtools.limits import MAX_BATCH_BYTES_ENV
     from segtools.outputs import atomic_write, check_output_file, check_output_location
 
-    if max_batch_bytes is not None:
-        # every reader of the run (in process, and Spark's Python workers, which inherit the
-        # environment) takes the limit from here; restored when the command ends, so an
-        # in-process caller (a test, a notebook) keeps its own default afterwards
-        previous = os.environ.get(MAX_BATCH_BYTES_ENV)
-        os.environ[MAX_BATCH_BYTES_ENV] = str(max_batch_bytes)
-        click.get_current_context().call_on_close(lambda: _restore_env(MAX_BATCH_BYTES_ENV, previous))
     if use_spark is False and (master or tables_dir):
         raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
-    paths, warnings = unique_inputs(dirs)
+    paths, _ = unique_inputs(dirs)
     if tables_dir:
         check_output_location(tables_dir, paths, flag="--tables")
     if report_path:
@@ -111,60 +73,28 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         check_html_out(html_path, paths)
     if lost_out:
         check_output_location(lost_out, paths, flag="--lost-out")
-    acks = AckIndex.load(acks_path) if acks_path else None
-    histories = load_histories(metadata_log) if metadata_log else None
-    auto_log = None if metadata_log else default_metadata_log(paths)
-    if auto_log:
-        # found, not asked for: a log that cannot be replayed only costs the causes
-        try:
-            histories = load_histories(auto_log)
-            _note(f"using the controller's metadata log {auto_log}")
-        except SegtoolsError as exc:
-            _note(f"ignoring the controller's metadata log: {exc}")
-    from segtools.sources import resolve
-
-    resolution = resolve(paths)   # links out of the input, nested duplicates, copies
-    warnings += [w.message for w in resolution.messages]
-    specs = discover_replicas(paths, resolution, warnings=warnings)
-    check = check_inputs(paths, specs)
-    warnings += check.warnings
-    for w in warnings:
-        _note(f"warning: {w}")
-    if strict and check.cluster_conflict:
-        raise TroubleError(f"{check.cluster_conflict} (--strict)")
-    total = sum(size for s in specs for _p, size in s.segments)
-    spark_wanted = use_spark if use_spark is not None else bool(
-        master or tables_dir or total > IN_PROCESS_MAX_BYTES)
-    odd = next((s.partition_dir for s in specs if not is_utf8(s.partition_dir)), None)
-    if spark_wanted and odd is not None:
-        # Spark reads through pyarrow filesystems, which take UTF-8 paths only
-        raise TroubleError(f"{display_path(odd)}: a path that is not UTF-8 cannot be read on Spark; "
-                           "run compare with --no-spark (or rename a copy of the evidence)")
-    if not spark_wanted:
-        from segtools.forensics.pipeline import compare_in_process
-
-        runner = "in-process"
-        report = compare_in_process(paths, acks=acks, histories=histories, specs=specs)
-    else:
-        runner = "spark"
-        report = _run_on_spark(paths, specs, total, master=master, acks=acks, histories=histories,
-                               tables_dir=tables_dir, forced=use_spark is True)
-    if histories is not None:
-        report.broker_events = list(getattr(histories, "brokers", []))
+    engine = "auto" if use_spark is None else "spark" if use_spark else "local"
+    previous = signal.signal(signal.SIGINT, _sigint)
+    try:
+        report = run(list(dirs), engine=engine, acks=acks_path, metadata_log=metadata_log, master=master,
+                     tables_dir=tables_dir, max_batch_bytes=max_batch_bytes, strict=strict, on_note=_note,
+                     in_process_max_bytes=IN_PROCESS_MAX_BYTES)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     click.echo(display_path(render_summary(report, max_rows=max_rows)))
-    click.echo(display_path("\n".join(check.legend_lines())))
-    doc = report.report_json(inputs=check.to_json(), warnings=warnings, runner=runner)
+    click.echo(display_path("\n".join(report.legend)))
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
-        atomic_write(report_path, json.dumps(doc, indent=1) + "\n")
+        atomic_write(report_path, report.json_text())
     if lost_out:   # segtools/forensics/lost_out.py
         from segtools.forensics.lost_out import write_lost_out
 
-        _note(f"wrote {write_lost_out(report, specs, lost_out, paths).records} lost records to {lost_out}")
+        written = write_lost_out(report, report.replicas, lost_out, paths)
+        _note(f"wrote {written.records} lost records to {lost_out}")
     if html_path:
         from segtools.report_html import write_html
 
-        write_html(doc, html_path, source=", ".join(paths))
+        write_html(report.report_json(), html_path, source=", ".join(paths))
         _note(f"wrote {html_path}")
     sys.exit(report.exit_code)
 
@@ -173,61 +103,12 @@ def _note(text: str) -> None:
     click.echo(display_path(f"compare: {text}"), err=True)
 
 
-
-def _run_on_spark(paths: list[str], specs: list[Any], total: int, *, master: str | None, acks: Any,
-                  histories: Any, tables_dir: str | None, forced: bool) -> Any:
-    from segtools.spark import session
-
-    session.require_pyspark()
-    from segtools.spark.compare_job import run_compare
-
-    if "SPARK_SUBMIT" not in os.environ and not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        session.check_java()          # before the line below: no usable Java is one line
-    why = ("--spark" if forced else "--master" if master else "--tables" if tables_dir else
-           f"above the {IN_PROCESS_MAX_BYTES / 2**30:g} GiB in-process threshold")
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:            # spark-submit, a notebook, a test: its session, its UI
-        _note(f"running on the active Spark session ({why}); Spark UI "
-              f"{active.sparkContext.uiWebUrl or 'disabled'}")
-        return run_compare(active, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
-    # One line on stderr, before the ~20 s JVM start: what starts, why, where its UI will be.
-    port = _free_port()
-    host = "localhost" if (master or "local").startswith("local") else _hostname()
-    _note(f"starting Spark ({master or 'local[*]'}) for {total / 2**20:.1f} MiB of segments "
-          f"({why}); Spark UI http://{host}:{port}")
-    previous = signal.signal(signal.SIGINT, _interrupted)
-    try:
-        spark = session.get_spark(master=master, app_name="segtools-compare",
-                                  config={"spark.ui.port": str(port)})
-        ui = spark.sparkContext.uiWebUrl
-        if ui and not ui.rstrip("/").endswith(f":{port}"):
-            _note(f"Spark UI moved to {ui}")      # the port was taken meanwhile
-        return run_compare(spark, paths, acks=acks, histories=histories, tables_dir=tables_dir, specs=specs)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _restore_env(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()
+def _sigint(signum: int, frame: Any) -> None:
+    """Ctrl-C: with Spark started (or starting), stop its JVM and leave in one line; before
+    that, the usual KeyboardInterrupt."""
+    if "pyspark" in sys.modules:
+        _interrupted(signum, frame)
+    raise KeyboardInterrupt
 
 
 def _children(pid: int) -> list[int]:

@@ -8,6 +8,7 @@ Public API (CONTRACT.md section 7)::
             ...
     segtools.scan_batches(path)   # pyarrow.Table, one row per batch
     segtools.read_records(path)   # pyarrow.Table, one row per record (Spark Kafka schema first)
+    segtools.compare([dir1, dir2, dir3])   # CompareReport; .report_json() = compare --report
 
 Attributes are imported lazily so ``import segtools`` stays cheap (the dump CLI starts fast).
 """
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from segtools.columnar import iter_record_batches as iter_record_batches
     from segtools.columnar import read_records as read_records
     from segtools.columnar import scan_batches as scan_batches
+    from segtools.forensics.api import compare as compare
+    from segtools.forensics.report import CompareReport as CompareReport
     from segtools.logdir import LogDir as LogDir
     from segtools.logdir import PartitionDir as PartitionDir
     from segtools.logdir import open_log_dir as open_log_dir
@@ -63,6 +66,8 @@ _LAZY = {
     "LogDir": "segtools.logdir",
     "PartitionDir": "segtools.logdir",
     "resolve": "segtools.sources",
+    "compare": "segtools.forensics.api",
+    "CompareReport": "segtools.forensics.report",
 }
 
 __all__ = [

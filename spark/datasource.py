@@ -29,6 +29,13 @@ Options (all strings)
     ``errors``: ``raise`` (default) or ``stop`` (end a segment at unreadable bytes).
     ``topics`` / ``partitions``: comma lists; other segments are never opened.
     ``group_bytes``: bytes of segments per task (default 128 MiB; 1 = one task per segment).
+    ``errors=column``: a segment that stops at unreadable bytes ends with one row whose
+    ``read_error`` column (added to the schema) holds the reader's message; other rows have it
+    null. Nothing is read twice to find out why a segment stopped.
+    ``plan``: JSON list of segments ``[path, topic, partition, broker, base_offset,
+    next_base_offset, size]``, as :func:`plan_json` writes it: read exactly these, with no
+    discovery of its own (compare discovers once, on the driver, and passes its plan here).
+    ``columns``: comma list of the schema's columns to produce (others are never built).
 
 Examples
     >>> import segtools.spark
@@ -147,6 +154,43 @@ def plan_segments(path: str, *, broker: int | None = None,
     return parts
 
 
+def plan_json(parts: list[SegmentPartition]) -> str:
+    """The ``plan`` option's value for these segments."""
+    return json.dumps([[p.uri, p.topic, p.partition, p.broker, p.base_offset, p.next_base_offset, p.size]
+                       for p in parts])
+
+
+def plan_from_json(text: str) -> list[SegmentPartition]:
+    return [SegmentPartition(str(u), str(t), int(pt), None if b is None else int(b), int(base),
+                             None if nxt is None else int(nxt), int(size))
+            for u, t, pt, b, base, nxt, size in json.loads(text)]
+
+
+def _arrow_schema(options: Any) -> Any:
+    """The Arrow schema these options produce (level, ``errors=column``, ``columns``)."""
+    import pyarrow as pa
+
+    from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
+
+    level = options.get("level", "records")
+    if level not in ("records", "batches"):
+        from segtools.errors import InputError
+
+        raise InputError(f"kafka_segments: level must be 'records' or 'batches', got {level!r}")
+    schema = BATCH_SCHEMA if level == "batches" else RECORD_SCHEMA
+    if options.get("errors") == "column":
+        schema = schema.append(pa.field("read_error", pa.string()))
+    columns = [c.strip() for c in (options.get("columns") or "").split(",") if c.strip()]
+    if columns:
+        missing = [c for c in columns if c not in schema.names]
+        if missing:
+            from segtools.errors import InputError
+
+            raise InputError(f"kafka_segments: no column {missing[0]!r} (columns: {', '.join(schema.names)})")
+        schema = pa.schema([schema.field(c) for c in columns])
+    return schema
+
+
 def read_segment(part: SegmentPartition, *, level: str = "records", start_offset: int | None = None,
                  end_offset: int | None = None, errors: str = "raise") -> Iterator[Any]:
     """Arrow record batches (RECORD_SCHEMA or BATCH_SCHEMA) of one segment."""
@@ -190,11 +234,18 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
                     continue
                 if rb.schema != schema:
                     rb = pa.Table.from_batches([rb]).cast(schema).to_batches()[0]
+                if errors == "column":
+                    rb = rb.append_column("read_error", pa.nulls(rb.num_rows, pa.string()))
                 yield rb
         except SegtoolsError as exc:
             # a batch above the limit is never "unreadable bytes": the caller must see it
-            if errors != "stop" or isinstance(exc, BatchTooLargeError):
+            if errors not in ("stop", "column") or isinstance(exc, BatchTooLargeError):
                 raise
+            if errors == "column":
+                from segtools.forensics.pipeline import error_batch
+
+                yield error_batch(part.topic, part.partition, part.broker, _basename(part.uri), str(exc),
+                                  schema.append(pa.field("read_error", pa.string())))
     finally:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -210,6 +261,8 @@ class KafkaSegmentsReader(DataSourceReader):
         return group_segments(self._segments(), group_bytes=int(size) if size else GROUP_BYTES)
 
     def _segments(self) -> list[SegmentPartition]:
+        if self.options.get("plan"):
+            return plan_from_json(self.options["plan"])
         path = self.options.get("path")
         replica_map = self.options.get("replica_map")
         rmap = {str(k): int(v) for k, v in json.loads(replica_map).items()} if replica_map else None
@@ -235,11 +288,12 @@ class KafkaSegmentsReader(DataSourceReader):
         start = self.options.get("start_offset")
         end = self.options.get("end_offset")
         segments = partition.segments if isinstance(partition, SegmentGroup) else (partition,)
+        columns = [c.strip() for c in (self.options.get("columns") or "").split(",") if c.strip()]
         for segment in segments:
-            yield from read_segment(segment, level=self.level,
-                                    start_offset=int(start) if start else None,
-                                    end_offset=int(end) if end else None,
-                                    errors=self.options.get("errors", "raise"))
+            for rb in read_segment(segment, level=self.level, start_offset=int(start) if start else None,
+                                   end_offset=int(end) if end else None,
+                                   errors=self.options.get("errors", "raise")):
+                yield rb.select(columns) if columns else rb
 
 
 class KafkaSegmentsDataSource(DataSource):
@@ -252,15 +306,7 @@ class KafkaSegmentsDataSource(DataSource):
     def schema(self) -> str:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
-
-        level = self.options.get("level", "records")
-        if level not in ("records", "batches"):
-            from segtools.errors import InputError
-
-            raise InputError(f"kafka_segments: level must be 'records' or 'batches', got {level!r}")
-        arrow = BATCH_SCHEMA if level == "batches" else RECORD_SCHEMA
-        return from_arrow_schema(arrow)  # type: ignore[return-value]
+        return from_arrow_schema(_arrow_schema(self.options))  # type: ignore[return-value]
 
     def reader(self, schema: Any) -> KafkaSegmentsReader:
         return KafkaSegmentsReader(dict(self.options))

@@ -75,6 +75,10 @@ def get_spark(master: str | None = None, *, app_name: str = "segtools",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
+    if active is None and not under_submit and (master is None or master.startswith("local")):
+        # workers forked from a daemon that has segtools' reader loaded (spark/daemon.py);
+        # only for the local master, where the workers run this installation for sure
+        defaults["spark.python.daemon.module"] = "segtools.spark.daemon"
     if active is None and not under_submit and "spark.driver.extraJavaOptions" not in (config or {}):
         # Keep the terminal for our summary: Spark's INFO/WARN start-up chatter goes nowhere
         # unless the user configured logging (SPARK_CONF_DIR) themselves.

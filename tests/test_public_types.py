@@ -18,6 +18,7 @@ reveal_type(segtools.read_batches)
 reveal_type(segtools.open_log_dir)
 reveal_type(segtools.scan_batches)
 reveal_type(segtools.SegmentReader)
+reveal_type(segtools.compare)
 """
 
 
@@ -28,9 +29,10 @@ def test_lazy_public_names_have_real_types(tmp_path: Path) -> None:
                            "--cache-dir", str(tmp_path / "cache"), str(snippet)])
     revealed = [line.split("Revealed type is ", 1)[1] for line in out.splitlines()
                 if "use_segtools.py" in line and "Revealed type is" in line]
-    assert len(revealed) == 4, out + err
+    assert len(revealed) == 5, out + err
     assert [line for line in out.splitlines() if "use_segtools.py" in line and "error:" in line] == []
     assert "Iterator[segtools.batches.RecordBatch]" in revealed[0]
     assert "segtools.logdir.LogDir" in revealed[1]
     assert revealed[2].startswith('"def (path:')
     assert "segtools.batches.SegmentReader" in revealed[3]
+    assert "segtools.forensics.report.CompareReport" in revealed[4]

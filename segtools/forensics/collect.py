@@ -200,32 +200,6 @@ def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
     return facts
 
 
-def unread_segments(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Segment paths with bytes past their last complete batch (torn tail or a read error)."""
-    ends: dict[str, int] = {}
-    for r in batch_rows:
-        name = str(r["segment"])
-        ends[name] = max(ends.get(name, 0), int(r["position"]) + int(r["size"]))
-    return [path for path, size in spec.segments if size > ends.get(os.path.basename(path), 0)]
-
-
-def segment_errors(spec: ReplicaSpec, paths: Iterable[str]) -> str | None:
-    """The reader's own error message for segments that stopped early (None for a plain torn
-    tail), in segment order, joined like the in-process scan does."""
-    from segtools import columnar
-
-    errors = []
-    for path in paths:
-        try:
-            for _ in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition):
-                pass
-        except BatchTooLargeError as exc:
-            raise batch_limit_error(exc) from None
-        except SegtoolsError as exc:
-            errors.append(str(exc))
-    return "; ".join(errors) if errors else None
-
-
 def batch_limit_error(exc: BatchTooLargeError) -> InputError:
     """A batch above --max-batch-bytes stops compare (exit 2): leaving it out would make the
     replica look shorter than it is. The message names the whole path (replicas share

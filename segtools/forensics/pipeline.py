@@ -1,13 +1,30 @@
-"""The whole compare in one process, without Spark: the same stages the Spark job runs, on
-the same functions. Used for small inputs, for tests over hundreds of scenarios, and as the
-reference the Spark path is checked against."""
+"""The compare pipeline, written once: the stages and the tables that pass between them.
+
+    plan        discovery on the caller's side (``collect.discover_replicas``): ReplicaSpecs
+    stage 1     :func:`scan_segment`: one segment -> ``FACTS_SCHEMA`` rows (batch headers and
+                CRC checks; a segment that stopped at bad bytes ends with an error row)
+    stage 2     :func:`classify_group`: one partition's rows -> ``PartitionVerdict``
+    stage 3a    :func:`drill_tasks`: a verdict -> the offset ranges to decode (``TASK_SCHEMA``)
+    stage 3b    :func:`read_task`: one task -> records (reference ranges keep only what
+                :class:`ReferenceFilter` of the divergent records keeps)
+    stage 3c    :func:`match_partition`: one partition's records -> lost records and findings
+                (:func:`compare_partition` is stages 2-3 for one partition, as both runners
+                call it: Spark in ``groupBy(topic, partition).applyInArrow``)
+    finish      :func:`finish_report`: consumer-group findings, lost offsets
+
+A runner only moves rows between these functions: :class:`LocalRunner` here, in this process;
+``segtools.spark.compare_job`` on Spark, as Arrow with these declared schemas.
+"""
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pyarrow as pa
 
 from segtools.errors import BatchTooLargeError, SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
@@ -20,30 +37,189 @@ from segtools.forensics.consumer_groups import (
     merge_commits,
 )
 from segtools.forensics.elections import PartitionHistory
-from segtools.forensics.loss import AckIndex, ReferenceFilter, apply_lost_evidence, lost_records
+from segtools.forensics.findings import Finding
+from segtools.forensics.loss import (
+    AckIndex,
+    LostRecord,
+    ReferenceFilter,
+    apply_lost_evidence,
+    lost_records,
+)
 from segtools.forensics.model import RecordFacts
 from segtools.forensics.report import CompareReport, PartitionReport
 from segtools.formats.names import offset_from_filename
 
+if TYPE_CHECKING:
+    from segtools.forensics.progress import Progress
 
-def scan_replica(spec: ReplicaSpec) -> tuple[list[dict[str, Any]], str | None]:
-    """Stage 1 for one replica: batch rows (BATCH_SCHEMA dicts) of all its segments."""
+# ---------------------------------------------------------------------------------------------
+# schemas of the tables between stages
+
+#: Stage 1 rows: the BATCH_SCHEMA columns the classifier reads, ``broker`` = the run's replica
+#: id, and ``read_error`` (null on batch rows; set on the one row that ends a segment which
+#: stopped at unreadable bytes).
+FACT_COLUMNS = ("topic", "partition", "broker", "segment", "position", "size", "base_offset", "last_offset",
+                "partition_leader_epoch", "magic", "crc", "crc_valid", "is_transactional", "is_control",
+                "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "records_count")
+
+
+def _facts_schema() -> pa.Schema:
+    from segtools.schema import BATCH_SCHEMA
+
+    return pa.schema([BATCH_SCHEMA.field(c) for c in FACT_COLUMNS] + [pa.field("read_error", pa.string())])
+
+
+FACTS_SCHEMA = _facts_schema()
+
+#: Stage 3a rows: decode ``[first, last]`` of one replica; ``reference`` ranges are filtered.
+TASK_SCHEMA = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+                         pa.field("replica_id", pa.int32()), pa.field("first", pa.int64()),
+                         pa.field("last", pa.int64()), pa.field("reference", pa.bool_())])
+
+#: Stage 3b rows: what loss matching needs of a record.
+RECORD_FACTS_SCHEMA = pa.schema([
+    pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("replica_id", pa.int32()),
+    pa.field("offset", pa.int64()), pa.field("leader_epoch", pa.int32()),
+    pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+    pa.field("producer_id", pa.int64()), pa.field("producer_epoch", pa.int32()), pa.field("sequence", pa.int32()),
+    pa.field("is_control", pa.bool_()),
+    pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))),
+])
+
+#: Offset commits of a __consumer_offsets replica (S21 input).
+COMMITS_SCHEMA = pa.schema([pa.field("group", pa.string()), pa.field("topic", pa.string()),
+                            pa.field("partition", pa.int32()), pa.field("position", pa.int64()),
+                            pa.field("offset", pa.int64()), pa.field("epoch", pa.int32())])
+
+# ---------------------------------------------------------------------------------------------
+# stage 1
+
+
+def segment_base(path: str) -> int:
+    """A segment's base offset from its file name (0 for a name that has none)."""
+    try:
+        return offset_from_filename(path.rstrip("/"))
+    except ValueError:
+        return 0
+
+
+def error_batch(topic: str, partition: int, replica_id: int | None, segment: str, message: str,
+                schema: pa.Schema = FACTS_SCHEMA) -> pa.RecordBatch:
+    """The row that says "this segment stopped here": identity columns and ``read_error``."""
+    known = {"topic": topic, "partition": partition, "broker": replica_id, "segment": segment,
+             "read_error": message}
+    return pa.RecordBatch.from_arrays([pa.array([known.get(f.name)], f.type) for f in schema], schema=schema)
+
+
+def scan_segment(path: str, topic: str, partition: int, replica_id: int) -> Iterator[pa.RecordBatch]:
+    """Stage 1 for one segment file (local path): FACTS_SCHEMA batches."""
     from segtools import columnar
 
+    try:
+        for rb in columnar.iter_batch_batches(path, topic=topic, partition=partition, broker=replica_id):
+            if rb.num_rows:
+                yield facts_batch(rb)
+    except BatchTooLargeError as exc:
+        # not a fact about the replica but about our limit: comparing without the batch would
+        # call an unread log empty, so stop and let the user raise --max-batch-bytes
+        raise batch_limit_error(exc) from None
+    except SegtoolsError as exc:
+        yield error_batch(topic, partition, replica_id, os.path.basename(path), str(exc))
+
+
+def facts_batch(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """BATCH_SCHEMA (+ optional read_error) -> FACTS_SCHEMA."""
+    cols = [rb.column(c) for c in FACT_COLUMNS]
+    err = rb.column("read_error") if "read_error" in rb.schema.names else pa.nulls(rb.num_rows, pa.string())
+    return pa.RecordBatch.from_arrays([*cols, err], schema=FACTS_SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------------
+# stage 2
+
+
+def classify_group(rows: pa.Table, specs: Sequence[ReplicaSpec],
+                   history: PartitionHistory | None) -> PartitionVerdict:
+    """Stage 2 for one partition: its FACTS_SCHEMA rows (any order) and its replicas' specs
+    (replicas without rows are empty logs)."""
+    batches: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    errors: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    order = {s.replica_id: {os.path.basename(p): i for i, (p, _) in enumerate(s.segments)} for s in specs}
+    for r in rows.to_pylist():
+        rid = int(r["broker"])
+        if r["read_error"] is not None:
+            errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
+        else:
+            batches[rid].append(r)
+    facts = []
+    for spec in sorted(specs, key=lambda s: s.replica_id):
+        msgs = [m for _, m in sorted(errors.get(spec.replica_id, []))]
+        facts.append(replica_facts(spec, batches.get(spec.replica_id, []), "; ".join(msgs) if msgs else None))
+    return classify_partition(facts, history=history)
+
+
+# ---------------------------------------------------------------------------------------------
+# stage 3
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTask:
+    topic: str
+    partition: int
+    replica_id: int
+    first: int
+    last: int
+    reference: bool = False
+
+
+def drill_tasks(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec]) -> list[ReadTask]:
+    """Stage 3a: the divergent ranges of a partition, then (when it holds anything from the
+    earliest fork on) the reference replica's range from there to its log end."""
+    if not verdict.divergent_ranges:
+        return []
+    by_key: dict[tuple[int | None, str], int] = {(s.broker, s.log_dir): s.replica_id for s in specs
+                                                 if (s.topic, s.partition) == (verdict.topic, verdict.partition)}
+    tasks = [ReadTask(verdict.topic, verdict.partition, by_key[(r.broker, r.log_dir)], r.first_offset, r.last_offset)
+             for r in verdict.divergent_ranges]
+    ref = next(r for r in verdict.replicas if r.is_reference)
+    lo = min(r.first_offset for r in verdict.divergent_ranges)
+    ref_id = by_key.get((verdict.reference_broker, verdict.reference_log_dir))
+    if ref_id is not None and ref.log_end_offset > lo:
+        tasks.append(ReadTask(verdict.topic, verdict.partition, ref_id, lo, ref.log_end_offset - 1, True))
+    return tasks
+
+
+def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
+    """Records of one replica with offsets in [first, last], decoding only the segments that
+    can hold them (segments that stop early keep what was readable: stage 1 reported them)."""
+    return record_facts_from_rows(_range_rows(spec, first, last))
+
+
+def _range_rows(spec: ReplicaSpec, first: int, last: int) -> list[dict[str, Any]]:
+    from segtools import columnar
+
+    bases = [segment_base(p) for p, _ in spec.segments]
     rows: list[dict[str, Any]] = []
-    error = None
-    for path, _size in spec.segments:
+    for i, (path, _size) in enumerate(spec.segments):
+        nxt = bases[i + 1] if i + 1 < len(bases) else None
+        if bases[i] > last or (nxt is not None and nxt <= first):
+            continue
         try:
-            for rb in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition,
-                                                  broker=spec.replica_id):
-                rows.extend(rb.to_pylist())
-        except BatchTooLargeError as exc:
-            # not a fact about the replica but about our limit: comparing without the batch
-            # would call an unread log empty, so stop and let the user raise --max-batch-bytes
-            raise batch_limit_error(exc) from None
-        except SegtoolsError as exc:
-            error = f"{error}; {exc}" if error else str(exc)
-    return rows, error
+            for rb in columnar.iter_record_batches(path, topic=spec.topic, partition=spec.partition,
+                                                   start_offset=first, end_offset=last + 1):
+                rows.extend(rb.select(["offset", "leader_epoch", "key", "value", "producer_id", "producer_epoch",
+                                       "sequence", "is_control", "headers"]).to_pylist())
+        except SegtoolsError:
+            continue
+    return [r for r in rows if first <= r["offset"] <= last]
+
+
+def read_task(task: ReadTask, spec: ReplicaSpec, keep: ReferenceFilter | None = None) -> list[RecordFacts]:
+    """Stage 3b: the records of one task (reference tasks: only those ``keep`` keeps)."""
+    recs = read_range(spec, task.first, task.last)
+    if task.reference:
+        recs = [r for r in recs if keep is not None and keep.keep(r)]
+    return recs
 
 
 def record_facts_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[RecordFacts]:
@@ -60,86 +236,76 @@ def record_facts_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[RecordFact
     return out
 
 
-def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
-    """Stage 3 for one replica: records with offsets in [first, last], decoding only the
-    segments that can hold them."""
-    from segtools import columnar
-
-    bases = [offset_from_filename(p) for p, _ in spec.segments]
-    rows: list[dict[str, Any]] = []
-    for i, (path, _size) in enumerate(spec.segments):
-        nxt = bases[i + 1] if i + 1 < len(bases) else None
-        if bases[i] > last or (nxt is not None and nxt <= first):
-            continue
-        try:
-            for rb in columnar.iter_record_batches(path, topic=spec.topic, partition=spec.partition,
-                                                   start_offset=first, end_offset=last + 1):
-                rows.extend(rb.to_pylist())
-        except SegtoolsError:
-            continue      # reported by stage 1; keep what was readable
-    return [r for r in record_facts_from_rows(rows) if first <= r.offset <= last]
+def records_batch(task: ReadTask, recs: Sequence[RecordFacts]) -> pa.RecordBatch:
+    """RECORD_FACTS_SCHEMA rows of one task's records."""
+    n = len(recs)
+    return pa.RecordBatch.from_pydict({
+        "topic": [task.topic] * n, "partition": [task.partition] * n, "replica_id": [task.replica_id] * n,
+        "offset": [r.offset for r in recs], "leader_epoch": [r.leader_epoch for r in recs],
+        "key": [r.key for r in recs], "value": [r.value for r in recs],
+        "producer_id": [r.producer_id for r in recs], "producer_epoch": [r.producer_epoch for r in recs],
+        "sequence": [r.sequence for r in recs], "is_control": [r.is_control for r in recs],
+        "headers": [[{"key": k, "value": v} for k, v in r.headers] or None for r in recs],
+    }, schema=RECORD_FACTS_SCHEMA)
 
 
-def drill_down(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec], acks: AckIndex | None,
-               read: Any = read_range) -> PartitionReport:
-    """Stage 3 for one partition (in process)."""
-    if not verdict.divergent_ranges:
-        return PartitionReport(verdict)
-    by_key: dict[tuple[int | None, str], ReplicaSpec] = {(s.broker, s.log_dir): s for s in specs}
-    divergent = {}
+class AckLookup(Protocol):
+    """What stage 3c asks of acks.jsonl (an AckIndex, or one partition's slice of it)."""
+
+    def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]: ...
+
+    def committed_for_partition(self, topic: str, partition: int) -> set[tuple[int, int]]: ...
+
+
+def match_partition(verdict: PartitionVerdict, specs: Mapping[int, ReplicaSpec],
+                    records: Mapping[int, Sequence[RecordFacts]], acks: AckLookup | None
+                    ) -> tuple[list[LostRecord], list[Finding]]:
+    """Stage 3c for one partition: records per replica id (divergent ranges and the filtered
+    reference range) -> lost records and RELOCATED / DUPLICATE findings."""
+    ref_key = (verdict.reference_broker, verdict.reference_log_dir)
+    divergent: dict[tuple[int, str], Sequence[RecordFacts]] = {}
+    reference: Sequence[RecordFacts] = []
+    for rid, recs in records.items():
+        key = (specs[rid].broker, specs[rid].log_dir)
+        if key == ref_key:
+            reference = recs
+        else:
+            divergent[key] = recs
     for rng in verdict.divergent_ranges:
-        key = (rng.broker, rng.log_dir)
-        divergent[key] = read(by_key[key], rng.first_offset, rng.last_offset)
-    ref_spec = by_key.get((verdict.reference_broker, verdict.reference_log_dir))
-    ref_rv = next(r for r in verdict.replicas if r.is_reference)
-    lo = min(r.first_offset for r in verdict.divergent_ranges)
-    keep = ReferenceFilter(r for recs in divergent.values() for r in recs)
-    reference = [r for r in read(ref_spec, lo, ref_rv.log_end_offset - 1) if keep.keep(r)] \
-        if ref_spec is not None else []
+        divergent.setdefault((rng.broker, rng.log_dir), [])
     acked = acks.for_partition(verdict.topic, verdict.partition) if acks is not None else None
     by_ack = acks.committed_for_partition(verdict.topic, verdict.partition) if acks is not None else set()
-    lost, findings = lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack)
-    apply_lost_evidence(verdict, lost)
-    return PartitionReport(verdict, lost, findings)
+    return lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack)
 
 
-def group_specs(specs: Sequence[ReplicaSpec]) -> dict[tuple[str, int], list[ReplicaSpec]]:
-    groups: dict[tuple[str, int], list[ReplicaSpec]] = defaultdict(list)
-    for s in specs:
-        groups[(s.topic, s.partition)].append(s)
-    return groups
+def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: PartitionHistory | None,
+                      acks: AckLookup | None) -> tuple[PartitionVerdict, list[LostRecord], list[Finding]]:
+    """Stages 2 and 3 for one partition, as both runners run them: classify its FACTS_SCHEMA
+    rows, decode the divergent ranges, then the reference range (keeping only what the
+    divergent records can match), and match."""
+    verdict = classify_group(rows, specs, history)
+    tasks = drill_tasks(verdict, specs)
+    if not tasks:
+        return verdict, [], []
+    by_id = {s.replica_id: s for s in specs}
+    records: dict[int, list[RecordFacts]] = {}
+    for t in tasks:
+        if not t.reference:
+            records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id]))
+    keep = ReferenceFilter(r for recs in records.values() for r in recs)
+    for t in tasks:
+        if t.reference:
+            records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id], keep))
+    lost, findings = match_partition(verdict, by_id, records, acks)
+    return verdict, lost, findings
 
 
-def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckIndex | None = None,
-                       histories: Mapping[tuple[str, int], PartitionHistory] | None = None,
-                       specs: Sequence[ReplicaSpec] | None = None) -> CompareReport:
-    """Stages 1-3 without Spark."""
-    specs = list(specs) if specs is not None else discover_replicas(paths)
-    reports = []
-    for (topic, partition), group in sorted(group_specs(specs).items()):
-        facts = []
-        for spec in group:
-            rows, error = scan_replica(spec)
-            facts.append(replica_facts(spec, rows, error))
-        history = (histories or {}).get((topic, partition))
-        verdict = classify_partition(facts, history=history)
-        reports.append(drill_down(verdict, group, acks))
-    attach_group_findings(reports, merge_commits(
-        read_commits(spec, end) for spec, end in consumer_offsets_sources([r.verdict for r in reports], specs)))
-    report = CompareReport(reports)
-    report.attach_lost_offsets(acks)
-    return report
+# ---------------------------------------------------------------------------------------------
+# consumer groups (S21) and the report
 
 
-def read_commits(spec: ReplicaSpec, end: int) -> Commits:
-    """Offset commits held by one __consumer_offsets replica (S21)."""
-    return commits_from_records((r.offset, r.key, r.value) for r in read_range(spec, 0, end - 1)
-                                if not r.is_control)
-
-
-def consumer_offsets_sources(verdicts: Sequence[PartitionVerdict],
-                             specs: Sequence[ReplicaSpec]) -> list[tuple[ReplicaSpec, int]]:
-    """The reference replica of each __consumer_offsets partition, with its log end offset."""
+def consumer_offsets_tasks(verdicts: Iterable[PartitionVerdict], specs: Sequence[ReplicaSpec]) -> list[ReadTask]:
+    """The reference replica of each __consumer_offsets partition, up to its log end."""
     by_key: dict[tuple[str, int, int | None, str], ReplicaSpec] = {
         (s.topic, s.partition, s.broker, s.log_dir): s for s in specs}
     out = []
@@ -149,5 +315,92 @@ def consumer_offsets_sources(verdicts: Sequence[PartitionVerdict],
         ref = next((r for r in v.replicas if r.is_reference), None)
         spec = by_key.get((v.topic, v.partition, v.reference_broker, v.reference_log_dir))
         if ref is not None and spec is not None and ref.log_end_offset > 0:
-            out.append((spec, ref.log_end_offset))
+            out.append(ReadTask(v.topic, v.partition, spec.replica_id, 0, ref.log_end_offset - 1))
     return out
+
+
+def read_commits(spec: ReplicaSpec, end: int) -> Commits:
+    """Offset commits held by one __consumer_offsets replica (S21)."""
+    return commits_from_records((r.offset, r.key, r.value) for r in read_range(spec, 0, end - 1)
+                                if not r.is_control)
+
+
+def commits_batch(commits: Commits) -> pa.RecordBatch:
+    items = sorted(commits.items())
+    return pa.RecordBatch.from_pydict({
+        "group": [k[0] for k, _ in items], "topic": [k[1] for k, _ in items], "partition": [k[2] for k, _ in items],
+        "position": [v[0] for _, v in items], "offset": [v[1] for _, v in items], "epoch": [v[2] for _, v in items],
+    }, schema=COMMITS_SCHEMA)
+
+
+def commits_from_rows(rows: Iterable[Mapping[str, Any]]) -> Commits:
+    return {(str(r["group"]), str(r["topic"]), int(r["partition"])):
+            (int(r["position"]), int(r["offset"]), int(r["epoch"])) for r in rows}
+
+
+def finish_report(verdicts: Iterable[PartitionVerdict],
+                  lost: Mapping[tuple[str, int], tuple[list[LostRecord], list[Finding]]],
+                  commits: Iterable[Commits], acks: AckIndex | None) -> CompareReport:
+    """Verdicts + stage 3 results -> the report (both runners end here)."""
+    reports = []
+    for v in sorted(verdicts, key=lambda v: (v.topic, v.partition)):
+        recs, findings = lost.get((v.topic, v.partition), ([], []))
+        apply_lost_evidence(v, recs)
+        reports.append(PartitionReport(v, recs, findings))
+    attach_group_findings(reports, merge_commits(commits))
+    report = CompareReport(reports)
+    report.attach_lost_offsets(acks)
+    return report
+
+
+def group_specs(specs: Sequence[ReplicaSpec]) -> dict[tuple[str, int], list[ReplicaSpec]]:
+    groups: dict[tuple[str, int], list[ReplicaSpec]] = defaultdict(list)
+    for s in specs:
+        groups[(s.topic, s.partition)].append(s)
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# the local runner
+
+
+class LocalRunner:
+    """Runs the stages in this process, one partition at a time (memory: one partition's batch
+    headers and its drill-down records)."""
+
+    name = "in-process"
+
+    def run(self, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None = None,
+            histories: Mapping[tuple[str, int], PartitionHistory] | None = None,
+            progress: Progress | None = None) -> CompareReport:
+        specs = list(specs)
+        by_id = {s.replica_id: s for s in specs}
+        total = sum(size for s in specs for _p, size in s.segments)
+        if progress is not None:
+            progress.stage("scanning batch headers", sum(len(s.segments) for s in specs), total)
+        verdicts: list[PartitionVerdict] = []
+        lost: dict[tuple[str, int], tuple[list[LostRecord], list[Finding]]] = {}
+        for (topic, partition), group in sorted(group_specs(specs).items()):
+            batches: list[pa.RecordBatch] = []
+            for spec in group:
+                for path, size in spec.segments:
+                    batches.extend(scan_segment(path, topic, partition, spec.replica_id))
+                    if progress is not None:
+                        progress.advance(1, size)
+            verdict, recs, findings = compare_partition(pa.Table.from_batches(batches, schema=FACTS_SCHEMA), group,
+                                                        (histories or {}).get((topic, partition)), acks)
+            verdicts.append(verdict)
+            if verdict.divergent_ranges:
+                lost[(topic, partition)] = (recs, findings)
+        commits = [read_commits(by_id[t.replica_id], t.last + 1) for t in consumer_offsets_tasks(verdicts, specs)]
+        if progress is not None:
+            progress.done()
+        return finish_report(verdicts, lost, commits, acks)
+
+
+def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckIndex | None = None,
+                       histories: Mapping[tuple[str, int], PartitionHistory] | None = None,
+                       specs: Sequence[ReplicaSpec] | None = None) -> CompareReport:
+    """Stages 1-3 without Spark (the local runner over ``paths`` or over given ``specs``)."""
+    specs = list(specs) if specs is not None else discover_replicas(paths)
+    return LocalRunner().run(specs, acks=acks, histories=histories)

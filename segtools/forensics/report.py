@@ -50,6 +50,23 @@ class PartitionReport:
 class CompareReport:
     partitions: list[PartitionReport]
     broker_events: list[dict[str, Any]] = field(default_factory=list)   # Histories.brokers
+    # what segtools.compare() knew of the run (report.json's summary; the legend lines)
+    inputs: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    runner: str | None = None
+    legend: list[str] = field(default_factory=list)
+    generated_at: str | None = None
+    # the replicas compared (collect.ReplicaSpec); not in report.json (compare --lost-out reads them)
+    replicas: list[Any] = field(default_factory=list, repr=False)
+
+    def describe(self, *, inputs: dict[str, Any] | None, warnings: list[str], runner: str,
+                 legend: list[str]) -> None:
+        """Record the run's inputs, warnings and runner, stamped now (report.json's summary)."""
+        import datetime
+
+        self.inputs, self.warnings, self.runner, self.legend = inputs, list(warnings), runner, list(legend)
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        self.generated_at = stamp.replace("+00:00", "Z")
 
     def to_json(self) -> dict[str, Any]:
         parts = sorted(self.partitions, key=lambda p: (p.verdict.topic, p.verdict.partition))
@@ -133,8 +150,17 @@ class CompareReport:
         }
 
     def report_json(self, **summary_kw: Any) -> dict[str, Any]:
-        """The whole report.json: {"summary": ..., "partitions": [...]}."""
-        return {"summary": self.summary(**summary_kw), **self.to_json()}
+        """The whole report.json: {"summary": ..., "partitions": [...]}; the summary's inputs,
+        warnings, runner and time are the ones :meth:`describe` recorded unless given."""
+        kw = {"inputs": self.inputs, "warnings": self.warnings, "runner": self.runner,
+              "generated_at": self.generated_at, **summary_kw}
+        return {"summary": self.summary(**kw), **self.to_json()}
+
+    def json_text(self) -> str:
+        """Exactly the bytes `segtools compare --report FILE` writes (as text)."""
+        import json
+
+        return json.dumps(self.report_json(), indent=1) + "\n"
 
 
 def _nest_totals(t: dict[str, Any]) -> dict[str, Any]:

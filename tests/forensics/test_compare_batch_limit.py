@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from segtools.cli.main import cli
 from segtools.errors import InputError
-from segtools.forensics.collect import discover_replicas, segment_errors
+from segtools.forensics.collect import discover_replicas
 from segtools.writer.batch_builder import NewRecord, build_batch
 
 SEG = "00000000000000000000.log"
@@ -51,8 +51,18 @@ def test_raising_the_limit_reads_the_batch(cluster: Path, tmp_path: Path) -> Non
     assert [r["log_end_offset"] for r in partition["replicas"]] == [1, 1]   # the batch was read
 
 
-def test_the_spark_runners_error_recovery_raises_too(cluster: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_both_runners_scans_raise_too(cluster: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch above the limit is never turned into a read_error row (that would make the
+    replica look shorter than it is): stage 1 of both runners raises."""
+    from segtools.errors import BatchTooLargeError
+    from segtools.forensics.pipeline import scan_segment
+    from segtools.spark.datasource import SegmentPartition, read_segment
+
     monkeypatch.setenv("SEGTOOLS_MAX_BATCH_BYTES", "1MiB")
     spec = next(s for s in discover_replicas([cluster / "broker-1"]) if s.topic == "t")
+    path, size = spec.segments[0]
     with pytest.raises(InputError, match="--max-batch-bytes"):
-        segment_errors(spec, [p for p, _ in spec.segments])
+        list(scan_segment(path, spec.topic, spec.partition, spec.replica_id))
+    with pytest.raises(BatchTooLargeError):
+        list(read_segment(SegmentPartition(path, spec.topic, spec.partition, 0, 0, None, size),
+                          level="batches", errors="column"))
