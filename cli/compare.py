@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,7 +13,7 @@ from typing import Any
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
-from segtools.cli.options import max_batch_bytes_option
+from segtools.cli.options import InputPath, max_batch_bytes_option
 from segtools.errors import display_path, is_utf8
 
 #: Inputs up to this many bytes of segments run in this process; larger ones on Spark.
@@ -46,17 +47,17 @@ def default_metadata_log(dirs: tuple[str, ...] | list[str]) -> str | None:
 
 
 @click.command("compare")
-@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("dirs", nargs=-1, required=True, type=InputPath(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the JSON report (docs/REPORT.md) to FILE.")
-@click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--acks", "acks_path", type=InputPath(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl) to mark lost records as acked.")
 @click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
               "or spark-submit's).")
 @click.option("--tables", "tables_dir", type=click.Path(file_okay=False),
               help="Also write the intermediate tables (batches, replicas, verdicts, "
                    "divergent_records) as Parquet under DIR (implies --spark).")
-@click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
+@click.option("--metadata-log", "metadata_log", type=InputPath(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
                    "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
                    "broker-* dirs that has one.")
@@ -106,6 +107,9 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         from segtools.cli.report import check_html_out
 
         check_html_out(html_path, paths)
+    # s3://, gs://, hdfs:// inputs: read from local copies; what is printed or reported names
+    # the URIs (segtools.remote); a no-op for local paths
+    paths, metadata_log, acks_path = _localize(paths, metadata_log, acks_path)
     acks = AckIndex.load(acks_path) if acks_path else None
     histories = load_histories(metadata_log) if metadata_log else None
     auto_log = None if metadata_log else default_metadata_log(paths)
@@ -142,26 +146,58 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         report = compare_in_process(paths, acks=acks, histories=histories, specs=specs)
     else:
         runner = "spark"
-        report = _run_on_spark(paths, specs, total, master=master, acks=acks, histories=histories,
+        from segtools.remote import origin_specs
+
+        # the executors read the segments from the object store itself, not the driver's copy
+        report = _run_on_spark(paths, origin_specs(specs, _mirror()), total, master=master, acks=acks,
+                               histories=histories,
                                tables_dir=tables_dir, forced=use_spark is True)
     if histories is not None:
         report.broker_events = list(getattr(histories, "brokers", []))
     click.echo(display_path(render_summary(report, max_rows=max_rows)))
     click.echo(display_path("\n".join(check.legend_lines())))
-    doc = report.report_json(inputs=check.to_json(), warnings=warnings, runner=runner)
+    doc = _mirror().rewrite_json(report.report_json(inputs=check.to_json(), warnings=warnings, runner=runner))
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
         atomic_write(report_path, json.dumps(doc, indent=1) + "\n")
     if html_path:
         from segtools.report_html import write_html
 
-        write_html(doc, html_path, source=", ".join(paths))
+        write_html(doc, html_path, source=_mirror().rewrite(", ".join(paths)))
         _note(f"wrote {html_path}")
     sys.exit(report.exit_code)
 
 
 def _note(text: str) -> None:
     click.echo(display_path(f"compare: {text}"), err=True)
+
+
+def _mirror() -> Any:
+    """The local copies of this run's URI inputs (an empty Mirror for local inputs)."""
+    from segtools.remote import Mirror
+
+    ctx = click.get_current_context(silent=True)
+    return (ctx.meta.get("segtools.mirror") if ctx else None) or Mirror()
+
+
+def _localize(paths: list[str], metadata_log: str | None, acks_path: str | None
+              ) -> tuple[list[str], str | None, str | None]:
+    """Copy URI inputs (broker dirs, --metadata-log, --acks) to a temporary tree removed when
+    the command ends, and print through the mirror so users see their URIs."""
+    from segtools.remote import RewritingStream, is_remote, mirror_inputs
+
+    extra = [p for p in (metadata_log, acks_path) if p]
+    if not any(is_remote(p) for p in [*paths, *extra]):
+        return paths, metadata_log, acks_path
+    ctx = click.get_current_context()
+    mirror = ctx.with_resource(mirror_inputs([*paths, *extra]))
+    ctx.meta["segtools.mirror"] = mirror
+    ctx.with_resource(contextlib.redirect_stdout(RewritingStream(sys.stdout, mirror)))
+    ctx.with_resource(contextlib.redirect_stderr(RewritingStream(sys.stderr, mirror)))
+    local = list(mirror.paths)
+    out = local[:len(paths)], None, None
+    rest = local[len(paths):]
+    return (out[0], rest.pop(0) if metadata_log else None, rest.pop(0) if acks_path else None)
 
 
 
