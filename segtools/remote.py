@@ -114,11 +114,18 @@ def local_file(path: str) -> Iterator[str]:
     if not is_remote(path):
         yield local_path(path)
         return
+    from segtools.errors import FormatError
+
     tmpdir = tempfile.mkdtemp(prefix="segtools-remote-")
     try:
         local = os.path.join(tmpdir, path.rstrip("/").rsplit("/", 1)[-1] or "object")
         fetch(path, local)
-        yield local
+        try:
+            yield local
+        except FormatError as exc:   # located at the object, not at its temporary copy
+            if exc.path == local:
+                exc.path = path
+            raise
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
 

@@ -212,12 +212,14 @@ def segment_errors(spec: ReplicaSpec, paths: Iterable[str]) -> str | None:
     """The reader's own error message for segments that stopped early (None for a plain torn
     tail), in segment order, joined like the in-process scan does."""
     from segtools import columnar
+    from segtools.remote import local_file
 
     errors = []
     for path in paths:
         try:
-            for _ in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition):
-                pass
+            with local_file(path) as local:   # an s3:// segment: read from a local copy
+                for _ in columnar.iter_batch_batches(local, topic=spec.topic, partition=spec.partition):
+                    pass
         except BatchTooLargeError as exc:
             raise batch_limit_error(exc) from None
         except SegtoolsError as exc:

@@ -63,6 +63,7 @@ def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
     """Stage 3 for one replica: records with offsets in [first, last], decoding only the
     segments that can hold them."""
     from segtools import columnar
+    from segtools.remote import local_file
 
     bases = [int(os.path.basename(p)[:20]) for p, _ in spec.segments]
     rows: list[dict[str, Any]] = []
@@ -71,9 +72,10 @@ def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
         if bases[i] > last or (nxt is not None and nxt <= first):
             continue
         try:
-            for rb in columnar.iter_record_batches(path, topic=spec.topic, partition=spec.partition,
-                                                   start_offset=first, end_offset=last + 1):
-                rows.extend(rb.to_pylist())
+            with local_file(path) as local:   # an s3:// segment: a local copy on this executor
+                for rb in columnar.iter_record_batches(local, topic=spec.topic, partition=spec.partition,
+                                                       start_offset=first, end_offset=last + 1):
+                    rows.extend(rb.to_pylist())
         except SegtoolsError:
             continue      # reported by stage 1; keep what was readable
     return [r for r in record_facts_from_rows(rows) if first <= r.offset <= last]
