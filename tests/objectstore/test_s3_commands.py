@@ -135,3 +135,36 @@ def test_compare_in_process_s3_equals_local(s3, evidence, untouched, tmp_path):
     # the report may not land in the evidence
     refused = _compare([uri, "--no-spark", "--report", uri + "/report.json"])
     assert refused.exit_code == 2 and "inside the input" in refused.stderr
+
+
+def test_generic_endpoint_variable(s3, evidence, untouched, monkeypatch):
+    """AWS_ENDPOINT_URL (all services) works as well as AWS_ENDPOINT_URL_S3."""
+    segment = "/final/first_topic-0/00000000000000000000.log"
+    expected = _run(["dump", str(evidence.local["realdata"]) + segment])
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    got = _run(["dump", evidence.uri["realdata"] + segment])
+    assert got.exit_code == expected.exit_code == 0
+    assert got.output == expected.output.replace(str(evidence.local["realdata"]), evidence.uri["realdata"])
+
+
+def test_file_uris_are_local_paths(evidence, tmp_path):
+    local = evidence.local["realdata"] / "final"
+    plain, uri = tmp_path / "plain", tmp_path / "uri"
+    assert _run(["export", str(local), "--out", str(plain)]).exit_code == 0
+    result = _run(["export", local.as_uri(), "--out", uri.as_uri()])
+    assert result.exit_code == 0, result.output
+    assert _rows(str(uri)) == _rows(str(plain))
+    assert (uri / "_SUCCESS").is_file() and not (uri / "_PARTIAL").exists()
+    refused = CliRunner().invoke(cli, ["export", local.as_uri(), "--out", (local / "pq").as_uri()])
+    assert refused.exit_code == 2 and "inside the input" in refused.output
+    assert not (local / "pq").exists()
+
+
+def test_compare_html_to_s3(s3, evidence, untouched):
+    uri = evidence.uri["scenario"]
+    result = _compare([uri, "--no-spark", "--html", f"s3://{BUCKET}/reports/s7.html"])
+    assert result.exit_code == 1, result.stderr
+    page = s3.get("reports/s7.html").decode()
+    assert page.lstrip().lower().startswith("<!doctype html") and uri in page
+    assert "segtools-mirror" not in page
