@@ -161,10 +161,44 @@ def test_file_uris_are_local_paths(evidence, tmp_path):
     assert not (local / "pq").exists()
 
 
-def test_compare_html_to_s3(s3, evidence, untouched):
-    uri = evidence.uri["scenario"]
-    result = _compare([uri, "--no-spark", "--html", f"s3://{BUCKET}/reports/s7.html"])
-    assert result.exit_code == 1, result.stderr
+def test_compare_html_to_s3(s3, evidence, untouched, tmp_path):
+    """--html to the bucket, and --metadata-log given as a URI (read like the local one)."""
+    local, uri = evidence.local["scenario"], evidence.uri["scenario"]
+    expected = _compare([str(local / "broker-1"), str(local / "broker-2"), str(local / "broker-3"),
+                         "--no-spark", "--metadata-log", str(local / "controller"),
+                         "--report", str(tmp_path / "local.json")])
+    result = _compare([uri + "/broker-1", uri + "/broker-2", uri + "/broker-3", "--no-spark",
+                       "--metadata-log", uri + "/controller", "--html", f"s3://{BUCKET}/reports/s7.html",
+                       "--report", f"s3://{BUCKET}/reports/s7-brokers.json"])
+    assert result.exit_code == expected.exit_code == 1, result.stderr
+    got = json.loads(s3.get("reports/s7-brokers.json"))
+    want = json.loads((tmp_path / "local.json").read_text().replace(str(local), uri))
+    assert _timeless(got) == _timeless(want)
+    assert want.get("metadata", {}).get("brokers"), "the metadata log was replayed"
     page = s3.get("reports/s7.html").decode()
     assert page.lstrip().lower().startswith("<!doctype html") and uri in page
     assert "segtools-mirror" not in page
+
+
+def test_interrupted_export_to_s3_stays_partial(s3, evidence, untouched):
+    """An export stopped after its first segment leaves OUT/_PARTIAL (saying so), no
+    _SUCCESS, and no half-uploaded Parquet object."""
+    from segtools.export import ExportOptions, export_sources, plan_export
+
+    uri = evidence.uri["realdata"] + "/final"
+    out = f"s3://{BUCKET}/exports/interrupted"
+    options = ExportOptions()
+    sources = plan_export([uri], out, options)
+    done = []
+
+    def stop(segment: str) -> None:
+        done.append(segment)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        export_sources(sources, out, options, on_segment=stop)
+    keys = s3.keys("exports/interrupted/")
+    assert "exports/interrupted/_PARTIAL" in keys and "exports/interrupted/_SUCCESS" not in keys
+    assert b"interrupted" in s3.get("exports/interrupted/_PARTIAL")
+    assert not [k for k in keys if k.endswith(".inprogress")]
+    assert len(done) == 1 and done[0].startswith("s3://")
