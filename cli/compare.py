@@ -194,10 +194,9 @@ def _localize(paths: list[str], metadata_log: str | None, acks_path: str | None
     ctx.meta["segtools.mirror"] = mirror
     ctx.with_resource(contextlib.redirect_stdout(RewritingStream(sys.stdout, mirror)))
     ctx.with_resource(contextlib.redirect_stderr(RewritingStream(sys.stderr, mirror)))
-    local = list(mirror.paths)
-    out = local[:len(paths)], None, None
-    rest = local[len(paths):]
-    return (out[0], rest.pop(0) if metadata_log else None, rest.pop(0) if acks_path else None)
+    rest = list(mirror.paths[len(paths):])
+    return (list(mirror.paths[:len(paths)]), rest.pop(0) if metadata_log else None,
+            rest.pop(0) if acks_path else None)
 
 
 
