@@ -40,6 +40,9 @@ __all__ = ["is_uri", "is_remote", "open_uri", "uri_location", "local_file", "fet
 
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _CHUNK = 1 << 20
+#: schemes whose pyarrow path is "bucket/key" (the URI's authority and path)
+_BUCKET_SCHEMES = ("s3", "gs", "gcs")
+_FILESYSTEMS: dict[str, Any] = {}
 
 
 def is_uri(path: str | os.PathLike[str]) -> bool:
@@ -75,10 +78,22 @@ def open_uri(uri: str) -> tuple[Any, str]:
     make the filesystem (unknown scheme, no hdfs client, bad URI)."""
     from pyarrow import fs as pafs
 
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    # the configuration pyarrow reads from the environment is part of the key (a changed
+    # endpoint or profile gets a new filesystem)
+    key = f"{scheme}://{parsed.netloc}?{parsed.query}" + repr(sorted(
+        (k, v) for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "GCE_"))))
+    if scheme in _BUCKET_SCHEMES and key in _FILESYSTEMS:
+        # one filesystem per bucket: from_uri may ask S3 for the bucket's region each time
+        return _FILESYSTEMS[key], f"{parsed.netloc}/{unquote(parsed.path).strip('/')}".rstrip("/")
     try:
-        return pafs.FileSystem.from_uri(uri)
+        filesystem, inner = pafs.FileSystem.from_uri(uri)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises ValueError, OSError, ArrowInvalid...
         raise InputError(f"{uri}: cannot open filesystem: {exc}") from None
+    if scheme in _BUCKET_SCHEMES:
+        _FILESYSTEMS[key] = filesystem
+    return filesystem, inner
 
 
 def file_size(path: str) -> int:
