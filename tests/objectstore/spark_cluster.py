@@ -115,3 +115,21 @@ def standalone_cluster(workdir: Path, *, workers: int = 2) -> Iterator[Standalon
         yield cluster
     finally:
         _stop(cluster.procs)
+
+
+def leftover_processes(cluster: StandaloneCluster, workdir: Path) -> list[int]:
+    """Processes of the cluster still alive: a master/worker (its command line names the
+    master URL) or an executor (it runs in a worker's work dir)."""
+    found = []
+    address = cluster.master_url.split("//", 1)[1]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if ("java" in cmdline and address in cmdline) or cwd.startswith(str(workdir)):
+            found.append(int(entry))
+    return found

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from segtools.cli.main import cli
 
-from .spark_cluster import standalone_cluster
+from .spark_cluster import leftover_processes, standalone_cluster
 
 pytestmark = pytest.mark.spark
 
@@ -29,6 +29,7 @@ def cluster(s3, tmp_path_factory):
         yield c
     for proc in c.procs:
         assert proc.poll() is not None, "a cluster JVM outlived the fixture"
+    assert leftover_processes(c, workdir) == [], "a cluster JVM or executor outlived the fixture"
 
 
 def _segtools(cluster, *args: str) -> subprocess.CompletedProcess:
@@ -43,7 +44,13 @@ def _timeless(doc: dict) -> dict:
     return doc
 
 
-def test_compare_on_standalone_cluster_from_s3(s3, evidence, cluster, tmp_path):
+def _rows(table) -> list[dict]:
+    rows = table.to_pylist()
+    rows.sort(key=lambda r: (r["topic"], r["partition"], r.get("broker") or -1, r["offset"]))
+    return rows
+
+
+def _check_compare(evidence, cluster, tmp_path):
     local, uri = evidence.local["scenario"], evidence.uri["scenario"]
     expected_path = tmp_path / "local.json"
     expected_run = CliRunner().invoke(cli, ["compare", str(local), "--no-spark", "--report", str(expected_path)])
@@ -60,13 +67,7 @@ def test_compare_on_standalone_cluster_from_s3(s3, evidence, cluster, tmp_path):
     assert run.stdout == expected_run.stdout.replace(str(local), uri)
 
 
-def _rows(table) -> list[dict]:
-    rows = table.to_pylist()
-    rows.sort(key=lambda r: (r["topic"], r["partition"], r.get("broker") or -1, r["offset"]))
-    return rows
-
-
-def test_export_on_standalone_cluster_s3_to_s3(s3, evidence, cluster, tmp_path):
+def _check_export(s3, evidence, cluster, tmp_path):
     from pyarrow import fs as pafs
 
     local, uri = evidence.local["scenario"], evidence.uri["scenario"]
@@ -81,3 +82,9 @@ def test_export_on_standalone_cluster_s3_to_s3(s3, evidence, cluster, tmp_path):
     assert _rows(pq.read_table(inner, filesystem=filesystem)) == expected
     assert "exports/cluster/_SUCCESS" in s3.keys("exports/cluster/")
     assert os.environ.get("AWS_ENDPOINT_URL_S3") == s3.endpoint
+
+
+def test_compare_and_export_on_standalone_cluster(s3, evidence, cluster, tmp_path):
+    """One test, so that pytest-xdist never starts a second cluster on its other worker."""
+    _check_compare(evidence, cluster, tmp_path)
+    _check_export(s3, evidence, cluster, tmp_path)
