@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import sys
@@ -10,7 +12,7 @@ from typing import Any
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
-from segtools.cli.options import max_batch_bytes_option
+from segtools.cli.options import InputPath, max_batch_bytes_option
 from segtools.errors import display_path
 
 # the runner threshold and the metadata-log lookup live with segtools.compare(); kept here
@@ -19,17 +21,17 @@ from segtools.forensics.api import IN_PROCESS_MAX_BYTES, default_metadata_log  #
 
 
 @click.command("compare")
-@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("dirs", nargs=-1, required=True, type=InputPath(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the JSON report (docs/REPORT.md) to FILE.")
-@click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--acks", "acks_path", type=InputPath(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl) to mark lost records as acked.")
 @click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
               "or spark-submit's).")
 @click.option("--tables", "tables_dir", type=click.Path(file_okay=False),
               help="Also write the intermediate tables (batches, replicas, verdicts, "
                    "divergent_records) as Parquet under DIR (implies --spark).")
-@click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
+@click.option("--metadata-log", "metadata_log", type=InputPath(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it) to attribute causes. "
                    "Default: DIR/controller/__cluster_metadata-0 when DIR is a folder of "
                    "broker-* dirs that has one.")
@@ -73,10 +75,13 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         check_html_out(html_path, paths)
     if lost_out:
         check_output_location(lost_out, paths, flag="--lost-out")
+    # s3://, gs://, hdfs:// inputs: read from local copies; what is printed or reported names
+    # the URIs (segtools.remote); a no-op for local paths
+    local_paths, metadata_log, acks_path = _localize(paths, metadata_log, acks_path)
     engine = "auto" if use_spark is None else "spark" if use_spark else "local"
     previous = signal.signal(signal.SIGINT, _sigint)
     try:
-        report = run(list(dirs), engine=engine, acks=acks_path, metadata_log=metadata_log, master=master,
+        report = run(local_paths, engine=engine, spark_specs=_origin_specs, acks=acks_path, metadata_log=metadata_log, master=master,
                      tables_dir=tables_dir, max_batch_bytes=max_batch_bytes, strict=strict, on_note=_note,
                      in_process_max_bytes=IN_PROCESS_MAX_BYTES)
     finally:
@@ -85,7 +90,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     click.echo(display_path("\n".join(report.legend)))
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
-        atomic_write(report_path, report.json_text())
+        atomic_write(report_path, json.dumps(_mirror().rewrite_json(report.report_json()), indent=1) + "\n")
     if lost_out:   # segtools/forensics/lost_out.py
         from segtools.forensics.lost_out import write_lost_out
 
@@ -94,13 +99,47 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     if html_path:
         from segtools.report_html import write_html
 
-        write_html(report.report_json(), html_path, source=", ".join(paths))
+        write_html(_mirror().rewrite_json(report.report_json()), html_path, source=", ".join(paths))
         _note(f"wrote {html_path}")
     sys.exit(report.exit_code)
 
 
 def _note(text: str) -> None:
     click.echo(display_path(f"compare: {text}"), err=True)
+
+
+def _mirror() -> Any:
+    """The local copies of this run's URI inputs (an empty Mirror for local inputs)."""
+    from segtools.remote import Mirror
+
+    ctx = click.get_current_context(silent=True)
+    return (ctx.meta.get("segtools.mirror") if ctx else None) or Mirror()
+
+
+def _origin_specs(specs: list[Any]) -> list[Any]:
+    """Spark's executors read the segments from the object store itself, not the driver's copy."""
+    from segtools.remote import origin_specs
+
+    return origin_specs(specs, _mirror())
+
+
+def _localize(paths: list[str], metadata_log: str | None, acks_path: str | None
+              ) -> tuple[list[str], str | None, str | None]:
+    """Copy URI inputs (broker dirs, --metadata-log, --acks) to a temporary tree removed when
+    the command ends, and print through the mirror so users see their URIs."""
+    from segtools.remote import RewritingStream, is_remote, mirror_inputs
+
+    extra = [p for p in (metadata_log, acks_path) if p]
+    if not any(is_remote(p) for p in [*paths, *extra]):
+        return list(paths), metadata_log, acks_path
+    ctx = click.get_current_context()
+    mirror = ctx.with_resource(mirror_inputs([*paths, *extra]))
+    ctx.meta["segtools.mirror"] = mirror
+    ctx.with_resource(contextlib.redirect_stdout(RewritingStream(sys.stdout, mirror)))
+    ctx.with_resource(contextlib.redirect_stderr(RewritingStream(sys.stderr, mirror)))
+    rest = list(mirror.paths[len(paths):])
+    return (list(mirror.paths[:len(paths)]), rest.pop(0) if metadata_log else None,
+            rest.pop(0) if acks_path else None)
 
 
 def _sigint(signum: int, frame: Any) -> None:

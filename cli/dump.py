@@ -148,9 +148,17 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
                 reconfigure(errors="replace")
             except (ValueError, OSError):  # pragma: no cover - exotic streams
                 pass
+    from segtools.remote import RewritingStream, mirror_inputs
+
     try:
-        status = run_dump(all_paths, options, out=sys.stdout, err=sys.stderr)
-        sys.stdout.flush()
+        # s3://, gs://, hdfs:// inputs: their Kafka files are copied to a temporary tree and
+        # dumped from there; the paths printed are the URIs
+        with mirror_inputs(all_paths) as mirror:
+            out, err = sys.stdout, sys.stderr
+            if mirror.active:
+                out, err = RewritingStream(out, mirror), RewritingStream(err, mirror)
+            status = run_dump(mirror.paths, options, out=out, err=err)
+            sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (`segtools dump ... | head`): stop quietly with exit 0, as
         # `cat` does under SIGPIPE; the input was fine, and no second error when Python

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import UTC, datetime
 
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
-from segtools.cli.options import max_batch_bytes_option
+from segtools.cli.options import InputPath, max_batch_bytes_option
 
 
 def _parse_partitions(text: str | None) -> tuple[int, ...]:
@@ -59,8 +58,9 @@ def _where_producers(paths: tuple[str, ...], where: tuple[str, ...], level: str)
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--out", "out_dir", required=True, help="Output folder (local path, or s3://, hdfs:// URI).")
+@click.argument("paths", nargs=-1, required=True, type=InputPath(exists=True))
+@click.option("--out", "out_dir", required=True,
+              help="Output folder (local path, or an s3://, gs://, hdfs://, file:// URI).")
 @click.option("--level", type=click.Choice(["records", "batches"]), default="records", show_default=True,
               help="One row per record, or one row per batch.")
 @click.option("--topics", default=None, help="Comma list of topic names or glob patterns.")
@@ -129,11 +129,14 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
             summary = export_with_spark(list(paths), out_dir, options, get_spark(master=master),
                                         overwrite=overwrite, resolution=resolution)
         else:
-            total = sum(os.path.getsize(s) for src in sources for s in src.segments)
+            from segtools.export import segment_bytes
+
+            total = sum(segment_bytes(src) for src in sources)
+            sizes = {s: n for src in sources for s, n in zip(src.segments, src.segment_sizes)}
             show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024
             with click.progressbar(length=total, label="exporting", file=sys.stderr) if show else _null() as bar:
                 summary = export_sources(sources, out_dir, options,
-                                         on_segment=lambda seg: bar.update(os.path.getsize(seg)))
+                                         on_segment=lambda seg: bar.update(sizes.get(seg, 0)))
     except KeyboardInterrupt:
         click.echo(f"interrupted: {out_dir} holds a partial export (marked {out_dir}/_PARTIAL)", err=True)
         sys.exit(130)

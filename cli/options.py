@@ -25,3 +25,16 @@ def max_batch_bytes_option(consequence: str = "") -> Callable[[Any], Any]:
         "--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE", callback=_parse_size,
         help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
              f"{consequence}Raise it for clusters with message.max.bytes above that.")
+
+
+class InputPath(click.Path):
+    """``click.Path`` for inputs that may also be URIs (s3://, gs://, hdfs://, file://):
+    a local path is checked as ``click.Path`` does; a URI is passed on as written (its
+    filesystem is asked when it is read, segtools.remote)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from segtools.remote import is_uri
+
+        if isinstance(value, str) and is_uri(value):
+            return value
+        return super().convert(value, param, ctx)

@@ -195,6 +195,15 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
 
 
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
+    from segtools.remote import local_file
+
+    # an object-store segment is read from a private local copy (on the Spark executor that
+    # exports it), removed when the segment is done
+    with local_file(segment) as local:
+        yield from _iter_local_tables(local, src, options)
+
+
+def _iter_local_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
     from segtools import columnar
 
     if options.level == "batches":
@@ -264,13 +273,30 @@ def _filter_batch_rows(rb: pa.RecordBatch, options: ExportOptions) -> pa.RecordB
     return rb if mask is None else rb.filter(mask)
 
 
+def _remote(path: str) -> bool:
+    from segtools.remote import is_remote
+
+    return is_remote(path)
+
+
+def segment_bytes(src: PartitionSource) -> int:
+    """Bytes of a replica's segments (the sizes discovery listed; stat for a hand-made source)."""
+    if len(src.segment_sizes) == len(src.segments):
+        return sum(src.segment_sizes)
+    from segtools.remote import file_size
+
+    return sum(file_size(s) for s in src.segments)
+
+
 def _open_filesystem(out_dir: str):
     """A pyarrow filesystem and root path: local paths, or s3:// / hdfs:// URIs."""
     from pyarrow import fs as pafs
 
-    if "://" in out_dir:
-        return pafs.FileSystem.from_uri(out_dir)
-    return pafs.LocalFileSystem(), os.path.abspath(out_dir)
+    from segtools.remote import is_remote, local_path, open_uri
+
+    if is_remote(out_dir):
+        return open_uri(out_dir)
+    return pafs.LocalFileSystem(), os.path.abspath(local_path(out_dir))
 
 
 def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
@@ -341,9 +367,15 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     check_output_location(out_dir, named + resolved)
     if not is_utf8(out_dir):   # pyarrow's filesystems take UTF-8 paths only
         raise UnsafeOutputError(f"--out {display_path(out_dir)}: the path is not UTF-8; choose a UTF-8 name")
-    if "://" in out_dir:
+    from segtools.remote import is_remote, local_path
+
+    if is_remote(out_dir):
+        from segtools.outputs import prepare_output_dir
+
+        # refuses a non-empty prefix unless --overwrite, and creates the folder (a no-op on S3)
+        prepare_output_dir(out_dir, force=overwrite, force_flag="--overwrite")
         return
-    out = Path(out_dir)
+    out = Path(local_path(out_dir))
     if out.exists() and not out.is_dir():
         raise UnsafeOutputError(f"--out {out_dir} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -443,7 +475,7 @@ def _run_marked(out_dir: str, sources: list[PartitionSource], options: ExportOpt
     filesystem, root = _open_filesystem(out_dir)
     filesystem.create_dir(root, recursive=True)
     with partial_run(root, command="segtools export",
-                     filesystem=None if "://" not in out_dir else filesystem) as run:
+                     filesystem=filesystem if _remote(out_dir) else None) as run:
         summary = body()
         run.summary = _success_summary(summary, sources, options, root)
     return summary
@@ -465,7 +497,7 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
                                                folder=partition_folder(src, options, folders),
                                                findings=summary.findings))
             summary.segments += len(src.segments)
-            summary.bytes_read += sum(os.path.getsize(s) for s in src.segments)
+            summary.bytes_read += segment_bytes(src)
         return summary
 
     return _run_marked(out_dir, sources, options, body)
@@ -505,7 +537,7 @@ def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options
                 summary.files.append(exported)
         summary.files.sort(key=lambda f: (f.topic, f.partition, f.broker or -1, f.first_offset))
         summary.segments = sum(len(s.segments) for s in sources)
-        summary.bytes_read = sum(os.path.getsize(p) for s in sources for p in s.segments)
+        summary.bytes_read = sum(segment_bytes(s) for s in sources)
         return summary
 
     return _run_marked(out_dir, sources, options, body)

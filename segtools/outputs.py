@@ -10,6 +10,11 @@ names start with ``_`` so Spark, pyarrow and DuckDB's ``*.parquet`` globs skip t
 
 API: :func:`input_roots`, :func:`check_output_location`, :func:`check_output_file`,
 :func:`prepare_output_dir`, :func:`atomic_write`, :func:`atomic_file`, :func:`partial_run`.
+
+Object-store outputs (``s3://``, ``gs://``, ``hdfs://``; ``file://`` is a local path): an
+output in the same bucket whose prefix is, or is inside, an input prefix is refused; an
+existing object is replaced only when allowed; ``_PARTIAL``/``_SUCCESS`` are objects under
+the output prefix, written by the same rules (see ``partial_run``'s ``filesystem``).
 """
 
 from __future__ import annotations
@@ -38,8 +43,52 @@ class UnsafeOutputError(InputError):
     """An output path that would write into the evidence or replace something silently."""
 
 
-def _is_uri(path: PathLike) -> bool:
-    return "://" in os.fspath(path)
+def _is_remote(path: PathLike) -> bool:
+    from segtools.remote import is_remote
+
+    return is_remote(os.fspath(path))
+
+
+def _local(path: PathLike) -> str:
+    """A local path, or the path of a ``file://`` URI."""
+    from segtools.remote import local_path
+
+    return local_path(os.fspath(path))
+
+
+def _remote_roots(inputs: Iterable[PathLike]) -> list[tuple[str, str]]:
+    """``(scheme://bucket, /prefix)`` of every object-store input."""
+    from segtools.remote import uri_location
+
+    return [uri_location(os.fspath(raw)) for raw in inputs if _is_remote(raw)]
+
+
+def _check_remote_location(output: str, inputs: Iterable[PathLike], flag: str) -> None:
+    """Same bucket (authority) and a prefix equal to or inside an input prefix: refused. On an
+    object store a prefix is a string, so ``s3://b/in`` covers ``s3://b/in/x`` but not
+    ``s3://b/input2``."""
+    from segtools.remote import uri_location
+
+    where, prefix = uri_location(output)
+    for root_where, root in _remote_roots(inputs):
+        if where == root_where and (prefix == root or prefix.startswith(root.rstrip("/") + "/")):
+            raise UnsafeOutputError(
+                f"{flag} {output} is inside the input {root_where}{root}: inputs are evidence "
+                "and are never written to")
+
+
+def _remote_entries(output: str) -> tuple[Any, str, Any, list[Any]]:
+    """(filesystem, path, info, entries below) of a URI output."""
+    from pyarrow import fs as pafs
+
+    from segtools.remote import open_uri
+
+    filesystem, inner = open_uri(output)
+    info = filesystem.get_file_info(inner)
+    entries: list[Any] = []
+    if info.type == pafs.FileType.Directory:
+        entries = filesystem.get_file_info(pafs.FileSelector(inner, recursive=False))
+    return filesystem, inner, info, entries
 
 
 def _real(path: PathLike) -> str:
@@ -56,9 +105,9 @@ def input_roots(inputs: Iterable[PathLike]) -> list[str]:
     caller that treats a file's folder as evidence (a segment's partition dir) passes it too."""
     roots: list[str] = []
     for raw in inputs:
-        if _is_uri(raw):
-            continue
-        path = os.path.abspath(os.fspath(raw))
+        if _is_remote(raw):
+            continue          # see _remote_roots
+        path = os.path.abspath(_local(raw))
         real = _real(path)
         for p in (path, real):
             if p not in roots:
@@ -76,10 +125,11 @@ def check_output_location(output: PathLike, inputs: Iterable[PathLike], *, flag:
     Both the path as written and its real path are compared with every root of
     :func:`input_roots`, so ``--out clusterB/pq`` is refused for the input ``clusterB`` (a folder
     of broker dirs) just as ``--out clusterB/broker-1/pq`` is."""
-    if _is_uri(output):
+    if _is_remote(output):
+        _check_remote_location(os.fspath(output), inputs, flag)
         return
-    written = os.path.abspath(os.fspath(output))
-    real = _real(output)
+    written = os.path.abspath(_local(output))
+    real = _real(written)
     for root in input_roots(inputs):
         for candidate in (written, real):
             if _inside(candidate, root):
@@ -91,9 +141,9 @@ def check_output_location(output: PathLike, inputs: Iterable[PathLike], *, flag:
 def _input_inodes(inputs: Iterable[PathLike]) -> set[tuple[int, int]]:
     found: set[tuple[int, int]] = set()
     for raw in inputs:
-        if _is_uri(raw):
+        if _is_remote(raw):
             continue
-        path = os.fspath(raw)
+        path = _local(raw)
         if os.path.isfile(path):
             st = os.stat(path)
             found.add((st.st_dev, st.st_ino))
@@ -112,9 +162,16 @@ def check_output_file(output: PathLike, inputs: Iterable[PathLike], *, flag: str
     hard link: same device and inode as a file under an input), and -- unless ``overwrite`` --
     one that exists already."""
     check_output_location(output, inputs, flag=flag)
-    if _is_uri(output):
+    if _is_remote(output):
+        from pyarrow import fs as pafs
+
+        info = _remote_entries(os.fspath(output))[2]
+        if info.type == pafs.FileType.Directory:
+            raise UnsafeOutputError(f"{flag} {os.fspath(output)} is a folder (a prefix with objects)")
+        if info.type != pafs.FileType.NotFound and not overwrite:
+            raise UnsafeOutputError(f"{flag} {os.fspath(output)} exists (use --force to replace it)")
         return
-    path = os.fspath(output)
+    path = _local(output)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -131,7 +188,18 @@ def prepare_output_dir(output: PathLike, inputs: Iterable[PathLike] = (), *, for
     """Check an output folder and create it. An existing non-empty folder is refused unless
     ``force`` (then files are added to it; nothing in it is deleted here)."""
     check_output_location(output, inputs, flag=flag)
-    out = Path(output)
+    if _is_remote(output):
+        from pyarrow import fs as pafs
+
+        filesystem, inner, info, entries = _remote_entries(os.fspath(output))
+        if info.type == pafs.FileType.File:
+            raise UnsafeOutputError(f"{flag} {output} exists and is not a folder")
+        if entries and not force:
+            raise UnsafeOutputError(f"{flag} {output} exists and is not empty "
+                                    f"(use {force_flag} to write into it)")
+        filesystem.create_dir(inner, recursive=True)
+        return Path(inner)
+    out = Path(_local(output))
     if out.exists() and not out.is_dir():
         raise UnsafeOutputError(f"{flag} {output} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
@@ -163,7 +231,17 @@ def atomic_file(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-
 
 
 def atomic_write(path: PathLike, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through :func:`atomic_file`."""
+    """Write ``data`` to ``path`` through :func:`atomic_file`. On an object store (a URI) the
+    object is uploaded in one request from memory: it appears whole or not at all."""
+    if _is_remote(path):
+        from segtools.remote import open_uri
+
+        filesystem, inner = open_uri(os.fspath(path))
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        with filesystem.open_output_stream(inner) as fh:
+            fh.write(payload)
+        return
+    path = _local(path)
     with atomic_file(path, "wb" if isinstance(data, bytes) else "w") as fh:
         fh.write(data)
 

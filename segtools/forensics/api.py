@@ -76,7 +76,8 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
             find_metadata_log: bool = True, master: str | None = None, spark: Any = None,
             tables_dir: PathArg | None = None, max_batch_bytes: int | None = None, strict: bool = False,
             progress: bool | None = None, on_note: Callable[[str], None] | None = None,
-            in_process_max_bytes: int = IN_PROCESS_MAX_BYTES) -> CompareReport:
+            in_process_max_bytes: int = IN_PROCESS_MAX_BYTES,
+            spark_specs: Callable[[list[Any]], list[Any]] | None = None) -> CompareReport:
     """Compare the replicas under ``paths`` (one log dir per broker, or a folder of
     ``broker-*`` dirs) and return the report.
 
@@ -88,7 +89,9 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
     the controller's log next to the broker dirs. ``max_batch_bytes``: largest batch read.
     ``strict``: refuse log dirs of different clusters. ``progress``: a status line on stderr
     (default: when stderr is a terminal). ``on_note``: receives one-line notes (warnings,
-    Spark's UI address) as they happen.
+    Spark's UI address) as they happen. ``spark_specs``: maps the discovered replicas to the
+    paths Spark's executors read (the CLI gives executors the object-store URIs of inputs it
+    copied locally).
 
     Raises ``InputError`` (and other ``SegtoolsError``) for unusable input."""
     from segtools.forensics.collect import discover_replicas
@@ -141,7 +144,7 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
             from segtools.spark.compare_job import run_specs
 
             session = spark if spark is not None else _session(master, total, why, note)
-            report = run_specs(session, specs, acks=ack_index, histories=histories,
+            report = run_specs(session, spark_specs(specs) if spark_specs else specs, acks=ack_index, histories=histories,
                                tables_dir=None if tables_dir is None else os.fspath(tables_dir), progress=show)
             runner = "spark"
         else:

@@ -197,6 +197,7 @@ def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
 
 def _range_rows(spec: ReplicaSpec, first: int, last: int) -> list[dict[str, Any]]:
     from segtools import columnar
+    from segtools.remote import local_file
 
     bases = [segment_base(p) for p, _ in spec.segments]
     rows: list[dict[str, Any]] = []
@@ -205,10 +206,11 @@ def _range_rows(spec: ReplicaSpec, first: int, last: int) -> list[dict[str, Any]
         if bases[i] > last or (nxt is not None and nxt <= first):
             continue
         try:
-            for rb in columnar.iter_record_batches(path, topic=spec.topic, partition=spec.partition,
-                                                   start_offset=first, end_offset=last + 1):
-                rows.extend(rb.select(["offset", "leader_epoch", "key", "value", "producer_id", "producer_epoch",
-                                       "sequence", "is_control", "headers"]).to_pylist())
+            with local_file(path) as local:   # an s3:// segment: a local copy on this executor
+                for rb in columnar.iter_record_batches(local, topic=spec.topic, partition=spec.partition,
+                                                       start_offset=first, end_offset=last + 1):
+                    rows.extend(rb.select(["offset", "leader_epoch", "key", "value", "producer_id",
+                                           "producer_epoch", "sequence", "is_control", "headers"]).to_pylist())
         except SegtoolsError:
             continue
     return [r for r in rows if first <= r["offset"] <= last]

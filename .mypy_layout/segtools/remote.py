@@ -1,0 +1,1 @@
+../../segtools/remote.py
