@@ -81,7 +81,8 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     engine = "auto" if use_spark is None else "spark" if use_spark else "local"
     previous = signal.signal(signal.SIGINT, _sigint)
     try:
-        report = run(local_paths, engine=engine, spark_specs=_origin_specs, acks=acks_path, metadata_log=metadata_log, master=master,
+        report = run(local_paths, engine=engine, spark_specs=_origin_specs, acks=acks_path,
+                     metadata_log=metadata_log, master=master,
                      tables_dir=tables_dir, max_batch_bytes=max_batch_bytes, strict=strict, on_note=_note,
                      in_process_max_bytes=IN_PROCESS_MAX_BYTES)
     finally:

@@ -144,7 +144,8 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
             from segtools.spark.compare_job import run_specs
 
             session = spark if spark is not None else _session(master, total, why, note)
-            report = run_specs(session, spark_specs(specs) if spark_specs else specs, acks=ack_index, histories=histories,
+            executor_specs = spark_specs(specs) if spark_specs else specs
+            report = run_specs(session, executor_specs, acks=ack_index, histories=histories,
                                tables_dir=None if tables_dir is None else os.fspath(tables_dir), progress=show)
             runner = "spark"
         else:
