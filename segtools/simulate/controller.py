@@ -122,8 +122,15 @@ class Controller:
     def _set_leader(self, ps: PartitionState, leader: int, isr: list[int], *, unclean: bool,
                     reason: str) -> Election:
         isr_changed = isr != ps.isr
-        ps.leader = leader
         ps.isr = isr
+        return self._new_leader(ps, leader, unclean=unclean, reason=reason, isr_changed=isr_changed)
+
+    def _new_leader(self, ps: PartitionState, leader: int, *, unclean: bool, reason: str,
+                    isr_changed: bool, elr: list[int] | None = None,
+                    last_known_elr: list[int] | None = None) -> Election:
+        """A leader change on ``ps`` (its ISR already set): epochs, recovery state, the
+        election and its PartitionChangeRecord."""
+        ps.leader = leader
         ps.leader_epoch += 1
         ps.partition_epoch += 1
         lrs_changed = False
@@ -132,9 +139,10 @@ class Controller:
             lrs_changed = True
         if leader != NO_LEADER:
             ps.last_leader = leader
-        election = Election(ps.leader_epoch, leader, unclean, reason, list(isr))
+        election = Election(ps.leader_epoch, leader, unclean, reason, list(ps.isr))
         ps.elections.append(election)
-        self._record_change(ps, leader_changed=True, isr_changed=isr_changed, lrs_changed=lrs_changed)
+        self._record_change(ps, leader_changed=True, isr_changed=isr_changed, lrs_changed=lrs_changed,
+                            elr=elr, last_known_elr=last_known_elr)
         return election
 
     def recovered(self, ps: PartitionState) -> None:
@@ -273,17 +281,5 @@ class Controller:
             self._record_change(ps, leader_changed=False, isr_changed=new_isr != old_isr,
                                 lrs_changed=False, elr=elr_field, last_known_elr=lke_field)
             return None
-        ps.leader = new_leader
-        ps.leader_epoch += 1
-        ps.partition_epoch += 1
-        lrs_changed = False
-        if unclean and ps.leader_recovery_state != RECOVERING:
-            ps.leader_recovery_state = RECOVERING
-            lrs_changed = True
-        if new_leader != NO_LEADER:
-            ps.last_leader = new_leader
-        election = Election(ps.leader_epoch, new_leader, unclean, reason, list(new_isr))
-        ps.elections.append(election)
-        self._record_change(ps, leader_changed=True, isr_changed=new_isr != old_isr,
-                            lrs_changed=lrs_changed, elr=elr_field, last_known_elr=lke_field)
-        return election
+        return self._new_leader(ps, new_leader, unclean=unclean, reason=reason,
+                                isr_changed=new_isr != old_isr, elr=elr_field, last_known_elr=lke_field)
