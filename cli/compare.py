@@ -77,11 +77,12 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         check_output_location(lost_out, paths, flag="--lost-out")
     # s3://, gs://, hdfs:// inputs: read from local copies; what is printed or reported names
     # the URIs (segtools.remote); a no-op for local paths
-    local_paths, metadata_log, acks_path = _localize(paths, metadata_log, acks_path)
+    # (every DIR as given: segtools.compare() says which ones it reads once)
+    local_dirs, metadata_log, acks_path = _localize(list(dirs), metadata_log, acks_path)
     engine = "auto" if use_spark is None else "spark" if use_spark else "local"
     previous = signal.signal(signal.SIGINT, _sigint)
     try:
-        report = run(local_paths, engine=engine, spark_specs=_origin_specs, acks=acks_path,
+        report = run(local_dirs, engine=engine, spark_specs=_origin_specs, acks=acks_path,
                      metadata_log=metadata_log, master=master,
                      tables_dir=tables_dir, max_batch_bytes=max_batch_bytes, strict=strict, on_note=_note,
                      in_process_max_bytes=IN_PROCESS_MAX_BYTES)

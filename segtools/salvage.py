@@ -39,6 +39,9 @@ import numpy as np
 from .batches import RecordBatch, segment_paths
 from .crc import crc32c
 from .errors import FormatError, InputError, display_path
+from .formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
+from .formats.names import LOG_SUFFIX, filename_prefix_from_offset
+from .formats.record_batch import CRC_STRUCT_FORMAT
 from .limits import DEFAULT_MAX_BATCH_BYTES
 from .outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
 from .sources import is_partition_dir_name
@@ -47,9 +50,9 @@ from .writer.index_files import OffsetIndexFile, TimeIndexFile
 __all__ = ["SalvagedBatch", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
            "check_batch_at", "SalvageResult"]
 
-_LEN = struct.Struct(">i")
-_U32 = struct.Struct(">I")
-_V2_TAIL = struct.Struct(">i")  # lastOffsetDelta at +23; recordsCount at +57
+_LEN = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)
+_U32 = struct.Struct(CRC_STRUCT_FORMAT)
+_V2_TAIL = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)  # int32: lastOffsetDelta at +23; recordsCount at +57
 V2_OVERHEAD = 61
 LEGACY_MIN_SIZE = {0: 14, 1: 22}   # LegacyRecord.RECORD_OVERHEAD_V0 / V1
 LOG_OVERHEAD = 12                  # baseOffset + length
@@ -335,7 +338,7 @@ def _copy_batches(src: str, kept: Sequence[SalvagedBatch], dst: str) -> None:
 def _write_indexes(folder: str, base_offset: int, kept: Sequence[SalvagedBatch],
                    index_interval_bytes: int) -> None:
     """The indexes ``LogSegment.recover`` builds for these batches, trimmed as on close."""
-    name = f"{base_offset:020d}"
+    name = filename_prefix_from_offset(base_offset)
     n_entries = max(2, len(kept) + 2)
     offsets = OffsetIndexFile(os.path.join(folder, name + ".index"), base_offset, n_entries * 8,
                               preallocate=False)
@@ -425,7 +428,7 @@ def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, fo
             segments.append(seg)
             named = os.path.basename(log).split(".")[0].isdigit()
             base = seg.base_offset if named or not seg.kept else seg.kept[0].base_offset
-            out_log = str(part_out / f"{base:020d}.log")
+            out_log = str(part_out / (filename_prefix_from_offset(base) + LOG_SUFFIX))
             _copy_batches(log, seg.kept, out_log)
             _write_indexes(str(part_out), base, seg.kept, index_interval_bytes)
             entries.append(_manifest_entry(seg, out_log))

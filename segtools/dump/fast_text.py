@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from segtools.crc import crc32c
 from segtools.dump.java_utf8 import java_utf8_replace
+from segtools.formats import record_batch as _rb
 
 #: bytes read per window (a batch larger than this goes through the object reader). The
 #: columns and lines of one window take about 25 times its size at their peak: 2 MB keeps
@@ -41,7 +42,8 @@ _MAX_HEADERS = 64  # records with more headers go through the object reader
 _PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
 _HEADER_UP_TO_MAGIC = 17  # kafka.log FileLogInputStream: fewer trailing bytes end the walk
 _V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
-_FRAME = struct.Struct(">qiibIh")  # baseOffset, length, leaderEpoch, magic, crc, attributes
+# baseOffset, length, leaderEpoch, magic, crc, attributes: the v2 header up to lastOffsetDelta
+_FRAME = struct.Struct(_rb.HEADER_STRUCT_FORMAT[:7])
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -379,7 +381,7 @@ class FastLogText:
         pieces.append("\n")
         record_lines = _join(pieces)
 
-        horizon = (attributes & 0x40) != 0
+        horizon = (attributes & _rb.DELETE_HORIZON_FLAG_MASK) != 0
         batch_lines = _join([
             "baseOffset: ", s(base_offset), " lastOffset: ", s(base_offset + lod),
             " count: ", s(counts), " baseSequence: ", s(base_seq),

@@ -22,6 +22,9 @@ from typing import Any
 from segtools.errors import InputError
 from segtools.simulate.scenario import Scenario
 
+#: run.json lists at most this many folders the jars came from
+_MAX_LISTED_DIRS = 20
+
 __all__ = ["run_on_kafka", "check_supported"]
 
 from segtools.realcluster.support import check_supported  # noqa: E402
@@ -70,7 +73,7 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
                        "kafka_home": None if kafka_home is None else os.path.abspath(kafka_home),
                        # where the JVMs' jars came from (a --kafka-home's libs/ or ~/.m2)
                        "classpath_dirs": sorted({os.path.dirname(p) for p in
-                                                 runtime.classpath.split(os.pathsep)})[:20],
+                                                 runtime.classpath.split(os.pathsep)})[:_MAX_LISTED_DIRS],
                        "features": features, "waits": runner.log.waits,
                        "elections": runner.log.elections, "errors": runner.log.errors,
                        "timings": runner.log.timings}, fh, indent=2, sort_keys=True)
