@@ -395,7 +395,8 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
     txns = partition_transactions(ref.batches, high_watermark=ref.high_watermark,
                                   log_end_offset=ref.log_end_offset, topic=topic, partition=partition,
                                   transaction_version=history.transaction_version if history else None,
-                                  marker_type=marker_reader(ref.facts.log_dir, topic, partition)
+                                  marker_type=marker_reader(ref.facts.log_dir, topic, partition,
+                                                            ref.facts.partition_dir)
                                   if ref.facts.log_dir and os.path.isdir(ref.facts.log_dir) else None,
                                   producers=producers_from_transaction_log(local_dirs) if has_txn else None)
     part_findings.extend(transaction_findings(txns))

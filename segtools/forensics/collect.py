@@ -174,7 +174,7 @@ def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
     batches.sort(key=lambda b: (seg_order.get(b.segment, -1), b.position))
     facts = ReplicaFacts(
         broker=spec.broker, topic=spec.topic, partition=spec.partition, batches=batches,
-        log_dir=spec.log_dir, topic_id=spec.topic_id, state=spec.state,
+        log_dir=spec.log_dir, partition_dir=spec.partition_dir or "", topic_id=spec.topic_id, state=spec.state,
         high_watermark=spec.high_watermark, recovery_point=spec.recovery_point,
         log_start_checkpoint=spec.log_start_checkpoint, cleaner_checkpoint=spec.cleaner_checkpoint,
         epoch_checkpoint=spec.epoch_checkpoint, clean_shutdown=spec.clean_shutdown,

@@ -74,6 +74,7 @@ class ReplicaFacts:
     partition: int
     batches: list[BatchFacts] = field(default_factory=list)
     log_dir: str = ""
+    partition_dir: str = ""                      # the folder its segments are in, as discovered
     topic_id: str | None = None
     state: str = ""                              # "" | "delete" | "future" | "stray"
     high_watermark: int | None = None            # replication-offset-checkpoint

@@ -49,8 +49,9 @@ class _SegmentMarkers:
     """Reads the control type of marker batches from ``log_dir/topic-partition/<segment>``,
     keeping each segment open while the partition is read (``close`` at the end)."""
 
-    def __init__(self, log_dir: str, topic: str, partition: int) -> None:
-        self.pdir = os.path.join(log_dir, f"{topic}-{partition}")
+    def __init__(self, log_dir: str, topic: str, partition: int, partition_dir: str = "") -> None:
+        # the folder discovery found (its name need not be topic-partition: a renamed copy)
+        self.pdir = partition_dir or os.path.join(log_dir, f"{topic}-{partition}")
         self.files: dict[str, Any] = {}
 
     def __call__(self, b: BatchFacts) -> str | None:
@@ -73,9 +74,10 @@ class _SegmentMarkers:
         self.files.clear()
 
 
-def marker_reader(log_dir: str, topic: str, partition: int) -> MarkerReader:
-    """Reads the control type of a marker batch from ``log_dir/topic-partition/segment``."""
-    return _SegmentMarkers(log_dir, topic, partition)
+def marker_reader(log_dir: str, topic: str, partition: int, partition_dir: str = "") -> MarkerReader:
+    """Reads the control type of a marker batch from ``partition_dir/segment`` (default
+    ``log_dir/topic-partition``)."""
+    return _SegmentMarkers(log_dir, topic, partition, partition_dir)
 
 
 @dataclass(frozen=True)
