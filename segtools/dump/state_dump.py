@@ -15,7 +15,7 @@ from segtools.formats.producer_snapshot import (
 )
 
 if TYPE_CHECKING:
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
 
 
 def dump_producer_snapshot(ctx: DumpContext, path: str) -> None:

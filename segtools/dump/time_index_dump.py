@@ -16,7 +16,7 @@ from segtools.dump.index_dump import Slots, base_offset_of, lookup_position, seg
 from segtools.errors import BatchTooLargeError, FormatError, IndexCorruptionError
 
 if TYPE_CHECKING:
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
 
 #: Kafka iterates the batch an entry points at with no per-message limit (Integer.MAX_VALUE)
 NO_MESSAGE_LIMIT = 2147483647
