@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -78,7 +78,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     # s3://, gs://, hdfs:// inputs: read from local copies; what is printed or reported names
     # the URIs (segtools.remote); a no-op for local paths
     local_paths, metadata_log, acks_path = _localize(paths, metadata_log, acks_path)
-    engine = "auto" if use_spark is None else "spark" if use_spark else "local"
+    engine: Literal["local", "spark", "auto"] = "auto" if use_spark is None else "spark" if use_spark else "local"
     previous = signal.signal(signal.SIGINT, _sigint)
     try:
         report = run(local_paths, engine=engine, spark_specs=_origin_specs, acks=acks_path,
@@ -158,7 +158,7 @@ def _sigint(signum: int, frame: Any) -> None:
 
 def _children(pid: int) -> list[int]:
     """Direct child processes of ``pid`` (Linux /proc; empty elsewhere)."""
-    out = []
+    out: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

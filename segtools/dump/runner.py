@@ -11,7 +11,7 @@ import errno
 import os
 import shutil
 import sys
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from segtools.dump import paths as path_rules
 from segtools.dump.context import DumpContext
@@ -133,7 +133,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
     raw_err = sys.stderr if err is None else err
     # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
     status_line = StatusLine(raw_err, not options.quiet and _isatty(raw_err) and not _isatty(out))
-    err = status_line  # type: ignore[assignment]
+    # everything below writes to stderr through the status line (a TextIO by duck typing)
+    err = cast(TextIO, status_line)
     sink = make_sink(options.output, out, err)
     ctx = DumpContext(options, sink, err)
     if options.should_print_data_log:

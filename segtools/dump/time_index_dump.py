@@ -93,14 +93,14 @@ def dump_time_index(ctx: DumpContext, path: str) -> None:
         with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT,
                            max_batch_bytes=opts.max_batch_bytes) as reader:
             try:
-                for j, batch in enumerate(reader):
-                    if j in wanted:
+                for k, batch in enumerate(reader):
+                    if k in wanted:
                         best = -1
                         for record in batch.records(max_message_size=NO_MESSAGE_LIMIT):
                             if record.timestamp > best:
                                 best = record.timestamp
-                        max_ts[j] = best
-                    if j >= last_wanted:
+                        max_ts[k] = best
+                    if k >= last_wanted:
                         break
             except BatchTooLargeError:
                 raise  # a limit the user can raise, not corruption (exit 2)
