@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -57,13 +57,13 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
     from segtools.forensics.api import compare as run
-    from segtools.forensics.inputs import unique_inputs
     from segtools.forensics.report import render_summary
     from segtools.outputs import atomic_write, check_output_file, check_output_location
 
     if use_spark is False and (master or tables_dir):
         raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
-    paths, _ = unique_inputs(dirs)
+    # repeats are dropped (with a warning) by the resolver inside segtools.compare()
+    paths = list(dirs)
     if tables_dir:
         check_output_location(tables_dir, paths, flag="--tables")
     if report_path:
@@ -79,7 +79,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     # the URIs (segtools.remote); a no-op for local paths
     # (every DIR as given: segtools.compare() says which ones it reads once)
     local_dirs, metadata_log, acks_path = _localize(list(dirs), metadata_log, acks_path)
-    engine = "auto" if use_spark is None else "spark" if use_spark else "local"
+    engine: Literal["local", "spark", "auto"] = "auto" if use_spark is None else "spark" if use_spark else "local"
     previous = signal.signal(signal.SIGINT, _sigint)
     try:
         report = run(local_dirs, engine=engine, spark_specs=_origin_specs, acks=acks_path,
@@ -135,12 +135,17 @@ def _localize(paths: list[str], metadata_log: str | None, acks_path: str | None
     if not any(is_remote(p) for p in [*paths, *extra]):
         return list(paths), metadata_log, acks_path
     ctx = click.get_current_context()
-    mirror = ctx.with_resource(mirror_inputs([*paths, *extra]))
+    # a URI named twice is copied once; both names lead to that copy, which the resolver
+    # then reads once (and says so), as it does for a local dir named twice
+    keys = [p.rstrip("/") if is_remote(p) else p for p in paths]
+    once = list(dict.fromkeys(keys))
+    mirror = ctx.with_resource(mirror_inputs([*once, *extra]))
     ctx.meta["segtools.mirror"] = mirror
     ctx.with_resource(contextlib.redirect_stdout(RewritingStream(sys.stdout, mirror)))
     ctx.with_resource(contextlib.redirect_stderr(RewritingStream(sys.stderr, mirror)))
-    rest = list(mirror.paths[len(paths):])
-    return (list(mirror.paths[:len(paths)]), rest.pop(0) if metadata_log else None,
+    copy_of = dict(zip(once, mirror.paths[:len(once)]))
+    rest = list(mirror.paths[len(once):])
+    return ([copy_of[k] for k in keys], rest.pop(0) if metadata_log else None,
             rest.pop(0) if acks_path else None)
 
 
@@ -154,7 +159,7 @@ def _sigint(signum: int, frame: Any) -> None:
 
 def _children(pid: int) -> list[int]:
     """Direct child processes of ``pid`` (Linux /proc; empty elsewhere)."""
-    out = []
+    out: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -25,7 +25,7 @@ import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -122,7 +122,7 @@ def _kernel_works(kernel: Any) -> bool:
     h, _next, _status = _scan_chunk(sf, 0, kernel, 4)  # type: ignore[arg-type]
     _finish_chunk(sf, h, kernel)  # type: ignore[arg-type]
     rc = _decode_kernel(kernel, sf, h, np.arange(len(h), dtype=np.int64), {})  # type: ignore[arg-type]
-    return (len(h) == 1 and bool(h.crc_valid[0]) and rc.value.to_pylist() == [b"a"]
+    return (len(h) == 1 and bool(_done(h.crc_valid)[0]) and rc.value.to_pylist() == [b"a"]
             and rc.key.to_pylist() == [None] and rc.timestamp_ms.tolist() == [1_700_000_000_000])
 
 
@@ -171,14 +171,14 @@ class _Segment:
     broker: int | None
 
 
-def _segments(path: str | os.PathLike[str], topic: str | None, partition: int | None,
+def _segments(path: str | os.PathLike[str] | bytes, topic: str | None, partition: int | None,
               broker: int | None) -> list[_Segment]:
     """Segment files under ``path``, as :func:`segtools.sources.resolve` finds them."""
     from segtools.sources import resolve
 
     resolution = resolve([path])
     resolution.warn(stacklevel=4)
-    found = []
+    found: list[_Segment] = []
     for source in resolution.partitions:
         t = topic if topic is not None else (_text(source.topic) or None)
         part = partition if partition is not None else (
@@ -261,7 +261,7 @@ class _SegmentFile:
 
     def _read(self, buf: np.ndarray, pos: int, want: int) -> int:
         """pread ``want`` bytes at ``pos`` into ``buf``; fewer only at (a shrunk) EOF."""
-        target = memoryview(buf)
+        target = memoryview(cast(bytearray, buf))   # numpy arrays are buffers; numpy's stubs say not
         got = 0
         while got < want:
             if _HAVE_PREADV:
@@ -320,7 +320,7 @@ class _SegmentFile:
         self.filled = got
         self.array = self._bufs[index][:got]
         self.array.flags.writeable = False
-        self.view = memoryview(self.array)
+        self.view = memoryview(cast(bytearray, self.array))
 
     @property
     def at_eof(self) -> bool:
@@ -428,6 +428,11 @@ class _Headers:
         return int(self.position.shape[0])
 
 
+def _done(column: np.ndarray | None) -> np.ndarray:
+    """A column ``_finish_chunk`` (``_fill_legacy``) has filled: typed as set (no check)."""
+    return cast(np.ndarray, column)
+
+
 _HEADER_DTYPES = {
     "position": np.int64, "base_offset": np.int64, "batch_length": np.int64,
     "partition_leader_epoch": np.int32, "magic": np.int8, "crc": np.int64,
@@ -449,7 +454,7 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int) -> tu
             out["attributes"], out["last_offset_delta"], out["base_timestamp"],
             out["max_timestamp"], out["producer_id"], out["producer_epoch"],
             out["base_sequence"], out["records_count"])
-        cols = {name: arr[:n] for name, arr in out.items()}
+        cols: dict[str, Any] = {name: arr[:n] for name, arr in out.items()}
     else:
         from segtools import _py_records
 
@@ -473,7 +478,8 @@ def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
         for i in np.flatnonzero(v2).tolist():
             computed[i] = _crc.crc32c(view[int(starts[i]):int(ends[i])])
     # DefaultRecordBatch.isValid(): a batch shorter than its 61-byte header never is
-    return v2 & (computed.astype(np.int64) == h.crc) & (h.batch_length >= V2_MIN_BATCH_LENGTH)
+    valid: np.ndarray = v2 & (computed.astype(np.int64) == h.crc) & (h.batch_length >= V2_MIN_BATCH_LENGTH)
+    return valid
 
 
 def _raise_scan_status(mf: _SegmentFile, pos: int, status: int) -> None:
@@ -517,7 +523,7 @@ def _fill_legacy(h: _Headers, mf: _SegmentFile, limit: int = DEFAULT_MAX_BATCH_B
         h.last_offset[i] = b.last_offset
         h.partition_leader_epoch[i] = b.partition_leader_epoch
         h.crc[i] = b.crc
-        h.crc_valid[i] = bool(b.crc_valid)
+        _done(h.crc_valid)[i] = bool(b.crc_valid)
         h.attributes[i] = b.attributes
         h.last_offset_delta[i] = b.last_offset_delta
         h.base_timestamp[i] = b.base_timestamp
@@ -555,8 +561,9 @@ def _finish_chunk(sf: _SegmentFile, h: _Headers, kernel: Any,
 
 def _head(h: _Headers, n: int) -> _Headers:
     """The first ``n`` rows of ``h``."""
-    return _Headers(**{name: (value[:n] if isinstance(value, np.ndarray) else value)
-                       for name, value in vars(h).items()})
+    fields: dict[str, Any] = {name: (value[:n] if isinstance(value, np.ndarray) else value)
+                              for name, value in vars(h).items()}
+    return _Headers(**fields)
 
 
 def _too_large(sf: _SegmentFile, pos: int, base_offset: int, total: int,
@@ -597,10 +604,10 @@ def _streamed_header(sf: _SegmentFile, pos: int, total: int, limit: int) -> _Hea
         chunk = sf.crc_step_read(pos + done, min(_CRC_STEP, total - done))
         if not chunk.shape[0]:
             raise sf.changed("the file shrank", pos)
-        crc = _crc.crc32c(memoryview(chunk), crc)
+        crc = _crc.crc32c(memoryview(cast(bytearray, chunk)), crc)
         done += int(chunk.shape[0])
     row = (pos, values[0], values[1]) + values[2:]
-    cols = {name: np.array([v], dtype=dt) for (name, dt), v in zip(_HEADER_DTYPES.items(), row)}
+    cols: dict[str, Any] = {name: np.array([v], dtype=dt) for (name, dt), v in zip(_HEADER_DTYPES.items(), row)}
     h = _Headers(**cols, base=sf.base)
     h.crc_valid = np.array([crc == values[4]])
     _fill_legacy(h, sf, limit)
@@ -717,7 +724,7 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         pa.array(h.crc_valid, pa.bool_()),
         pa.array(h.attributes, pa.int16()),
         _COMPRESSION_DICT.take(pa.array(codec)),
-        _TS_TYPE_DICT.take(pa.array(h.timestamp_type.astype(np.int32) + 1)),
+        _TS_TYPE_DICT.take(pa.array(_done(h.timestamp_type).astype(np.int32) + 1)),
         pa.array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
@@ -890,7 +897,7 @@ def _slice_rows(rc: _RowChunk, start: int, stop: int) -> _RowChunk:
                      None if rc.record_crc_ok is None else rc.record_crc_ok[start:stop])
 
 
-def _rows_to_chunk(rows: list[tuple], batch_of_row: list[int], crc_ok: list[bool] | None = None) -> _RowChunk:
+def _rows_to_chunk(rows: list[tuple[Any, ...]], batch_of_row: list[int], crc_ok: list[bool] | None = None) -> _RowChunk:
     offsets = np.fromiter((r[0] for r in rows), np.int64, len(rows))
     ts = np.fromiter((r[1] for r in rows), np.int64, len(rows))
     seq = np.fromiter((r[2] for r in rows), np.int32, len(rows))
@@ -910,7 +917,7 @@ def _compression_name(h: _Headers, i: int) -> str:
 def _decode_python(mf: _SegmentFile, h: _Headers, idx: np.ndarray, payloads: dict[int, bytes]) -> _RowChunk:
     from segtools import _py_records
 
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     batch_of_row: list[int] = []
     for i in idx.tolist():
         data = payloads.get(i)
@@ -936,7 +943,7 @@ def _decode_legacy(mf: _SegmentFile, h: _Headers, first: int, last: int,
                    max_rows: int) -> Iterator[_RowChunk]:
     """Rows of legacy entries ``first..last`` (inner messages of compressed wrappers) via the
     object reader, gathered into chunks of about ``max_rows`` rows."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     batch_of_row: list[int] = []
     crc_ok: list[bool] = []
     for i in range(first, last):
@@ -1019,7 +1026,7 @@ def _decompress_pool() -> Any:
     return _POOL
 
 
-def _decompress_group(tasks: list[tuple[bytes, int, str, int, int]],
+def _decompress_group(tasks: list[tuple[bytes, int, str, int, int, int]],
                       max_uncompressed: int) -> list[bytes | SegtoolsError]:
     """Payloads, or the error in place of one, so the caller raises it in batch order (after
     yielding the good batches before it) and later batches are not decompressed in vain."""
@@ -1045,7 +1052,7 @@ def _decompressed_run(mf: _SegmentFile, h: _Headers, s: int, e: int,
         return
     from collections import deque
 
-    pending: deque = deque()
+    pending: deque[tuple[int, Any]] = deque()
     nxt = s
     try:
         while nxt < e or pending:
@@ -1082,7 +1089,8 @@ def _per_row(values: np.ndarray, b: np.ndarray, lo: int, hi: int, dtype: Any) ->
     window = values[lo:hi + 1]
     if window.shape[0] and (window == window[0]).all():
         return np.full(b.shape[0], window[0], dtype=dtype)
-    return values[b].astype(dtype, copy=False)
+    gathered: np.ndarray = values[b].astype(dtype, copy=False)
+    return gathered
 
 
 def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
@@ -1092,7 +1100,7 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
     attrs = _per_row(h.attributes, b, lo, hi, np.int16)
     magic = _per_row(h.magic, b, lo, hi, np.int8)
     v2 = magic >= 2
-    crc_valid = _per_row(h.crc_valid, b, lo, hi, bool)
+    crc_valid = _per_row(_done(h.crc_valid), b, lo, hi, bool)
     if rc.record_crc_ok is not None:
         crc_valid = crc_valid & rc.record_crc_ok
     return pa.RecordBatch.from_arrays([
@@ -1102,7 +1110,7 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _const_int32(seg.partition, n),
         pa.array(rc.offset, pa.int64()),
         _timestamps_us(rc.timestamp_ms),
-        pa.array(_per_row(h.timestamp_type, b, lo, hi, np.int32), pa.int32()),
+        pa.array(_per_row(_done(h.timestamp_type), b, lo, hi, np.int32), pa.int32()),
         rc.headers,
         pa.array(_per_row(h.partition_leader_epoch, b, lo, hi, np.int32), pa.int32()),
         pa.array(h.base_offset[b], pa.int64()),
@@ -1140,7 +1148,7 @@ class _Filters:
         skip = np.zeros(len(h), bool)
         if not self.include_control:
             skip |= (h.magic >= 2) & ((h.attributes & CONTROL_FLAG_MASK) != 0)
-        trusted = h.crc_valid & (h.magic >= 2)
+        trusted = _done(h.crc_valid) & (h.magic >= 2)
         last = h.base_offset + h.last_offset_delta
         if self.start_offset is not None:
             skip |= trusted & (last < self.start_offset)

@@ -40,6 +40,14 @@ def display_path(path: str | bytes | os.PathLike[Any] | None) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+def format_size(n: int) -> str:
+    """``16777216`` -> ``"16 MiB"`` (exact binary units when they fit, else bytes)."""
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor} {unit}"
+    return f"{n} bytes"
+
+
 def is_utf8(name: str) -> bool:
     """Whether a name from the file system is UTF-8 (Python keeps other bytes as surrogates:
     pyarrow's file systems, Spark and Parquet take UTF-8 only)."""
@@ -144,8 +152,6 @@ class BatchTooLargeError(CompressionError):
     its record count. The message names the limit and how to raise it."""
 
     def __init__(self, message: str, *, limit: int, **kw: Any) -> None:
-        from .limits import format_size
-
         self.limit = limit
         super().__init__(f"{message} (max_batch_bytes is {limit} bytes = {format_size(limit)}; "
                          "if this batch is genuine, raise the limit with --max-batch-bytes "

@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -254,9 +254,9 @@ def _frame_errors_as_findings(tables: Iterator[pa.RecordBatch], findings: list[s
 
 
 def _filter_batch_rows(rb: pa.RecordBatch, options: ExportOptions) -> pa.RecordBatch:
-    mask = None
+    mask: Any = None
 
-    def both(cond):
+    def both(cond: Any) -> None:
         nonlocal mask
         mask = cond if mask is None else pc.and_(mask, cond)
 
@@ -288,7 +288,7 @@ def segment_bytes(src: PartitionSource) -> int:
     return sum(file_size(s) for s in src.segments)
 
 
-def _open_filesystem(out_dir: str):
+def _open_filesystem(out_dir: str) -> tuple[Any, str]:
     """A pyarrow filesystem and root path: local paths, or s3:// / hdfs:// URIs."""
     from pyarrow import fs as pafs
 
@@ -452,12 +452,12 @@ def export(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOpt
 
 
 def _success_summary(summary: ExportSummary, sources: list[PartitionSource], options: ExportOptions,
-                     root: str) -> dict:
+                     root: str) -> dict[str, Any]:
     """What ``_SUCCESS`` holds: the inputs, which folder each went to, and every file's rows."""
     def rel(path: str) -> str:
         return path[len(root):].lstrip("/") if path.startswith(root) else path
 
-    out: dict = {"level": options.level, "rows": summary.rows, "files": len(summary.files),
+    out: dict[str, Any] = {"level": options.level, "rows": summary.rows, "files": len(summary.files),
                  "partition_replicas": summary.partitions, "segments": summary.segments}
     if options.by_broker:
         out["replicas"] = {f"replica={name}": ident for ident, name in broker_folders(sources).items()}
@@ -513,7 +513,7 @@ def _spark_task(src: PartitionSource, out_dir: str, options: ExportOptions,
 
 
 def export_with_spark(paths: list[str | os.PathLike[str]], out_dir: str, options: ExportOptions | None,
-                      spark, *, overwrite: bool = False,
+                      spark: Any, *, overwrite: bool = False,
                       resolution: Resolution | None = None) -> ExportSummary:
     """The same export, with partition replicas spread over Spark tasks.
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import re
 
-from .errors import InputError
+# format_size lives with the messages that use it (errors.py) and is re-exported here
+from .errors import InputError, format_size
 
 __all__ = ["DEFAULT_MAX_BATCH_BYTES", "MIN_RECORD_BYTES", "MAX_BATCH_BYTES_ENV", "parse_size",
            "format_size", "resolve_max_batch_bytes"]
@@ -64,14 +65,6 @@ def parse_size(text: str | int) -> int:
     if value < 1:
         raise ValueError(f"invalid size {text!r}: must be at least 1 byte")
     return value
-
-
-def format_size(n: int) -> str:
-    """``16777216`` -> ``"16 MiB"`` (exact binary units when they fit, else bytes)."""
-    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= factor and n % factor == 0:
-            return f"{n // factor} {unit}"
-    return f"{n} bytes"
 
 
 def resolve_max_batch_bytes(max_batch_bytes: int | None = None, **aliases: int | None) -> int:

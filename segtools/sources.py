@@ -211,6 +211,9 @@ class ResolvedInput:
     log_dirs: list[LogDirSource] = field(default_factory=list)
     partitions: list[PartitionSource] = field(default_factory=list)  # a partition dir / segment
     error: SegtoolsError | None = None
+    #: the input this one repeats (the same directory or file, by real path, given or reached
+    #: earlier): it adds nothing and a ``duplicate_input`` warning says so
+    duplicate_of: str | None = None
 
     @property
     def all_partitions(self) -> list[PartitionSource]:
@@ -605,7 +608,7 @@ class _Resolver:
                 raise InputError(f"cannot read {display_path(display)}: not a regular file or directory")
             return self._segment_input(fs, inner)
         if not self._first_visit(fs, inner):
-            return ResolvedInput(display, "nothing")
+            return ResolvedInput(display, "nothing", duplicate_of=self.seen_dirs[fs.realpath(inner)])
         entries = fs.list(inner)
         name = inner.rstrip("/").rsplit("/", 1)[-1] or inner
         markers = any(e.name in ROOT_MARKERS for e in entries if not e.is_dir)
@@ -643,7 +646,7 @@ class _Resolver:
         if first is not None and not self.keep_duplicate_files:
             self.warnings.append(PathWarning("duplicate_input", display,
                                              f"{display}: same file as {first}; read once", first))
-            return ResolvedInput(display, "nothing")
+            return ResolvedInput(display, "nothing", duplicate_of=first)
         self.seen_dirs.setdefault(real, display)
         if not is_utf8(inner.rstrip("/").rsplit("/", 1)[-1]):
             self.bad_names.append(display)
@@ -785,13 +788,46 @@ def resolve(paths: PathInput | Iterable[PathInput], *, errors: Literal["raise", 
                 merged[p.partition_dir] = PartitionSource(
                     prev.topic, prev.partition, segs, prev.partition_dir, prev.log_dir,
                     prev.broker, prev.state, segs, tuple(sizes[x] for x in segs))
-    found = [*loose, *merged.values(), *(p for ld in res.log_dirs for p in ld.partitions)]
+    whole = [*loose, *(p for ld in res.log_dirs for p in ld.partitions)]
+    segments_given = list(merged.values())
+    if not keep_duplicate_files:
+        segments_given = _outside_whole_dirs(whole, segments_given, res.warnings)
+    found = [*whole, *segments_given]
     found.sort(key=lambda s: (s.topic, s.partition, -1 if s.broker is None else s.broker,
                               s.log_dir or "", _STATE_ORDER.get(s.state, 9), s.partition_dir or ""))
     res.partitions = found
     if check_copies:
         res.notices = _copy_notices(fs_of, [ld for ld in res.log_dirs if ld.role == "broker"])
     return res
+
+
+def _outside_whole_dirs(whole: list[PartitionSource], given: list[PartitionSource],
+                        warnings: list[PathWarning]) -> list[PartitionSource]:
+    """Segments given one by one, without those of a partition dir that is read whole (or whose
+    dir another spelling of the same segments already names): one replica per partition dir."""
+    seen: dict[str, str] = {}
+    for p in whole:
+        if p.partition_dir is not None:
+            seen.setdefault(_real_dir(p.partition_dir), p.partition_dir)
+    kept = []
+    for p in given:
+        if p.partition_dir is not None and p.partition >= 0:
+            real = _real_dir(p.partition_dir)
+            first = seen.get(real)
+            if first is not None:
+                warnings.append(PathWarning("duplicate_input", p.partition_dir,
+                                            f"{p.partition_dir}: same directory as {first}; read once", first))
+                continue
+            seen[real] = p.partition_dir
+        kept.append(p)
+    return kept
+
+
+def _real_dir(display: str) -> str:
+    """The real path of a displayed local dir; a URI as named (no links in object stores)."""
+    if "://" in display and not display.startswith("file://"):
+        return display.rstrip("/")
+    return os.path.realpath(_Fs(display).inner)
 
 
 def _segment_order(path: str) -> tuple[int, str]:

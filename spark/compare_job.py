@@ -11,7 +11,9 @@ the rows between them as Arrow (declared schemas, no pickled columns).
    (``segtools.forensics.plain``). One Spark job for the whole compare (plus one for the
    __consumer_offsets commits when there are any, and the ``--tables`` writes).
 
-This module only moves rows; every rule is in ``segtools.forensics``.
+This module only moves rows; every rule is in ``segtools.forensics``. It is not a script:
+under ``spark-submit`` the entry point is ``segtools/cli/main.py`` (README), so this module
+never imports the CLI.
 """
 
 from __future__ import annotations
@@ -292,10 +294,3 @@ def run_compare(spark: Any, paths: Sequence[str | os.PathLike[str]], *, acks: Ac
 
     specs = list(specs) if specs is not None else discover_replicas(paths)
     return run_specs(spark, specs, acks=acks, histories=histories, tables_dir=tables_dir, progress=progress)
-
-
-if __name__ == "__main__":  # pragma: no cover - entry point for spark-submit
-    # spark-submit $(python -c 'import segtools.spark.compare_job as m; print(m.__file__)') DIR...
-    from segtools.cli.compare import compare
-
-    compare(prog_name="segtools compare")

@@ -284,7 +284,8 @@ class KafkaSegmentsReader(DataSourceReader):
         return [p for p in parts if (not topics or p.topic in topics)
                 and (not partitions or p.partition in partitions)]
 
-    def read(self, partition: SegmentGroup | SegmentPartition) -> Iterator[Any]:
+    # Spark hands back only the partitions partitions() made: ours, narrower than InputPartition
+    def read(self, partition: SegmentGroup | SegmentPartition) -> Iterator[Any]:  # type: ignore[override]
         start = self.options.get("start_offset")
         end = self.options.get("end_offset")
         segments = partition.segments if isinstance(partition, SegmentGroup) else (partition,)

@@ -5,12 +5,13 @@ Library use::
     from segtools.dump import DumpOptions, run_dump
     status = run_dump(["/var/lib/kafka/orders-0"], DumpOptions(deep_iteration=True))
 
-Modules: ``runner`` (paths -> dispatch -> summaries -> exit status), ``paths`` (directory
-expansion and file kinds), ``log_dump`` (.log/.checkpoint), ``index_dump`` (.index,
-.txnindex, index helpers), ``time_index_dump`` (.timeindex), ``state_dump`` (producer
-.snapshot and text state files), ``text`` (Kafka's exact line templates), ``sinks``/``json_out``
-(text, json, ndjson output), ``parsers`` (key/payload decoders), ``java_utf8`` (Java's
-UTF-8 replacement rules), ``control`` (control-record wording), ``options``.
+Modules: ``runner`` (paths -> dispatch -> summaries -> exit status), ``context`` (the
+``DumpContext`` every dumper gets), ``paths`` (directory expansion and file kinds), ``log_dump``
+(.log/.checkpoint), ``index_dump`` (.index, .txnindex, index helpers), ``time_index_dump``
+(.timeindex), ``state_dump`` (producer .snapshot and text state files), ``text`` (Kafka's exact
+line templates), ``sinks``/``json_out`` (text, json, ndjson output), ``parsers`` (key/payload
+decoders), ``control`` (control-record wording), ``options``. Java's UTF-8 replacement rules are
+``segtools.java_utf8`` (the payload decoders in ``segtools.internal`` share them).
 Heavy libraries (pyspark, pandas, numba) are never imported here.
 """
 

@@ -6,7 +6,7 @@ keys) the lines are built here a window of batches at a time: the batches are fr
 CRC-checked in one Python loop, the records' length prefixes walked in another, every other
 field decoded as numpy columns and the lines joined by Arrow's string kernels, then written as
 one buffer. Keys and values that are not UTF-8 get Java's replacement characters
-(java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
+(segtools/java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
 bad CRC, a torn or corrupt frame, an undecodable record, a header key that is not UTF-8) stops
 the window at that batch and goes through the object reader and text.py as before, so every
 edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from segtools.crc import crc32c
-from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.formats import record_batch as _rb
+from segtools.java_utf8 import java_utf8_replace
 
 #: bytes read per window (a batch larger than this goes through the object reader). The
 #: columns and lines of one window take about 25 times its size at their peak: 2 MB keeps

@@ -23,7 +23,7 @@ from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from segtools.formats.record_batch import LOG_PREFIX_STRUCT_FORMAT, MAGIC_STRUCT_FORMAT
 
 if TYPE_CHECKING:
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
 
 _OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)     # relativeOffset, position
 _TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)       # timestamp, relativeOffset

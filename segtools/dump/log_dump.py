@@ -14,7 +14,7 @@ from segtools.errors import BatchTooLargeError, FormatError, InputError, Segtool
 
 if TYPE_CHECKING:
     from segtools.batches import SegmentReader
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
 
 _NO_MESSAGE_LIMIT = 2147483647
 

@@ -12,8 +12,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.errors import InputError, SchemaError, SegtoolsError
+from segtools.java_utf8 import java_utf8_replace
 
 Decoder = Callable[[bytes], Any]
 

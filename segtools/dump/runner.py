@@ -11,81 +11,19 @@ import errno
 import os
 import shutil
 import sys
-import traceback
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from segtools.dump import paths as path_rules
-from segtools.dump.options import EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE, DumpOptions, Summaries
+from segtools.dump.context import DumpContext
+from segtools.dump.options import DumpOptions
 from segtools.dump.sinks import Sink, TextSink
-from segtools.dump.tally import RunTally
 from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
+
+__all__ = ["DumpContext", "InternalError", "StatusLine", "data_modes", "make_sink", "run_dump"]
 
 
 class InternalError(SegtoolsError):
     """An unexpected exception inside a dumper (a segtools bug), reported per file."""
-
-
-class DumpContext:
-    """What every dumper needs: options, the sink, summaries, the payload parser and status."""
-
-    def __init__(self, options: DumpOptions, sink: Sink, err: TextIO) -> None:
-        self.options = options
-        self.sink = sink
-        self.err = err
-        self.summaries = Summaries(kafka_version=options.kafka_version)
-        sink.configure(options)
-        self.status = EXIT_CLEAN
-        self.parser: Any = None
-        self.tally = RunTally()
-        self.current_file: str | None = None
-
-    def _raise_status(self, status: int) -> None:
-        self.status = max(self.status, status)
-
-    def error(self, kind: str, exc: BaseException, **fields: Any) -> None:
-        """A corrupt or inconsistent input (exit 1), printed on stderr right away."""
-        self._raise_status(EXIT_FINDINGS)
-        self.tally.errors += 1
-        details: dict[str, Any] = {"problem": True, "message": str(exc)}
-        if isinstance(exc, FormatError):
-            details.update(position=exc.position, base_offset=exc.base_offset, field=exc.field)
-        details.update(fields)
-        self.sink.finding(kind, details, line=f"Error: {exc}", stream="err")
-        if self.options.debug:
-            traceback.print_exception(exc, file=self.err)
-
-    def trouble(self, exc: BaseException) -> None:
-        """Input that cannot be used at all (exit 2)."""
-        self._raise_status(EXIT_TROUBLE)
-        self.tally.errors += 1
-        if isinstance(exc, OSError) and exc.filename is not None:
-            message = f"cannot read {exc.filename}: {exc.strerror or exc}"
-        else:
-            message = str(exc)
-        self.sink.finding("unusable_input", {"problem": True, "message": message},
-                          line=f"Error: {message}",
-                          stream="err")
-        if self.options.debug:
-            traceback.print_exception(exc, file=self.err)
-
-    def flag(self, kind: str, fields: dict[str, Any], line: str | None = None,
-             stream: str = "err") -> None:
-        """A finding whose text (if any) Kafka prints inline (e.g. the invalid-bytes trailer)."""
-        self._raise_status(EXIT_FINDINGS)
-        if kind == "crc_invalid":
-            self.tally.crc_invalid += 1
-        else:
-            self.tally.errors += 1
-        self.sink.finding(kind, {"problem": True, **fields}, line=line, stream=stream)
-
-    def deferred(self, kind: str, fields: dict[str, Any], is_problem: bool = True) -> None:
-        """A finding that text mode prints in the end-of-run summary instead. ``is_problem``
-        False marks what Kafka reports but healthy logs show too (compaction gaps, KAFKA-16310
-        record-level time-index offsets): listed, but the exit status stays 0."""
-        if is_problem:
-            self._raise_status(EXIT_FINDINGS)
-        self.tally.deferred(self.current_file or "", kind, fields, is_problem)
-        self.sink.finding(kind, {"problem": is_problem, **fields}, line=None)
 
 
 def _dispatch(ctx: DumpContext, path: str, kind: str) -> None:
@@ -195,7 +133,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
     raw_err = sys.stderr if err is None else err
     # progress only helps when the data goes elsewhere (stdout redirected) and a human watches
     status_line = StatusLine(raw_err, not options.quiet and _isatty(raw_err) and not _isatty(out))
-    err = status_line  # type: ignore[assignment]
+    # everything below writes to stderr through the status line (a TextIO by duck typing)
+    err = cast(TextIO, status_line)
     sink = make_sink(options.output, out, err)
     ctx = DumpContext(options, sink, err)
     if options.should_print_data_log:

@@ -16,7 +16,7 @@ from segtools.errors import InputError, display_path
 from segtools.limits import resolve_max_batch_bytes
 
 if TYPE_CHECKING:
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
     from segtools.salvage import DroppedRange
 
 

@@ -15,7 +15,7 @@ from segtools.formats.producer_snapshot import (
 )
 
 if TYPE_CHECKING:
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
 
 
 def dump_producer_snapshot(ctx: DumpContext, path: str) -> None:
@@ -117,9 +117,9 @@ def _dump_text_file(ctx: DumpContext, path: str, kind: str) -> None:
             sink.entry("checkpoint_entry", f"topic: {topic} partition: {partition} offset: {offset}",
                        {"topic": topic, "partition": partition, "offset": offset})
     elif kind == "leader_epoch_checkpoint":
-        entries = checkpoints.read_leader_epoch_checkpoint(path)
-        sink.header(f"Leader epoch checkpoint entries: {len(entries)}", {"entries": len(entries)})
-        for e in entries:
+        epochs = checkpoints.read_leader_epoch_checkpoint(path)
+        sink.header(f"Leader epoch checkpoint entries: {len(epochs)}", {"entries": len(epochs)})
+        for e in epochs:
             epoch, start = e.epoch, e.start_offset
             sink.entry("leader_epoch_entry", f"epoch: {epoch} startOffset: {start}",
                        {"epoch": epoch, "start_offset": start})

@@ -16,7 +16,7 @@ from segtools.dump.index_dump import Slots, base_offset_of, lookup_position, seg
 from segtools.errors import BatchTooLargeError, FormatError, IndexCorruptionError
 
 if TYPE_CHECKING:
-    from segtools.dump.runner import DumpContext
+    from segtools.dump.context import DumpContext
 
 #: Kafka iterates the batch an entry points at with no per-message limit (Integer.MAX_VALUE)
 NO_MESSAGE_LIMIT = 2147483647
@@ -93,14 +93,14 @@ def dump_time_index(ctx: DumpContext, path: str) -> None:
         with SegmentReader(log_path, max_message_size=NO_MESSAGE_LIMIT,
                            max_batch_bytes=opts.max_batch_bytes) as reader:
             try:
-                for j, batch in enumerate(reader):
-                    if j in wanted:
+                for k, batch in enumerate(reader):
+                    if k in wanted:
                         best = -1
                         for record in batch.records(max_message_size=NO_MESSAGE_LIMIT):
                             if record.timestamp > best:
                                 best = record.timestamp
-                        max_ts[j] = best
-                    if j >= last_wanted:
+                        max_ts[k] = best
+                    if k >= last_wanted:
                         break
             except BatchTooLargeError:
                 raise  # a limit the user can raise, not corruption (exit 2)

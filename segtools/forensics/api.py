@@ -108,7 +108,11 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
         raise InputError(f"{'master' if master else 'tables_dir' if tables_dir else 'spark'} needs the Spark engine")
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     with _batch_limit(max_batch_bytes):
-        dirs, warnings = unique_inputs(given)
+        # the resolver alone decides what repeats (links out of the input, nested
+        # duplicates, copies); its warnings say so
+        resolution = resolve(given)
+        dirs, _ = unique_inputs(given, resolution)
+        warnings = [w.message for w in resolution.messages]
         ack_index = acks if isinstance(acks, AckIndex) or acks is None else AckIndex.load(os.fspath(acks))
         histories = load_histories(metadata_log) if metadata_log is not None else None
         auto_log = default_metadata_log(dirs) if metadata_log is None and find_metadata_log else None
@@ -119,8 +123,6 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
                 note(f"using the controller's metadata log {auto_log}")
             except SegtoolsError as exc:
                 note(f"ignoring the controller's metadata log: {exc}")
-        resolution = resolve(dirs)   # links out of the input, nested duplicates, copies
-        warnings += [w.message for w in resolution.messages]
         specs = discover_replicas(dirs, resolution, warnings=warnings)
         check = check_inputs(dirs, specs)
         warnings += check.warnings

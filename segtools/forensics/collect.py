@@ -97,18 +97,8 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
         resolution = resolve(paths)
         if warnings is not None:   # a caller passing its resolution has printed these
             warnings.extend(w.message for w in resolution.messages)
-    sources = []
-    seen: dict[str, str] = {}
-    for s in resolution.partitions:
-        if s.partition_dir is None or s.partition < 0:
-            continue
-        real = os.path.realpath(s.partition_dir)
-        if real in seen:
-            if warnings is not None:
-                warnings.append(f"{s.partition_dir} was given twice (also as {seen[real]}): compared once")
-            continue
-        seen[real] = s.partition_dir
-        sources.append(s)
+    # one source per partition dir: the resolver has dropped repeats (and warned)
+    sources = [s for s in resolution.partitions if s.partition_dir is not None and s.partition >= 0]
     if not sources:
         raise InputError("no Kafka files found (no Kafka partition directories) in: "
                          + ", ".join(map(str, paths)))

@@ -12,10 +12,13 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from segtools.errors import SegtoolsError
 from segtools.forensics.collect import ReplicaSpec
+
+if TYPE_CHECKING:
+    from segtools.sources import Resolution
 
 
 @dataclass(slots=True)
@@ -57,20 +60,20 @@ class InputCheck:
         return lines
 
 
-def unique_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[str], list[str]]:
-    """The given paths without repeats of the same real path, and a warning per repeat."""
-    seen: dict[str, str] = {}
-    out: list[str] = []
-    warnings: list[str] = []
-    for p in paths:
-        p = os.fspath(p)
-        real = os.path.realpath(p)
-        if real in seen:
-            warnings.append(f"{p} is the same directory as {seen[real]}: compared once")
-            continue
-        seen[real] = p
-        out.append(p)
-    return out, warnings
+def unique_inputs(paths: Sequence[str | os.PathLike[str]],
+                  resolution: Resolution | None = None) -> tuple[list[str], list[str]]:
+    """The given paths without those that add nothing (the same directory by real path as an
+    earlier input, or one already read inside an earlier input), and the warning for each.
+
+    The resolver (:func:`segtools.sources.resolve`) is the one place that decides what repeats;
+    pass its ``resolution`` of ``paths`` when the caller has it."""
+    from segtools.sources import resolve
+
+    given = [os.fspath(p) for p in paths]
+    if resolution is None:
+        resolution = resolve(given, errors="collect", check_copies=False)
+    kept = [p for p, item in zip(given, resolution.inputs) if item.duplicate_of is None]
+    return kept, [w.message for w in resolution.warnings if w.code == "duplicate_input"]
 
 
 def _meta(log_dir: str) -> tuple[int | None, str | None]:

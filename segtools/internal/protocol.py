@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from dataclasses import field as _dc_field
 from typing import Any
 
-from segtools.dump.java_utf8 import java_utf8_replace
 from segtools.errors import SchemaError
+from segtools.java_utf8 import java_utf8_replace
 from segtools.varint import encode_uvarint
 
 MAX_VERSION = 32767

@@ -137,6 +137,16 @@ def test_compare_in_process_s3_equals_local(s3, evidence, untouched, tmp_path):
     assert refused.exit_code == 2 and "inside the input" in refused.stderr
 
 
+def test_compare_uri_given_twice_is_compared_once(s3, evidence, untouched):
+    """A URI named twice is copied once and the resolver reads it once, saying so with the URI
+    (issue 11: one de-duplication, as for a local dir named twice)."""
+    uri = evidence.uri["scenario"] + "/broker-1"
+    once = _compare([uri, "--no-spark"])
+    twice = _compare([uri, uri + "/", "--no-spark"])
+    assert twice.exit_code == once.exit_code and twice.stdout == once.stdout
+    assert f"{uri}: same directory as {uri}; read once" in twice.stderr, twice.stderr
+
+
 def test_generic_endpoint_variable(s3, evidence, untouched, monkeypatch):
     """AWS_ENDPOINT_URL (all services) works as well as AWS_ENDPOINT_URL_S3."""
     segment = "/final/first_topic-0/00000000000000000000.log"

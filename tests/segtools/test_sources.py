@@ -152,6 +152,27 @@ def test_same_dir_twice_is_read_once(tree: Path) -> None:
     assert len(doc["partitions"][0]["replicas"]) == 1
 
 
+def test_a_segment_inside_a_dir_given_whole_is_read_once(tree: Path) -> None:
+    """The resolver is the one place that drops repeats (issue 11): a segment file named next
+    to its partition dir (in either order) is one replica; dump keeps it (Kafka's tool dumps a
+    file named twice twice); compare's unique_inputs is the resolver's answer."""
+    from segtools.forensics.inputs import unique_inputs
+
+    part = tree / "cluster" / "broker-1" / "orders-0"
+    seg = part / SEG
+    for inputs in ([part, seg], [seg, part], [tree / "cluster" / "broker-1", seg]):
+        res = resolve(inputs)
+        assert [p.partition_dir for p in res.partitions] == [str(part)], inputs
+        assert [w.code for w in res.warnings] == ["duplicate_input"], inputs
+    kept = resolve([part, seg], keep_duplicate_files=True)
+    assert len(kept.partitions) == 2 and kept.warnings == []
+    link = tree / "link-to-orders-0"
+    link.symlink_to(part, target_is_directory=True)
+    paths, notes = unique_inputs([str(part), str(tree / "etc"), str(link), str(part) + "/"])
+    assert paths == [str(part), str(tree / "etc")]
+    assert len(notes) == 2 and all(f"same directory as {part}" in n for n in notes)
+
+
 def test_byte_exact_copy_of_a_broker_is_noticed(tree: Path) -> None:
     b1 = tree / "cluster" / "broker-1"
     copy = tree / "copy-of-b1"
