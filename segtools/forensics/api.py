@@ -156,7 +156,11 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
             report = LocalRunner().run(specs, acks=ack_index, histories=histories, progress=show)
             runner = "in-process"
     if histories is not None:
-        report.broker_events = list(getattr(histories, "brokers", []))
+        from segtools.forensics.shutdowns import unclean_stops_from_log_dirs
+
+        # the metadata log's events, then the unclean stops only the log dirs show (after
+        # them: they describe the end of the log, and have no metadata offset)
+        report.broker_events = [*getattr(histories, "brokers", []), *unclean_stops_from_log_dirs(report.partitions)]
     report.replicas = list(specs)
     report.describe(inputs=check.to_json(), warnings=warnings, runner=runner, legend=check.legend_lines())
     return report

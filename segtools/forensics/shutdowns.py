@@ -108,3 +108,27 @@ def last_stop(log_dir: str, clean_shutdown: bool, broker: int | None,
                 out["stale_clean_shutdown_file"] = True
     out["last_stop"] = state
     return out
+
+
+def unclean_stops_from_log_dirs(partitions: Any) -> list[dict[str, Any]]:
+    """Broker events ``{"event": "unclean shutdown", "broker", "broker_epoch": null,
+    "previous_broker_epoch" (the session that ended: the last registration), "detected_by":
+    "log_dir", "log_dirs"}``, one per broker whose replicas say ``last_stop: unclean`` (fenced
+    at the end of the metadata log, no ``.kafka_cleanshutdown``): the per-replica ``shutdown``
+    of ``CompareReport.partitions`` lifted to ``metadata.brokers``, so a crash the controller
+    wrote nothing about is listed with the restarts it did answer."""
+    found: dict[int, dict[str, Any]] = {}
+    for p in partitions:
+        for rv in p.verdict.replicas:
+            sd = rv.shutdown or {}
+            if sd.get("last_stop") != "unclean":
+                continue
+            ev = found.setdefault(rv.broker, {
+                "event": UNCLEAN_SHUTDOWN, "broker": rv.broker, "broker_epoch": None,
+                "previous_broker_epoch": sd.get("last_registration_epoch"),
+                "detected_by": "log_dir", "log_dirs": []})
+            if rv.log_dir and rv.log_dir not in ev["log_dirs"]:
+                ev["log_dirs"].append(rv.log_dir)
+    for ev in found.values():
+        ev["log_dirs"].sort()
+    return [found[b] for b in sorted(found)]

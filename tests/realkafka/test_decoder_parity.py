@@ -2,8 +2,8 @@
 
 The segments here are written by Kafka's own serializers (decoder_inputs.py drives
 InternalTopicWriter.java over the pinned jars): every record type of Kafka 4.3's group
-coordinator (streams groups included: the Kafka Streams client is not among the jars, so no
-real streams group can run here), share-group state, and ``__remote_log_metadata`` records made
+coordinator (streams groups included; a real streams group runs in
+test_decoder_realcluster.py), share-group state, and ``__remote_log_metadata`` records made
 by RemoteLogMetadataSerde (a tiered-storage broker needs a RemoteStorageManager plugin that
 is not in the jars). The files a real cluster writes are in test_decoder_realcluster.py.
 Our stdout must equal the real tool's byte for byte.

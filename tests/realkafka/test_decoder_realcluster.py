@@ -5,8 +5,8 @@ One KRaft broker (segtools.realcluster, features at 4.3's defaults: share.versio
 streams.version=1) serves: a KIP-848 consumer group (confluent-kafka with
 ``group.protocol=consumer``, subscribing by regular expression, committing offsets), and a
 share group (Kafka's own ConsoleShareConsumer class from the jars, which acknowledges what it
-reads). Streams groups need the Kafka Streams client, which is not among
-the jars: their records are covered by test_decoder_parity.py (written by Kafka's serializers).
+reads), and a KIP-1071 streams group (Kafka Streams 4.3.1 with ``group.protocol=streams``,
+StreamsGroupDriver.java) whose records are types 17-23.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ SCENARIO = {
     "seed": 1,
     "cluster": {"brokers": [1]},
     "topics": [{"name": "dec-orders", "partitions": 2, "replication_factor": 1, "assignment": {0: [1], 1: [1]}},
-               {"name": "dec-share", "replication_factor": 1, "assignment": {0: [1]}}],
+               {"name": "dec-share", "replication_factor": 1, "assignment": {0: [1]}},
+               {"name": "dec-streams-out", "replication_factor": 1, "assignment": {0: [1]}}],
     "steps": [{"advance": {"ms": 1}}],
 }
 #: one partition each, so the test reads one file per internal topic
@@ -53,6 +54,23 @@ def _consume(bootstrap: str, group: str, subscription: list[str]) -> int:
     finally:
         consumer.close()   # the member leaves: its records get tombstones
     return seen
+
+
+def _streams_driver(runtime, work: Path, bootstrap: str) -> list[str]:
+    """The command that runs StreamsGroupDriver.java (compiled here against the pinned jars):
+    a Kafka Streams app in the streams group ``dec-streams`` copying dec-orders."""
+    import subprocess
+
+    source = Path(__file__).with_name("StreamsGroupDriver.java")
+    javac = shutil.which("javac", path=str(Path(runtime.java).parent)) or shutil.which("javac")
+    assert javac is not None, "javac not found: the decoder tests need a JDK 17"
+    proc = subprocess.run([javac, "-d", str(work), "-cp", runtime.classpath, str(source)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"cannot compile {source.name}: {proc.stderr}"
+    argv = runtime.command("StreamsGroupDriver", bootstrap, "dec-streams", "dec-orders", "dec-streams-out",
+                           str(2 * RECORDS), str(work / "state"), heap="256m")
+    argv[argv.index("-cp") + 1] = f"{work}:{runtime.classpath}"
+    return argv
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +118,10 @@ def broker_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--topic", "dec-share", "--group", "dec-share-group", "--max-messages", str(RECORDS),
             "--timeout-ms", "30000", heap="256m"), timeout=120)
         assert share.stdout.splitlines() == [f"share-{i}" for i in range(RECORDS)], share.stderr[-2000:]
+        streams = run_tool(_streams_driver(runtime, tmp_path_factory.mktemp("streams-driver"), bootstrap),
+                           timeout=180)
+        assert streams.returncode == 0, (streams.stdout + streams.stderr)[-3000:]
+        assert sorted(streams.stdout.split()) == sorted(f"{x}{i}".upper() for i in range(RECORDS) for x in "vw")
     finally:
         cluster.stop()
         kill_all()
@@ -131,6 +153,10 @@ def test_offsets_decoder_on_a_real_kip848_and_share_group_coordinator_log(
     # share group's records (10-15)
     assert {1, 3, 5, 6, 7, 8, 16} <= types, types
     assert {10, 11, 12, 13, 14, 15} & types, types
+    # the streams group (KIP-1071): metadata (17), member (19), target assignment (20, 21),
+    # current assignment (22) and topology (23); 18 (partition metadata) is not required
+    assert {17, 19, 20, 21, 22, 23} <= types, types
+    assert '"subtopologyId":"0","sourceTopics":["dec-orders"]' in kafka.stdout.replace(" ", "")
     # librdkafka sends the pattern in parentheses: "(^dec-ord.*)"
     assert '"regularExpression":"(^dec-ord.*)"' in kafka.stdout
     assert "payload: <DELETE>" in kafka.stdout

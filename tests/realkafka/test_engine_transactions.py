@@ -17,6 +17,7 @@ from cluster_fixtures import (
     run_log,
     verdicts,
 )
+from test_forensics4x_engines import _comparable
 
 pytestmark = pytest.mark.realkafka
 
@@ -85,6 +86,18 @@ def _batches(path):
     return [tuple(b) for b in out]
 
 
+def _transactions(report):
+    """Per partition, the comparable transactions section, without ``transaction_version``: a
+    scenario without ``cluster.kafka_features`` is a pre-4.x cluster to the model (no feature
+    records, v1 markers), while the real one is formatted at Kafka 4.3.1's defaults (2)."""
+    out = {}
+    for p in report.to_json()["partitions"]:
+        if "transactions" in p:
+            out[f"{p['topic']}-{p['partition']}"] = {k: v for k, v in _comparable(p["transactions"]).items()
+                                                     if k != "transaction_version"}
+    return out
+
+
 def _statuses(report):
     return {k: v for k, v in verdicts(report).items() if not k[0].startswith("__")}
 
@@ -112,6 +125,9 @@ def test_transactions_abort_commit_idempotent_and_a_lost_marker(tmp_path):
     model_report = compare_dir(tmp_path / "model", tmp_path / "model" / "acks.jsonl",
                                metadata=tmp_path / "model" / "controller")
     assert _statuses(report) == _statuses(model_report)
+    # the same transactions section (states, offsets, LSO; producer ids by order of appearance,
+    # epochs apart: test_forensics4x_engines.py)
+    assert _transactions(report) == _transactions(model_report)
 
     # real consumers of the final leaders: the aborted records are invisible to read_committed,
     # and the commit whose marker died with broker 1 leaves a hanging transaction (LSO stuck
@@ -122,6 +138,10 @@ def test_transactions_abort_commit_idempotent_and_a_lost_marker(tmp_path):
     assert [v for _, v in orders["read_committed"]] == ["t0", "t1", "t2"]
     assert [v for _, v in orders["read_uncommitted"]] == ["t0", "t1", "t2", "t3", "after"]
     assert orders["last_stable_offset"] == 4 and orders["high_watermark"] == 6
+    # compare's LSO is the consumer's, stuck at the transaction whose marker died with broker 1
+    orders_txns = _transactions(report)["orders-0"]
+    assert orders_txns["last_stable_offset"] == orders["last_stable_offset"]
+    assert [t["state"] for t in orders_txns["transactions"] if t["first_offset"] == 4] in (["open"], ["hanging"])
     assert [v for _, v in real["idem-0"]["consumed"]["read_committed"]] == ["i0", "i1", "i2"]
 
     # the real logs (kafka-dump-log): an ABORT and a COMMIT marker on txa; the old leader of
