@@ -65,7 +65,19 @@ def test_cli_ranks_prints_commands_and_exit_codes(tmp_path):
     doc = json.loads(out.read_text())
     best = doc[0]["recommended"]
     assert doc[0]["candidates"][0]["broker"] == best
-    assert f'"replicas": [{best},' in result.output
+    # the controller's log (found next to the broker dirs): broker 2 leads with ISR [2, 3], so
+    # the best candidate, broker 1 (first in the assignment already), needs an unclean election
+    assert doc[0]["metadata"]["isr"] == [2, 3] and doc[0]["metadata"]["replicas"] == [1, 2, 3]
+    assert {c["broker"]: c["election"] for c in doc[0]["candidates"]} == \
+        {1: "unclean", 2: "clean", 3: "clean"}
+    assert "reassign" not in result.output and "keep [2, 3] stopped" in result.output
     assert "kafka-leader-election.sh --bootstrap-server k1:9092 --election-type unclean --topic orders" in result.output
+    # broker 3 is in the ISR with 2: put it first, then a preferred election
+    three = next(c for c in doc[0]["candidates"] if c["broker"] == 3)["commands"]
+    assert '"replicas": [3, 1, 2]' in three[1] and "--election-type preferred" in three[-1]
+    # without the metadata log the state is unknown: the reassignment is always printed
+    blind = runner.invoke(cli, ["advise", str(s7), "--no-metadata-log", "--bootstrap-server", "k1:9092"])
+    assert blind.exit_code == 1 and "metadata log" not in blind.output
+    assert f'"replicas": [{best},' in blind.output and "--election-type unclean" in blind.output
     clean = runner.invoke(cli, ["advise", str(SAMPLES[0].parent / "S0-healthy-baseline")])
     assert clean.exit_code == 0, clean.output
