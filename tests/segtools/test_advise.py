@@ -81,3 +81,25 @@ def test_cli_ranks_prints_commands_and_exit_codes(tmp_path):
     assert f'"replicas": [{best},' in blind.output and "--election-type unclean" in blind.output
     clean = runner.invoke(cli, ["advise", str(SAMPLES[0].parent / "S0-healthy-baseline")])
     assert clean.exit_code == 0, clean.output
+
+
+def test_a_given_metadata_log_that_is_not_one_is_exit_2(tmp_path):
+    s7 = SAMPLES[0].parent / "S7-simple-unclean-election"
+    result = CliRunner().invoke(cli, ["advise", str(s7), "--metadata-log", str(s7 / "broker-1")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "__cluster_metadata" in result.output
+
+
+def test_the_metadata_state_is_the_controllers_last_word():
+    """b: every partition ends led by broker 3, the stalest replica, elected uncleanly; the
+    state advise reads from the controller's log is the one truth.json recorded."""
+    folder = SAMPLES[0].parent / "b-unclean-stale-return"
+    truth = json.loads((folder / "truth.json").read_text())
+    for adv in advise([folder]):
+        t = truth[f"{adv.topic}-{adv.partition}"]
+        assert adv.state is not None
+        assert (adv.state.leader, adv.state.leader_epoch, sorted(adv.state.isr)) == \
+            (t["leader"], t["leader_epoch"], sorted(t["isr"]))
+        assert list(adv.state.replicas) == t["assignment"]
+        assert {c.broker: c.election for c in adv.candidates} == \
+            {b: "clean" if b in t["isr"] else "unclean" for b in (1, 2, 3)}
