@@ -76,5 +76,5 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
         for line in adv.commands(bootstrap):
             click.echo(f"    {line}")
     if json_path:
-        atomic_write(json_path, json.dumps([a.to_json() for a in result], indent=1) + "\n")
+        atomic_write(json_path, json.dumps([a.to_json(bootstrap) for a in result], indent=1) + "\n")
     sys.exit(worst)

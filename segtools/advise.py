@@ -138,8 +138,10 @@ class PartitionAdvice:
                 # replica is unfenced (ReplicationControlManager.handleBrokerUnfenced)
                 return [f"# broker {b} is the only replica in the last ISR/ELR: start it and the "
                         f"controller elects it (clean, no command needed)"]
-            return [f"# broker {b} is in the last {where} with {rivals}: start it; then a preferred "
-                    f"election after putting it first",
+            lead = "" if st.leader is None else f"; broker {st.leader} leads now"
+            return [f"# broker {b} is in the last {where} with {rivals}{lead}: started first while the "
+                    f"partition has no leader, the controller elects it; otherwise put it first and "
+                    f"run a preferred election",
                     *self._reassign(bootstrap, b), self._elect(bootstrap, "preferred")]
         keep = f"; keep {eligible} stopped (the controller elects them cleanly first)" if eligible else ""
         if st.leader is not None:   # an unclean election only happens without a leader
@@ -150,18 +152,18 @@ class PartitionAdvice:
                 f"unclean election{keep}",
                 *self._reassign(bootstrap, b), self._elect(bootstrap, "unclean")]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, bootstrap: str = "BROKER:9092") -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition,
                 "recommended": self.candidates[0].broker if self.candidates else None,
                 "metadata": self.state.to_json() if self.state else None,
                 "candidates": [{"broker": c.broker, "log_end_offset": c.log_end_offset,
                                 "latest_epoch": c.latest_epoch, "lost": c.counts(),
-                                "election": c.election, "commands": self.commands(broker=c.broker),
+                                "election": c.election, "commands": self.commands(bootstrap, c.broker),
                                 "lost_records": [{"broker": r.broker, "offset": r.offset,
                                                   "leader_epoch": r.leader_epoch, "class": r.klass}
                                                  for r in c.lost]}
                                for c in self.candidates],
-                "commands": self.commands() if self.candidates else []}
+                "commands": self.commands(bootstrap) if self.candidates else []}
 
 
 @dataclass

@@ -75,6 +75,7 @@ def test_cli_ranks_prints_commands_and_exit_codes(tmp_path):
     # broker 3 is in the ISR with 2: put it first, then a preferred election
     three = next(c for c in doc[0]["candidates"] if c["broker"] == 3)["commands"]
     assert '"replicas": [3, 1, 2]' in three[1] and "--election-type preferred" in three[-1]
+    assert "--bootstrap-server k1:9092" in three[-1]
     # without the metadata log the state is unknown: the reassignment is always printed
     blind = runner.invoke(cli, ["advise", str(s7), "--no-metadata-log", "--bootstrap-server", "k1:9092"])
     assert blind.exit_code == 1 and "metadata log" not in blind.output
