@@ -16,6 +16,13 @@ from segtools.cli.errors import handle_errors
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
               help="Producer acks (acks.jsonl): split lost records into acked and never acknowledged.")
+@click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
+              help="KRaft __cluster_metadata-0 (or a dir holding it): the partition's last ISR, "
+                   "ELR, leader epoch and assignment, so each candidate's election is known to "
+                   "be clean or unclean. Default: DIR/controller/__cluster_metadata-0 when DIR "
+                   "is a folder of broker-* dirs that has one.")
+@click.option("--no-metadata-log", "no_metadata_log", is_flag=True,
+              help="Do not look for the controller's metadata log next to the broker dirs.")
 @click.option("--topic", default=None, help="Only this topic.")
 @click.option("--partition", type=int, default=None, help="Only this partition.")
 @click.option("--bootstrap-server", "bootstrap", default="BROKER:9092", show_default=True,
@@ -24,10 +31,13 @@ from segtools.cli.errors import handle_errors
               help="Also write the advice as JSON to FILE (every candidate and lost record).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def advise(dirs: tuple[str, ...], acks_path: str | None, topic: str | None, partition: int | None,
+def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | None,
+           no_metadata_log: bool, topic: str | None, partition: int | None,
            bootstrap: str, json_path: str | None, debug: bool) -> None:
     """DIRS: the log dirs (one per broker, or a folder of broker-* dirs) holding an offline
-    partition's replicas. For each candidate leader, the records every other replica would
+    partition's replicas (and, found next to them or given with --metadata-log, the
+    controller's metadata log: last ISR/ELR, clean or unclean election per candidate). For
+    each candidate leader, the records every other replica would
     lose if it were elected (following the leader-epoch lineage, as followers truncate),
     split into committed / acked / never acknowledged, candidates ranked best first, and the
     kafka-reassign-partitions / kafka-leader-election commands for the best one.
@@ -40,16 +50,25 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, topic: str | None, part
 
     if json_path:
         check_output_file(json_path, list(dirs), flag="--json")
-    result = run(list(dirs), acks_path=acks_path, topic=topic, partition=partition)
+    result = run(list(dirs), acks_path=acks_path, topic=topic, partition=partition,
+                 metadata_log=metadata_log, find_metadata_log=not no_metadata_log,
+                 on_note=lambda text: click.echo(text, err=True))
     worst = 0
     for adv in result:
         click.echo(f"{adv.topic}-{adv.partition}:")
-        click.echo("  rank  broker  log_end  epoch  lost: committed  acked  unacked  uncommitted  total")
+        st = adv.state
+        if st is not None:
+            click.echo(f"  metadata log: leader {'none' if st.leader is None else st.leader}, "
+                       f"leader epoch {st.leader_epoch}, replicas {list(st.replicas)}, "
+                       f"ISR {list(st.isr)}, ELR {list(st.elr)}")
+        click.echo("  rank  broker  log_end  epoch  lost: committed  acked  unacked  uncommitted  total"
+                   + ("  election" if st is not None else ""))
         for i, c in enumerate(adv.candidates, 1):
             n = c.counts()
             click.echo(f"  {i:>4}  {c.broker:>6}  {c.log_end_offset:>7}  {c.latest_epoch:>5}  "
                        f"{n['committed']:>15}  {n['acked']:>5}  {n['unacknowledged']:>7}  "
-                       f"{n['uncommitted']:>11}  {n['total']:>5}")
+                       f"{n['uncommitted']:>11}  {n['total']:>5}"
+                       + (f"  {c.election}" if st is not None else ""))
         best = adv.candidates[0]
         if best.lost:
             worst = 1
@@ -57,5 +76,5 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, topic: str | None, part
         for line in adv.commands(bootstrap):
             click.echo(f"    {line}")
     if json_path:
-        atomic_write(json_path, json.dumps([a.to_json() for a in result], indent=1) + "\n")
+        atomic_write(json_path, json.dumps([a.to_json(bootstrap) for a in result], indent=1) + "\n")
     sys.exit(worst)

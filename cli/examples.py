@@ -69,6 +69,7 @@ lost/ is what segtools compare --lost-out wrote. Docs: docs/CONTRACT.md section 
 Examples:
   segtools advise broker-1/ broker-2/ broker-3/ --topic orders --partition 0
   segtools advise cluster/ --acks cluster/acks.jsonl --json advice.json
+  segtools advise b1/ b2/ b3/ --metadata-log controller/__cluster_metadata-0
 \b
 Docs: docs/CONTRACT.md section 11.""",
 }

@@ -18,6 +18,13 @@ lost, then the larger log. The commands make the choice happen:
 ``kafka-reassign-partitions`` puts C first in the replica list (an election picks the first
 live replica in that order), then ``kafka-leader-election`` elects it (``unclean`` when C is
 not in the ISR any more, which an offline partition's survivors usually are not).
+
+With the controller's KRaft metadata log (``metadata_log``, or found next to the broker dirs
+as `segtools compare` finds it) the advice knows the partition's last leader epoch, ISR, ELR
+and assignment: a candidate in the last ISR or ELR is elected cleanly (the controller does it
+when that broker starts, or a preferred election after a reassignment that puts it first);
+any other needs an unclean election, which the controller only makes while no ISR/ELR member
+is alive (PartitionChangeBuilder.electLeader in Kafka's metadata module).
 """
 
 from __future__ import annotations
@@ -25,13 +32,36 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InputError
 
-__all__ = ["CandidateCost", "PartitionAdvice", "advise", "LostByElection"]
+__all__ = ["CandidateCost", "MetadataState", "PartitionAdvice", "advise", "LostByElection"]
+
+
+@dataclass
+class MetadataState:
+    """The partition at the end of the controller's metadata log."""
+
+    leader: int | None
+    leader_epoch: int
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    source: str
+
+    def election_for(self, broker: int) -> str:
+        """``clean`` for a member of the last ISR or ELR (KIP-966: with an empty ISR an ELR
+        member is a clean leader), else ``unclean``."""
+        return "clean" if broker in self.isr or broker in self.elr else "unclean"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                "elr": list(self.elr), "last_known_elr": list(self.last_known_elr),
+                "replicas": list(self.replicas), "metadata_log": self.source}
 
 
 @dataclass
@@ -48,6 +78,7 @@ class CandidateCost:
     log_end_offset: int
     latest_epoch: int
     lost: list[LostByElection] = field(default_factory=list)
+    election: str | None = None      # clean | unclean | None (no metadata log read)
 
     def counts(self) -> dict[str, int]:
         out = {"committed": 0, "acked": 0, "unacknowledged": 0, "uncommitted": 0}
@@ -56,9 +87,10 @@ class CandidateCost:
         out["total"] = len(self.lost)
         return out
 
-    def rank_key(self) -> tuple[int, int, int, int, int]:
+    def rank_key(self) -> tuple[int, int, int, int, int, int]:
         c = self.counts()
-        return (c["committed"], c["acked"], c["total"], -self.log_end_offset, self.broker)
+        return (c["committed"], c["acked"], c["total"], -self.log_end_offset,
+                int(self.election == "unclean"), self.broker)
 
 
 @dataclass
@@ -66,31 +98,72 @@ class PartitionAdvice:
     topic: str
     partition: int
     candidates: list[CandidateCost]      # ranked, best first
+    state: MetadataState | None = None
 
-    def commands(self, bootstrap: str = "BROKER:9092") -> list[str]:
-        best = self.candidates[0]
-        others = [c.broker for c in self.candidates if c.broker != best.broker]
+    def _reassign(self, bootstrap: str, broker: int) -> list[str]:
+        current = list(self.state.replicas) if self.state and self.state.replicas else \
+            [c.broker for c in self.candidates]
+        if self.state and self.state.replicas and current[0] == broker:
+            return []                    # already first in the assignment the controller holds
+        order = [broker, *[b for b in current if b != broker]]
         plan = {"version": 1, "partitions": [{"topic": self.topic, "partition": self.partition,
-                                              "replicas": [best.broker, *others]}]}
+                                              "replicas": order}]}
         name = f"reassign-{self.topic}-{self.partition}.json"
-        return [
-            f"echo '{json.dumps(plan)}' > {name}",
-            f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap} --reassignment-json-file {name} --execute",
-            f"kafka-leader-election.sh --bootstrap-server {bootstrap} --election-type unclean "
-            f"--topic {self.topic} --partition {self.partition}",
-            f"# or, when broker {best.broker} is still in the ISR: --election-type preferred",
-        ]
+        return [f"echo '{json.dumps(plan)}' > {name}",
+                f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap} "
+                f"--reassignment-json-file {name} --execute"]
 
-    def to_json(self) -> dict[str, Any]:
+    def _elect(self, bootstrap: str, kind: str) -> str:
+        # kafka-leader-election.sh flags: tools/.../LeaderElectionCommand.java (Kafka 4.3)
+        return (f"kafka-leader-election.sh --bootstrap-server {bootstrap} --election-type {kind} "
+                f"--topic {self.topic} --partition {self.partition}")
+
+    def commands(self, bootstrap: str = "BROKER:9092", broker: int | None = None) -> list[str]:
+        """The commands that make ``broker`` (default: the best candidate) the leader."""
+        cand = self.candidates[0] if broker is None else \
+            next(c for c in self.candidates if c.broker == broker)
+        st = self.state
+        if st is None:       # no metadata log: the state is unknown, both elections shown
+            return [*self._reassign(bootstrap, cand.broker), self._elect(bootstrap, "unclean"),
+                    f"# or, when broker {cand.broker} is still in the ISR: --election-type preferred"]
+        b = cand.broker
+        if st.leader == b:
+            return [f"# broker {b} leads {self.topic}-{self.partition} already (epoch {st.leader_epoch})"]
+        eligible = sorted(set(st.isr) | set(st.elr))
+        if cand.election == "clean":
+            rivals = [x for x in eligible if x != b]
+            where = "ISR" if b in st.isr else "ELR"
+            if not rivals:
+                # an offline partition's leader comes back by itself when the one eligible
+                # replica is unfenced (ReplicationControlManager.handleBrokerUnfenced)
+                return [f"# broker {b} is the only replica in the last ISR/ELR: start it and the "
+                        f"controller elects it (clean, no command needed)"]
+            lead = "" if st.leader is None else f"; broker {st.leader} leads now"
+            return [f"# broker {b} is in the last {where} with {rivals}{lead}: started first while the "
+                    f"partition has no leader, the controller elects it; otherwise put it first and "
+                    f"run a preferred election",
+                    *self._reassign(bootstrap, b), self._elect(bootstrap, "preferred")]
+        keep = f"; keep {eligible} stopped (the controller elects them cleanly first)" if eligible else ""
+        if st.leader is not None:   # an unclean election only happens without a leader
+            keep += f"; broker {st.leader} leads now: stop it first"
+        # an unclean election takes the first live replica in assignment order
+        # (PartitionChangeBuilder.electAnyLeader): put the candidate first
+        return [f"# broker {b} is not in the last ISR {list(st.isr)} / ELR {list(st.elr)}: an "
+                f"unclean election{keep}",
+                *self._reassign(bootstrap, b), self._elect(bootstrap, "unclean")]
+
+    def to_json(self, bootstrap: str = "BROKER:9092") -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition,
                 "recommended": self.candidates[0].broker if self.candidates else None,
+                "metadata": self.state.to_json() if self.state else None,
                 "candidates": [{"broker": c.broker, "log_end_offset": c.log_end_offset,
                                 "latest_epoch": c.latest_epoch, "lost": c.counts(),
+                                "election": c.election, "commands": self.commands(bootstrap, c.broker),
                                 "lost_records": [{"broker": r.broker, "offset": r.offset,
                                                   "leader_epoch": r.leader_epoch, "class": r.klass}
                                                  for r in c.lost]}
                                for c in self.candidates],
-                "commands": self.commands() if self.candidates else []}
+                "commands": self.commands(bootstrap) if self.candidates else []}
 
 
 @dataclass
@@ -176,17 +249,49 @@ def _cost(candidate: _Replica, others: Sequence[_Replica], acked: dict[tuple[int
                          max(epochs, default=-1), sorted(lost.values(), key=lambda r: (r.offset, r.broker)))
 
 
+def _states(paths: Sequence[str | os.PathLike[str]], metadata_log: str | os.PathLike[str] | None,
+            find_metadata_log: bool, note: Callable[[str], None]) -> dict[tuple[str, int], MetadataState]:
+    from .errors import SegtoolsError
+    from .forensics.api import default_metadata_log
+    from .forensics.elections import load_histories
+
+    source = os.fspath(metadata_log) if metadata_log is not None else None
+    if source is not None:
+        histories = load_histories(source)      # asked for: unusable is an error
+    else:
+        source = default_metadata_log(paths) if find_metadata_log else None
+        if source is None:
+            return {}
+        try:                                    # found, not asked for: only costs the state
+            histories = load_histories(source)
+        except SegtoolsError as exc:
+            note(f"ignoring the controller's metadata log: {exc}")
+            return {}
+        note(f"using the controller's metadata log {source}")
+    return {tp: MetadataState(None if h.leader is None or h.leader < 0 else h.leader, h.leader_epoch,
+                              tuple(h.isr), tuple(h.elr), tuple(h.last_known_elr), tuple(h.replicas),
+                              source)
+            for tp, h in histories.items()}
+
+
 def advise(paths: Sequence[str | os.PathLike[str]], *, acks_path: str | os.PathLike[str] | None = None,
-           topic: str | None = None, partition: int | None = None) -> list[PartitionAdvice]:
-    """Candidates per partition found under ``paths`` (one replica dir per broker)."""
+           topic: str | None = None, partition: int | None = None,
+           metadata_log: str | os.PathLike[str] | None = None, find_metadata_log: bool = True,
+           on_note: Callable[[str], None] | None = None) -> list[PartitionAdvice]:
+    """Candidates per partition found under ``paths`` (one replica dir per broker).
+    ``metadata_log``: the controller's ``__cluster_metadata-0`` (or a dir holding it); without
+    it, ``find_metadata_log`` looks for one next to the broker dirs."""
     from .forensics.collect import discover_replicas
     from .forensics.loss import AckIndex
 
+    # the KRaft metadata log is a Raft log, not a partition a leader election applies to
     specs = [s for s in discover_replicas([os.fspath(p) for p in paths])
-             if (topic is None or s.topic == topic) and (partition is None or s.partition == partition)]
+             if s.topic != "__cluster_metadata" and (topic is None or s.topic == topic)
+             and (partition is None or s.partition == partition)]
     if not specs:
         raise InputError("no partition replica found in: " + ", ".join(str(os.fspath(p)) for p in paths))
     acks = AckIndex.load(acks_path) if acks_path else None
+    states = _states(paths, metadata_log, find_metadata_log, on_note or (lambda _text: None))
     groups: dict[tuple[str, int], list[Any]] = {}
     for s in specs:
         groups.setdefault((s.topic, s.partition), []).append(s)
@@ -197,5 +302,8 @@ def advise(paths: Sequence[str | os.PathLike[str]], *, acks_path: str | os.PathL
         acked_all = acks.committed_for_partition(t, p) if acks else set()
         costs = [_cost(c, [r for r in replicas if r is not c], acked, acked_all, acks is not None)
                  for c in replicas]
-        out.append(PartitionAdvice(t, p, sorted(costs, key=CandidateCost.rank_key)))
+        state = states.get((t, p))
+        for c in costs:
+            c.election = state.election_for(c.broker) if state else None
+        out.append(PartitionAdvice(t, p, sorted(costs, key=CandidateCost.rank_key), state))
     return out

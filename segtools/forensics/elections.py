@@ -60,6 +60,8 @@ class PartitionHistory:
     changes: list[dict[str, Any]] = field(default_factory=list)
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    #: the current assignment (PartitionRecord/PartitionChangeRecord ``replicas``), in order
+    replicas: tuple[int, ...] = ()
     #: spans (metadata offset, timestamp ms, end offset, end ms, isr) where ELR was on and
     #: the ISR was below min.insync.replicas: the leader's high watermark stayed put
     hw_frozen: list[dict[str, Any]] = field(default_factory=list)
@@ -280,6 +282,9 @@ def _apply_partition(hist: PartitionHistory, tname: str, data: dict[str, Any],
     elr = _ints(_get(data, "eligibleLeaderReplicas", "eligible_leader_replicas"))
     lke = _ints(_get(data, "lastKnownElr", "last_known_elr"))
     change: dict[str, Any] = {**_where(meta), "record": tname}
+    replicas = _ints(_get(data, "replicas"))
+    if replicas is not None:     # a reassignment (or the creation) sets the assignment
+        hist.replicas = replicas
     old_isr, old_elr, old_lke = hist.isr, hist.elr, hist.last_known_elr
     if tname == "Partition":
         epoch = int(_get(data, "leaderEpoch", "leader_epoch", default=0))

@@ -240,6 +240,11 @@ class StepRunner(ProducerSteps):
     def _do_snapshot(self, step: Step, _: Any) -> None:
         target = os.path.join(self.out, "snapshots", step.args["name"])
         self.copy_brokers(target, logs_only=False)
+        # the controller's metadata log as of this step too (ISR, ELR, assignment then), so
+        # the snapshot is a folder `segtools compare`/`advise` read like OUT itself
+        meta = os.path.join(self.cluster.controller_dir, "__cluster_metadata-0")
+        if os.path.isdir(meta):
+            _copy_dir(meta, os.path.join(target, "controller", "__cluster_metadata-0"), None)
 
 
 def _copy_dir(src: str, dst: str, topics: set[str] | None) -> None:

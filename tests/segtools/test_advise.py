@@ -65,7 +65,42 @@ def test_cli_ranks_prints_commands_and_exit_codes(tmp_path):
     doc = json.loads(out.read_text())
     best = doc[0]["recommended"]
     assert doc[0]["candidates"][0]["broker"] == best
-    assert f'"replicas": [{best},' in result.output
+    # the controller's log (found next to the broker dirs): broker 2 leads with ISR [2, 3], so
+    # the best candidate, broker 1 (first in the assignment already), needs an unclean election
+    assert doc[0]["metadata"]["isr"] == [2, 3] and doc[0]["metadata"]["replicas"] == [1, 2, 3]
+    assert {c["broker"]: c["election"] for c in doc[0]["candidates"]} == \
+        {1: "unclean", 2: "clean", 3: "clean"}
+    assert "reassign" not in result.output and "keep [2, 3] stopped" in result.output
     assert "kafka-leader-election.sh --bootstrap-server k1:9092 --election-type unclean --topic orders" in result.output
+    # broker 3 is in the ISR with 2: put it first, then a preferred election
+    three = next(c for c in doc[0]["candidates"] if c["broker"] == 3)["commands"]
+    assert '"replicas": [3, 1, 2]' in three[1] and "--election-type preferred" in three[-1]
+    assert "--bootstrap-server k1:9092" in three[-1]
+    # without the metadata log the state is unknown: the reassignment is always printed
+    blind = runner.invoke(cli, ["advise", str(s7), "--no-metadata-log", "--bootstrap-server", "k1:9092"])
+    assert blind.exit_code == 1 and "metadata log" not in blind.output
+    assert f'"replicas": [{best},' in blind.output and "--election-type unclean" in blind.output
     clean = runner.invoke(cli, ["advise", str(SAMPLES[0].parent / "S0-healthy-baseline")])
     assert clean.exit_code == 0, clean.output
+
+
+def test_a_given_metadata_log_that_is_not_one_is_exit_2(tmp_path):
+    s7 = SAMPLES[0].parent / "S7-simple-unclean-election"
+    result = CliRunner().invoke(cli, ["advise", str(s7), "--metadata-log", str(s7 / "broker-1")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "__cluster_metadata" in result.output
+
+
+def test_the_metadata_state_is_the_controllers_last_word():
+    """b: every partition ends led by broker 3, the stalest replica, elected uncleanly; the
+    state advise reads from the controller's log is the one truth.json recorded."""
+    folder = SAMPLES[0].parent / "b-unclean-stale-return"
+    truth = json.loads((folder / "truth.json").read_text())
+    for adv in advise([folder]):
+        t = truth[f"{adv.topic}-{adv.partition}"]
+        assert adv.state is not None
+        assert (adv.state.leader, adv.state.leader_epoch, sorted(adv.state.isr)) == \
+            (t["leader"], t["leader_epoch"], sorted(t["isr"]))
+        assert list(adv.state.replicas) == t["assignment"]
+        assert {c.broker: c.election for c in adv.candidates} == \
+            {b: "clean" if b in t["isr"] else "unclean" for b in (1, 2, 3)}
