@@ -618,7 +618,7 @@ def _streamed_header(sf: _SegmentFile, pos: int, total: int, limit: int) -> _Hea
 
 def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
                   limit: int = DEFAULT_MAX_BATCH_BYTES,
-                  need_bytes: bool = True) -> Iterator[_Headers]:
+                  need_bytes: bool = True, start: int = 0) -> Iterator[_Headers]:
     """Header chunks of one file in file order, walked like FileLogInputStream. Each chunk's
     bytes stay in ``sf``'s window until the consumer asks for the next chunk. Raises after
     yielding what came before the damage.
@@ -628,8 +628,10 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
 
     A batch above ``limit`` on disk raises ``BatchTooLargeError`` before it is read. A v2
     batch larger than the window is read whole only when ``need_bytes`` (records are
-    decoded); otherwise its CRC is computed over streamed reads."""
-    sf.load(0)
+    decoded); otherwise its CRC is computed over streamed reads.
+
+    ``start``: the byte position of a batch to begin the walk at (0: the file's start)."""
+    sf.load(start)
     while True:
         chunks, rel, status = _scan_window(sf, kernel, 0, max_batches)
         next_pos = sf.base + rel
@@ -1184,14 +1186,14 @@ def _ms(value: Any) -> int | None:
 
 
 def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows: int,
-                     max_uncompressed: int) -> Iterator[tuple[_RowChunk, _Headers]]:
+                     max_uncompressed: int, start: int = 0) -> Iterator[tuple[_RowChunk, _Headers]]:
     """Decoded rows of one file in groups of at most ``max_rows`` rows / ``_CHUNK_BYTES``.
 
     Runs of uncompressed v2 batches are cut with cumulative sums (no Python work per batch);
     compressed batches are decompressed one by one; legacy entries go one by one through the
     object reader.
     """
-    for h in _iter_headers(mf, kernel, limit=max_uncompressed):
+    for h in _iter_headers(mf, kernel, limit=max_uncompressed, start=start):
         n = len(h)
         region = h.batch_length + 12 - RECORD_BATCH_OVERHEAD
         # each record takes at least 7 bytes: a hostile recordsCount cannot inflate buffers
@@ -1293,7 +1295,8 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
                         start_offset: int | None = None, end_offset: int | None = None,
                         start_timestamp: Any = None, end_timestamp: Any = None,
                         engine: str = "auto", max_batch_bytes: int | None = None,
-                        max_uncompressed_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+                        max_uncompressed_bytes: int | None = None,
+                        start_position: int = 0) -> Iterator[pa.RecordBatch]:
     """Records under ``path`` as ``RECORD_SCHEMA`` RecordBatches of at most ``max_rows`` rows
     (the rows of one larger Kafka batch come as several slices).
 
@@ -1302,6 +1305,8 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
     timestamp as Kafka reports it); ``include_control=False`` drops control batches.
     ``max_batch_bytes`` (older name ``max_uncompressed_bytes``) bounds one batch on disk and
     decompressed (segtools.limits); above it ``BatchTooLargeError`` names the batch.
+    ``start_position``: for one segment file, the byte position of a batch (``position`` of
+    :func:`iter_batch_batches`) to start reading at; the bytes before it are not read.
     """
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
@@ -1311,7 +1316,7 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
     for seg in _segments(path, topic, partition, broker):
         with _SegmentFile(seg.path) as mf:
             try:
-                for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit):
+                for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit, start_position):
                     n = int(rc.offset.shape[0])
                     # one Kafka batch can hold more rows than max_rows: its decoded rows are
                     # turned into Arrow max_rows at a time, so only the decoded columns and

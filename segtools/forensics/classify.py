@@ -577,6 +577,8 @@ def _benign_notes(views: Sequence[ReplicaView], ref: ReplicaView) -> list[Findin
 def _crc_replication(views: Sequence[ReplicaView]) -> list[Finding]:
     """S20: a CRC failure on every copy of a batch is 'replicated', else 'local'."""
     out: list[Finding] = []
+    if all(b.crc_valid for v in views for b in v.batches):
+        return out   # the common case, without a dict entry per batch
     bad: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
     present: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
     for v in views:

@@ -159,7 +159,12 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
 def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
                   read_error: str | None = None) -> ReplicaFacts:
     """Join a replica's batch rows (BATCH_SCHEMA) with its checkpoint facts."""
-    batches = [BatchFacts.from_row(r) for r in batch_rows]
+    return replica_facts_from_batches(spec, [BatchFacts.from_row(r) for r in batch_rows], read_error)
+
+
+def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts],
+                               read_error: str | None = None) -> ReplicaFacts:
+    """:func:`replica_facts` for batches already built (sorted here, in place, into file order)."""
     seg_order = {os.path.basename(p): i for i, (p, _) in enumerate(spec.segments)}
     batches.sort(key=lambda b: (seg_order.get(b.segment, -1), b.position))
     facts = ReplicaFacts(

@@ -25,10 +25,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from segtools.errors import BatchTooLargeError, SegtoolsError
 from segtools.forensics.classify import PartitionVerdict, classify_partition
-from segtools.forensics.collect import ReplicaSpec, batch_limit_error, discover_replicas, replica_facts
+from segtools.forensics.collect import (
+    ReplicaSpec,
+    batch_limit_error,
+    discover_replicas,
+    replica_facts_from_batches,
+)
 from segtools.forensics.consumer_groups import (
     CONSUMER_OFFSETS,
     Commits,
@@ -45,7 +51,7 @@ from segtools.forensics.loss import (
     apply_lost_evidence,
     lost_records,
 )
-from segtools.forensics.model import RecordFacts
+from segtools.forensics.model import BatchFacts, RecordFacts
 from segtools.forensics.report import CompareReport, PartitionReport
 from segtools.formats.names import offset_from_filename
 
@@ -142,20 +148,44 @@ def classify_group(rows: pa.Table, specs: Sequence[ReplicaSpec],
                    history: PartitionHistory | None) -> PartitionVerdict:
     """Stage 2 for one partition: its FACTS_SCHEMA rows (any order) and its replicas' specs
     (replicas without rows are empty logs)."""
-    batches: dict[int, list[dict[str, Any]]] = defaultdict(list)
     errors: dict[int, list[tuple[int, str]]] = defaultdict(list)
     order = {s.replica_id: {os.path.basename(p): i for i, (p, _) in enumerate(s.segments)} for s in specs}
-    for r in rows.to_pylist():
+    failed = rows.filter(pc.is_valid(rows.column("read_error")))
+    for r in failed.select(["broker", "segment", "read_error"]).to_pylist():
         rid = int(r["broker"])
-        if r["read_error"] is not None:
-            errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
-        else:
-            batches[rid].append(r)
+        errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
+    batches = _batch_facts_by_replica(rows.filter(pc.is_null(rows.column("read_error"))) if failed.num_rows
+                                      else rows)
     facts = []
     for spec in sorted(specs, key=lambda s: s.replica_id):
         msgs = [m for _, m in sorted(errors.get(spec.replica_id, []))]
-        facts.append(replica_facts(spec, batches.get(spec.replica_id, []), "; ".join(msgs) if msgs else None))
+        facts.append(replica_facts_from_batches(spec, batches.get(spec.replica_id, []),
+                                                "; ".join(msgs) if msgs else None))
     return classify_partition(facts, history=history)
+
+
+#: BatchFacts fields in constructor order, as FACTS_SCHEMA columns
+_BATCH_FACT_COLUMNS = ("base_offset", "last_offset", "partition_leader_epoch", "crc", "crc_valid", "records_count",
+                       "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control", "magic",
+                       "segment", "position", "size", "max_timestamp")
+
+
+def _batch_facts_by_replica(rows: pa.Table) -> dict[int, list[BatchFacts]]:
+    """Batch rows -> BatchFacts per replica id, in row order, column by column: a partition can
+    hold millions of batches, and a dict per row (``to_pylist``) cost more than the scan."""
+    if any(rows.column(c).null_count for c in ("broker", *_BATCH_FACT_COLUMNS)):
+        # not from stage 1 as we write it: keep BatchFacts.from_row's conversions and errors
+        out: dict[int, list[BatchFacts]] = defaultdict(list)
+        for r in rows.to_pylist():
+            out[int(r["broker"])].append(BatchFacts.from_row(r))
+        return out
+    brokers = rows.column("broker")
+    out = {}
+    for rid in pc.unique(brokers).to_pylist():
+        mine = rows.filter(pc.equal(brokers, rid))
+        cols = [mine.column(c).to_pylist() for c in _BATCH_FACT_COLUMNS]
+        out[int(rid)] = [BatchFacts(*vals) for vals in zip(*cols)]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,13 +219,29 @@ def drill_tasks(verdict: PartitionVerdict, specs: Sequence[ReplicaSpec]) -> list
     return tasks
 
 
-def read_range(spec: ReplicaSpec, first: int, last: int) -> list[RecordFacts]:
+def read_range(spec: ReplicaSpec, first: int, last: int,
+               starts: Mapping[str, int] | None = None) -> list[RecordFacts]:
     """Records of one replica with offsets in [first, last], decoding only the segments that
-    can hold them (segments that stop early keep what was readable: stage 1 reported them)."""
-    return record_facts_from_rows(_range_rows(spec, first, last))
+    can hold them (segments that stop early keep what was readable: stage 1 reported them).
+    ``starts``: segment name -> byte position of its first batch that can hold the range
+    (:func:`range_starts`); the bytes before it are not read again."""
+    return record_facts_from_rows(_range_rows(spec, first, last, starts or {}))
 
 
-def _range_rows(spec: ReplicaSpec, first: int, last: int) -> list[dict[str, Any]]:
+def range_starts(rows: pa.Table, replica_id: int, first: int) -> dict[str, int]:
+    """Per segment of one replica, the position of its first batch (in file order) whose last
+    offset is at least ``first``, from stage 1's rows: every batch before it ends below
+    ``first``, so stage 3 can start reading there and return the same records."""
+    mine = rows.filter(pc.and_(pc.and_(pc.equal(rows.column("broker"), replica_id),
+                                       pc.is_null(rows.column("read_error"))),
+                               pc.greater_equal(rows.column("last_offset"), first)))
+    if not mine.num_rows:
+        return {}
+    agg = mine.group_by("segment").aggregate([("position", "min")])
+    return dict(zip(agg.column("segment").to_pylist(), agg.column("position_min").to_pylist()))
+
+
+def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, int]) -> list[dict[str, Any]]:
     from segtools import columnar
     from segtools.remote import local_file
 
@@ -208,7 +254,8 @@ def _range_rows(spec: ReplicaSpec, first: int, last: int) -> list[dict[str, Any]
         try:
             with local_file(path) as local:   # an s3:// segment: a local copy on this executor
                 for rb in columnar.iter_record_batches(local, topic=spec.topic, partition=spec.partition,
-                                                       start_offset=first, end_offset=last + 1):
+                                                       start_offset=first, end_offset=last + 1,
+                                                       start_position=starts.get(os.path.basename(path), 0)):
                     rows.extend(rb.select(["offset", "leader_epoch", "key", "value", "producer_id",
                                            "producer_epoch", "sequence", "is_control", "headers"]).to_pylist())
         except SegtoolsError:
@@ -216,9 +263,11 @@ def _range_rows(spec: ReplicaSpec, first: int, last: int) -> list[dict[str, Any]
     return [r for r in rows if first <= r["offset"] <= last]
 
 
-def read_task(task: ReadTask, spec: ReplicaSpec, keep: ReferenceFilter | None = None) -> list[RecordFacts]:
-    """Stage 3b: the records of one task (reference tasks: only those ``keep`` keeps)."""
-    recs = read_range(spec, task.first, task.last)
+def read_task(task: ReadTask, spec: ReplicaSpec, keep: ReferenceFilter | None = None,
+              starts: Mapping[str, int] | None = None) -> list[RecordFacts]:
+    """Stage 3b: the records of one task (reference tasks: only those ``keep`` keeps);
+    ``starts`` as for :func:`read_range`."""
+    recs = read_range(spec, task.first, task.last, starts)
     if task.reference:
         recs = [r for r in recs if keep is not None and keep.keep(r)]
     return recs
@@ -293,11 +342,13 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     records: dict[int, list[RecordFacts]] = {}
     for t in tasks:
         if not t.reference:
-            records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id]))
+            records.setdefault(t.replica_id, []).extend(
+                read_task(t, by_id[t.replica_id], starts=range_starts(rows, t.replica_id, t.first)))
     keep = ReferenceFilter(r for recs in records.values() for r in recs)
     for t in tasks:
         if t.reference:
-            records.setdefault(t.replica_id, []).extend(read_task(t, by_id[t.replica_id], keep))
+            records.setdefault(t.replica_id, []).extend(
+                read_task(t, by_id[t.replica_id], keep, range_starts(rows, t.replica_id, t.first)))
     lost, findings = match_partition(verdict, by_id, records, acks)
     return verdict, lost, findings
 
