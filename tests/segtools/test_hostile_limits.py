@@ -200,13 +200,21 @@ def test_legal_giant_batches_are_verified_with_memory_flat_in_batch_size(tmp_pat
     raises the limit (before: scan_batches and read_batches held a whole batch)."""
     path = tmp_path / "00000000000000000000.log"
     H.sparse_giant(str(path), 160 * MiB, n_batches=2)
+    small = tmp_path / "small" / "00000000000000000000.log"
+    small.parent.mkdir()
+    H.sparse_giant(str(small), 1 * MiB, n_batches=2)
     raised = {"max_batch_bytes": 512 * MiB}
-    results = run_child(path, [("read_batches", raised), ("scan_batches", raised)])
+    calls = [("read_batches", raised), ("scan_batches", raised)]
+    run_child(small, calls)   # the first child of a fresh checkout compiles (and caches) the JIT kernel
+    baseline = run_child(small, calls)
+    results = run_child(path, calls)
     for r in results:
         assert r["error"] is None and r["rows"] == 2 and r["crc_ok"], r
-    read_batches_peak, scan_peak = results[0]["peak_mb"], results[1]["peak_mb"]
-    assert read_batches_peak < 200, results      # numba not imported yet
-    assert scan_peak < 330, results              # imports + two 16 MiB windows
+    # the same calls on 1 MiB batches are the baseline (imports, allocator pools): holding one
+    # 160 MiB batch would add at least 160 MB; streamed windows (two of 16 MiB) add far less
+    for big, base in zip(results, baseline):
+        assert big["peak_mb"] - base["peak_mb"] < 100, (results, baseline)
+    assert results[0]["peak_mb"] < 200, results      # read_batches: numba not imported yet
     # the default limit refuses them, naming the limit
     with pytest.raises(BatchTooLargeError, match="--max-batch-bytes"):
         segtools.scan_batches(path)
