@@ -23,7 +23,7 @@ __all__ = [
     "KRAFT_CHECKPOINT_SUFFIX", "KRAFT_PART_SUFFIX", "DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX",
     "STRAY_DIR_SUFFIX", "OFFSET_DIGITS", "EPOCH_DIGITS", "SEGMENT_FILE_RE", "KRAFT_SNAPSHOT_RE",
     "SPECIAL_PARTITION_DIR_RE", "PLAIN_PARTITION_DIR_RE", "METADATA_TOPIC",
-    "filename_prefix_from_offset", "offset_from_filename",
+    "filename_prefix_from_offset", "offset_from_filename", "stem_offset",
 ]
 
 LOG_SUFFIX = ".log"
@@ -71,3 +71,10 @@ def offset_from_filename(name: str) -> int:
     digits; ``LogFileUtils.offsetFromFileName``). ``name`` may be a path."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     return int(base[:OFFSET_DIGITS])
+
+
+def stem_offset(name: str) -> int | None:
+    """The offset a file name's stem (before its first '.') spells, or None when the stem is not
+    all digits (a renamed copy such as ``bad.log``). ``name`` may be a path."""
+    stem = name.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
+    return int(stem) if stem.isdigit() else None

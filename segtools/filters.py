@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InputError
+from .formats.names import stem_offset
 from .schema import RECORD_SCHEMA
 
 __all__ = ["Condition", "RecordFilter", "FilterStats", "parse_where", "read_filtered",
@@ -408,11 +409,6 @@ class FilterStats:
     rows: int = 0
 
 
-def _segment_base(path: str) -> int | None:
-    stem = os.path.basename(path).split(".")[0]
-    return int(stem) if stem.isdigit() else None
-
-
 def _max_time(log_path: str) -> int | None:
     """Largest timestamp a rolled segment's ``.timeindex`` records (its last entry is the one
     ``onBecomeInactiveSegment`` appends), None when unknown."""
@@ -510,7 +506,7 @@ def iter_filtered(paths: Sequence[str | os.PathLike[str]], flt: RecordFilter, *,
         if not flt.wants_partition(src.topic, src.partition):
             continue
         stats.partitions_read += 1
-        bases = [_segment_base(s) for s in src.segments]
+        bases = [stem_offset(s) for s in src.segments]
         for i, seg in enumerate(src.segments):
             nxt = bases[i + 1] if i + 1 < len(bases) else None
             base = bases[i]

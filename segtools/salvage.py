@@ -40,7 +40,7 @@ from .batches import RecordBatch, segment_paths
 from .crc import crc32c
 from .errors import FormatError, InputError, display_path
 from .formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
-from .formats.names import LOG_SUFFIX, filename_prefix_from_offset
+from .formats.names import LOG_SUFFIX, filename_prefix_from_offset, stem_offset
 from .formats.record_batch import CRC_STRUCT_FORMAT
 from .limits import DEFAULT_MAX_BATCH_BYTES
 from .outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
@@ -204,11 +204,6 @@ def _longest_chain(batches: Sequence[SalvagedBatch], floor: int) -> set[int]:
     return {i for i in by_offset if batches[i].partition_leader_epoch < 0 or i in keep_epochs}
 
 
-def _segment_base(path: str) -> int:
-    stem = os.path.basename(path).split(".")[0]
-    return int(stem) if stem.isdigit() else 0
-
-
 def scan_segment(path: str | os.PathLike[str], *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> SegmentSalvage:
     """Walk a segment, resynchronising past damage; the input is only read."""
     path = os.fspath(path)
@@ -218,7 +213,7 @@ def scan_segment(path: str | os.PathLike[str], *, max_batch_bytes: int = DEFAULT
         raise InputError(f"cannot open {display_path(path)}: {exc.strerror}") from None
     with fh:
         size = os.fstat(fh.fileno()).st_size
-        result = SegmentSalvage(path, _segment_base(path), size)
+        result = SegmentSalvage(path, stem_offset(path) or 0, size)  # a renamed copy: 0
         if size == 0:
             return result
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
