@@ -5,10 +5,9 @@ flag the dump still stops where Kafka's does."""
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 from click.testing import CliRunner
+from segment_extents import batch_extents
 
 from segtools.cli.main import cli
 
@@ -16,15 +15,6 @@ SOURCES = [
     "kafka-3.6-kraft-flink-stack/logdir/connect-offsets-14/00000000000000000000.log",
     "kafka-3.6-kraft-flink-stack/logdir/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0/00000000000000000000.log",
 ]
-
-
-def _extents(data: bytes) -> list[tuple[int, int]]:
-    out, pos = [], 0
-    while pos < len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        out.append((pos, pos + 12 + length))
-        pos += 12 + length
-    return out
 
 
 def _batch_lines(text: str) -> list[str]:
@@ -35,7 +25,7 @@ def _batch_lines(text: str) -> list[str]:
 @pytest.mark.parametrize("deep", [False, True], ids=["shallow", "deep"])
 def test_skip_corrupt_prints_every_intact_batch(realdata, tmp_path, rel, deep):
     data = (realdata / rel).read_bytes()
-    ext = _extents(data)
+    ext = batch_extents(data)
     buf = bytearray(data)
     buf[ext[5][0] + 8:ext[5][0] + 12] = b"\x00\x00\x00\x01"    # an impossible size field
     z0, z1 = ext[50][0] + 30, ext[60][0] + 40                  # zeros over eleven batches

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import struct
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import pytest
 from click.testing import CliRunner
 from cluster_fixtures import REPO
 from fresh_broker import broker_with
+from segment_extents import batch_extents
 
 pytestmark = pytest.mark.realkafka
 
@@ -45,22 +45,13 @@ TOPIC = "salvaged"
 NAME = "00000000000000000000"
 
 
-def _extents(data: bytes) -> list[tuple[int, int]]:
-    out, pos = [], 0
-    while pos < len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        out.append((pos, pos + 12 + length))
-        pos += 12 + length
-    return out
-
-
 @pytest.fixture(scope="module")
 def salvaged(realdata, tmp_path_factory) -> dict:
     from segtools.cli.main import cli
 
     root = tmp_path_factory.mktemp("salvage-kafka")
     data = (realdata / SOURCE).read_bytes()
-    ext = _extents(data)
+    ext = batch_extents(data)
     buf = bytearray(data)
     buf[ext[40][0] + 30] ^= 0x04                              # one batch's attributes/records
     z0, z1 = ext[200][0] + 20, ext[230][0] + 5                # zeros over ~30 batches

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from segment_extents import batch_extents
 
 from segtools.cli.main import cli
 
@@ -33,12 +33,8 @@ def _extents(data: bytes) -> list[tuple[int, int]]:
     """Batch extents of an INTACT file, each checked by kafka-python (CRC and framing)."""
     from kafka.record.memory_records import MemoryRecords
 
-    out, pos = [], 0
-    while pos < len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        out.append((pos, pos + 12 + length))
-        pos += 12 + length
-    assert pos == len(data)
+    out = batch_extents(data)
+    assert (out[-1][1] if out else 0) == len(data)
     records = MemoryRecords(data)
     n = 0
     while (batch := records.next_batch()) is not None:
