@@ -73,8 +73,24 @@ def offset_from_filename(name: str) -> int:
     return int(base[:OFFSET_DIGITS])
 
 
+#: the largest value ``Long.parseLong`` accepts
+_LONG_MAX = (1 << 63) - 1
+
+
 def stem_offset(name: str) -> int | None:
-    """The offset a file name's stem (before its first '.') spells, or None when the stem is not
-    all digits (a renamed copy such as ``bad.log``). ``name`` may be a path."""
+    """The offset a file name's stem (before its first '.') spells, or None when Kafka could not
+    read one from it (a renamed copy such as ``bad.log``). ``name`` may be a path.
+
+    Kafka's rule, ``LogFileUtils.offsetFromFileName``
+    (storage/src/main/java/org/apache/kafka/storage/internals/log/LogFileUtils.java):
+    ``Long.parseLong(fileName.substring(0, fileName.indexOf('.')))``. So ``123.log`` is 123,
+    ``<20 digits>.log.deleted``/``.cleaned``/``.swap`` are their 20 digits, and a 21-digit stem
+    is read whole. Where parseLong throws (no digits, a value above Long.MAX_VALUE) this is
+    None; a signed stem (``-5.log``, which parseLong would take) is None too, since no Kafka
+    writer spells one."""
     stem = name.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
-    return int(stem) if stem.isdigit() else None
+    # isdecimal, not isdigit: '²' is a digit int() refuses; parseLong takes any Unicode decimal
+    if not stem.isdecimal():
+        return None
+    value = int(stem)
+    return value if value <= _LONG_MAX else None

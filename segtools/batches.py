@@ -761,10 +761,14 @@ def read_batches(path: str | os.PathLike[str] | bytes, *, max_bytes: int | None 
 
     ``max_batch_bytes`` (older name ``max_decompressed_size``) bounds one batch on disk and
     decompressed (segtools.limits)."""
+    from .remote import local_file
+
     limit = resolve_max_batch_bytes(max_batch_bytes, max_decompressed_size=max_decompressed_size)
     for seg in segment_paths(path):
-        with SegmentReader(seg, max_bytes=max_bytes, max_message_size=max_message_size,
-                           max_batch_bytes=limit) as reader:
+        # a file:// segment is its local path; an object store's a local copy while it is read
+        with local_file(seg) as local, SegmentReader(local, max_bytes=max_bytes,
+                                                     max_message_size=max_message_size,
+                                                     max_batch_bytes=limit) as reader:
             yield from reader
 
 

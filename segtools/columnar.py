@@ -174,6 +174,7 @@ class _Segment:
 def _segments(path: str | os.PathLike[str] | bytes, topic: str | None, partition: int | None,
               broker: int | None) -> list[_Segment]:
     """Segment files under ``path``, as :func:`segtools.sources.resolve` finds them."""
+    from segtools.remote import local_path
     from segtools.sources import resolve
 
     resolution = resolve([path])
@@ -184,7 +185,8 @@ def _segments(path: str | os.PathLike[str] | bytes, topic: str | None, partition
         part = partition if partition is not None else (
             source.partition if source.partition >= 0 else None)
         b = broker if broker is not None else source.broker
-        found.extend(_Segment(seg, t, part, b) for seg in source.segments)
+        # a file:// segment is read at its local path (object stores: read_batches or export)
+        found.extend(_Segment(local_path(seg), t, part, b) for seg in source.segments)
     return found
 
 

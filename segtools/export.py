@@ -26,7 +26,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     from segtools.filters import RecordFilter
 
 from segtools.errors import InputError, display_path, is_utf8
+from segtools.formats.names import stem_offset
 from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
 from segtools.sources import PartitionSource, Resolution, resolve
 
-_SEGMENT_BASE_DIGITS = 20
 #: Columns worth dictionary-encoding (few distinct values). Keys, values, offsets and timestamps
 #: are mostly unique: pyarrow's default of trying a dictionary for every column made writing
 #: 2.5x slower for nothing.
@@ -124,14 +124,11 @@ def select_sources(sources: Iterable[PartitionSource], options: ExportOptions) -
     return chosen
 
 
-def _segment_base(path: str) -> int | None:
-    stem = os.path.basename(path)[:_SEGMENT_BASE_DIGITS]
-    return int(stem) if stem.isdigit() else None
-
-
 def _segments_in_range(segments: tuple[str, ...], options: ExportOptions) -> list[str]:
-    """Prune whole segments by offset using their base offsets (the file names)."""
-    bases = [_segment_base(s) for s in segments]
+    """Prune whole segments by offset using their base offsets, read from the file names as
+    Kafka reads them (formats.names.stem_offset: ``123.log`` is 123); a name without one is
+    never pruned."""
+    bases = [stem_offset(s) for s in segments]
     kept = []
     for i, seg in enumerate(segments):
         base = bases[i]
@@ -395,24 +392,6 @@ def _check_names(sources: list[PartitionSource]) -> None:
                              "UTF-8, so it is not a Kafka topic partition; leave it out with --topics")
 
 
-def _dedupe(sources: list[PartitionSource]) -> list[PartitionSource]:
-    """The same partition dir or segment reached twice (``export X X``, ``export cluster
-    cluster/broker-1``) is exported once, so the counts printed are the rows on disk."""
-    seen: set[str] = set()
-    kept = []
-    for src in sources:
-        key = os.path.realpath(src.partition_dir) if src.partition_dir else repr(src.segments)
-        if key in seen:
-            continue
-        seen.add(key)
-        first: dict[str, str] = {}
-        for seg in src.segments:
-            first.setdefault(os.path.realpath(seg), seg)
-        segments = tuple(first.values())
-        kept.append(src if len(segments) == len(src.segments) else replace(src, segments=segments))
-    return kept
-
-
 def _check_collisions(sources: list[PartitionSource], options: ExportOptions) -> None:
     seen: dict[tuple[str, str, int], PartitionSource] = {}
     folders = broker_folders(sources) if options.by_broker else None
@@ -436,7 +415,8 @@ def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: Expo
         resolution = resolve(list(paths))   # non-UTF-8 names: _check_names after --topics
     if not resolution.partitions:
         raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
-    sources = _dedupe(select_sources(resolution.partitions, options))
+    # the resolver has read every repeat once (a dir given twice, a link to a sibling segment)
+    sources = select_sources(resolution.partitions, options)
     _check_output(list(paths), out_dir, sources, overwrite)
     _check_names(sources)
     _check_collisions(sources, options)

@@ -45,6 +45,7 @@ from segtools.formats.names import (
     METADATA_TOPIC,
     SEGMENT_FILE_RE,
     SPECIAL_PARTITION_DIR_RE,
+    stem_offset,
 )
 from segtools.formats.root_files import (
     BOOTSTRAP_CHECKPOINT,
@@ -519,13 +520,41 @@ class _Resolver:
         if not is_utf8(name):
             self.bad_names.append(fs.display(inner))
         files = [e for e in entries if not e.is_dir and self._usable(fs, e)]
-        logs = sorted((off, e.path, e.size) for e in files
+        logs = sorted((off, e.path, e.size, e.link_target) for e in files
                       if (off := _live_log_offset(e.name)) is not None)
+        distinct = self._distinct_segments(fs, inner, logs)
+        if len(distinct) != len(logs):   # a link to a sibling segment: no file to any reader
+            dropped = {x[1] for x in logs} - {x[1] for x in distinct}
+            files = [e for e in files if e.path not in dropped]
+            logs = distinct
         return PartitionSource(topic=topic, partition=partition,
-                               segments=tuple(fs.display(p) for _, p, _ in logs),
-                               segment_sizes=tuple(size for _, _, size in logs),
+                               segments=tuple(fs.display(p) for _, p, _, _ in logs),
+                               segment_sizes=tuple(size for _, _, size, _ in logs),
                                partition_dir=fs.display(inner), log_dir=log_dir, broker=broker,
                                state=state, files=tuple(fs.display(e.path) for e in files))
+
+    def _distinct_segments(self, fs: _Fs, inner: str,
+                           logs: list[tuple[int, str, int, str | None]]
+                           ) -> list[tuple[int, str, int, str | None]]:
+        """The segments of one partition dir without a link to a sibling segment (the same
+        file under a second name is read once, with a warning, by every reader)."""
+        if not any(target is not None for *_, target in logs):
+            return logs
+        real_dir = fs.realpath(inner)
+        first: dict[str, str] = {}
+        dropped: set[str] = set()
+        # the file under its own name is kept, a link to it is the repeat
+        for _, path, _, target in sorted(logs, key=lambda x: (x[3] is not None, x[0], x[1])):
+            real = target if target is not None else _join(real_dir, path.rsplit("/", 1)[-1])
+            seen = first.get(real)
+            if seen is None:
+                first[real] = fs.display(path)
+                continue
+            dropped.add(path)
+            self.warnings.append(PathWarning(
+                "duplicate_input", fs.display(path),
+                f"{fs.display(path)}: same file as {seen}; read once", seen))
+        return [entry for entry in logs if entry[1] not in dropped]
 
     def _partition_subdirs(self, fs: _Fs, entries: list[DirEntry], markers: bool
                            ) -> tuple[list[tuple[DirEntry, list[DirEntry]]], list[DirEntry]]:
@@ -831,7 +860,9 @@ def _real_dir(display: str) -> str:
 
 
 def _segment_order(path: str) -> tuple[int, str]:
-    off = _live_log_offset(path.rsplit("/", 1)[-1])
+    """Segment files named one by one, in base-offset order by Kafka's name rule (``123.log``
+    is 123, ``<20 digits>.log.deleted`` its 20 digits); names without one first."""
+    off = stem_offset(path)
     return (-1 if off is None else off, path)
 
 

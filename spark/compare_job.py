@@ -50,15 +50,13 @@ def _ddl(schema: Any) -> Any:
 
 def _segment_plan(specs: Sequence[ReplicaSpec]) -> str:
     """The data source's ``plan`` option: every segment of ``specs``, replica id as broker."""
-    from segtools.forensics.pipeline import segment_base
-    from segtools.spark.datasource import SegmentPartition, plan_json
+    from segtools.spark.datasource import SegmentPartition, plan_json, segment_bases
 
     parts = []
     for s in specs:
-        bases = [segment_base(p) for p, _ in s.segments]
-        for i, (path, size) in enumerate(s.segments):
-            parts.append(SegmentPartition(path, s.topic, s.partition, s.replica_id, bases[i],
-                                          bases[i + 1] if i + 1 < len(bases) else None, size))
+        bases = segment_bases([p for p, _ in s.segments])
+        for (path, size), (base, nxt) in zip(s.segments, bases):
+            parts.append(SegmentPartition(path, s.topic, s.partition, s.replica_id, base, nxt, size))
     return plan_json(parts)
 
 

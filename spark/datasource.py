@@ -47,13 +47,13 @@ Examples
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from segtools.formats.names import offset_from_filename
+from segtools.formats.names import stem_offset
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class SegmentPartition(InputPartition):
     topic: str
     partition: int
     broker: int | None
-    base_offset: int
+    base_offset: int               # from the file name (formats.names.stem_offset); -1: none
     next_base_offset: int | None   # base offset of the next segment, for offset pruning
     size: int = 0                  # bytes, for grouping
 
@@ -115,13 +115,14 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _base_offset(path: str) -> int:
-    """Base offset from a ``<20 digits>.log`` name (0 for a segment renamed by the user:
-    only used to skip segments outside an offset range)."""
-    try:
-        return offset_from_filename(_basename(path))
-    except ValueError:
-        return 0
+def segment_bases(segments: Sequence[str]) -> list[tuple[int, int | None]]:
+    """(base offset, next segment's base offset) of each segment, read from the file names as
+    Kafka reads them (formats.names.stem_offset). A name without one (a renamed copy) has base
+    -1 and is never the reason to skip its neighbour: only used to skip segments outside an
+    offset range."""
+    bases = [stem_offset(seg) for seg in segments]
+    return [(-1 if base is None else base, bases[i + 1] if i + 1 < len(bases) else None)
+            for i, base in enumerate(bases)]
 
 
 def plan_segments(path: str, *, broker: int | None = None,
@@ -145,10 +146,8 @@ def plan_segments(path: str, *, broker: int | None = None,
             stamp = broker
         else:
             stamp = src.broker
-        bases = [_base_offset(seg) for seg in src.segments]
-        for i, seg in enumerate(src.segments):
-            nxt = bases[i + 1] if i + 1 < len(bases) else None
-            parts.append(SegmentPartition(seg, src.topic, src.partition, stamp, bases[i], nxt,
+        for i, (seg, (base, nxt)) in enumerate(zip(src.segments, segment_bases(src.segments))):
+            parts.append(SegmentPartition(seg, src.topic, src.partition, stamp, base, nxt,
                                           src.segment_sizes[i]))
     parts.sort(key=lambda p: (p.topic, p.partition, -1 if p.broker is None else p.broker, p.base_offset, p.uri))
     return parts

@@ -169,6 +169,8 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             # else a file argument (missing, a FIFO...): dumped as a file, failing with its
             # own OSError and counted as a file, as Kafka's tool does
             continue
+        if item.duplicate_of is not None:
+            continue   # a dir already read (its warning is printed above): read once
         found = path_rules.files_of(item)
         if item.kind != "segment" and not any(
                 path_rules.file_kind(os.path.basename(f)) != "unknown" for f in found):

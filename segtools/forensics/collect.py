@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from segtools.errors import BatchTooLargeError, InputError, SegtoolsError, display_path
 from segtools.forensics.model import BatchFacts, ReplicaFacts
-from segtools.formats.names import offset_from_filename
+from segtools.formats.names import stem_offset
 
 if TYPE_CHECKING:
     from segtools.sources import Resolution
@@ -54,10 +54,6 @@ class ReplicaSpec:
         if d.get("epoch_checkpoint") is not None:
             d["epoch_checkpoint"] = [tuple(e) for e in d["epoch_checkpoint"]]
         return cls(**d)
-
-
-def _segment_base(path: str) -> int:
-    return offset_from_filename(path)
 
 
 def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int]], list[str]]:
@@ -133,7 +129,8 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
         spec = ReplicaSpec(
             replica_id=len(specs), broker=broker_of[ld], topic=display_path(s.topic), partition=s.partition,
             partition_dir=pdir, log_dir=ld, state=s.state or "",
-            segments=sorted(((p, os.path.getsize(p)) for p in s.segments), key=lambda x: _segment_base(x[0])),
+            # in the resolver's order (base offset) with the sizes it listed
+            segments=list(zip(s.segments, s.segment_sizes)),
             high_watermark=ckpts["replication-offset-checkpoint"].get(tp),
             recovery_point=ckpts["recovery-point-offset-checkpoint"].get(tp),
             log_start_checkpoint=ckpts["log-start-offset-checkpoint"].get(tp),
@@ -173,8 +170,8 @@ def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts],
         high_watermark=spec.high_watermark, recovery_point=spec.recovery_point,
         log_start_checkpoint=spec.log_start_checkpoint, cleaner_checkpoint=spec.cleaner_checkpoint,
         epoch_checkpoint=spec.epoch_checkpoint, clean_shutdown=spec.clean_shutdown,
-        first_segment_base=_segment_base(spec.segments[0][0]) if spec.segments else None,
-        active_segment_base=_segment_base(spec.segments[-1][0]) if spec.segments else None,
+        first_segment_base=stem_offset(spec.segments[0][0]) if spec.segments else None,
+        active_segment_base=stem_offset(spec.segments[-1][0]) if spec.segments else None,
         read_error=read_error, checkpoint_error="; ".join(spec.problems) if spec.problems else None)
     # Bytes a segment holds past its last complete batch: a torn tail in the active segment,
     # unreadable bytes anywhere else.

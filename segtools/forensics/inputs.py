@@ -94,14 +94,16 @@ def _meta(log_dir: str) -> tuple[int | None, str | None]:
 def _listing(root: str, partition_dirs: Iterable[str]) -> dict[str, int] | None:
     """Relative path -> size of the log dir's own files and of its compared partition dirs'
     files (None when unlistable). Other folders under the log dir are not compare's input."""
+    from segtools.sources import list_dir
+
     out: dict[str, int] = {}
     try:
         for folder in (root, *partition_dirs):
-            with os.scandir(folder) as it:
-                for e in it:
-                    if e.is_file(follow_symlinks=False):
-                        out[os.path.relpath(e.path, root)] = e.stat(follow_symlinks=False).st_size
-    except OSError:
+            # the resolver's listing (links, unreadable names and URIs as everywhere else)
+            for e in list_dir(folder):
+                if e.is_regular and e.link_target is None:
+                    out[os.path.relpath(e.path, root)] = e.size
+    except SegtoolsError:
         return None
     return out
 

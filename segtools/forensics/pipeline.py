@@ -53,7 +53,7 @@ from segtools.forensics.loss import (
 )
 from segtools.forensics.model import BatchFacts, RecordFacts
 from segtools.forensics.report import CompareReport, PartitionReport
-from segtools.formats.names import offset_from_filename
+from segtools.formats.names import stem_offset
 
 if TYPE_CHECKING:
     from segtools.forensics.progress import Progress
@@ -99,14 +99,6 @@ COMMITS_SCHEMA = pa.schema([pa.field("group", pa.string()), pa.field("topic", pa
 
 # ---------------------------------------------------------------------------------------------
 # stage 1
-
-
-def segment_base(path: str) -> int:
-    """A segment's base offset from its file name (0 for a name that has none)."""
-    try:
-        return offset_from_filename(path.rstrip("/"))
-    except ValueError:
-        return 0
 
 
 def error_batch(topic: str, partition: int, replica_id: int | None, segment: str, message: str,
@@ -245,11 +237,13 @@ def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, i
     from segtools import columnar
     from segtools.remote import local_file
 
-    bases = [segment_base(p) for p, _ in spec.segments]
+    # base offsets from the file names, as Kafka reads them; a name without one is read
+    bases = [stem_offset(p) for p, _ in spec.segments]
     rows: list[dict[str, Any]] = []
     for i, (path, _size) in enumerate(spec.segments):
+        base = bases[i]
         nxt = bases[i + 1] if i + 1 < len(bases) else None
-        if bases[i] > last or (nxt is not None and nxt <= first):
+        if (base is not None and base > last) or (nxt is not None and nxt <= first):
             continue
         try:
             with local_file(path) as local:   # an s3:// segment: a local copy on this executor

@@ -42,6 +42,9 @@ MAX_EPOCH = 32767
 #: at most this many markers are opened to read their type; beyond, outcome "ended"
 MAX_MARKER_READS = 200_000
 
+#: the transaction log's topic (TransactionLogConfig / Topic.TRANSACTION_STATE_TOPIC_NAME)
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
 MarkerReader = Callable[[BatchFacts], "str | None"]
 
 
@@ -93,19 +96,37 @@ class ProducerInfo:
 _TXN_LOG_CACHE: dict[tuple[Any, ...], dict[int, ProducerInfo]] = {}
 
 
-def _txn_log_key(log_dirs: Sequence[str]) -> tuple[Any, ...]:
-    key: list[Any] = []
+def _transaction_log_segments(log_dirs: Sequence[str]) -> list[str]:
+    """Every segment of the ``__transaction_state-N`` partitions in ``log_dirs``, as
+    :func:`segtools.sources.resolve` finds them (only those partition dirs are listed: this runs
+    once per transactional partition compare classifies)."""
+    from segtools.errors import SegtoolsError
+    from segtools.sources import is_partition_dir_name, list_dir, parse_partition_dir_name, resolve
+
+    pdirs: list[str] = []
     for ld in dict.fromkeys(log_dirs):
         try:
-            for name in sorted(os.listdir(ld)):
-                if name.startswith("__transaction_state-"):
-                    pdir = os.path.join(ld, name)
-                    for seg in sorted(os.listdir(pdir)):
-                        if seg.endswith(".log"):
-                            st = os.stat(os.path.join(pdir, seg))
-                            key.append((pdir, seg, st.st_size, st.st_mtime_ns))
+            entries = list_dir(ld)
+        except SegtoolsError:
+            continue
+        for e in entries:
+            if e.is_dir and is_partition_dir_name(e.name):
+                topic, _partition, state = parse_partition_dir_name(e.name)
+                if topic == TRANSACTION_STATE_TOPIC and not state:
+                    pdirs.append(e.path)
+    if not pdirs:
+        return []
+    return resolve(pdirs, errors="collect", check_copies=False).segment_paths()
+
+
+def _txn_log_key(segments: Sequence[str]) -> tuple[Any, ...]:
+    key: list[Any] = []
+    for seg in segments:
+        try:
+            st = os.stat(seg)
         except OSError:
             continue
+        key.append((seg, st.st_size, st.st_mtime_ns))
     return tuple(key)
 
 
@@ -113,47 +134,39 @@ def producers_from_transaction_log(log_dirs: Sequence[str]) -> dict[int, Produce
     """``producer id -> ProducerInfo`` from every ``__transaction_state-N`` partition in the
     given (local) log dirs; unreadable records are skipped (compare reports the partition
     itself). Read once per set of transaction-log segments (cached by size and mtime)."""
-    key = _txn_log_key(log_dirs)
+    segments = _transaction_log_segments(log_dirs)
+    key = _txn_log_key(segments)
     if not key:
         return {}
     cached = _TXN_LOG_CACHE.get(key)
     if cached is None:
         if len(_TXN_LOG_CACHE) > 8:
             _TXN_LOG_CACHE.clear()
-        cached = _TXN_LOG_CACHE[key] = _read_transaction_logs(log_dirs)
+        cached = _TXN_LOG_CACHE[key] = _read_transaction_logs(segments)
     return cached
 
 
-def _read_transaction_logs(log_dirs: Sequence[str]) -> dict[int, ProducerInfo]:
+def _read_transaction_logs(segments: Sequence[str]) -> dict[int, ProducerInfo]:
     from segtools import columnar
     from segtools.errors import SegtoolsError
     from segtools.internal.transaction_state import decode_key, decode_value
 
     out: dict[int, ProducerInfo] = {}
-    for ld in dict.fromkeys(log_dirs):
+    for seg in segments:
         try:
-            names = sorted(n for n in os.listdir(ld) if n.startswith("__transaction_state-")
-                           and n.rpartition("-")[2].isdigit())
-        except OSError:
+            for rb in columnar.iter_record_batches(seg, include_control=False):
+                for key, value in zip(rb.column("key").to_pylist(), rb.column("value").to_pylist()):
+                    try:
+                        k, v = decode_key(key), decode_value(value)
+                    except SegtoolsError:
+                        continue
+                    if v is None or "transactionalId" not in k:
+                        continue
+                    out[int(v["producerId"])] = ProducerInfo(
+                        str(k["transactionalId"]), int(v.get("clientTransactionVersion", 0)),
+                        int(v.get("previousProducerId", -1)), int(v.get("nextProducerId", -1)))
+        except (OSError, SegtoolsError):
             continue
-        for name in names:
-            pdir = os.path.join(ld, name)
-            try:
-                segs = sorted(os.path.join(pdir, n) for n in os.listdir(pdir) if n.endswith(".log"))
-                for seg in segs:
-                    for rb in columnar.iter_record_batches(seg, include_control=False):
-                        for key, value in zip(rb.column("key").to_pylist(), rb.column("value").to_pylist()):
-                            try:
-                                k, v = decode_key(key), decode_value(value)
-                            except SegtoolsError:
-                                continue
-                            if v is None or "transactionalId" not in k:
-                                continue
-                            out[int(v["producerId"])] = ProducerInfo(
-                                str(k["transactionalId"]), int(v.get("clientTransactionVersion", 0)),
-                                int(v.get("previousProducerId", -1)), int(v.get("nextProducerId", -1)))
-            except (OSError, SegtoolsError):
-                continue
     return out
 
 

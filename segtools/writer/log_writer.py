@@ -16,7 +16,13 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 from segtools.formats.indexes import ABORTED_TXN_SIZE, ABORTED_TXN_STRUCT_FORMAT
-from segtools.formats.names import SEGMENT_FILE_RE, SNAPSHOT_SUFFIX, filename_prefix_from_offset, offset_from_filename
+from segtools.formats.names import (
+    LOG_SUFFIX,
+    SEGMENT_FILE_RE,
+    SNAPSHOT_SUFFIX,
+    filename_prefix_from_offset,
+    offset_from_filename,
+)
 
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
@@ -209,9 +215,10 @@ class LogWriter:
 
     # ------------------------------------------------------------------ loading
     def _load(self) -> None:
-        bases = sorted(int(n.split(".", 1)[0]) for n in os.listdir(self.dir)
-                       if n.endswith(".log") and n.split(".", 1)[0].isdigit()
-                       and len(n) == 24)
+        # the writer's own output dir: its live segments by the formats/ name rule
+        bases = sorted(int(m["offset"]) for n in os.listdir(self.dir)
+                       if (m := SEGMENT_FILE_RE.match(n)) and m["kind"] == LOG_SUFFIX
+                       and not m["extra"])
         snapshots = self._snapshot_offsets()
         self._last_snapshot_offset = snapshots[-1] if snapshots else None
         if not bases:
