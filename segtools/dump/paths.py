@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from segtools.formats.names import KRAFT_SNAPSHOT_RE, stem_offset
+
 if TYPE_CHECKING:
     from segtools.sources import Resolution, ResolvedInput
 
@@ -69,12 +71,16 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 
 
 def _segment_sort_key(path: str) -> tuple[int, int, int, str]:
-    """Files without a base offset first, then base offset, then kind."""
+    """Files without a base offset first, then base offset, then kind. The offset is read from
+    the name by Kafka's rules (formats.names): the stem of a segment, index or producer
+    snapshot file, the end offset of a KRaft snapshot."""
     name = os.path.basename(path)
-    prefix = name.split(".")[0].split("-")[0]
     kind = file_kind(name)
-    if prefix.isdigit() and len(prefix) >= 20:
-        return (1, int(prefix), _KIND_ORDER.get(kind, 9), name)
+    offset = stem_offset(name)
+    if offset is None and (snapshot := KRAFT_SNAPSHOT_RE.match(name)) is not None:
+        offset = int(snapshot["end_offset"])
+    if offset is not None:
+        return (1, offset, _KIND_ORDER.get(kind, 9), name)
     return (0, 0, 0, name)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from segtools.formats.names import offset_from_filename
+from segtools.formats.names import KRAFT_SNAPSHOT_RE, offset_from_filename
 
 NO_LEADER_CHANGE = -2
 RECOVERING = 1
@@ -378,7 +378,6 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
     state before it comes from the ``<end offset>-<epoch>.checkpoint`` snapshot the log
     continues from (the earliest one at or past the first segment), as KRaft itself loads it;
     the log is then replayed from the snapshot's end offset on."""
-    import re
 
     from segtools import columnar
     from segtools.errors import InputError, SegtoolsError
@@ -396,7 +395,8 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
     log = metadata[0]
     segs = list(log.segments)
     snaps = sorted(f for f in log.files
-                   if re.fullmatch(r"\d{20}-\d{10}\.checkpoint", os.path.basename(f)))
+                   if (m := KRAFT_SNAPSHOT_RE.match(os.path.basename(f)))
+                   and not m["extra"] and not m["random"])
     first = offset_from_filename(segs[0]) if segs else None
     snapshot = None
     if snaps and (first is None or first > 0):

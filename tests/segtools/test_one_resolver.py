@@ -269,3 +269,21 @@ def test_transaction_log_is_found_by_the_resolver(tmp_path: Path) -> None:
         got = _transaction_log_segments([str(ld), str(link)])
     assert sorted(_local(p) for p in got) == sorted(
         str((ld / n / SEG).resolve()) for n in ("__transaction_state-0", "__transaction_state-7"))
+
+
+def test_dump_orders_a_partition_dir_by_kafkas_reading_of_the_names(tmp_path: Path) -> None:
+    """dump expands a dir by base offset then kind, the offset read as Kafka reads it (the
+    stem; a KRaft snapshot's end offset); names without one come first, by name."""
+    from segtools.dump.paths import expand
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    names = ["00000000000000000200.log", "123.log", "renamed.log", "00000000000000000100.index",
+             "00000000000000000100.log", "00000000000000000150-0000000001.checkpoint",
+             "00000000000000000100-copy.log", "leader-epoch-checkpoint"]
+    for n in names:
+        (part / n).write_bytes(b"")
+    assert [Path(p).name for p in expand(str(part))] == [
+        "00000000000000000100-copy.log", "leader-epoch-checkpoint", "renamed.log",
+        "00000000000000000100.log", "00000000000000000100.index", "123.log",
+        "00000000000000000150-0000000001.checkpoint", "00000000000000000200.log"]
