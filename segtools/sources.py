@@ -21,7 +21,8 @@ must name both); a URI (``s3://``, ``hdfs://``, ``file://``...) goes through
 ``pyarrow.fs.FileSystem.from_uri``. Everything after the listing is one code path.
 
 Links whose real path leaves the roots the user gave are skipped with a warning; the same
-dir given twice is read once with a warning; a broker dir that is a byte-exact copy of another
+dir given twice is read once with a warning, and so is a segment that is a link to a sibling
+segment of its partition dir; a broker dir that is a byte-exact copy of another
 given one gets a notice (it is not an independent replica). Unusable paths (a symlink loop, an
 unlistable dir, a name too long, a ``bytes`` path, a non-UTF-8 name) raise :class:`InputError`.
 """
