@@ -175,8 +175,9 @@ def _hex(data: Any) -> str:
 
 class CoordinatorKafka4Parser:
     """Kafka 4.x's ``CoordinatorRecordMessageParser`` (``--offsets-decoder``,
-    ``--share-group-state-decoder``; tools/src/main/java/org/apache/kafka/tools/
-    DumpLogSegments.java over coordinator-common's CoordinatorRecordSerde): key
+    ``--share-group-state-decoder``, ``--transaction-log-decoder``;
+    tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java over coordinator-common's
+    CoordinatorRecordSerde): key
     ``{"type":"<t>","data":{...}}``, value ``{"version":"<v>","data":{...}}`` or ``<DELETE>``.
 
     Kafka's wording: a missing key aborts the tool (``Failed to decode message at offset {o}
@@ -349,49 +350,18 @@ class RemoteLogMetadataParser:
         return None, text
 
 
-class TransactionLogJsonParser:
-    """--transaction-log-decoder of Kafka 4.x: a coordinator-record parser over
-    TransactionCoordinatorRecordSerde, printing ``{"type":"0","data":{...}}`` keys and
-    ``{"version":"v","data":{...}}`` values (3.x printed ``transaction_metadata::...``).
-
-    Kafka's wording: a missing key aborts the tool; an unknown key type gives
-    ``Unknown record type {t} at offset {o}, skipping.``; a value version outside the schema
-    ``Error at offset {o}, skipping. Found an unknown record version {v} for {t} type``; any
-    other decoding failure ``Error at offset {o}, skipping. {message}``."""
+class TransactionLogJsonParser(CoordinatorKafka4Parser):
+    """--transaction-log-decoder of Kafka 4.x: the coordinator-record parser over
+    TransactionCoordinatorRecordSerde (record type 0 only), printing ``{"type":"0","data":{...}}``
+    keys and ``{"version":"v","data":{...}}`` values (3.x printed ``transaction_metadata::...``).
+    Kafka 4.x's DumpLogSegments.TransactionLogMessageParser is a CoordinatorRecordMessageParser,
+    so the wording (and our stderr notes) are those of CoordinatorKafka4Parser."""
 
     def __init__(self) -> None:
-        from segtools.internal import consumer_offsets as co
         from segtools.internal import transaction_state as ts
-        from segtools.internal.json_render import Raw, dumps, message_json
 
-        self._co = co
-        self._table = {0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)}
-        self._value_msg = ts.TRANSACTION_LOG_VALUE
-        self._raw, self._dumps, self._message_json = Raw, dumps, message_json
-
-    def parse(self, record: Any) -> tuple[str | None, str | None]:
-        co = self._co
-        if record.key is None:
-            raise SchemaError(f"Failed to decode message at offset {record.offset} using the "
-                              "specified decoder (message had a missing key)", field="key")
-        try:
-            key = co.decode_key_with(self._table, record.key)
-            record_type = key["type"]
-            key_msg, value_msg = co.schemas_for(self._table, record_type)
-            key_text = self._dumps({"type": str(record_type), "data": self._raw(
-                self._message_json(key_msg, key["data"], record_type))})
-            if record.value is None:
-                return key_text, "<DELETE>"
-            buf = bytes(record.value)
-            version = co._read_version(buf, "value")
-            if version not in value_msg.valid_versions:
-                raise SchemaError(f"Found an unknown record version {version} for "
-                                  f"{record_type} type", field="value.version")
-            data = co._read_body(value_msg, buf, version, "value")
-            return key_text, self._dumps({"version": str(version), "data": self._raw(
-                self._message_json(value_msg, data, version))})
-        except SchemaError as e:
-            return co.skipped_record_line(e, record.offset)
+        super().__init__({0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)},
+                         "__transaction_state")
 
 
 def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool = False,
