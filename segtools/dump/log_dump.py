@@ -11,6 +11,7 @@ from segtools.dump.control import describe_control
 from segtools.dump.options import MAX_BYTES_DEFAULT
 from segtools.dump.pairs import PairStore
 from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
+from segtools.formats.names import dump_stem_offset
 
 if TYPE_CHECKING:
     from segtools.batches import SegmentReader
@@ -40,7 +41,7 @@ def dump_log(ctx: DumpContext, path: str) -> None:
                   {"log_starting_offset": None}, stream="err")
     if header is not None:
         if name.endswith(".log"):
-            fields: dict[str, object] = {"log_starting_offset": int(name.split(".")[0])}
+            fields: dict[str, object] = {"log_starting_offset": dump_stem_offset(name)}
         elif name == "bootstrap.checkpoint":
             fields = {"kraft_bootstrap_snapshot": True}
         else:

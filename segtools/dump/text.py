@@ -10,6 +10,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from segtools.formats.names import dump_stem_offset
+
 #: kafka.tools.DumpLogSegments.RecordIndent + " ": the prefix of every deep-iteration line
 RECORD_PREFIX = "| "
 
@@ -138,7 +140,7 @@ def log_header(name: str) -> str | None:
 
     Raises ValueError for a name Kafka itself cannot parse."""
     if name.endswith(".log"):
-        return f"Log starting offset: {int(name.split('.')[0])}"
+        return f"Log starting offset: {dump_stem_offset(name)}"
     if name.endswith(".checkpoint"):
         if name == "bootstrap.checkpoint":
             return "KRaft bootstrap snapshot"
