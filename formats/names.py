@@ -23,7 +23,7 @@ __all__ = [
     "KRAFT_CHECKPOINT_SUFFIX", "KRAFT_PART_SUFFIX", "DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX",
     "STRAY_DIR_SUFFIX", "OFFSET_DIGITS", "EPOCH_DIGITS", "SEGMENT_FILE_RE", "KRAFT_SNAPSHOT_RE",
     "SPECIAL_PARTITION_DIR_RE", "PLAIN_PARTITION_DIR_RE", "METADATA_TOPIC",
-    "filename_prefix_from_offset", "offset_from_filename", "stem_offset",
+    "filename_prefix_from_offset", "offset_from_filename", "stem_offset", "dump_stem_offset",
 ]
 
 LOG_SUFFIX = ".log"
@@ -75,6 +75,23 @@ def offset_from_filename(name: str) -> int:
 
 #: the largest value ``Long.parseLong`` accepts
 _LONG_MAX = (1 << 63) - 1
+
+
+_JAVA_LONG = re.compile(r"[+-]?\d+")
+
+
+def dump_stem_offset(name: str) -> int:
+    """``Long.parseLong(name.split("\\.")[0])``: how kafka-dump-log reads the offset of a
+    .log/.index/.timeindex/.txnindex name (tools/.../DumpLogSegments.java). Java's rules, not
+    Python's ``int``: an optional sign and decimal digits only (no blanks, no ``_``), within
+    the 64-bit range; ValueError where Java throws. ``name`` may be a path."""
+    stem = name.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
+    if _JAVA_LONG.fullmatch(stem) is None:
+        raise ValueError(f"For input string: \"{stem}\"")
+    value = int(stem)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ValueError(f"For input string: \"{stem}\"")
+    return value
 
 
 def stem_offset(name: str) -> int | None:

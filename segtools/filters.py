@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 
 from .errors import InputError
 from .formats.names import stem_offset
+from .java_hash import java_string_hash
 from .schema import RECORD_SCHEMA
 
 __all__ = ["Condition", "RecordFilter", "FilterStats", "parse_where", "read_filtered",
@@ -71,15 +72,6 @@ _ALIASES = {"time": "timestamp", "ts": "timestamp", "pid": "producer_id", "epoch
 
 
 # --------------------------------------------------------------------------- Kafka's hashes
-
-def java_string_hash(text: str) -> int:
-    """``java.lang.String.hashCode``: s[0]*31^(n-1) + ... over UTF-16 code units, as an int."""
-    h = 0
-    raw = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
 
 def kafka_abs(n: int) -> int:
     """``org.apache.kafka.common.utils.Utils.abs``: Integer.MIN_VALUE maps to 0."""

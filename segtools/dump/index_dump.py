@@ -20,6 +20,7 @@ from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
 from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
+from segtools.formats.names import dump_stem_offset
 from segtools.formats.record_batch import LOG_PREFIX_STRUCT_FORMAT, MAGIC_STRUCT_FORMAT
 
 if TYPE_CHECKING:
@@ -48,9 +49,8 @@ class _LogHeads:
 
 def base_offset_of(path: str) -> int:
     """Long.parseLong of the name up to the first '.' (DUMP_LOG.md 4)."""
-    prefix = os.path.basename(path).split(".")[0]
     try:
-        return int(prefix)
+        return dump_stem_offset(path)
     except ValueError:
         raise InputError(f"{path}: cannot read a base offset from the file name "
                          f"(expected <20 digits>.<suffix>)") from None

@@ -11,10 +11,12 @@ from segtools.dump.control import describe_control
 from segtools.dump.options import MAX_BYTES_DEFAULT
 from segtools.dump.pairs import PairStore
 from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
+from segtools.formats.names import dump_stem_offset
 
 if TYPE_CHECKING:
     from segtools.batches import SegmentReader
     from segtools.dump.context import DumpContext
+    from segtools.salvage import DroppedRange
 
 _NO_MESSAGE_LIMIT = 2147483647
 
@@ -39,7 +41,7 @@ def dump_log(ctx: DumpContext, path: str) -> None:
                   {"log_starting_offset": None}, stream="err")
     if header is not None:
         if name.endswith(".log"):
-            fields: dict[str, object] = {"log_starting_offset": int(name.split(".")[0])}
+            fields: dict[str, object] = {"log_starting_offset": dump_stem_offset(name)}
         elif name == "bootstrap.checkpoint":
             fields = {"kraft_bootstrap_snapshot": True}
         else:
@@ -112,19 +114,25 @@ def dump_log(ctx: DumpContext, path: str) -> None:
         # Kafka prepends to a List: printed newest first
         ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
         for a, b in non_consecutive.newest_first():
+            gap: dict[str, Any] = {"previous_offset": a, "offset": b}
+            skipped = state.skipped_gaps.get((a, b))
+            if skipped:
+                # not compaction: --skip-corrupt jumped over these bytes between the two records
+                gap["skipped_ranges"] = [{"position": d.start, "end": d.end} for d in skipped]
             # gaps are normal after compaction; only offsets that do not increase are corruption
-            ctx.deferred("non_consecutive_offsets", {"previous_offset": a, "offset": b},
-                         is_problem=b <= a)
+            ctx.deferred("non_consecutive_offsets", gap, is_problem=b <= a or bool(skipped))
 
 
 class _OrderState:
     """The offset-order check's running state, shared by the object and the fast path."""
 
-    __slots__ = ("last_offset", "non_consecutive")
+    __slots__ = ("last_offset", "non_consecutive", "skipped_gaps")
 
     def __init__(self, non_consecutive: PairStore) -> None:
         self.last_offset = -1
         self.non_consecutive = non_consecutive
+        #: --skip-corrupt: gap (previous offset, offset) -> the ranges skipped between the two
+        self.skipped_gaps: dict[tuple[int, int], list[DroppedRange]] = {}
 
 
 #: files smaller than this are not worth importing numpy and pyarrow for (about 0.2 s of CPU,
@@ -185,10 +193,12 @@ def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _
     sink_record = sink.record  # bound once: called once per record
     parse = parser.parse if parser is not None else None
     batches: Any = iter(reader)
+    #: ranges --skip-corrupt skipped since the last record: they explain the next offset gap
+    skipped: list[DroppedRange] = []
     if opts.skip_corrupt:  # past the bad ranges, one line each (segtools/dump/skip_corrupt.py)
         from segtools.dump.skip_corrupt import batches_skipping_corrupt
 
-        batches = batches_skipping_corrupt(ctx, path, opts.max_batch_bytes)
+        batches = batches_skipping_corrupt(ctx, path, opts.max_batch_bytes, skipped)
     try:
         while True:
             try:
@@ -231,6 +241,10 @@ def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _
                     # does not start at offset 0 reports "-1 is followed by N"); 3.x skipped it
                     if offset != last_offset + 1 and (kafka4 or last_offset != -1) and where is None:
                         non_consecutive.append(last_offset, offset)
+                        if skipped:
+                            state.skipped_gaps[(last_offset, offset)] = skipped[:]
+                    if skipped:
+                        skipped.clear()
                     last_offset = offset
                     control = None
                     if is_control and metadata:

@@ -175,8 +175,9 @@ def _hex(data: Any) -> str:
 
 class CoordinatorKafka4Parser:
     """Kafka 4.x's ``CoordinatorRecordMessageParser`` (``--offsets-decoder``,
-    ``--share-group-state-decoder``; tools/src/main/java/org/apache/kafka/tools/
-    DumpLogSegments.java over coordinator-common's CoordinatorRecordSerde): key
+    ``--share-group-state-decoder``, ``--transaction-log-decoder``;
+    tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java over coordinator-common's
+    CoordinatorRecordSerde): key
     ``{"type":"<t>","data":{...}}``, value ``{"version":"<v>","data":{...}}`` or ``<DELETE>``.
 
     Kafka's wording: a missing key aborts the tool (``Failed to decode message at offset {o}
@@ -195,14 +196,12 @@ class CoordinatorKafka4Parser:
                  value_json: Callable[[int, int, dict[str, Any]], str] | None = None) -> None:
         from segtools.internal import consumer_offsets as co
         from segtools.internal.json_render import Raw, dumps, message_json
-        from segtools.internal.protocol import unknown_tagged_fields
 
         self._co = co
         self.table = table
         self.topic = topic
         self._value_json = value_json
         self._raw, self._dumps, self._message_json = Raw, dumps, message_json
-        self._unknown_tagged = unknown_tagged_fields
         self.note: NoteSink | None = None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
@@ -218,30 +217,17 @@ class CoordinatorKafka4Parser:
         co = self._co
         offset = record.offset
         if record.key is None:
-            raise SchemaError(f"Failed to decode message at offset {offset} using the "
-                              "specified decoder (message had a missing key)", field="key")
+            raise co.missing_key_error(offset, "the specified decoder")
         try:
-            key = co.decode_key_with(self.table, record.key)
-            record_type = key["type"]
-            key_msg, value_msg = co.schemas_for(self.table, record_type)
-            key_text = self._dumps({"type": str(record_type), "data": self._raw(
-                self._message_json(key_msg, key["data"], record_type))})
-            if record.value is None:
-                self._note_tags(record, record_type, key_msg.name, key["data"], None, None)
-                return key_text, co.DELETE
-            buf = bytes(record.value)
-            version = co._read_version(buf, "value")
-            if version not in value_msg.valid_versions:
-                raise SchemaError(f"Found an unknown record version {version} for "
-                                  f"{record_type} type", field="value.version")
-            data = co._read_body(value_msg, buf, version, "value")
-            self._note_tags(record, record_type, key_msg.name, key["data"], value_msg.name, data)
+            rec = co.decode_record_with(self.table, record.key, record.value,
+                                        known_versions_only=True)
+            self._note_tags(record, rec)
+            if rec.value is None:
+                return rec.key_json(), co.DELETE
             if self._value_json is not None:
-                value_text = self._value_json(record_type, version, data)
-            else:
-                value_text = self._dumps({"version": str(version), "data": self._raw(
-                    self._message_json(value_msg, data, version))})
-            return key_text, value_text
+                return rec.key_json(), self._value_json(rec.record_type, rec.version, rec.value)
+            return rec.key_json(), self._dumps({"version": str(rec.version), "data": self._raw(
+                self._message_json(rec.value_msg, rec.value, rec.version))})
         except co.UnknownRecordTypeError as e:
             if self.note is not None:
                 value = "null" if record.value is None else _hex(record.value)
@@ -262,20 +248,30 @@ class CoordinatorKafka4Parser:
                 line = line.replace("available..", "available.")
             return line, payload
 
-    def _note_tags(self, record: Any, record_type: int, key_name: str, key: dict[str, Any],
-                   value_name: str | None, value: dict[str, Any] | None) -> None:
+    def _note_tags(self, record: Any, rec: Any) -> None:
         if self.note is None:
             return
-        parts = [(key_name, key)] + ([] if value is None else [(value_name, value)])
-        for name, data in parts:
-            for path, tag, raw in self._unknown_tagged(data):
-                where = f"{name}.{path}" if path else name
-                self.note("unknown_tagged_field", {
-                    "offset": record.offset, "record_type": record_type, "topic": self.topic,
-                    "where": where, "tag": tag, "hex": raw.hex()},
-                    f"offset {record.offset}: {where} has tagged field {tag} that Kafka 4.3's "
-                    f"schema does not name (kafka-dump-log leaves it out of the JSON): "
-                    f"hex {_hex(raw)} ({len(raw)} bytes)", False)
+        parts = [(rec.key_msg.name, rec.key)]
+        if rec.value is not None:
+            parts.append((rec.value_msg.name, rec.value))
+        _note_unknown_tags(self.note, record.offset, rec.record_type, self.topic, parts,
+                           "kafka-dump-log leaves it out of the JSON")
+
+
+def _note_unknown_tags(note: NoteSink, offset: int, record_type: int, topic: str,
+                       parts: list[tuple[str, dict[str, Any]]], hidden: str) -> None:
+    """One note per tagged field that no Kafka 4.3 schema names in the decoded ``parts``
+    ((message name, data)); ``hidden`` says how Kafka's tool hides it."""
+    from segtools.internal.protocol import unknown_tagged_fields
+
+    for name, data in parts:
+        for path, tag, raw in unknown_tagged_fields(data):
+            where = f"{name}.{path}" if path else name
+            note("unknown_tagged_field", {
+                "offset": offset, "record_type": record_type, "topic": topic,
+                "where": where, "tag": tag, "hex": raw.hex()},
+                f"offset {offset}: {where} has tagged field {tag} that Kafka 4.3's "
+                f"schema does not name ({hidden}): hex {_hex(raw)} ({len(raw)} bytes)", False)
 
 
 class OffsetsKafka4Parser(CoordinatorKafka4Parser):
@@ -308,10 +304,8 @@ class RemoteLogMetadataParser:
 
     def __init__(self) -> None:
         from segtools.internal import remote_log_metadata
-        from segtools.internal.protocol import unknown_tagged_fields
 
         self._rlm = remote_log_metadata
-        self._unknown_tagged = unknown_tagged_fields
         #: set by the runner: hex notes for an unknown api key / tagged field (as
         #: CoordinatorKafka4Parser; Kafka prints only its error line / drops the field)
         self.note: NoteSink | None = None
@@ -337,61 +331,24 @@ class RemoteLogMetadataParser:
                     False)
             return None, f"Error at offset {offset}, skipping. {e.reason}"
         if self.note is not None:
-            name = rlm.RECORD_TYPES[api_key].name
-            for path, tag, raw in self._unknown_tagged(data):
-                where = f"{name}.{path}" if path else name
-                self.note("unknown_tagged_field", {
-                    "offset": offset, "record_type": api_key, "topic": "__remote_log_metadata",
-                    "where": where, "tag": tag, "hex": raw.hex()},
-                    f"offset {offset}: {where} has tagged field {tag} that Kafka 4.3's schema "
-                    f"does not name (kafka-dump-log does not print it): hex {_hex(raw)} "
-                    f"({len(raw)} bytes)", False)
+            _note_unknown_tags(self.note, offset, api_key, "__remote_log_metadata",
+                               [(rlm.RECORD_TYPES[api_key].name, data)],
+                               "kafka-dump-log does not print it")
         return None, text
 
 
-class TransactionLogJsonParser:
-    """--transaction-log-decoder of Kafka 4.x: a coordinator-record parser over
-    TransactionCoordinatorRecordSerde, printing ``{"type":"0","data":{...}}`` keys and
-    ``{"version":"v","data":{...}}`` values (3.x printed ``transaction_metadata::...``).
-
-    Kafka's wording: a missing key aborts the tool; an unknown key type gives
-    ``Unknown record type {t} at offset {o}, skipping.``; a value version outside the schema
-    ``Error at offset {o}, skipping. Found an unknown record version {v} for {t} type``; any
-    other decoding failure ``Error at offset {o}, skipping. {message}``."""
+class TransactionLogJsonParser(CoordinatorKafka4Parser):
+    """--transaction-log-decoder of Kafka 4.x: the coordinator-record parser over
+    TransactionCoordinatorRecordSerde (record type 0 only), printing ``{"type":"0","data":{...}}``
+    keys and ``{"version":"v","data":{...}}`` values (3.x printed ``transaction_metadata::...``).
+    Kafka 4.x's DumpLogSegments.TransactionLogMessageParser is a CoordinatorRecordMessageParser,
+    so the wording (and our stderr notes) are those of CoordinatorKafka4Parser."""
 
     def __init__(self) -> None:
-        from segtools.internal import consumer_offsets as co
         from segtools.internal import transaction_state as ts
-        from segtools.internal.json_render import Raw, dumps, message_json
 
-        self._co = co
-        self._table = {0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)}
-        self._value_msg = ts.TRANSACTION_LOG_VALUE
-        self._raw, self._dumps, self._message_json = Raw, dumps, message_json
-
-    def parse(self, record: Any) -> tuple[str | None, str | None]:
-        co = self._co
-        if record.key is None:
-            raise SchemaError(f"Failed to decode message at offset {record.offset} using the "
-                              "specified decoder (message had a missing key)", field="key")
-        try:
-            key = co.decode_key_with(self._table, record.key)
-            record_type = key["type"]
-            key_msg, value_msg = co.schemas_for(self._table, record_type)
-            key_text = self._dumps({"type": str(record_type), "data": self._raw(
-                self._message_json(key_msg, key["data"], record_type))})
-            if record.value is None:
-                return key_text, "<DELETE>"
-            buf = bytes(record.value)
-            version = co._read_version(buf, "value")
-            if version not in value_msg.valid_versions:
-                raise SchemaError(f"Found an unknown record version {version} for "
-                                  f"{record_type} type", field="value.version")
-            data = co._read_body(value_msg, buf, version, "value")
-            return key_text, self._dumps({"version": str(version), "data": self._raw(
-                self._message_json(value_msg, data, version))})
-        except SchemaError as e:
-            return co.skipped_record_line(e, record.offset)
+        super().__init__({0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)},
+                         "__transaction_state")
 
 
 def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool = False,

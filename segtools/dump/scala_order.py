@@ -15,23 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-
-def java_string_hash(text: str) -> int:
-    """``String.hashCode()`` over UTF-16 code units, as an unsigned 32-bit value."""
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
+from segtools.java_hash import int32, java_string_hash
 
 
 def _improved(key: str) -> int:
-    h = java_string_hash(key)
+    h = java_string_hash(key) & 0xFFFFFFFF
     return h ^ (h >> 16)
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def scala_hashmap_order(puts: Iterable[str]) -> list[str]:
@@ -44,7 +33,7 @@ def scala_hashmap_order(puts: Iterable[str]) -> list[str]:
             buckets *= 2
         first_put.setdefault(key, len(first_put))
     mask = buckets - 1
-    return sorted(first_put, key=lambda k: (_improved(k) & mask, _signed(_improved(k)),
+    return sorted(first_put, key=lambda k: (_improved(k) & mask, int32(_improved(k)),
                                             first_put[k]))
 
 

@@ -31,8 +31,11 @@ def skipped_range_line(start: int, end: int, reason: str, detail: str, after: in
     return f"Skipped {end - start} corrupt bytes at position {start}-{end}{where}: {reason}: {detail}"
 
 
-def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int | None) -> Iterator[RecordBatch]:
-    """The intact batches of ``path`` in file order; a finding line for each range between."""
+def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int | None,
+                             skipped: list[DroppedRange] | None = None) -> Iterator[RecordBatch]:
+    """The intact batches of ``path`` in file order; a finding line for each range between.
+    Each reported range is also appended to ``skipped`` (before the batch after it is
+    yielded), so the caller can tell an offset gap the skip made from a compaction gap."""
     from segtools.salvage import scan_segment
 
     limit = resolve_max_batch_bytes(max_batch_bytes)
@@ -42,7 +45,7 @@ def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int |
     with open(path, "rb") as fh:
         for batch in seg.kept:
             while dropped and dropped[0].start < batch.position:
-                _report(ctx, dropped.pop(0))
+                _report(ctx, dropped.pop(0), skipped)
             fh.seek(batch.position)
             data = fh.read(batch.size)
             if len(data) != batch.size:
@@ -50,10 +53,12 @@ def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int |
             yield RecordBatch.from_bytes(data, path=path, position=batch.position, segment=name,
                                          max_batch_bytes=limit)
     for d in dropped:
-        _report(ctx, d)
+        _report(ctx, d, skipped)
 
 
-def _report(ctx: DumpContext, d: DroppedRange) -> None:
+def _report(ctx: DumpContext, d: DroppedRange, skipped: list[DroppedRange] | None) -> None:
+    if skipped is not None:
+        skipped.append(d)
     fields = {"position": d.start, "end": d.end, "size": d.end - d.start, "reason": d.reason,
               "detail": d.detail, "after_offset": d.after_offset, "before_offset": d.before_offset}
     ctx.flag("skipped_corrupt_range", fields, stream="out",

@@ -16,13 +16,16 @@ _SAMPLES = 5  # offsets quoted per line; the JSON outputs list every one
 _INDEX_KINDS = frozenset({"index_offset_mismatch", "time_index_offset_not_found",
                           "time_index_timestamp_mismatch", "time_index_out_of_order"})
 
-#: why a finding Kafka reports is not corruption, by (kind, reason field)
-_BENIGN_WHY = {
+#: why a finding Kafka reports is not corruption (or, "skipped", which corruption it comes
+#: from), by reason
+_WHY = {
     "gap": "benign: compaction, deleted records and transaction markers leave offset gaps",
     "inside_batch": "benign: brokers before 3.8 indexed the offset of the batch's "
                     "max-timestamp record, inside the batch (KAFKA-16310)",
     "unused_slot": "benign: the unused first slot of a preallocated index "
                    "(an active segment, or one a crash left unflushed)",
+    "skipped": "not compaction: --skip-corrupt skipped corrupt bytes between these offsets "
+               "(the \"Skipped ... corrupt bytes\" lines on stdout)",
 }
 
 
@@ -43,13 +46,18 @@ class RunTally:
     groups: dict[str, dict[tuple[str, str], _Group]] = field(default_factory=dict)
 
     def deferred(self, path: str, kind: str, fields: dict[str, Any], is_problem: bool) -> None:
-        if not is_problem:
+        skipped = fields.get("skipped_ranges")
+        if skipped:
+            pass  # a gap --skip-corrupt made: the skipped range is the error already counted
+        elif not is_problem:
             self.benign += 1
         elif kind in _INDEX_KINDS:
             self.index_mismatches += 1
         else:  # offsets that do not increase
             self.errors += 1
-        if fields.get("unused_slot"):
+        if skipped:
+            reason = "skipped"
+        elif fields.get("unused_slot"):
             reason = "unused_slot"
         elif fields.get("inside_batch"):
             reason = "inside_batch"
@@ -61,7 +69,11 @@ class RunTally:
         group.count += 1
         if len(group.samples) < _SAMPLES:
             if kind == "non_consecutive_offsets":
-                group.samples.append(f"{fields.get('previous_offset')} -> {fields.get('offset')}")
+                sample = f"{fields.get('previous_offset')} -> {fields.get('offset')}"
+                if skipped:
+                    sample += " across skipped bytes " + ", ".join(
+                        f"{r['position']}-{r['end']}" for r in skipped)
+                group.samples.append(sample)
             else:
                 value = fields.get("index_offset", fields.get("index_timestamp"))
                 if value is not None:
@@ -116,8 +128,10 @@ def _describe(kind: str, reason: str, group: _Group) -> str:
     one, many, where, label = _WHAT.get(kind, (kind, kind, "", "offset"))
     if kind == "non_consecutive_offsets" and reason == "problem":
         one, many = "offset that does not increase", "offsets that do not increase"
+    if reason == "skipped":
+        one, many = "offset gap made by --skip-corrupt", "offset gaps made by --skip-corrupt"
     text = f"{group.count} {one if group.count == 1 else many} ({label} {_quote(group)})"
     if where:
         text += f", listed {where}"
-    why = _BENIGN_WHY.get(reason)
+    why = _WHY.get(reason)
     return f"{text}; {why}" if why else f"{text}; a problem (exit 1)"

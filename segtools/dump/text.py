@@ -10,6 +10,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from segtools.formats.names import dump_stem_offset
+
 #: kafka.tools.DumpLogSegments.RecordIndent + " ": the prefix of every deep-iteration line
 RECORD_PREFIX = "| "
 
@@ -138,7 +140,7 @@ def log_header(name: str) -> str | None:
 
     Raises ValueError for a name Kafka itself cannot parse."""
     if name.endswith(".log"):
-        return f"Log starting offset: {int(name.split('.')[0])}"
+        return f"Log starting offset: {dump_stem_offset(name)}"
     if name.endswith(".checkpoint"):
         if name == "bootstrap.checkpoint":
             return "KRaft bootstrap snapshot"
@@ -194,35 +196,31 @@ def producer_entry_line(entry: Any) -> str:
 # --------------------------------------------------------------------------- summaries (stderr)
 
 
+def _block(head: str, line: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
+    """Kafka's end-of-run block: ``head``, then ``line`` filled with each pair ``(a, b)``."""
+    return [head, *(line.format(a=a, b=b) for a, b in pairs)]
+
+
 def index_mismatch_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
-    lines = [f"Mismatches in :{path}"]
-    lines += [f"  Index offset: {a}, log offset: {b}" for a, b in pairs]
-    return lines
+    return _block(f"Mismatches in :{path}", "  Index offset: {a}, log offset: {b}", pairs)
 
 
 def timestamp_mismatch_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
-    lines = [f"Found timestamp mismatch in :{path}"]
-    lines += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in pairs]
-    return lines
+    return _block(f"Found timestamp mismatch in :{path}",
+                  "  Index timestamp: {a}, log timestamp: {b}", pairs)
 
 
 def out_of_order_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
-    lines = [f"Found out of order timestamp in :{path}"]
-    lines += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in pairs]
-    return lines
+    return _block(f"Found out of order timestamp in :{path}",
+                  "  Index timestamp: {a}, Previously indexed timestamp: {b}", pairs)
 
 
 def offset_not_found_lines(pairs: Iterable[tuple[int, int]], path: str | None = None) -> list[str]:
     """Kafka 4.x names the time index (``path``); 3.x printed no file name."""
     head = ("The following indexed offsets are not found in the log." if path is None
             else f"The following indexed offsets are not found in :{path}")
-    lines = [head]
-    lines += [f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs]
-    return lines
+    return _block(head, "Indexed offset: {a}, found log offset: {b}", pairs)
 
 
 def non_consecutive_lines(path: str, pairs: Iterable[tuple[int, int]]) -> list[str]:
-    lines = [f"Non-consecutive offsets in {path}"]
-    lines += [f"  {a} is followed by {b}" for a, b in pairs]
-    return lines
-
+    return _block(f"Non-consecutive offsets in {path}", "  {a} is followed by {b}", pairs)

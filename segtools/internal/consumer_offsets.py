@@ -19,6 +19,8 @@ Example::
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from segtools.errors import SchemaError
@@ -99,6 +101,86 @@ def skipped_record_line(error: SchemaError, offset: int | None) -> tuple[str, No
     return f"Error at offset {offset}, skipping. {error.reason}", None
 
 
+@dataclass(frozen=True)
+class CoordinatorRecord:
+    """One decoded coordinator record (CoordinatorRecordSerde): key and value with their
+    schemas; ``version`` and ``value`` are None for a tombstone."""
+
+    record_type: int
+    key_msg: Message
+    key: dict[str, Any]
+    value_msg: Message
+    version: int | None
+    value: dict[str, Any] | None
+
+    def key_json(self) -> str:
+        """``{"type":"<t>","data":{...}}``, as every coordinator decoder prints the key."""
+        return dumps({"type": str(self.record_type),
+                      "data": Raw(message_json(self.key_msg, self.key, self.record_type))})
+
+
+def decode_record_with(table: dict[int, tuple[Message, Message]],
+                       key: bytes | bytearray | memoryview,
+                       value: bytes | bytearray | memoryview | None, *,
+                       known_versions_only: bool = False) -> CoordinatorRecord:
+    """Key then value of one coordinator record (``__consumer_offsets``,
+    ``__share_group_state``, ``__transaction_state``) over ``table``; raises
+    :class:`SchemaError` (:class:`UnknownRecordTypeError` for a type ``table`` lacks) with
+    Kafka's message. ``known_versions_only``: a value version outside the schema is an error
+    (Kafka 4.x's CoordinatorRecordSerde) instead of being read field by field (3.x)."""
+    k = decode_key_with(table, key)
+    record_type = k["type"]
+    key_msg, value_msg = schemas_for(table, record_type)
+    v = decode_value_with(table, value, record_type, known_versions_only=known_versions_only)
+    if v is None:
+        return CoordinatorRecord(record_type, key_msg, k["data"], value_msg, None, None)
+    return CoordinatorRecord(record_type, key_msg, k["data"], value_msg, v["version"], v["data"])
+
+
+def decode_value_with(table: dict[int, tuple[Message, Message]],
+                      value: bytes | bytearray | memoryview | None, record_type: int, *,
+                      known_versions_only: bool = False) -> dict[str, Any] | None:
+    """``{"version": v, "name": ..., "data": {...}}`` of a value of ``record_type``; None for
+    a tombstone (``known_versions_only`` as :func:`decode_record_with`)."""
+    if value is None:
+        return None
+    buf = bytes(value)
+    version = _read_version(buf, "value")
+    _, value_msg = schemas_for(table, record_type)
+    if known_versions_only and version not in value_msg.valid_versions:
+        raise SchemaError(f"Found an unknown record version {version} for {record_type} type",
+                          field="value.version")
+    return {"version": version, "name": value_msg.name,
+            "data": _read_body(value_msg, buf, version, "value")}
+
+
+def missing_key_error(offset: int | None, decoder: str) -> SchemaError:
+    """What kafka-dump-log aborts with on a record without a key."""
+    where = offset if offset is not None else "?"
+    return SchemaError(f"Failed to decode message at offset {where} using {decoder} "
+                       "(message had a missing key)", field="key")
+
+
+def format_record_with(table: dict[int, tuple[Message, Message]],
+                       key: bytes | bytearray | memoryview | None,
+                       value: bytes | bytearray | memoryview | None, *,
+                       offset: int | None, decoder: str,
+                       value_text: Callable[[CoordinatorRecord], str]
+                       ) -> tuple[str | None, str | None]:
+    """(key text, payload text) of a 3.x-style coordinator decoder: ``value_text`` renders a
+    decoded value; errors as :func:`format_record` describes (``decoder`` names the decoder in
+    the missing-key message)."""
+    if key is None:
+        raise missing_key_error(offset, decoder)
+    try:
+        rec = decode_record_with(table, key, value)
+        if rec.value is None:
+            return rec.key_json(), DELETE
+        return rec.key_json(), value_text(rec)
+    except SchemaError as e:
+        return skipped_record_line(e, offset)
+
+
 def decode_key(key: bytes | bytearray | memoryview,
                table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any]:
     """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key; ``table``:
@@ -129,9 +211,7 @@ def decode_value(value: bytes | bytearray | memoryview | None,
     version = _read_version(buf, "value")
     record_type = _record_type_of(key, table)
     if record_type is not None:
-        _, value_msg = _schemas(record_type, table)
-        return {"version": version, "name": value_msg.name,
-                "data": _read_body(value_msg, buf, version, "value")}
+        return decode_value_with(RECORD_TYPES if table is None else table, buf, record_type)
     error: SchemaError | None = None
     for candidate in (GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE):
         try:
@@ -225,18 +305,7 @@ def format_record(key: bytes | bytearray | memoryview | None,
     given; without ``offset`` a :class:`SchemaError` is raised instead. A missing key always
     raises (kafka-dump-log aborts on it).
     """
-    if key is None:
-        where = offset if offset is not None else "?"
-        raise SchemaError(f"Failed to decode message at offset {where} using offset topic "
-                          "decoder (message had a missing key)", field="key")
-    try:
-        k = decode_key(key, table)
-        record_type = k["type"]
-        key_text = key_json(record_type, k["data"], table)
-        if value is None:
-            return key_text, DELETE
-        v = decode_value(value, record_type, table)
-        assert v is not None
-        return key_text, value_json(record_type, v["version"], v["data"], table)
-    except SchemaError as e:
-        return skipped_record_line(e, offset)
+    return format_record_with(
+        RECORD_TYPES if table is None else table, key, value, offset=offset,
+        decoder="offset topic decoder",
+        value_text=lambda rec: value_json(rec.record_type, rec.version, rec.value, table))  # type: ignore[arg-type]

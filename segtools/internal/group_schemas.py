@@ -16,6 +16,13 @@ def _key(name: str, record_type: int, *names: str) -> Message:
 
 
 _TOPIC_PARTITIONS = [f("TopicId", "uuid"), f("Partitions", "[]int32")]
+#: the Topics field of ConsumerGroupPartitionMetadataValue and ShareGroupPartitionMetadataValue
+_TOPIC_METADATA = f("Topics", "[]TopicMetadata", fields=[
+    f("TopicId", "uuid"), f("TopicName", "string"), f("NumPartitions", "int32"),
+    f("PartitionMetadata", "[]PartitionMetadata", fields=[
+        f("Partition", "int32"), f("Racks", "[]string"),
+    ]),
+])
 
 #: record type -> (key schema, value schema)
 RECORD_TYPES: dict[int, tuple[Message, Message]] = {}
@@ -63,12 +70,7 @@ _register(3, _key("ConsumerGroupMetadataKey", 3, "GroupId"),
           ]))
 _register(4, _key("ConsumerGroupPartitionMetadataKey", 4, "GroupId"),
           message("ConsumerGroupPartitionMetadataValue", 4, "0", "0+", [
-              f("Topics", "[]TopicMetadata", fields=[
-                  f("TopicId", "uuid"), f("TopicName", "string"), f("NumPartitions", "int32"),
-                  f("PartitionMetadata", "[]PartitionMetadata", fields=[
-                      f("Partition", "int32"), f("Racks", "[]string"),
-                  ]),
-              ]),
+              _TOPIC_METADATA,
           ]))
 _register(5, _key("ConsumerGroupMemberMetadataKey", 5, "GroupId", "MemberId"),
           message("ConsumerGroupMemberMetadataValue", 5, "0", "0+", [
@@ -108,12 +110,7 @@ _register(8, _key("ConsumerGroupCurrentMemberAssignmentKey", 8, "GroupId", "Memb
 # Share groups (KIP-932, early access in 4.0): record types 9-15, values flexible from v0.
 _register(9, _key("ShareGroupPartitionMetadataKey", 9, "GroupId"),
           message("ShareGroupPartitionMetadataValue", 9, "0", "0+", [
-              f("Topics", "[]TopicMetadata", fields=[
-                  f("TopicId", "uuid"), f("TopicName", "string"), f("NumPartitions", "int32"),
-                  f("PartitionMetadata", "[]PartitionMetadata", fields=[
-                      f("Partition", "int32"), f("Racks", "[]string"),
-                  ]),
-              ]),
+              _TOPIC_METADATA,
           ]))
 _register(10, _key("ShareGroupMemberMetadataKey", 10, "GroupId", "MemberId"),
           message("ShareGroupMemberMetadataValue", 10, "0", "0+", [

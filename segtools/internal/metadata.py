@@ -18,12 +18,13 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from segtools.errors import SchemaError
 from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.metadata_schemas import BY_API_KEY, BY_TYPE_NAME, type_name
-from segtools.internal.protocol import Reader, _ReadError, read_message, uvarint, write_message
+from segtools.internal.protocol import Message, Reader, _ReadError, read_message, uvarint, write_message
 
 FRAME_VERSION = 1
 SHORT_MAX = 32767
@@ -60,18 +61,18 @@ def read_frame_header(data: bytes) -> tuple[Reader, int, int]:
     return r, api_key, version
 
 
-def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, int, dict[str, Any]]:
-    """Decode one metadata record value into (type name, version, data dict).
+def decode_framed(value: bytes | bytearray | memoryview | None, table: Mapping[int, Message], *,
+                  null_reason: str, null_field: str) -> tuple[int, int, Message, dict[str, Any]]:
+    """(api key, version, schema, data) of one ``AbstractApiMessageSerde`` value whose api key
+    ``table`` maps to a schema; shared by every serde built on it. The serdes differ only in
+    what a null value throws (``null_reason``/``null_field``: Kafka's text for that serde).
 
-    Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.
-    """
+    Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw."""
     if value is None:
-        # the serde reads the frame version from a null buffer: the NullPointerException is
-        # reported as a failure to read the frame version
-        raise SchemaError("Error while reading frame version", field="frame version")
+        raise SchemaError(null_reason, field=null_field)
     data = bytes(value)
     r, api_key, version = read_frame_header(data)
-    msg = BY_API_KEY.get(api_key)
+    msg = table.get(api_key)
     if msg is None:
         raise SchemaError("org.apache.kafka.common.errors.UnsupportedVersionException: "
                           f"Unknown metadata id {api_key}", field="type")
@@ -80,11 +81,22 @@ def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, in
     except SchemaError as e:
         # Kafka's MetadataParseException keeps only this text; the cause goes to the path
         raise SchemaError(f"Failed to deserialize record with type {api_key}",
-                          field=f"{msg.name}.{e.field}" if e.field else msg.name,
-                          actual=None) from e
+                          field=f"{msg.name}.{e.field}" if e.field else msg.name) from e
     if pos < len(data):
         raise SchemaError(f"Found {len(data) - pos} byte(s) of garbage after {api_key}",
                           field=msg.name)
+    return api_key, version, msg, out
+
+
+def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[str, int, dict[str, Any]]:
+    """Decode one metadata record value into (type name, version, data dict).
+
+    Raises :class:`SchemaError`; its ``reason`` is the message Kafka's serde would throw.
+    """
+    # the serde reads the frame version from a null buffer: the NullPointerException is
+    # reported as a failure to read the frame version
+    _, version, msg, out = decode_framed(value, BY_API_KEY, null_reason="Error while reading "
+                                         "frame version", null_field="frame version")
     return type_name(msg.name), version, out
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from segtools.errors import SchemaError
-from segtools.internal.metadata import FRAME_VERSION, read_frame_header
-from segtools.internal.protocol import Message, message, read_message, uvarint, write_message
+from segtools.internal.metadata import FRAME_VERSION, decode_framed
+from segtools.internal.protocol import Message, message, uvarint, write_message
 from segtools.internal.protocol import field as f
 
 _TOPIC_ID_PARTITION = [f("Name", "string"), f("Id", "uuid"), f("Partition", "int32")]
@@ -73,25 +73,11 @@ PARTITION_DELETE_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_ST
 
 def decode_record(value: bytes | bytearray | memoryview | None) -> tuple[int, int, dict[str, Any]]:
     """(api key, version, data) of one value; :class:`SchemaError` with Kafka's message."""
-    if value is None:
-        # the tool copies record.value() into a byte[]: a null value is this NullPointerException
-        raise SchemaError('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return '
-                          'value of "org.apache.kafka.common.record.internal.Record.value()" is '
-                          "null", field="value")
-    data = bytes(value)
-    r, api_key, version = read_frame_header(data)
-    msg = RECORD_TYPES.get(api_key)
-    if msg is None:
-        raise SchemaError("org.apache.kafka.common.errors.UnsupportedVersionException: "
-                          f"Unknown metadata id {api_key}", field="type")
-    try:
-        out, pos = read_message(msg, data, version, pos=r.pos)
-    except SchemaError as e:
-        raise SchemaError(f"Failed to deserialize record with type {api_key}",
-                          field=f"{msg.name}.{e.field}" if e.field else msg.name) from e
-    if pos < len(data):
-        raise SchemaError(f"Found {len(data) - pos} byte(s) of garbage after {api_key}",
-                          field=msg.name)
+    # the tool copies record.value() into a byte[]: a null value is this NullPointerException
+    api_key, version, _, out = decode_framed(
+        value, RECORD_TYPES, null_field="value",
+        null_reason='Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+                    '"org.apache.kafka.common.record.internal.Record.value()" is null')
     return api_key, version, out
 
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from segtools.errors import SchemaError
 from segtools.internal.consumer_offsets import (
-    DELETE,
-    _read_body,
-    _read_version,
     decode_key_with,
+    decode_value_with,
     encode_key_with,
     encode_value_with,
-    schemas_for,
-    skipped_record_line,
+    format_record_with,
 )
 from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.protocol import Message, message
@@ -67,11 +63,6 @@ RECORD_TYPES_KAFKA_4_3: dict[int, tuple[Message, Message]] = {
 }
 
 
-def _schemas(record_type: int, table: dict[int, tuple[Message, Message]] | None = None
-             ) -> tuple[Message, Message]:
-    return schemas_for(RECORD_TYPES if table is None else table, record_type)
-
-
 def decode_key(key: bytes | bytearray | memoryview,
                table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any]:
     """``{"type": n, "name": "ShareSnapshotKey", "data": {...}}``; ``table``: the record types
@@ -83,13 +74,7 @@ def decode_value(value: bytes | bytearray | memoryview | None,
                  record_type: int,
                  table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any] | None:
     """``{"version": v, "name": ..., "data": {...}}``; None for a tombstone."""
-    if value is None:
-        return None
-    buf = bytes(value)
-    version = _read_version(buf, "value")
-    _, value_msg = _schemas(record_type, table)
-    return {"version": version, "name": value_msg.name,
-            "data": _read_body(value_msg, buf, version, "value")}
+    return decode_value_with(RECORD_TYPES if table is None else table, value, record_type)
 
 
 def encode_key(record_type: int, data: dict[str, Any]) -> bytes:
@@ -109,21 +94,8 @@ def format_record(key: bytes | bytearray | memoryview | None,
     printed them (``"type"`` for the value's version too; Kafka 4.x prints ``"version"``:
     segtools.dump.parsers.ShareGroupStateKafka4Parser); error handling as
     :func:`segtools.internal.consumer_offsets.format_record`."""
-    if key is None:
-        where = offset if offset is not None else "?"
-        raise SchemaError(f"Failed to decode message at offset {where} using share group state "
-                          "topic decoder (message had a missing key)", field="key")
-    try:
-        k = decode_key(key, table)
-        record_type = k["type"]
-        key_msg, value_msg = _schemas(record_type, table)
-        key_text = dumps({"type": str(record_type),
-                          "data": Raw(message_json(key_msg, k["data"], record_type))})
-        if value is None:
-            return key_text, DELETE
-        v = decode_value(value, record_type, table)
-        assert v is not None
-        return key_text, dumps({"type": str(v["version"]),
-                                "data": Raw(message_json(value_msg, v["data"], v["version"]))})
-    except SchemaError as e:
-        return skipped_record_line(e, offset)
+    return format_record_with(
+        RECORD_TYPES if table is None else table, key, value, offset=offset,
+        decoder="share group state topic decoder",
+        value_text=lambda rec: dumps({"type": str(rec.version), "data": Raw(
+            message_json(rec.value_msg, rec.value, rec.version))}))  # type: ignore[arg-type]

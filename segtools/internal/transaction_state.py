@@ -34,6 +34,7 @@ from typing import Any
 from segtools.errors import SchemaError
 from segtools.internal.protocol import field as f
 from segtools.internal.protocol import message, read_message, write_message
+from segtools.java_hash import int32, java_string_hash
 
 DELETE = "<DELETE>"
 KEY_VERSION = 0
@@ -112,28 +113,14 @@ def encode_value(version: int, data: dict[str, Any] | None) -> bytes | None:
 # Scala 2.13 mutable.HashSet iteration order (the broker's TransactionMetadata.topicPartitions)
 
 
-def _int32(x: int) -> int:
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x >= (1 << 31) else x
-
-
-def java_string_hash(text: str) -> int:
-    """java.lang.String.hashCode over UTF-16 code units."""
-    h = 0
-    raw = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return _int32(h)
-
-
 def topic_partition_hash(topic: str, partition: int) -> int:
     """org.apache.kafka.common.TopicPartition.hashCode."""
-    return _int32(31 * (31 + partition) + java_string_hash(topic))
+    return int32(31 * (31 + partition) + java_string_hash(topic))
 
 
 def _improve_hash(h: int) -> int:
     u = h & 0xFFFFFFFF
-    return _int32(u ^ (u >> 16))
+    return int32(u ^ (u >> 16))
 
 
 def _table_size_for(capacity: int) -> int:

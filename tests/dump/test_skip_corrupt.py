@@ -58,3 +58,35 @@ def test_skip_corrupt_prints_every_intact_batch(realdata, tmp_path, rel, deep):
     assert plain.exit_code == 1
     assert _batch_lines(plain.stdout) == _batch_lines(full.stdout)[:5]
     assert "Skipped " not in plain.stdout
+
+
+def test_offset_gaps_the_skip_made_are_not_called_compaction(realdata, tmp_path):
+    """One batch cut out whole (what compaction leaves: a gap, intact framing) and three batches
+    damaged: the first gap is a benign compaction note, the gap across the damaged bytes is
+    reported as made by --skip-corrupt with the skipped byte range, never as compaction. The
+    source has one record per batch at offsets 0, 1, 2, ... (its batch N holds offset N)."""
+    data = (realdata / SOURCES[0]).read_bytes()
+    ext = batch_extents(data)
+    assert all(data[s:s + 8] == i.to_bytes(8, "big") for i, (s, _) in enumerate(ext[:40]))
+    cut = data[:ext[10][0]] + data[ext[10][1]:]                # offset 10 gone
+    ext2 = batch_extents(cut)                                  # ext2[k] is batch k + 1 for k >= 10
+    buf = bytearray(cut)
+    buf[ext2[29][0] + 30:ext2[31][0] + 40] = bytes(ext2[31][0] + 10 - ext2[29][0])  # offsets 30-32
+    part = tmp_path / "t-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    log.write_bytes(bytes(buf))
+    got = CliRunner().invoke(cli, ["dump", str(log), "--skip-corrupt", "--deep-iteration"])
+    assert got.exit_code == 1
+    skip = f"{ext2[29][0]}-{ext2[32][0]}"
+    assert [ln.split(" at position ")[1].split()[0] for ln in got.stdout.splitlines()
+            if ln.startswith("Skipped ")] == [skip]
+    notes = [ln for ln in got.stderr.splitlines() if "offset gap" in ln]
+    assert len(notes) == 2, got.stderr
+    made, benign = notes
+    assert f"1 offset gap made by --skip-corrupt (offsets 29 -> 33 across skipped bytes {skip})" in made
+    assert "not compaction" in made and "benign" not in made
+    assert "1 offset gap (offsets 9 -> 11)" in benign and "benign: compaction" in benign
+    # Kafka's own summary still lists both gaps
+    assert "  9 is followed by 11\n  29 is followed by 33\n" in got.stderr
+    assert "1 error," in got.stderr and "1 benign note;" in got.stderr

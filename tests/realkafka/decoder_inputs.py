@@ -159,6 +159,34 @@ def remote_log_metadata_jobs() -> list[str]:
     return jobs
 
 
+def transaction_state_jobs() -> list[str]:
+    """``__transaction_state`` records as raw bytes (Kafka's generated classes have no JSON
+    converter for this topic in the writer), spelled out field by field from
+    TransactionLogKey.json / TransactionLogValue.json: good v0 and v1 values, a v1 value with a
+    tagged field 4.3 does not know, and keys and values Kafka's serde refuses (strings and
+    arrays that overrun the buffer, invalid UTF-8, unknown versions and record types, short
+    buffers, trailing bytes, a tombstone)."""
+    key = "0000" + "0005" + b"txn-a".hex()
+    head = "00000000000003e8" + "0001" + "0000ea60" + "01"   # producerId, epoch, timeout, status
+    tail = "0000000000000005" + "0000000000000004"           # last update, start timestamps
+    orders = b"orders".hex()
+    v0 = "0000" + head + "00000001" + "0006" + orders + "00000002" + "00000000" + "00000002" + tail
+    v1_body = head + "02" + "07" + orders + "03" + "00000000" + "00000002" + "00" + tail
+    values = [
+        v0, "0001" + v1_body + "00",
+        "0001" + v1_body + "01" + "05" + "02" + "abcd",          # unknown tag 5
+        "0000" + head + "00000001" + "0100" + "6162",            # topic string overruns
+        "0001" + head + "02" + "7f" + "6162",                    # compact topic overruns
+        "0000" + head + "00000001" + "0002" + "fffe" + "00000000" + tail,   # invalid UTF-8
+        "0000" + head + "7fffffff",                              # array count overruns
+        "0000" + head + "00000001" + "0001" + "61" + "7fffffff",
+        "00", "", "ffff" + head, "0002" + head, "00000000", v0 + "deadbeef", "-"]
+    keys = ["", "00", "0001" + "0003" + "616263", "ffff" + "0003" + "616263",
+            "0000" + "0010" + "6162", "0000" + "ffff", "0000" + "0002" + "fffe",
+            "0000" + "0001" + "61" + "00", "0000", "0000" + "7fff"]
+    return [f"raw\t{key}\t{v}" for v in values] + [f"raw\t{k}\t{v0}" for k in keys]
+
+
 class InternalTopicWriter:
     """Compiles InternalTopicWriter.java once per session and runs it."""
 

@@ -54,6 +54,7 @@ def segments(writer: di.InternalTopicWriter, tmp_path_factory: pytest.TempPathFa
                        "3:abcd"]),
             "raw\t0002\t0000"],
         ws / "__remote_log_metadata-0" / name: di.remote_log_metadata_jobs(),
+        ws / "__transaction_state-0" / name: di.transaction_state_jobs(),
     })
     return ws
 
@@ -64,6 +65,7 @@ CASES = [
     ("--share-group-state-decoder", "__share_group_state-0"),
     ("--share-group-state-decoder", "__share_group_state-1"),
     ("--remote-log-metadata-decoder", "__remote_log_metadata-0"),
+    ("--transaction-log-decoder", "__transaction_state-0"),
 ]
 
 
@@ -173,3 +175,25 @@ def test_ndjson_reports_hidden_parts_as_findings_with_the_whole_hex(segments: Pa
     assert (findings[3]["key_hex"], findings[3]["value_hex"]) == ("0018000167", "00000102")
     assert findings[4]["value_hex"] is None
     assert ours.status == 0
+
+
+def test_transaction_log_decoder_words_damaged_records_as_kafka(outcomes) -> None:
+    """--transaction-log-decoder is the coordinator-record parser of the other decoders: a
+    string that overruns its buffer is worded as Kafka 4.x's ByteBufferAccessor words it (not
+    the JDK's String bounds message), an unknown record type and an unknown tagged field are
+    Kafka's text on stdout and a hex Warning on stderr, exit 0."""
+    kafka, ours = outcomes["--transaction-log-decoder --files __transaction_state-0/00000000000000000000.log"]
+    assert ours.stdout == kafka.stdout, h.first_difference(kafka.stdout, ours.stdout)
+    for line in ("Error at offset 3, skipping. Could not read record with version 0 from value's "
+                 "buffer due to: Error reading byte array of 256 byte(s): only 2 byte(s) available.",
+                 "Error at offset 24, skipping. Could not read record with version 0 from key's "
+                 "buffer due to: Error reading byte array of 32767 byte(s): only 0 byte(s) available.",
+                 "Unknown record type 1 at offset 17, skipping.",
+                 "Found an unknown record version 2 for 0 type", "payload: <DELETE>"):
+        assert line in kafka.stdout, line
+    assert '"transactionalId":"txn-a"' in kafka.stdout
+    warnings = [line for line in ours.stderr.splitlines() if line.startswith("Warning: ")]
+    assert len(warnings) == 3, ours.stderr
+    assert "TransactionLogValue has tagged field 5" in warnings[0] and "hex abcd" in warnings[0]
+    assert "record type 1 at offset 17" in warnings[1] and "key hex 00010003616263" in warnings[1]
+    assert ours.status == 0, ours.stderr

@@ -1,12 +1,14 @@
-"""`--offsets-decoder` and `--share-group-state-decoder` against the real kafka-dump-log on the
-``__consumer_offsets`` and ``__share_group_state`` files a real Kafka 4.3.1 broker wrote.
+"""`--offsets-decoder`, `--share-group-state-decoder` and `--transaction-log-decoder` against the
+real kafka-dump-log on the ``__consumer_offsets``, ``__share_group_state`` and
+``__transaction_state`` files a real Kafka 4.3.1 broker wrote (the last also byte-flipped).
 
 One KRaft broker (segtools.realcluster, features at 4.3's defaults: share.version=1,
 streams.version=1) serves: a KIP-848 consumer group (confluent-kafka with
 ``group.protocol=consumer``, subscribing by regular expression, committing offsets), and a
 share group (Kafka's own ConsoleShareConsumer class from the jars, which acknowledges what it
 reads), and a KIP-1071 streams group (Kafka Streams 4.3.1 with ``group.protocol=streams``,
-StreamsGroupDriver.java) whose records are types 17-23.
+StreamsGroupDriver.java) whose records are types 17-23, and two transactional producers
+(commits and aborts).
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ SCENARIO = {
     "cluster": {"brokers": [1]},
     "topics": [{"name": "dec-orders", "partitions": 2, "replication_factor": 1, "assignment": {0: [1], 1: [1]}},
                {"name": "dec-share", "replication_factor": 1, "assignment": {0: [1]}},
-               {"name": "dec-streams-out", "replication_factor": 1, "assignment": {0: [1]}}],
+               {"name": "dec-streams-out", "replication_factor": 1, "assignment": {0: [1]}},
+               {"name": "dec-txn", "replication_factor": 1, "assignment": {0: [1]}}],
     "steps": [{"advance": {"ms": 1}}],
 }
 #: one partition each, so the test reads one file per internal topic
-EXTRA_BROKER_PROPS = "share.coordinator.state.topic.num.partitions=1\n"
+EXTRA_BROKER_PROPS = ("share.coordinator.state.topic.num.partitions=1\n"
+                      "transaction.state.log.num.partitions=1\n")
 RECORDS = 6
+#: mutated copies of the real __transaction_state segment
+MUTANTS = 24
 
 
 def _consume(bootstrap: str, group: str, subscription: list[str]) -> int:
@@ -54,6 +60,25 @@ def _consume(bootstrap: str, group: str, subscription: list[str]) -> int:
     finally:
         consumer.close()   # the member leaves: its records get tombstones
     return seen
+
+
+def _transactions(bootstrap: str) -> None:
+    """Two transactional producers on dec-txn: commits and an abort, so the coordinator writes
+    every state a transaction passes through (Empty, Ongoing, Prepare*, Complete*)."""
+    from confluent_kafka import Producer
+
+    for tid, outcomes in (("dec-txn-a", ("commit", "abort", "commit")), ("dec-txn-b", ("abort",))):
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+        producer.init_transactions(30)
+        for i, outcome in enumerate(outcomes):
+            producer.begin_transaction()
+            producer.produce("dec-txn", key=f"{tid}-{i}", value=outcome, partition=0)
+            # sent first: an abort before the partition joins the transaction writes nothing
+            assert producer.flush(30) == 0
+            if outcome == "commit":
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
 
 
 def _streams_driver(runtime, work: Path, bootstrap: str) -> list[str]:
@@ -122,11 +147,12 @@ def broker_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
                            timeout=180)
         assert streams.returncode == 0, (streams.stdout + streams.stderr)[-3000:]
         assert sorted(streams.stdout.split()) == sorted(f"{x}{i}".upper() for i in range(RECORDS) for x in "vw")
+        _transactions(bootstrap)
     finally:
         cluster.stop()
         kill_all()
     ws = tmp_path_factory.mktemp("decoder-ws")
-    for part in ("__consumer_offsets-0", "__share_group_state-0"):
+    for part in ("__consumer_offsets-0", "__share_group_state-0", "__transaction_state-0"):
         src = out / "broker-1" / part
         shutil.copytree(src, ws / part)
     return ws
@@ -173,3 +199,65 @@ def test_share_group_state_decoder_on_a_real_share_coordinator_log(
     assert 'key: {"type":"0","data":{"groupId":"dec-share-group"' in kafka.stdout
     assert '"stateBatches":[' in kafka.stdout
     assert "skipping" not in kafka.stdout
+
+
+def _xor_mutants(log: Path, ws: Path) -> list[Path]:
+    """Copies of a real segment with one byte of every record's key and value flipped in place
+    (mutant j flips byte j + 5r of the r-th part, so the parts of one file are hit at different
+    fields): the batch framing stays intact (only its CRC goes bad), so both tools reach the
+    decoder with damaged versions, lengths, counts and tags."""
+    from segtools import read_batches
+
+    data = log.read_bytes()
+    parts = []   # (file position, length) of every key and value
+    for batch in read_batches(str(log)):
+        for rec in batch.records():
+            for part in (rec.key, rec.value):
+                if part is not None and len(part):
+                    at = data.find(bytes(part), parts[-1][0] + 1 if parts else 0)
+                    assert at > 0
+                    parts.append((at, len(part)))
+    out = []
+    for j in range(MUTANTS):
+        mutant = bytearray(data)
+        for r, (at, n) in enumerate(parts):
+            mutant[at + (j + 5 * r) % n] ^= 0xFF
+        folder = ws / f"__transaction_state-{j + 1}"
+        folder.mkdir()
+        (folder / log.name).write_bytes(bytes(mutant))
+        out.append(folder / log.name)
+    return out
+
+
+def test_transaction_log_decoder_on_a_real_coordinator_log_and_its_mutants(
+        kafka_dump_log: h.KafkaDumpLog, broker_files: Path, tmp_path: Path) -> None:
+    """--transaction-log-decoder (the coordinator-record parser the other decoders use) prints
+    what the real tool prints on the __transaction_state a real 4.3.1 broker wrote, and on
+    copies with one byte of each key or value flipped (unknown versions and record types,
+    strings and arrays that overrun, unknown tags)."""
+    logs = sorted((broker_files / "__transaction_state-0").glob("*.log"))
+    assert len(logs) == 1, logs
+    ws = tmp_path / "ws"
+    (ws / "__transaction_state-0").mkdir(parents=True)
+    real = ws / "__transaction_state-0" / logs[0].name
+    real.write_bytes(logs[0].read_bytes())
+    files = [real, *_xor_mutants(real, ws)]
+    jobs = [["--transaction-log-decoder", "--files", str(p.relative_to(ws))] for p in files]
+    ours = [h.run_ours(job, ws) for job in jobs]
+    kafka = kafka_dump_log.run_jobs(jobs, ws)
+    for job, k, o in zip(jobs, kafka, ours):
+        assert not k.crashed, f"{job}: the real tool died: {k.exception[:500]}"
+        assert o.stdout == k.stdout, f"{job}: " + h.first_difference(k.stdout, o.stdout)
+        assert "Traceback" not in o.stderr, o.stderr
+    first = kafka[0].stdout
+    assert ours[0].status == 0, ours[0].stderr
+    assert "skipping" not in first
+    for tid in ("dec-txn-a", "dec-txn-b"):
+        assert f'key: {{"type":"0","data":{{"transactionalId":"{tid}"}}}}' in first
+    states = {int(s.split(",")[0]) for s in first.split('"transactionStatus":')[1:]}
+    assert {0, 1, 2, 3, 4, 5} <= states, states   # Empty, Ongoing, Prepare*, Complete*
+    mutated = "".join(k.stdout for k in kafka[1:])
+    # the flips reached Kafka's error paths this test is about
+    for text in ("Unknown record type", "Found an unknown record version",
+                 "Error reading byte array of"):
+        assert text in mutated, text
