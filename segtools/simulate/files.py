@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 from segtools.checkpoints import (
     write_leader_epoch_checkpoint,
@@ -20,35 +19,10 @@ from segtools.checkpoints import (
     write_partition_metadata,
 )
 from segtools.formats.names import LOG_SUFFIX, filename_prefix_from_offset
-from segtools.writer import LogWriter, NewRecord, build_batch, build_control_batch
-
-if TYPE_CHECKING:
-    from segtools.simulate.cluster import Cluster
-    from segtools.simulate.replica import ReplicaLog, SimBatch
-
-
-def _text(s: str | None) -> bytes | None:
-    return None if s is None else s.encode("utf-8")
-
-
-def batch_bytes(batch: SimBatch) -> bytes:
-    """The batch as the leader wrote it (built once, shared by every replica)."""
-    if batch.raw is None:
-        if batch.control_type is not None:
-            batch.raw = build_control_batch(
-                batch.control_type, base_offset=batch.base_offset, producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch, partition_leader_epoch=batch.epoch,
-                timestamp=batch.timestamp)
-        else:
-            records = [NewRecord(_text(r.key), _text(r.value),
-                                 tuple((k, _text(v)) for k, v in r.headers), r.timestamp)
-                       for r in batch.records]
-            batch.raw = build_batch(
-                records, base_offset=batch.base_offset, partition_leader_epoch=batch.epoch,
-                compression=batch.compression, producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
-                is_transactional=batch.is_transactional)
-    return batch.raw
+from segtools.simulate.batch_encoding import batch_bytes
+from segtools.simulate.cluster import Cluster
+from segtools.simulate.replica import ReplicaLog
+from segtools.writer import LogWriter
 
 
 def write_cluster(cluster: Cluster, out_dir: str) -> None:
@@ -105,7 +79,7 @@ def _write_partition(cluster: Cluster, tp: tuple[str, int], r: ReplicaLog, pdir:
         writer.append(batch_bytes(batch), txn_first_offset=batch.extra.get("txn_first_offset"))
     if r.log_start_offset > writer.log_start_offset:
         writer.delete_records_before(min(r.log_start_offset, writer.log_end_offset))
-    first_segment = writer.segments[0]
+    first_segment: int = writer.segments[0]
     if clean:
         writer.close()
     if crashed and r.torn_tail is not None:

@@ -11,13 +11,11 @@ leader's log is used.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from segtools.simulate.cluster import Cluster
 from segtools.simulate.controller import NO_LEADER, Election
-
-if TYPE_CHECKING:
-    from segtools.simulate.cluster import Cluster
-    from segtools.simulate.replica import SimRecord
+from segtools.simulate.replica import ReplicaLog, SimRecord
 
 UNCLEAN_ELECTION = "UNCLEAN_ELECTION"
 LEADER_CRASH_ACKS_1 = "LEADER_CRASH_ACKS_1"
@@ -50,7 +48,7 @@ def _cause(cluster: Cluster, rec: SimRecord, elections: list[Election], final_id
     return UNCOMMITTED
 
 
-def _relocated_to(rec: SimRecord, final: Any) -> int | None:
+def _relocated_to(rec: SimRecord, final: ReplicaLog | None) -> int | None:
     """Offset in the final log of a later copy of the same send (producer resend), if any."""
     seen = 0
     nxt = rec.resent_as
@@ -72,7 +70,7 @@ def truth(cluster: Cluster) -> dict[str, Any]:
         reps = cluster.replicas[tp]
         final_id = ps.leader if ps.leader != NO_LEADER else ps.last_leader
         final = reps.get(final_id)
-        lost = []
+        lost: list[dict[str, Any]] = []
         for rec in by_tp.get(tp, []):
             if final is not None and (rec.offset < final.log_start_offset
                                       or final.has_record(rec.offset, rec.leader_epoch)):
