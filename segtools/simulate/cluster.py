@@ -14,11 +14,11 @@ bugs can be replayed.
 
 from __future__ import annotations
 
-import base64
 import random
 from collections.abc import Callable
 from typing import Any
 
+from segtools.formats.primitives import uuid_to_base64url
 from segtools.simulate.batch_encoding import batch_bytes
 from segtools.simulate.broker import POWER_LOSS, BrokerFaults, BrokerState
 from segtools.simulate.controller import NO_LEADER, Controller, Election, PartitionState
@@ -52,11 +52,6 @@ def _next_after(t: int, limit: int, interval: int) -> int:
     return t + ((limit - t) // interval + 1) * interval
 
 
-def _uuid_text(raw: bytes) -> str:
-    """Kafka's Uuid text form: base64url without padding."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
 class Cluster:
     """Runs a scenario's steps against an in-memory model of every replica."""
 
@@ -66,7 +61,7 @@ class Cluster:
         self.spec = spec
         self.rng = random.Random(scenario.seed)
         self.now = spec.start_time_ms
-        self.cluster_id = spec.cluster_id or _uuid_text(self.rng.randbytes(16))
+        self.cluster_id = spec.cluster_id or uuid_to_base64url(self.rng.randbytes(16))
         self.brokers: dict[int, BrokerState] = {}
         for b in spec.brokers:
             self.brokers[b] = BrokerState(b, directory_id=self.rng.randbytes(16))

@@ -19,6 +19,7 @@ from segtools.checkpoints import (
     write_partition_metadata,
 )
 from segtools.formats.names import LOG_SUFFIX, filename_prefix_from_offset
+from segtools.formats.primitives import uuid_to_base64url
 from segtools.simulate.batch_encoding import batch_bytes
 from segtools.simulate.cluster import Cluster
 from segtools.simulate.replica import ReplicaLog
@@ -35,10 +36,8 @@ def write_broker(cluster: Cluster, broker: int, log_dir: str) -> None:
     st = cluster.brokers[broker]
     spec = cluster.spec
     os.makedirs(log_dir, exist_ok=True)
-    from segtools.internal.protocol import uuid_to_text
-
     write_meta_properties(os.path.join(log_dir, "meta.properties"), {
-        "cluster.id": cluster.cluster_id, "directory.id": uuid_to_text(st.directory_id),
+        "cluster.id": cluster.cluster_id, "directory.id": uuid_to_base64url(st.directory_id),
         "node.id": str(broker), "version": "1"}, now=spec.start_time_ms / 1000)
     hw: list[tuple[str, int, int]] = []
     recovery: list[tuple[str, int, int]] = []

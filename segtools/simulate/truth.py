@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from segtools.formats.primitives import uuid_to_base64url
 from segtools.simulate.cluster import Cluster
 from segtools.simulate.controller import NO_LEADER, Election
 from segtools.simulate.replica import ReplicaLog, SimRecord
@@ -86,7 +87,7 @@ def truth(cluster: Cluster) -> dict[str, Any]:
         lost.sort(key=lambda d: (d["offset"], d["leader_epoch"]))
         out[f"{tp[0]}-{tp[1]}"] = {
             "topic": tp[0], "partition": tp[1],
-            "topic_id": _uuid_text(cluster.topic_ids[tp[0]]),
+            "topic_id": uuid_to_base64url(cluster.topic_ids[tp[0]]),
             "leader": None if ps.leader == NO_LEADER else ps.leader,
             "last_leader": None if ps.last_leader == NO_LEADER else ps.last_leader,
             "leader_epoch": ps.leader_epoch,
@@ -105,12 +106,6 @@ def truth(cluster: Cluster) -> dict[str, Any]:
             "lost": lost,
         }
     return out
-
-
-def _uuid_text(raw: bytes) -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def truth_text(cluster: Cluster) -> str:
