@@ -24,7 +24,9 @@ class SimulationResult:
     out_dir: str | None
     truth: dict[str, Any]
     acks: list[dict[str, Any]]
-    cluster: Any  # segtools.simulate.cluster.Cluster (the final in-memory state)
+    # the final in-memory state: the model's segtools.simulate.cluster.Cluster (the real engine,
+    # segtools.realcluster, puts its step runner here)
+    cluster: Any
 
 
 def run(scenario: Scenario | dict[str, Any], out_dir: str | os.PathLike[str] | None) -> SimulationResult:
@@ -50,7 +52,7 @@ def run(scenario: Scenario | dict[str, Any], out_dir: str | os.PathLike[str] | N
                 raise ScenarioError(f"snapshot name {name!r} used twice")
             write_cluster(c, target)
 
-        cluster._snapshot_hook = snapshot
+        cluster.snapshot_hook = snapshot
     cluster.run()
     if out is not None:
         write_cluster(cluster, out)

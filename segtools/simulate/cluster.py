@@ -1,5 +1,7 @@
 """The simulated cluster: replicas, the virtual clock, fetching, HW/ISR and leadership.
-Broker faults live in ``broker.py``, producing in ``producer.py`` (mixins of :class:`Cluster`).
+Broker faults live in ``broker.py``, producing in ``producer.py``: components the cluster holds,
+each seeing it through the narrow interface it declares (``BrokerHost``, ``ProducerHost``), so
+neither imports this module.
 
 Replication follows FORENSICS.md Part A: leaders stamp their epoch into every batch, followers
 copy batches unchanged, the leader's HW is the smallest LEO over the ISR and reaches followers one
@@ -12,14 +14,15 @@ bugs can be replayed.
 
 from __future__ import annotations
 
-import base64
 import random
+from collections.abc import Callable
 from typing import Any
 
-from segtools.simulate.broker import POWER_LOSS, BrokerState, BrokerSteps
+from segtools.formats.primitives import uuid_to_base64url
+from segtools.simulate.batch_encoding import batch_bytes
+from segtools.simulate.broker import POWER_LOSS, BrokerFaults, BrokerState
 from segtools.simulate.controller import NO_LEADER, Controller, Election, PartitionState
-from segtools.simulate.files import batch_bytes
-from segtools.simulate.producer import AckLine, ProducerState, ProducerSteps
+from segtools.simulate.producer import AckLine, Producers, ProducerState
 from segtools.simulate.replica import ReplicaLog, SimBatch, SimRecord
 from segtools.simulate.scenario import Scenario, Step, TopicSpec
 
@@ -49,12 +52,7 @@ def _next_after(t: int, limit: int, interval: int) -> int:
     return t + ((limit - t) // interval + 1) * interval
 
 
-def _uuid_text(raw: bytes) -> str:
-    """Kafka's Uuid text form: base64url without padding."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-class Cluster(BrokerSteps, ProducerSteps):
+class Cluster:
     """Runs a scenario's steps against an in-memory model of every replica."""
 
     def __init__(self, scenario: Scenario) -> None:
@@ -63,12 +61,12 @@ class Cluster(BrokerSteps, ProducerSteps):
         self.spec = spec
         self.rng = random.Random(scenario.seed)
         self.now = spec.start_time_ms
-        self.cluster_id = spec.cluster_id or _uuid_text(self.rng.randbytes(16))
+        self.cluster_id = spec.cluster_id or uuid_to_base64url(self.rng.randbytes(16))
         self.brokers: dict[int, BrokerState] = {}
         for b in spec.brokers:
             self.brokers[b] = BrokerState(b, directory_id=self.rng.randbytes(16))
         features = dict(spec.kafka_features)
-        self.controller = Controller(self._is_alive, lambda: self.now,
+        self.controller = Controller(self.is_alive, lambda: self.now,
                                      elr_enabled=bool(features.get("eligible.leader.replicas.version")))
         #: transactions v2 (KIP-890) in a cluster that names Kafka features (Kafka 4.x defaults
         #: to it), v1 otherwise
@@ -83,23 +81,16 @@ class Cluster(BrokerSteps, ProducerSteps):
         self.topic_ids: dict[str, bytes] = {}
         self.partitions: dict[TP, PartitionState] = {}
         self.replicas: dict[TP, dict[int, ReplicaLog]] = {}
-        self.records: list[SimRecord] = []
         self.removals: dict[tuple[int, int], set[str]] = {}  # (id(record), broker) -> reasons
-        self.acks: list[AckLine] = []
-        self.producers: dict[str, ProducerState] = {}
         self.snapshots: list[str] = []
-        self._next_producer_id = 1000
-        self._anonymous = ProducerState("", -1, -1, False, None)
-        self._round_robin: dict[str, int] = {}
-        self._seq = 0
-        self._value_rng = random.Random(scenario.seed ^ 0x5E6)
         self._next_hw_ckpt = self.now + spec.high_watermark_checkpoint_interval_ms
         self._next_flush_ckpt = self.now + spec.flush_offset_checkpoint_interval_ms
         self._isr_check_interval = max(1, spec.replica_lag_time_max_ms // 2)
         self._next_isr_check = self.now + self._isr_check_interval
-        self._snapshot_hook: Any = None
+        #: called with (cluster, name) at a ``snapshot`` step (``run`` writes the files there)
+        self.snapshot_hook: Callable[[Cluster, str], None] | None = None
         for b in spec.brokers:
-            self._register_broker(b)
+            self.register_broker(b)
         for t in scenario.topics:
             tid = self.rng.randbytes(16)
             self.topic_ids[t.name] = tid
@@ -124,22 +115,47 @@ class Cluster(BrokerSteps, ProducerSteps):
                 if ps.leader != NO_LEADER:
                     self.replicas[tp][ps.leader].assign_epoch(0, 0)
                     ps.elections[-1].start_offset = 0
-        for _i, p in enumerate(scenario.producers):
-            self.producers[p.name] = ProducerState(
-                p.name, self._next_producer_id if p.idempotent else -1, 0 if p.idempotent else -1,
-                p.idempotent, p.transactional_id)
-            if p.idempotent:
-                self._next_producer_id += 1
+        self.broker_faults = BrokerFaults(self)
+        self.producing = Producers(self, scenario.producers, random.Random(scenario.seed ^ 0x5E6))
+        self._step_handlers: dict[str, Callable[..., None]] = {
+            "advance": self._step_advance, "elect": self._step_elect,
+            "delete_records": self._step_delete_records, "snapshot": self._step_snapshot,
+            "pause": self.broker_faults.pause, "resume": self.broker_faults.resume,
+            "flush": self.broker_faults.flush, "crash": self.broker_faults.crash,
+            "shutdown": self.broker_faults.shutdown, "restart": self.broker_faults.restart,
+            "produce": self.producing.produce, "resend": self.producing.resend,
+            "begin_transaction": self.producing.begin_transaction,
+            "commit_transaction": self.producing.commit_transaction,
+            "abort_transaction": self.producing.abort_transaction,
+        }
+
+    # ------------------------------------------------------------------ what the producers saw
+    @property
+    def acks(self) -> list[AckLine]:
+        return self.producing.acks
+
+    @property
+    def records(self) -> list[SimRecord]:
+        """Every record a producer appended to a leader, in production order."""
+        return self.producing.records
+
+    @property
+    def producers(self) -> dict[str, ProducerState]:
+        return self.producing.producers
+
+    @property
+    def _anonymous(self) -> ProducerState:
+        return self.producing.anonymous
 
     # ------------------------------------------------------------------ basics
-    def _is_alive(self, broker: int) -> bool:
+    def is_alive(self, broker: int) -> bool:
         return self.brokers[broker].alive
 
     def _fetching(self, broker: int) -> bool:
         st = self.brokers[broker]
         return st.alive and not st.paused
 
-    def _register_broker(self, b: int) -> None:
+    def register_broker(self, b: int) -> None:
         st = self.brokers[b]
         st.incarnation += 1
         # KRaft: the broker epoch is the offset of the registration record in the metadata log
@@ -157,12 +173,16 @@ class Cluster(BrokerSteps, ProducerSteps):
         self.finish()
 
     def apply(self, step: Step) -> None:
-        getattr(self, "_step_" + step.kind)(**step.args)
+        self._step_handlers[step.kind](**step.args)
         if step.kind not in ("advance", "snapshot"):
             self.fetch_round()
 
+    def finish(self) -> None:
+        """The scenario ended: sends still waiting for a response time out."""
+        self.producing.finish()
+
     # ------------------------------------------------------------------ clock
-    def _advance_clock(self, to_ms: int, *, stop_on_isr_change: bool = False) -> bool:
+    def advance_clock(self, to_ms: int, *, stop_on_isr_change: bool = False) -> bool:
         """Move virtual time, running the periodic tasks whose time has come, in order.
 
         Returns True when it stopped early because an ISR shrank (``stop_on_isr_change``).
@@ -195,7 +215,7 @@ class Cluster(BrokerSteps, ProducerSteps):
                 quiet_hw = True
             if nxt == self._next_flush_ckpt:
                 self._next_flush_ckpt += self.spec.flush_offset_checkpoint_interval_ms
-                self._flush_and_checkpoint()
+                self.flush_and_checkpoint()
                 quiet_flush = True
             if shrunk and stop_on_isr_change:
                 return True
@@ -211,8 +231,8 @@ class Cluster(BrokerSteps, ProducerSteps):
                         return True
         return False
 
-    def _tick(self) -> None:
-        self._advance_clock(self.now + 1)
+    def tick(self) -> None:
+        self.advance_clock(self.now + 1)
 
     def _checkpoint_high_watermarks(self) -> None:
         for _tp, reps in self.replicas.items():
@@ -221,7 +241,7 @@ class Cluster(BrokerSteps, ProducerSteps):
                     r.hw_checkpoint = r.high_watermark
                     r.epoch_file = list(r.epochs)  # the asynchronous epoch-cache flush lands too
 
-    def _flush_and_checkpoint(self, only: int | None = None) -> None:
+    def flush_and_checkpoint(self, only: int | None = None) -> None:
         for _tp, reps in self.replicas.items():
             for b, r in reps.items():
                 if self.brokers[b].alive and (only is None or b == only):
@@ -245,7 +265,7 @@ class Cluster(BrokerSteps, ProducerSteps):
                     changed |= self.controller.remove_from_isr(ps, b)
             if changed:
                 shrunk = True
-                self._maybe_increment_hw(tp, ps)
+                self.maybe_increment_hw(tp, ps)
         return shrunk
 
     # ------------------------------------------------------------------ replication
@@ -279,9 +299,9 @@ class Cluster(BrokerSteps, ProducerSteps):
         f.known_leader = ps.leader
         f.known_epoch = ps.leader_epoch
         if f.log_end_offset > leader.log_end_offset:  # OFFSET_OUT_OF_RANGE: the pre-0.11 fallback
-            self._remove(tp, f, f.truncate_to(leader.log_end_offset), TRUNCATED)
+            self.note_removed(tp, f, f.truncate_to(leader.log_end_offset), TRUNCATED)
         if f.log_end_offset < leader.log_start_offset:
-            self._remove(tp, f, f.truncate_fully_and_start_at(leader.log_start_offset), TRUNCATED)
+            self.note_removed(tp, f, f.truncate_fully_and_start_at(leader.log_start_offset), TRUNCATED)
         fetch_offset = f.log_end_offset
         # leader side: follower state, read (HW captured before the update), then ISR/HW
         if fetch_offset >= leader.log_end_offset:
@@ -294,10 +314,10 @@ class Cluster(BrokerSteps, ProducerSteps):
         hw_in_response = leader.high_watermark
         data = leader.batches_from(fetch_offset)
         self._maybe_expand_isr(tp, ps, leader, f)
-        self._maybe_increment_hw(tp, ps)
+        self.maybe_increment_hw(tp, ps)
         if data and data[0].base_offset < fetch_offset:
             # our copy ends inside a leader batch (only after a divergent history): refetch it whole
-            self._remove(tp, f, f.truncate_to(data[0].base_offset), TRUNCATED)
+            self.note_removed(tp, f, f.truncate_to(data[0].base_offset), TRUNCATED)
         for batch in data:
             f.append(batch, batch.extra["size"], self.spec.segment_bytes)
         f.high_watermark = max(min(hw_in_response, f.log_end_offset), f.log_start_offset)
@@ -315,7 +335,7 @@ class Cluster(BrokerSteps, ProducerSteps):
                 return
         self.controller.add_to_isr(ps, f.broker)
 
-    def _maybe_increment_hw(self, tp: TP, ps: PartitionState) -> None:
+    def maybe_increment_hw(self, tp: TP, ps: PartitionState) -> None:
         if ps.leader == NO_LEADER:
             return
         leader = self.replicas[tp][ps.leader]
@@ -339,13 +359,13 @@ class Cluster(BrokerSteps, ProducerSteps):
                     if old <= r.offset < new_hw:
                         r.committed = True
 
-    def _become_follower(self, tp: TP, ps: PartitionState, r: ReplicaLog) -> None:
+    def become_follower(self, tp: TP, ps: PartitionState, r: ReplicaLog) -> None:
         """LeaderAndIsr reached a live follower. Before 0.11 it truncated to its own HW right
         away, without asking the leader; the epoch-based modes truncate on the first fetch."""
         if self.spec.truncation != "high-watermark" or not self.brokers[r.broker].alive:
             return
         if self._must_truncate(ps, r):
-            self._remove(tp, r, r.truncate_to(r.high_watermark), TRUNCATED)
+            self.note_removed(tp, r, r.truncate_to(r.high_watermark), TRUNCATED)
             r.needs_truncation = False
             r.known_leader = ps.leader
             r.known_epoch = ps.leader_epoch
@@ -370,7 +390,7 @@ class Cluster(BrokerSteps, ProducerSteps):
             target = f.high_watermark if end < 0 else min(end, f.log_end_offset)
         else:
             target = self._epoch_truncation_offset(f, leader)
-        self._remove(tp, f, f.truncate_to(target), TRUNCATED)
+        self.note_removed(tp, f, f.truncate_to(target), TRUNCATED)
 
     @staticmethod
     def _epoch_truncation_offset(f: ReplicaLog, leader: ReplicaLog) -> int:
@@ -389,16 +409,16 @@ class Cluster(BrokerSteps, ProducerSteps):
                 return min(leader_end, f.log_end_offset)
             epoch = lower[-1]
 
-    def _leader_append(self, leader: ReplicaLog, batch: SimBatch) -> None:
+    def leader_append(self, leader: ReplicaLog, batch: SimBatch) -> None:
         leader.append(batch, len(batch_bytes(batch)), self.spec.segment_bytes)
 
-    def _remove(self, tp: TP, r: ReplicaLog, removed: list[SimBatch], reason: str) -> None:
+    def note_removed(self, tp: TP, r: ReplicaLog, removed: list[SimBatch], reason: str) -> None:
         for batch in removed:
             for rec in batch.records:
                 self.removals.setdefault((id(rec), r.broker), set()).add(reason)
 
     # ------------------------------------------------------------------ leadership
-    def _after_election(self, tp: TP, ps: PartitionState, election: Election | None,
+    def after_election(self, tp: TP, ps: PartitionState, election: Election | None,
                         old_leader: int) -> None:
         if election is None:
             return
@@ -420,25 +440,25 @@ class Cluster(BrokerSteps, ProducerSteps):
                 r.last_fetch_ms = self.now
             for b, r in reps.items():
                 if b != election.leader:
-                    self._become_follower(tp, ps, r)
-            self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits its log at once
+                    self.become_follower(tp, ps, r)
+            self.maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits its log at once
 
-    def _elect_after_loss(self, broker: int, reason: str) -> None:
+    def elect_after_loss(self, broker: int, reason: str) -> None:
         """A broker left (crash or controlled shutdown): move its leaderships, shrink ISRs."""
         for tp, ps in self.partitions.items():
             if broker not in ps.replicas:
                 continue
             if ps.leader == broker:
                 old = ps.leader
-                self._after_election(tp, ps, self.controller.elect(ps, reason, exclude=broker), old)
+                self.after_election(tp, ps, self.controller.elect(ps, reason, exclude=broker), old)
             elif broker in ps.isr:
                 self.controller.remove_from_isr(ps, broker)
-                self._maybe_increment_hw(tp, ps)
+                self.maybe_increment_hw(tp, ps)
 
-    def _elect_offline(self, reason: str) -> None:
+    def elect_offline(self, reason: str) -> None:
         for tp, ps in self.partitions.items():
             if ps.leader == NO_LEADER:
-                self._after_election(tp, ps, self.controller.elect(ps, reason), NO_LEADER)
+                self.after_election(tp, ps, self.controller.elect(ps, reason), NO_LEADER)
 
     # ------------------------------------------------------------------ steps: time, elections, records
     def _step_advance(self, ms: int) -> None:
@@ -446,7 +466,7 @@ class Cluster(BrokerSteps, ProducerSteps):
         self.fetch_until_quiet()
         target = self.now + ms
         while self.now < target:
-            self._advance_clock(target, stop_on_isr_change=True)
+            self.advance_clock(target, stop_on_isr_change=True)
             self.fetch_until_quiet()
 
     def _step_elect(self, topic: str | None, partition: int | None, leader: int | None,
@@ -459,21 +479,21 @@ class Cluster(BrokerSteps, ProducerSteps):
             old = ps.leader
             if preferred:
                 pref = ps.replicas[0]
-                if ps.leader != pref and pref in ps.isr and self._is_alive(pref):
-                    self._after_election(tp, ps, self.controller.elect_leader(
+                if ps.leader != pref and pref in ps.isr and self.is_alive(pref):
+                    self.after_election(tp, ps, self.controller.elect_leader(
                         ps, pref, unclean=False, reason="preferred"), old)
             elif leader is not None:
                 if leader in ps.replicas:
-                    self._after_election(tp, ps, self.controller.elect_leader(
+                    self.after_election(tp, ps, self.controller.elect_leader(
                         ps, leader, unclean=unclean, reason="requested"), old)
-            elif unclean and (ps.leader == NO_LEADER or not self._is_alive(ps.leader)):
-                self._after_election(tp, ps, self.controller.elect(
+            elif unclean and (ps.leader == NO_LEADER or not self.is_alive(ps.leader)):
+                self.after_election(tp, ps, self.controller.elect(
                     ps, "requested_unclean", allow_unclean=True), old)
 
     def _step_delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         tp = (topic, partition)
         ps = self.partitions[tp]
-        if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
+        if ps.leader == NO_LEADER or not self.is_alive(ps.leader):
             return
         leader = self.replicas[tp][ps.leader]
         # DeleteRecords past the high watermark fails (OFFSET_OUT_OF_RANGE) and deletes nothing
@@ -482,5 +502,5 @@ class Cluster(BrokerSteps, ProducerSteps):
 
     def _step_snapshot(self, name: str) -> None:
         self.snapshots.append(name)
-        if self._snapshot_hook is not None:
-            self._snapshot_hook(self, name)
+        if self.snapshot_hook is not None:
+            self.snapshot_hook(self, name)

@@ -7,9 +7,11 @@ KRaft metadata record (``events``) so the metadata log can be written when asked
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from segtools.simulate.replica import SimBatch
 
 NO_LEADER = -1
 RECOVERED, RECOVERING = 0, 1
@@ -26,7 +28,7 @@ class Election:
     isr: list[int]
     start_offset: int | None = None  # the new leader's LEO when elected
     # the new leader's batches and log start at election, to know which records it held
-    leader_batches: list[Any] = field(default_factory=list)
+    leader_batches: list[SimBatch] = field(default_factory=list)
     leader_log_start: int = 0
 
     def leader_had(self, offset: int, epoch: int) -> bool:
@@ -46,15 +48,28 @@ class Election:
                 "start_offset": self.start_offset}
 
 
-class EventLog(list):  # type: ignore[type-arg]
-    """KRaft metadata records in order, each as (type name, version, data, virtual time)."""
+#: one KRaft metadata record: (type name, version, data, virtual time)
+MetadataEvent = tuple[str, int, dict[str, Any], int]
+
+
+class EventLog:
+    """KRaft metadata records in order, each stamped with the virtual time it was appended at."""
 
     def __init__(self, clock: Callable[[], int]) -> None:
-        super().__init__()
         self._clock = clock
+        self._events: list[MetadataEvent] = []
 
-    def append(self, item: tuple[str, int, dict[str, Any]]) -> None:  # type: ignore[override]
-        super().append((*item, self._clock()))
+    def append(self, item: tuple[str, int, dict[str, Any]]) -> None:
+        self._events.append((*item, self._clock()))
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[MetadataEvent]:
+        return iter(self._events)
+
+    def __getitem__(self, index: int) -> MetadataEvent:
+        return self._events[index]
 
 
 @dataclass

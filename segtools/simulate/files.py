@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 from segtools.checkpoints import (
     write_leader_epoch_checkpoint,
@@ -20,35 +19,11 @@ from segtools.checkpoints import (
     write_partition_metadata,
 )
 from segtools.formats.names import LOG_SUFFIX, filename_prefix_from_offset
-from segtools.writer import LogWriter, NewRecord, build_batch, build_control_batch
-
-if TYPE_CHECKING:
-    from segtools.simulate.cluster import Cluster
-    from segtools.simulate.replica import ReplicaLog, SimBatch
-
-
-def _text(s: str | None) -> bytes | None:
-    return None if s is None else s.encode("utf-8")
-
-
-def batch_bytes(batch: SimBatch) -> bytes:
-    """The batch as the leader wrote it (built once, shared by every replica)."""
-    if batch.raw is None:
-        if batch.control_type is not None:
-            batch.raw = build_control_batch(
-                batch.control_type, base_offset=batch.base_offset, producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch, partition_leader_epoch=batch.epoch,
-                timestamp=batch.timestamp)
-        else:
-            records = [NewRecord(_text(r.key), _text(r.value),
-                                 tuple((k, _text(v)) for k, v in r.headers), r.timestamp)
-                       for r in batch.records]
-            batch.raw = build_batch(
-                records, base_offset=batch.base_offset, partition_leader_epoch=batch.epoch,
-                compression=batch.compression, producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
-                is_transactional=batch.is_transactional)
-    return batch.raw
+from segtools.formats.primitives import uuid_to_base64url
+from segtools.simulate.batch_encoding import batch_bytes
+from segtools.simulate.cluster import Cluster
+from segtools.simulate.replica import ReplicaLog
+from segtools.writer import LogWriter
 
 
 def write_cluster(cluster: Cluster, out_dir: str) -> None:
@@ -61,10 +36,8 @@ def write_broker(cluster: Cluster, broker: int, log_dir: str) -> None:
     st = cluster.brokers[broker]
     spec = cluster.spec
     os.makedirs(log_dir, exist_ok=True)
-    from segtools.internal.protocol import uuid_to_text
-
     write_meta_properties(os.path.join(log_dir, "meta.properties"), {
-        "cluster.id": cluster.cluster_id, "directory.id": uuid_to_text(st.directory_id),
+        "cluster.id": cluster.cluster_id, "directory.id": uuid_to_base64url(st.directory_id),
         "node.id": str(broker), "version": "1"}, now=spec.start_time_ms / 1000)
     hw: list[tuple[str, int, int]] = []
     recovery: list[tuple[str, int, int]] = []
@@ -105,7 +78,7 @@ def _write_partition(cluster: Cluster, tp: tuple[str, int], r: ReplicaLog, pdir:
         writer.append(batch_bytes(batch), txn_first_offset=batch.extra.get("txn_first_offset"))
     if r.log_start_offset > writer.log_start_offset:
         writer.delete_records_before(min(r.log_start_offset, writer.log_end_offset))
-    first_segment = writer.segments[0]
+    first_segment: int = writer.segments[0]
     if clean:
         writer.close()
     if crashed and r.torn_tail is not None:

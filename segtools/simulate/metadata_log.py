@@ -6,7 +6,6 @@ batch, so ``segtools dump --cluster-metadata-decoder`` (and kafka-dump-log) can 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from segtools.checkpoints import (
     write_leader_epoch_checkpoint,
@@ -14,10 +13,8 @@ from segtools.checkpoints import (
     write_quorum_state,
 )
 from segtools.internal.metadata import encode_record
+from segtools.simulate.cluster import Cluster
 from segtools.writer import LogWriter, NewRecord, build_batch
-
-if TYPE_CHECKING:
-    from segtools.simulate.cluster import Cluster
 
 #: the controller quorum: one voter, leading raft epoch 1 from the start
 CONTROLLER_ID = 3000

@@ -1,21 +1,22 @@
 """Producers in the simulation: sends with acks 0/1/all, idempotent producer ids and sequences,
 transactions ending in COMMIT/ABORT markers, in-flight sends and resends, and what each producer
-saw (the acks.jsonl lines). A mixin of :class:`segtools.simulate.cluster.Cluster`.
+saw (the acks.jsonl lines).
+
+:class:`Producers` is a component of :class:`segtools.simulate.cluster.Cluster`; it sees the
+cluster only through :class:`ProducerHost`, the narrow interface it needs (so this module never
+imports the cluster).
 """
 
 from __future__ import annotations
 
+import random
 import string
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from segtools.simulate.controller import NO_LEADER, PartitionState
 from segtools.simulate.replica import ReplicaLog, SimBatch, SimRecord
-
-if TYPE_CHECKING:
-    from segtools.simulate.cluster import Cluster as _Base
-else:
-    _Base = object
+from segtools.simulate.scenario import ClusterSpec, ProducerSpec, TopicSpec
 
 TP = tuple[str, int]
 
@@ -65,23 +66,67 @@ class AckLine:
                 "leader_epoch": self.leader_epoch, "error": self.error}
 
 
-class ProducerSteps(_Base):
-    """produce, resend and transaction steps."""
+class ProducerHost(Protocol):
+    """What producers read and call on the cluster."""
+
+    @property
+    def now(self) -> int: ...
+    @property
+    def spec(self) -> ClusterSpec: ...
+    @property
+    def topics(self) -> dict[str, TopicSpec]: ...
+    @property
+    def partitions(self) -> dict[TP, PartitionState]: ...
+    @property
+    def replicas(self) -> dict[TP, dict[int, ReplicaLog]]: ...
+    @property
+    def transaction_version(self) -> int: ...
+
+    def is_alive(self, broker: int) -> bool: ...
+    def tick(self) -> None: ...
+    def advance_clock(self, to_ms: int, *, stop_on_isr_change: bool = False) -> bool: ...
+    def fetch_round(self, only: TP | None = None) -> None: ...
+    def leader_append(self, leader: ReplicaLog, batch: SimBatch) -> None: ...
+    def maybe_increment_hw(self, tp: TP, ps: PartitionState) -> None: ...
+
+
+class Producers:
+    """The scenario's producers and their produce, resend and transaction steps; ``acks`` and
+    ``records`` are what they sent, in order."""
+
+    def __init__(self, host: ProducerHost, specs: tuple[ProducerSpec, ...],
+                 value_rng: random.Random) -> None:
+        self.host = host
+        self._value_rng = value_rng
+        self.acks: list[AckLine] = []
+        self.records: list[SimRecord] = []
+        self.next_producer_id = 1000
+        # sends of steps that name no producer (in_flight ones are kept here for a resend)
+        self.anonymous = ProducerState("", -1, -1, False, None)
+        self._round_robin: dict[str, int] = {}
+        self._seq = 0
+        self.producers: dict[str, ProducerState] = {}
+        for spec in specs:
+            self.producers[spec.name] = ProducerState(
+                spec.name, self.next_producer_id if spec.idempotent else -1, 0 if spec.idempotent else -1,
+                spec.idempotent, spec.transactional_id)
+            if spec.idempotent:
+                self.next_producer_id += 1
 
     def _producer_for(self, name: str | None) -> ProducerState | None:
         return None if name is None else self.producers[name]
 
-    def _step_begin_transaction(self, producer: str) -> None:
+    def begin_transaction(self, producer: str) -> None:
         p = self.producers[producer]
         if not p.in_transaction:
             p.in_transaction = True
             p.txn_partitions = []
             p.txn_first_offsets = {}
 
-    def _step_commit_transaction(self, producer: str) -> None:
+    def commit_transaction(self, producer: str) -> None:
         self._end_transaction(self.producers[producer], "COMMIT")
 
-    def _step_abort_transaction(self, producer: str) -> None:
+    def abort_transaction(self, producer: str) -> None:
         self._end_transaction(self.producers[producer], "ABORT")
 
     def _end_transaction(self, p: ProducerState, control_type: str) -> None:
@@ -91,36 +136,36 @@ class ProducerSteps(_Base):
         # at every EndTxn and writes the markers with the new epoch, which the producer then
         # uses (sequences restart); at the last epoch the producer id rolls over
         # (core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala)
-        v2 = self.transaction_version >= 2
+        v2 = self.host.transaction_version >= 2
         marker_epoch = p.producer_epoch + 1 if v2 else p.producer_epoch
         for tp in p.txn_partitions:
-            ps = self.partitions[tp]
-            if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
+            ps = self.host.partitions[tp]
+            if ps.leader == NO_LEADER or not self.host.is_alive(ps.leader):
                 continue  # the coordinator would retry; the marker is missing meanwhile (S19)
-            leader = self.replicas[tp][ps.leader]
-            self._tick()
+            leader = self.host.replicas[tp][ps.leader]
+            self.host.tick()
             batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
-                             self.now, p.producer_id, marker_epoch, -1, True, control_type)
+                             self.host.now, p.producer_id, marker_epoch, -1, True, control_type)
             batch.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, leader.log_end_offset)
-            self._leader_append(leader, batch)
-            self._maybe_increment_hw(tp, ps)
+            self.host.leader_append(leader, batch)
+            self.host.maybe_increment_hw(tp, ps)
         p.in_transaction = False
         p.txn_partitions = []
         if v2:
             if marker_epoch >= MAX_PRODUCER_EPOCH:
-                p.producer_id = self._next_producer_id
-                self._next_producer_id += 1
+                p.producer_id = self.next_producer_id
+                self.next_producer_id += 1
                 p.producer_epoch = 0
             else:
                 p.producer_epoch = marker_epoch
             p.sequences = {}
 
-    def _step_produce(self, topic: str, partition: int | None, acks: str,
+    def produce(self, topic: str, partition: int | None, acks: str,
                       values: list[str | None] | None, keys: list[str | None] | None, count: int,
                       value_bytes: int, headers: tuple[tuple[str, str | None], ...],
                       producer: str | None, batch_size: int, retries: int,
                       in_flight: bool = False) -> None:
-        n_parts = self.topics[topic].partitions
+        n_parts = self.host.topics[topic].partitions
         planned: dict[int, list[tuple[str | None, str | None]]] = {}
         order: list[int] = []
         for i in range(count):
@@ -137,7 +182,7 @@ class ProducerSteps(_Base):
             planned[p].append((key, value))
         prod = self._producer_for(producer)
         if in_flight and prod is None:
-            prod = self._anonymous
+            prod = self.anonymous
         for p in order:
             recs = planned[p]
             for i in range(0, len(recs), batch_size):
@@ -156,8 +201,8 @@ class ProducerSteps(_Base):
         # the sequence stays taken even when no leader took the batch: the resend reuses it
         prod.pending.append((tp, recs, acks, headers, base_seq, batch))
 
-    def _step_resend(self, producer: str | None) -> None:
-        prod = self._anonymous if producer is None else self.producers[producer]
+    def resend(self, producer: str | None) -> None:
+        prod = self.anonymous if producer is None else self.producers[producer]
         pending, prod.pending = prod.pending, []
         for tp, recs, acks, headers, base_seq, first in pending:
             batch = self._send(tp, recs, acks, headers, prod, 0, base_seq=base_seq)
@@ -167,7 +212,7 @@ class ProducerSteps(_Base):
 
     def finish(self) -> None:
         """Sends still waiting for a response when the scenario ends time out."""
-        for prod in [self._anonymous, *self.producers.values()]:
+        for prod in [self.anonymous, *self.producers.values()]:
             for tp, recs, acks, _headers, _base_seq, _ in prod.pending:
                 for key, value in recs:
                     self.acks.append(AckLine(None, tp[0], tp[1], key, value, acks, False, None,
@@ -200,7 +245,7 @@ class ProducerSteps(_Base):
             if ok or attempt >= retries or error not in _RETRIABLE:
                 break
             attempt += 1
-            self.fetch_round()  # the producer backs off; replication goes on meanwhile
+            self.host.fetch_round()  # the producer backs off; replication goes on meanwhile
         if prod is not None and prod.idempotent and not appended and not resend:
             prod.sequences[tp] = base_seq  # nothing reached a log: the sequence is reused
         for i, (key, value) in enumerate(recs):
@@ -217,39 +262,39 @@ class ProducerSteps(_Base):
     def _send_once(self, tp: TP, recs: list[tuple[str | None, str | None]], acks: str,
                    headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
                    base_seq: int, *, wait: bool = True) -> tuple[bool, str | None, SimBatch | None]:
-        ps = self.partitions[tp]
-        if ps.leader == NO_LEADER or not self._is_alive(ps.leader):
+        ps = self.host.partitions[tp]
+        if ps.leader == NO_LEADER or not self.host.is_alive(ps.leader):
             return False, "NOT_LEADER_OR_FOLLOWER", None
         if acks == "all" and len(ps.isr) < ps.min_insync_replicas:
             return False, "NOT_ENOUGH_REPLICAS", None
-        leader = self.replicas[tp][ps.leader]
+        leader = self.host.replicas[tp][ps.leader]
         batch = None
         if prod is not None and prod.idempotent:
             batch = self._find_duplicate(leader, prod, base_seq, len(recs))
         if batch is None:
-            self._tick()
+            self.host.tick()
             base = leader.log_end_offset
             records = []
             for i, (key, value) in enumerate(recs):
                 self._seq += 1
                 records.append(SimRecord(tp[0], tp[1], base + i, ps.leader_epoch, key, value,
-                                         headers, self.now, acks, seq=self._seq))
-            batch = SimBatch(base, base + len(recs) - 1, ps.leader_epoch, records, self.now,
-                             compression=self.topics[tp[0]].compression)
+                                         headers, self.host.now, acks, seq=self._seq))
+            batch = SimBatch(base, base + len(recs) - 1, ps.leader_epoch, records, self.host.now,
+                             compression=self.host.topics[tp[0]].compression)
             if prod is not None and prod.idempotent:
                 batch.producer_id = prod.producer_id
                 batch.producer_epoch = prod.producer_epoch
                 batch.base_sequence = base_seq
                 if prod.transactional_id is not None:
                     if not prod.in_transaction:
-                        self._step_begin_transaction(prod.name)
+                        self.begin_transaction(prod.name)
                     batch.is_transactional = True
                     if tp not in prod.txn_partitions:
                         prod.txn_partitions.append(tp)
                         prod.txn_first_offsets[tp] = base
-            self._leader_append(leader, batch)
+            self.host.leader_append(leader, batch)
             self.records.extend(records)
-            self._maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits at once
+            self.host.maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits at once
         if acks != "all" or not wait:
             return True, None, batch
         return self._await_replication(tp, ps, batch)
@@ -275,17 +320,17 @@ class ProducerSteps(_Base):
         """acks=all: wait until the HW passes the batch; lagging ISR members are dropped after
         replica_lag_time_max_ms; give up after request_timeout_ms."""
         leader_id = ps.leader
-        leader = self.replicas[tp][leader_id]
-        deadline = self.now + self.spec.request_timeout_ms
+        leader = self.host.replicas[tp][leader_id]
+        deadline = self.host.now + self.host.spec.request_timeout_ms
         while True:
             for _ in range(3):
                 if leader.high_watermark > batch.last_offset:
                     break
-                self.fetch_round(tp)
+                self.host.fetch_round(tp)
             if leader.high_watermark > batch.last_offset:
                 if len(ps.isr) < ps.min_insync_replicas:
                     return False, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", batch
                 return True, None, batch
-            if ps.leader != leader_id or self.now >= deadline:
+            if ps.leader != leader_id or self.host.now >= deadline:
                 return False, "REQUEST_TIMED_OUT", batch
-            self._advance_clock(deadline, stop_on_isr_change=True)
+            self.host.advance_clock(deadline, stop_on_isr_change=True)

@@ -20,7 +20,7 @@ def random_scenario(seed: int, **size: Any) -> dict[str, Any]:
     rng = random.Random(seed)
     n_brokers = int(size.get("brokers") or rng.randint(2, 4))
     brokers = list(range(1, n_brokers + 1))
-    topics = []
+    topics: list[dict[str, Any]] = []
     for t in range(int(size.get("topics") or rng.randint(1, 2))):
         rf = int(size.get("replication_factor") or rng.randint(1, min(3, n_brokers)))
         rf = min(rf, n_brokers)

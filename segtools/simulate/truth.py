@@ -11,13 +11,12 @@ leader's log is used.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from segtools.formats.primitives import uuid_to_base64url
+from segtools.simulate.cluster import Cluster
 from segtools.simulate.controller import NO_LEADER, Election
-
-if TYPE_CHECKING:
-    from segtools.simulate.cluster import Cluster
-    from segtools.simulate.replica import SimRecord
+from segtools.simulate.replica import ReplicaLog, SimRecord
 
 UNCLEAN_ELECTION = "UNCLEAN_ELECTION"
 LEADER_CRASH_ACKS_1 = "LEADER_CRASH_ACKS_1"
@@ -50,7 +49,7 @@ def _cause(cluster: Cluster, rec: SimRecord, elections: list[Election], final_id
     return UNCOMMITTED
 
 
-def _relocated_to(rec: SimRecord, final: Any) -> int | None:
+def _relocated_to(rec: SimRecord, final: ReplicaLog | None) -> int | None:
     """Offset in the final log of a later copy of the same send (producer resend), if any."""
     seen = 0
     nxt = rec.resent_as
@@ -72,7 +71,7 @@ def truth(cluster: Cluster) -> dict[str, Any]:
         reps = cluster.replicas[tp]
         final_id = ps.leader if ps.leader != NO_LEADER else ps.last_leader
         final = reps.get(final_id)
-        lost = []
+        lost: list[dict[str, Any]] = []
         for rec in by_tp.get(tp, []):
             if final is not None and (rec.offset < final.log_start_offset
                                       or final.has_record(rec.offset, rec.leader_epoch)):
@@ -88,7 +87,7 @@ def truth(cluster: Cluster) -> dict[str, Any]:
         lost.sort(key=lambda d: (d["offset"], d["leader_epoch"]))
         out[f"{tp[0]}-{tp[1]}"] = {
             "topic": tp[0], "partition": tp[1],
-            "topic_id": _uuid_text(cluster.topic_ids[tp[0]]),
+            "topic_id": uuid_to_base64url(cluster.topic_ids[tp[0]]),
             "leader": None if ps.leader == NO_LEADER else ps.leader,
             "last_leader": None if ps.last_leader == NO_LEADER else ps.last_leader,
             "leader_epoch": ps.leader_epoch,
@@ -107,12 +106,6 @@ def truth(cluster: Cluster) -> dict[str, Any]:
             "lost": lost,
         }
     return out
-
-
-def _uuid_text(raw: bytes) -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def truth_text(cluster: Cluster) -> str:
