@@ -78,15 +78,14 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int, stop_pos: int,
     while True:
         if n >= max_batches or (n > 0 and pos >= stop_pos):
             return cols, pos, SCAN_MORE
-        step = next_batch(buf, pos, pos, end, end, limit)
-        if step.status != SCAN_BATCH:
-            return cols, pos, step.status
-        size = step.size_field
-        if step.magic >= 2:
+        status, _, offset, size, magic = next_batch(buf, pos, pos, end, end, limit)
+        if status != SCAN_BATCH:
+            return cols, pos, status
+        if magic >= 2:
             values = _V2_HEADER.unpack_from(buf, pos)
-            row = (pos, step.base_offset, size) + values[2:]
+            row = (pos, offset, size) + values[2:]
         else:
-            row = (pos, step.base_offset, size, 0, step.magic, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            row = (pos, offset, size, 0, magic, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         for name, value in zip(BATCH_FIELDS, row):
             cols[name].append(value)
         n += 1

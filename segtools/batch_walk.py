@@ -63,6 +63,8 @@ __all__ = ["SCAN_BATCH", "SCAN_END", "SCAN_TORN_TAIL", "SCAN_SIZE_TOO_SMALL", "S
            "stops_silently", "walk"]
 
 _OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
+#: builds a Step without NamedTuple's keyword-checking __new__ (next_batch runs once a batch)
+_new = tuple.__new__
 
 
 class Step(NamedTuple):
@@ -99,21 +101,21 @@ def next_batch(buf: Any, rel: int, pos: int, end: int, header_end: int,
     window's end for a reader that reloads its window there). ``limit``: the reader's
     ``max_batch_bytes`` (None: no limit, as in Kafka)."""
     if end - pos <= HEADER_SIZE_UP_TO_MAGIC:
-        return Step(SCAN_END, pos, 0, 0, 0)
+        return _new(Step, (SCAN_END, pos, 0, 0, 0))
     offset, size = _OFFSET_SIZE.unpack_from(buf, rel)
     if size < RECORD_OVERHEAD_V0:
-        return Step(SCAN_SIZE_TOO_SMALL, pos, offset, size, 0)
+        return _new(Step, (SCAN_SIZE_TOO_SMALL, pos, offset, size, 0))
     total = LOG_OVERHEAD + size
     if total > end - pos:
-        return Step(SCAN_TORN_TAIL, pos, offset, size, 0)
+        return _new(Step, (SCAN_TORN_TAIL, pos, offset, size, 0))
     if limit is not None and total > limit:
-        return Step(SCAN_TOO_LARGE, pos, offset, size, 0)
+        return _new(Step, (SCAN_TOO_LARGE, pos, offset, size, 0))
     magic = buf[rel + MAGIC_OFFSET]
     if magic >= 128:   # a Java byte
         magic -= 256
     if magic >= 2 and total < RECORD_BATCH_OVERHEAD and pos + RECORD_BATCH_OVERHEAD > header_end:
-        return Step(SCAN_V2_TOO_SHORT, pos, offset, size, magic)
-    return Step(SCAN_BATCH, pos, offset, size, magic)
+        return _new(Step, (SCAN_V2_TOO_SHORT, pos, offset, size, magic))
+    return _new(Step, (SCAN_BATCH, pos, offset, size, magic))
 
 
 def stops_silently(status: int) -> bool:

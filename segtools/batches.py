@@ -26,7 +26,7 @@ from . import codecs
 from ._columnar_codes import SCAN_BATCH, SCAN_END, RecordFault, record_error
 from ._py_records import check_v2_batch, iter_v2_records
 from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, java_long
-from .batch_walk import borrows_header, next_batch, walk_error
+from .batch_walk import next_batch, walk_error
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
 from .errors import (
@@ -617,26 +617,27 @@ class SegmentReader:
                 rel = pos - window_start
                 # the one walk (segtools.batch_walk: FileLogInputStream.nextBatch)
                 step = next_batch(window, rel, pos, end, self.file_size, limit)
-                if step.status == SCAN_END:
+                status, _, _, size_field, magic = step
+                if status == SCAN_END:
                     break
-                if step.status != SCAN_BATCH:
+                if status != SCAN_BATCH:
                     # damage read from a file being rewritten is not on disk
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
                     error = walk_error(step, path=path, file_size=self.file_size, limit=limit)
                     if error is None:
                         break  # torn tail: counted as invalid trailing bytes
                     raise error
-                total = step.size
-                if borrows_header(total, step.magic):
+                total = LOG_OVERHEAD + size_field
+                if magic >= 2 and total < RECORD_BATCH_OVERHEAD:
                     # a v2 batch shorter than its 61-byte header has its header loaded from
                     # the file (bytes past the batch's end), is invalid, and the walk goes
-                    # on 12 + length bytes later
+                    # on 12 + length bytes later (batch_walk.borrows_header)
                     head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
                     if len(head) < RECORD_BATCH_OVERHEAD:
                         raise changed("the file shrank")
                     batch = RecordBatch._v2_batch(head, path, segment, pos, limit, size=total,
                                                   computed_crc=None)
-                elif total > _EAGER_BATCH_BYTES and step.magic >= 2:
+                elif total > _EAGER_BATCH_BYTES and magic >= 2:
                     large = self._large_v2_batch(f, pos, total, segment)
                     if large is None:
                         raise changed("the file shrank")
