@@ -649,12 +649,14 @@ class SegmentReader:
                         rel = 0
                         if len(window) < total:
                             raise changed("the file shrank")
-                    buf = window[rel:rel + total]
+                    buf = window[rel:rel + total]   # bytes: what from_bytes would make
                     try:
-                        batch = RecordBatch.from_bytes(buf, path=path, position=pos,
-                                                       max_batch_bytes=limit,
-                                                       max_message_size=self.max_message_size,
-                                                       segment=segment)
+                        # the walk has checked what from_bytes would (size, limit, magic)
+                        if magic >= 2:
+                            batch = RecordBatch._v2_batch(buf, path, segment, pos, limit)
+                        else:
+                            batch = RecordBatch._legacy_batch(buf, path, segment, pos, limit,
+                                                              self.max_message_size)
                     except FormatError:
                         check_unchanged(buf, pos)
                         raise

@@ -447,7 +447,8 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
                 limit: int = DEFAULT_MAX_BATCH_BYTES) -> tuple[_Headers, int, int]:
     """Headers of the window from window offset ``rel``: (headers, next window offset, status).
     The walk is :mod:`segtools.batch_walk`'s (the kernel's ``scan_headers`` is its twin), over
-    the window: a status names the window's end, :func:`_walk_stop` the file's."""
+    the window: a status is judged against the window's end (:func:`_raise_scan_status` judges
+    against the file's)."""
     # an entry takes at least 26 bytes (12 + RECORD_OVERHEAD_V0), which bounds the row count
     max_batches = max(1, min(max_batches, (sf.filled - rel) // 26 + 1))
     if kernel is not None:
