@@ -36,11 +36,10 @@ from segtools._columnar_codes import (
     MIN_RECORD_SIZE,
     SCAN_BATCH,
     SCAN_MORE,
-    SCAN_SIZE_TOO_SMALL,
     RecordFault,
 )
 from segtools._reader_record import NO_SEQUENCE, increment_sequence, java_long
-from segtools.batch_walk import Step, next_batch, walk_error
+from segtools.batch_walk import next_batch
 from segtools.errors import BatchTooLargeError, CorruptBatchError
 from segtools.formats.record_batch import (
     HEADER_STRUCT_FORMAT,
@@ -277,16 +276,6 @@ def check_v2_batch(*, path: str | None, position: int, base_offset: int, size: i
             f"records, more than the limit", limit=limit, path=path or None,
             position=position + RECORDS_COUNT_OFFSET, base_offset=base_offset,
             field="records_count")
-
-
-def size_too_small_error(path: str, position: int, base_offset: int,
-                         size: int) -> CorruptBatchError:
-    """FileLogInputStream.nextBatch's CorruptRecordException for a size field below 14, as
-    every batch walk raises it (:func:`segtools.batch_walk.walk_error`)."""
-    error = walk_error(Step(SCAN_SIZE_TOO_SMALL, position, base_offset, size, 0), path=path,
-                       file_size=0)
-    assert isinstance(error, CorruptBatchError)
-    return error
 
 
 def _header_index(field: int, scope: dict[str, Any]) -> int:

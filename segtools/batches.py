@@ -1,11 +1,11 @@
 """Object reader for ``.log`` segments (and KRaft ``.checkpoint`` files, which hold batches too).
 
-``SegmentReader`` walks a file like Kafka's ``FileLogInputStream.nextBatch`` (FORMATS.md 1.8):
-at most 17 bytes left ends the walk; a size field < 14 raises ``CorruptBatchError``; a batch
-running past the end ends the walk silently and ``valid_bytes`` tells where the complete
-batches stop. Byte 16 selects the format: magic < 2 is a legacy message (``legacy.py``), any
-other value a v2 batch. Files are read in bounded chunks, so memory does not grow with the
-file size, and are opened read-only.
+``SegmentReader`` walks a file with the one batch walk, ``segtools.batch_walk`` (Kafka's
+``FileLogInputStream.nextBatch``, FORMATS.md 1.8): at most 17 bytes left ends the walk; a size
+field < 14 raises ``CorruptBatchError``; a batch running past the end ends the walk silently
+and ``valid_bytes`` tells where the complete batches stop. Byte 16 selects the format: magic
+< 2 is a legacy message (``legacy.py``), any other value a v2 batch. Files are read in bounded
+chunks, so memory does not grow with the file size, and are opened read-only.
 
 The header of a v2 batch is decoded with one precompiled ``struct.Struct``; the CRC-32C over
 ``[21, end)`` is computed for every batch and reported in ``crc_valid`` (not raised).
