@@ -31,7 +31,6 @@ the first batch failing ``ensureValid`` or ``ensureOffsetInRange``, the readers 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from segtools._columnar_codes import (
@@ -60,7 +59,7 @@ from segtools.formats.record_batch import (
 
 __all__ = ["SCAN_BATCH", "SCAN_END", "SCAN_TORN_TAIL", "SCAN_SIZE_TOO_SMALL", "SCAN_TOO_LARGE",
            "SCAN_V2_TOO_SHORT", "Step", "next_batch", "borrows_header", "walk_error",
-           "stops_silently", "walk"]
+           "stops_silently"]
 
 _OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
 #: builds a Step without NamedTuple's keyword-checking __new__ (next_batch runs once a batch)
@@ -146,18 +145,3 @@ def walk_error(step: Step, *, path: str, file_size: int, limit: int | None = Non
             f"{file_size - pos} bytes after it starts", path=path, position=pos,
             base_offset=step.base_offset, field="batch_length", actual=step.size_field)
     return None
-
-
-def walk(buf: Any, start: int = 0, end: int | None = None, *,
-         limit: int | None = None) -> Iterator[Step]:
-    """Every step over bytes held in memory (``buf`` is the file from position 0): the
-    batches, then the step where the walk stops (its status says why)."""
-    if end is None:
-        end = len(buf)
-    pos = start
-    while True:
-        step = next_batch(buf, pos, pos, end, len(buf), limit)
-        yield step
-        if step.status != SCAN_BATCH:
-            return
-        pos += step.size
