@@ -25,16 +25,21 @@ from segtools.formats.record_batch import (
 
 __all__ = [
     "SCAN_MORE", "SCAN_END", "SCAN_TORN_TAIL", "SCAN_SIZE_TOO_SMALL", "SCAN_V2_TOO_SHORT",
+    "SCAN_TOO_LARGE", "SCAN_BATCH",
     "LOG_OVERHEAD", "HEADER_SIZE_UP_TO_MAGIC", "RECORD_OVERHEAD_V0", "RECORD_BATCH_OVERHEAD",
     "MIN_RECORD_SIZE", "ST_SIZE", "RecordFault", "record_error",
 ]
 
-# header scan status (FileLogInputStream.nextBatch, FORMATS.md 1.8)
+# batch walk status (FileLogInputStream.nextBatch, FORMATS.md 1.8): the one walk is
+# segtools.batch_walk, its compiled twin segtools._kernel.scan_headers
 SCAN_MORE = 0          # stopped because the output chunk is full; call again from next_pos
 SCAN_END = 1           # at most 17 bytes left: no more batches
 SCAN_TORN_TAIL = 2     # a batch announces more bytes than the file holds (partial trailing batch)
 SCAN_SIZE_TOO_SMALL = 3  # size field < 14: Kafka's CorruptRecordException
-SCAN_V2_TOO_SHORT = 4    # magic >= 2 but the batch is shorter than the 61-byte v2 header
+SCAN_V2_TOO_SHORT = 4    # magic >= 2, shorter than the 61-byte v2 header, and the bytes after
+#                          it (where Kafka loads its header from) run out
+SCAN_TOO_LARGE = 5       # larger on disk than the reader's max_batch_bytes (segtools.limits)
+SCAN_BATCH = 6           # segtools.batch_walk.next_batch: a batch starts here
 
 #: smallest possible v2 record: length, attributes, timestampDelta, offsetDelta, keyLength,
 #: valueLength, headersCount, one byte each

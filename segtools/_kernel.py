@@ -56,6 +56,7 @@ from segtools._columnar_codes import (
     SCAN_END,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
+    SCAN_TOO_LARGE,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
 )
@@ -135,15 +136,19 @@ def _be64(buf, p):
 
 
 @numba.njit(_nrt=False, cache=True, nogil=True)
-def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, batch_length,
-                 partition_leader_epoch, magic, crc, attributes, last_offset_delta,
-                 base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
-                 records_count):
+def scan_headers(buf, pos, end, max_batches, stop_pos, limit, position, base_offset,
+                 batch_length, partition_leader_epoch, magic, crc, attributes,
+                 last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                 base_sequence, records_count):
     """Walk batches from ``pos``; fill at most ``max_batches`` rows and stop at the first batch
     starting at or after ``stop_pos``. Returns (n, next_pos, status).
 
-    Legacy entries (magic < 2 as a signed byte, as Kafka decides) get position, offset, length
-    and magic only; their other columns are left for the object reader to fill.
+    The compiled twin of :func:`segtools.batch_walk.next_batch` (FileLogInputStream.nextBatch):
+    the same checks in the same order, with ``end`` both the walk's end and the end of the
+    bytes a short v2 batch may borrow its header from (the window), and ``limit`` the
+    reader's max_batch_bytes. Legacy entries (magic < 2 as a signed byte, as Kafka decides)
+    get position, offset, length and magic only; their other columns are left for the
+    object reader to fill.
     """
     n = 0
     while True:
@@ -156,10 +161,12 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, position, base_offset, ba
             return n, pos, SCAN_SIZE_TOO_SMALL
         if pos + LOG_OVERHEAD + size > end:
             return n, pos, SCAN_TORN_TAIL
+        if LOG_OVERHEAD + size > limit:
+            return n, pos, SCAN_TOO_LARGE
         m = np.int64(buf[pos + MAGIC_OFFSET])
         if m >= 128:
             m -= 256
-        if m >= 2 and pos + RECORD_BATCH_OVERHEAD > end:
+        if m >= 2 and LOG_OVERHEAD + size < RECORD_BATCH_OVERHEAD and pos + RECORD_BATCH_OVERHEAD > end:
             # a batch shorter than the v2 header: Kafka loads the header from the bytes
             # after it (FileLogInputStream.loadBatchHeader); they must be in the window
             return n, pos, SCAN_V2_TOO_SHORT

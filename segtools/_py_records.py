@@ -34,21 +34,17 @@ from segtools._columnar_codes import (
     F_TIMESTAMP_DELTA,
     F_VALUE_LENGTH,
     MIN_RECORD_SIZE,
-    RECORD_OVERHEAD_V0,
-    SCAN_END,
+    SCAN_BATCH,
     SCAN_MORE,
-    SCAN_SIZE_TOO_SMALL,
-    SCAN_TORN_TAIL,
-    SCAN_V2_TOO_SHORT,
     RecordFault,
 )
 from segtools._reader_record import NO_SEQUENCE, increment_sequence, java_long
-from segtools.errors import BatchTooLargeError, CorruptBatchError, display_path
+from segtools.batch_walk import next_batch
+from segtools.errors import BatchTooLargeError, CorruptBatchError
 from segtools.formats.record_batch import (
     HEADER_STRUCT_FORMAT,
     LOG_OVERHEAD,
     LOG_PREFIX_STRUCT_FORMAT,
-    MAGIC_OFFSET,
     MAGIC_STRUCT_FORMAT,
     RECORD_BATCH_OVERHEAD,
     RECORDS_COUNT_OFFSET,
@@ -67,9 +63,11 @@ BATCH_FIELDS = ("position", "base_offset", "batch_length", "partition_leader_epo
                 "producer_id", "producer_epoch", "base_sequence", "records_count")
 
 
-def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
-                 stop_pos: int) -> tuple[dict[str, list[int]], int, int]:
-    """Walk batches from ``pos`` like FileLogInputStream; returns (columns, next_pos, status).
+def scan_headers(buf: Any, pos: int, end: int, max_batches: int, stop_pos: int,
+                 limit: int | None = None) -> tuple[dict[str, list[int]], int, int]:
+    """Walk batches from ``pos`` with :func:`segtools.batch_walk.next_batch` (the window's
+    end is also where a short v2 batch's borrowed header must end); returns (columns,
+    next_pos, status).
 
     Same contract as :func:`segtools._kernel.scan_headers`; legacy entries get only position,
     offset, length and magic (the other columns hold 0).
@@ -79,19 +77,10 @@ def scan_headers(buf: Any, pos: int, end: int, max_batches: int,
     while True:
         if n >= max_batches or (n > 0 and pos >= stop_pos):
             return cols, pos, SCAN_MORE
-        if pos >= end - 17:
-            return cols, pos, SCAN_END
-        offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
-        if size < 14:
-            return cols, pos, SCAN_SIZE_TOO_SMALL
-        if pos + 12 + size > end:
-            return cols, pos, SCAN_TORN_TAIL
-        magic = _MAGIC.unpack_from(buf, pos + MAGIC_OFFSET)[0]
+        status, _, offset, size, magic = next_batch(buf, pos, pos, end, end, limit)
+        if status != SCAN_BATCH:
+            return cols, pos, status
         if magic >= 2:
-            # a batch shorter than the v2 header: Kafka loads the header from the bytes after
-            # it (FileLogInputStream.loadBatchHeader); they must be in the window
-            if pos + 61 > end:
-                return cols, pos, SCAN_V2_TOO_SHORT
             values = _V2_HEADER.unpack_from(buf, pos)
             row = (pos, offset, size) + values[2:]
         else:
@@ -287,16 +276,6 @@ def check_v2_batch(*, path: str | None, position: int, base_offset: int, size: i
             f"records, more than the limit", limit=limit, path=path or None,
             position=position + RECORDS_COUNT_OFFSET, base_offset=base_offset,
             field="records_count")
-
-
-def size_too_small_error(path: str, position: int, base_offset: int,
-                         size: int) -> CorruptBatchError:
-    """FileLogInputStream.nextBatch's CorruptRecordException for a size field below 14, as
-    every batch walk raises it."""
-    return CorruptBatchError(
-        f"Found record size {size} smaller than minimum record overhead "
-        f"({RECORD_OVERHEAD_V0}) in file {display_path(path)}.", path=path, position=position,
-        base_offset=base_offset, field="batch_length", actual=size)
 
 
 def _header_index(field: int, scope: dict[str, Any]) -> int:

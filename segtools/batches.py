@@ -1,11 +1,11 @@
 """Object reader for ``.log`` segments (and KRaft ``.checkpoint`` files, which hold batches too).
 
-``SegmentReader`` walks a file like Kafka's ``FileLogInputStream.nextBatch`` (FORMATS.md 1.8):
-at most 17 bytes left ends the walk; a size field < 14 raises ``CorruptBatchError``; a batch
-running past the end ends the walk silently and ``valid_bytes`` tells where the complete
-batches stop. Byte 16 selects the format: magic < 2 is a legacy message (``legacy.py``), any
-other value a v2 batch. Files are read in bounded chunks, so memory does not grow with the
-file size, and are opened read-only.
+``SegmentReader`` walks a file with the one batch walk, ``segtools.batch_walk`` (Kafka's
+``FileLogInputStream.nextBatch``, FORMATS.md 1.8): at most 17 bytes left ends the walk; a size
+field < 14 raises ``CorruptBatchError``; a batch running past the end ends the walk silently
+and ``valid_bytes`` tells where the complete batches stop. Byte 16 selects the format: magic
+< 2 is a legacy message (``legacy.py``), any other value a v2 batch. Files are read in bounded
+chunks, so memory does not grow with the file size, and are opened read-only.
 
 The header of a v2 batch is decoded with one precompiled ``struct.Struct``; the CRC-32C over
 ``[21, end)`` is computed for every batch and reported in ``crc_valid`` (not raised).
@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import codecs
-from ._columnar_codes import RecordFault, record_error
-from ._py_records import check_v2_batch, iter_v2_records, size_too_small_error
+from ._columnar_codes import SCAN_BATCH, SCAN_END, RecordFault, record_error
+from ._py_records import check_v2_batch, iter_v2_records
 from ._reader_record import NO_SEQUENCE, Record, increment_sequence, java_int, java_long
+from .batch_walk import next_batch, walk_error
 from .control import ControlRecord, control_type_name, decode_control_key, decode_control_value
 from .crc import crc32c
 from .errors import (
-    BatchTooLargeError,
     CompressionError,
     CorruptBatchError,
     CrcMismatchError,
@@ -603,50 +603,41 @@ class SegmentReader:
         window_start = self.start
         pos = self.start
         try:
-            while end - pos > HEADER_SIZE_UP_TO_MAGIC:
+            while True:
                 if f.closed:
                     raise InputError(f"{display_path(path)}: the reader was closed during "
                                      "iteration")
                 if pos + HEADER_SIZE_UP_TO_MAGIC > window_start + len(window):
-                    window = _read_at(f, pos, min(max(_READ_CHUNK, HEADER_SIZE_UP_TO_MAGIC),
-                                                  end - pos))
+                    want = min(max(_READ_CHUNK, HEADER_SIZE_UP_TO_MAGIC), end - pos)
+                    window = _read_at(f, pos, want)
                     window_start = pos
-                    if len(window) < HEADER_SIZE_UP_TO_MAGIC:
+                    if len(window) < want:
                         # reads stay below the size at open: a short one means it shrank
                         raise changed("the file shrank")
                 rel = pos - window_start
-                offset, size = _OFFSET_SIZE.unpack_from(window, rel)
-                if size < RECORD_OVERHEAD_V0:
+                # the one walk (segtools.batch_walk: FileLogInputStream.nextBatch)
+                step = next_batch(window, rel, pos, end, self.file_size, limit)
+                status, _, _, size_field, magic = step
+                if status == SCAN_END:
+                    break
+                if status != SCAN_BATCH:
+                    # damage read from a file being rewritten is not on disk
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                    raise size_too_small_error(path, pos, offset, size)
-                total = LOG_OVERHEAD + size
-                if total > end - pos:
-                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                    break  # torn tail: counted as invalid trailing bytes
-                if total > limit:
-                    check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                    raise BatchTooLargeError(
-                        f"batch of {total} bytes on disk is larger than the limit",
-                        limit=limit, path=path, position=pos, base_offset=offset,
-                        field="batch_length")
-                if (total < RECORD_BATCH_OVERHEAD
-                        and window[rel + MAGIC_OFFSET] not in _LEGACY_MAGIC_BYTES):
-                    # FileLogInputStream: a v2 batch shorter than its 61-byte header still
-                    # has its header loaded from the file (bytes past the batch's end), is
-                    # invalid, and the walk goes on 12 + length bytes later
+                    error = walk_error(step, path=path, file_size=self.file_size, limit=limit)
+                    if error is None:
+                        break  # torn tail: counted as invalid trailing bytes
+                    raise error
+                total = LOG_OVERHEAD + size_field
+                if magic >= 2 and total < RECORD_BATCH_OVERHEAD:
+                    # a v2 batch shorter than its 61-byte header has its header loaded from
+                    # the file (bytes past the batch's end), is invalid, and the walk goes
+                    # on 12 + length bytes later (batch_walk.borrows_header)
                     head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
                     if len(head) < RECORD_BATCH_OVERHEAD:
-                        check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                        raise TruncatedBatchError(
-                            f"Failed to load record batch at position {pos}: its {total} "
-                            f"bytes are shorter than the {RECORD_BATCH_OVERHEAD}-byte v2 header "
-                            f"and the file ends {self.file_size - pos} bytes after it starts",
-                            path=path, position=pos, base_offset=offset,
-                            field="batch_length", actual=size)
+                        raise changed("the file shrank")
                     batch = RecordBatch._v2_batch(head, path, segment, pos, limit, size=total,
                                                   computed_crc=None)
-                elif (total > _EAGER_BATCH_BYTES
-                      and window[rel + MAGIC_OFFSET] not in _LEGACY_MAGIC_BYTES):
+                elif total > _EAGER_BATCH_BYTES and magic >= 2:
                     large = self._large_v2_batch(f, pos, total, segment)
                     if large is None:
                         raise changed("the file shrank")
@@ -658,12 +649,14 @@ class SegmentReader:
                         rel = 0
                         if len(window) < total:
                             raise changed("the file shrank")
-                    buf = window[rel:rel + total]
+                    buf = window[rel:rel + total]   # bytes: what from_bytes would make
                     try:
-                        batch = RecordBatch.from_bytes(buf, path=path, position=pos,
-                                                       max_batch_bytes=limit,
-                                                       max_message_size=self.max_message_size,
-                                                       segment=segment)
+                        # the walk has checked what from_bytes would (size, limit, magic)
+                        if magic >= 2:
+                            batch = RecordBatch._v2_batch(buf, path, segment, pos, limit)
+                        else:
+                            batch = RecordBatch._legacy_batch(buf, path, segment, pos, limit,
+                                                              self.max_message_size)
                     except FormatError:
                         check_unchanged(buf, pos)
                         raise

@@ -35,22 +35,22 @@ from segtools._columnar_codes import (
     RECORD_BATCH_OVERHEAD,
     SCAN_MORE,
     SCAN_SIZE_TOO_SMALL,
+    SCAN_TOO_LARGE,
     SCAN_TORN_TAIL,
     SCAN_V2_TOO_SHORT,
     ST_SIZE,
     RecordFault,
     record_error,
 )
-from segtools._py_records import check_v2_batch, size_too_small_error
+from segtools._py_records import check_v2_batch
+from segtools.batch_walk import borrows_header, next_batch, stops_silently, walk_error
 from segtools.codecs import COMPRESSION_NAMES
 from segtools.errors import (
-    BatchTooLargeError,
     CorruptBatchError,
     FileChangedError,
     FormatError,
     InputError,
     SegtoolsError,
-    TruncatedBatchError,
     display_path,
     os_input_error,
 )
@@ -59,6 +59,7 @@ from segtools.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     DELETE_HORIZON_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
@@ -444,14 +445,19 @@ _HEADER_DTYPES = {
 }
 
 
-def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int) -> tuple[_Headers, int, int]:
-    """Headers of the window from window offset ``rel``: (headers, next window offset, status)."""
+def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
+                limit: int = DEFAULT_MAX_BATCH_BYTES) -> tuple[_Headers, int, int]:
+    """Headers of the window from window offset ``rel``: (headers, next window offset, status).
+    The walk is :mod:`segtools.batch_walk`'s (the kernel's ``scan_headers`` is its twin), over
+    the window: a status is judged against the window's end (:func:`_raise_scan_status` judges
+    against the file's)."""
     # an entry takes at least 26 bytes (12 + RECORD_OVERHEAD_V0), which bounds the row count
     max_batches = max(1, min(max_batches, (sf.filled - rel) // 26 + 1))
     if kernel is not None:
         out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
         n, next_rel, status = kernel.scan_headers(
-            sf.array, rel, sf.filled, max_batches, sf.filled, out["position"], out["base_offset"],
+            sf.array, rel, sf.filled, max_batches, sf.filled, limit, out["position"],
+            out["base_offset"],
             out["batch_length"], out["partition_leader_epoch"], out["magic"], out["crc"],
             out["attributes"], out["last_offset_delta"], out["base_timestamp"],
             out["max_timestamp"], out["producer_id"], out["producer_epoch"],
@@ -461,7 +467,7 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int) -> tu
         from segtools import _py_records
 
         lists, next_rel, status = _py_records.scan_headers(sf.view, rel, sf.filled, max_batches,
-                                                           sf.filled)
+                                                           sf.filled, limit)
         cols = {name: np.asarray(lists[name], dtype=dt) for name, dt in _HEADER_DTYPES.items()}
     cols["position"] = cols["position"] + sf.base
     return _Headers(**cols, base=sf.base), int(next_rel), int(status)
@@ -484,21 +490,14 @@ def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
     return valid
 
 
-def _raise_scan_status(mf: _SegmentFile, pos: int, status: int) -> None:
-    """Raise for a fatal scan status at file position ``pos`` (inside the loaded window)."""
-    rel = pos - mf.base
-    if status == SCAN_SIZE_TOO_SMALL:
-        size = int.from_bytes(mf.view[rel + 8:rel + 12], "big", signed=True)
-        offset = int.from_bytes(mf.view[rel:rel + 8], "big", signed=True)
-        raise size_too_small_error(mf.path, pos, offset, size)
-    if status == SCAN_V2_TOO_SHORT:
-        size = int.from_bytes(mf.view[rel + 8:rel + 12], "big", signed=True)
-        offset = int.from_bytes(mf.view[rel:rel + 8], "big", signed=True)
-        raise TruncatedBatchError(
-            f"Failed to load record batch at position {pos}: its {size + 12} bytes are shorter "
-            f"than the {RECORD_BATCH_OVERHEAD}-byte v2 header and the file ends "
-            f"{mf.size - pos} bytes after it starts", path=mf.path, position=pos,
-            base_offset=offset, field="batch_length", actual=size)
+def _raise_scan_status(mf: _SegmentFile, pos: int, limit: int) -> None:
+    """Raise the walk's error where it stopped at file position ``pos`` (inside the loaded
+    window), judged against the whole file (:func:`segtools.batch_walk.next_batch`)."""
+    error = walk_error(next_batch(mf.view, pos - mf.base, pos, mf.size, mf.size, limit),
+                       path=mf.path, file_size=mf.size, limit=limit)
+    if error is not None:
+        mf.check_unchanged(pos, min(HEADER_SIZE_UP_TO_MAGIC, mf.base + mf.filled - pos))
+        raise error
 
 
 def _legacy_batch(mf: _SegmentFile, pos: int, size: int, limit: int) -> Any:
@@ -538,12 +537,13 @@ def _fill_legacy(h: _Headers, mf: _SegmentFile, limit: int = DEFAULT_MAX_BATCH_B
                                "LogAppendTime": 1}[b.timestamp_type]
 
 
-def _scan_window(sf: _SegmentFile, kernel: Any, rel: int, max_batches: int) -> tuple[list[_Headers], int, int]:
+def _scan_window(sf: _SegmentFile, kernel: Any, rel: int, max_batches: int,
+                 limit: int = DEFAULT_MAX_BATCH_BYTES) -> tuple[list[_Headers], int, int]:
     """Header chunks of the loaded window from ``rel``: (chunks, next window offset, status).
     CRCs and legacy fields are not filled yet (see :func:`_finish_chunk`)."""
     chunks = []
     while True:
-        h, rel, status = _scan_chunk(sf, rel, kernel, max_batches)
+        h, rel, status = _scan_chunk(sf, rel, kernel, max_batches, limit)
         if len(h):
             chunks.append(h)
         if status != SCAN_MORE:
@@ -561,39 +561,9 @@ def _finish_chunk(sf: _SegmentFile, h: _Headers, kernel: Any,
     return h
 
 
-def _head(h: _Headers, n: int) -> _Headers:
-    """The first ``n`` rows of ``h``."""
-    fields: dict[str, Any] = {name: (value[:n] if isinstance(value, np.ndarray) else value)
-                              for name, value in vars(h).items()}
-    return _Headers(**fields)
-
-
-def _too_large(sf: _SegmentFile, pos: int, base_offset: int, total: int,
-               limit: int) -> BatchTooLargeError:
-    sf.check_unchanged(pos, 12)
-    return BatchTooLargeError(f"batch of {total} bytes on disk is larger than the limit",
-                              limit=limit, path=sf.path, position=pos, base_offset=base_offset,
-                              field="batch_length")
-
-
-def _finished_within_limit(sf: _SegmentFile, chunks: list[_Headers], kernel: Any,
-                           limit: int) -> Iterator[_Headers]:
-    """Finished header chunks; a batch above ``limit`` on disk raises after the rows before
-    it (the object reader refuses it at the same place)."""
-    for h in chunks:
-        over = np.flatnonzero(h.batch_length + 12 > limit)
-        if over.size:
-            i = int(over[0])
-            if i:
-                yield _finish_chunk(sf, _head(h, i), kernel, limit)
-            raise _too_large(sf, int(h.position[i]), int(h.base_offset[i]),
-                             int(h.batch_length[i]) + 12, limit)
-        yield _finish_chunk(sf, h, kernel, limit)
-
-
-def _streamed_header(sf: _SegmentFile, pos: int, total: int, limit: int) -> _Headers | None:
+def _streamed_header(sf: _SegmentFile, pos: int, total: int, limit: int) -> _Headers:
     """The header row of a v2 batch larger than the window, its CRC-32C computed over
-    streamed reads so memory does not grow with the batch. None if the file ends early."""
+    streamed reads so memory does not grow with the batch."""
     from segtools.batches import V2_HEADER
 
     head = bytes(sf.crc_step_read(pos, RECORD_BATCH_OVERHEAD))
@@ -635,44 +605,38 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
     ``start``: the byte position of a batch to begin the walk at (0: the file's start)."""
     sf.load(start)
     while True:
-        chunks, rel, status = _scan_window(sf, kernel, 0, max_batches)
+        chunks, rel, status = _scan_window(sf, kernel, 0, max_batches, limit)
         next_pos = sf.base + rel
         # a short v2 batch whose borrowed header bytes lie past the window: read on from it
-        fatal = status == SCAN_SIZE_TOO_SMALL or (status == SCAN_V2_TOO_SHORT and (
-            sf.at_eof or rel == 0))
+        fatal = status in (SCAN_SIZE_TOO_SMALL, SCAN_TOO_LARGE) or (
+            status == SCAN_V2_TOO_SHORT and (sf.at_eof or rel == 0))
         if not fatal and not sf.at_eof and rel > 0:
             sf.prefetch(next_pos)
-        yield from _finished_within_limit(sf, chunks, kernel, limit)
+        for h in chunks:
+            yield _finish_chunk(sf, h, kernel, limit)
         if fatal:
-            sf.check_unchanged(next_pos, min(17, sf.base + sf.filled - next_pos))
-            _raise_scan_status(sf, next_pos, status)
+            _raise_scan_status(sf, next_pos, limit)
         if sf.at_eof:
             if status == SCAN_TORN_TAIL:   # a tail cut by a concurrent writer is no finding
                 sf.check_unchanged(next_pos, min(12, sf.base + sf.filled - next_pos))
             return            # SCAN_END or a torn tail: Kafka stops here without an error
         if rel == 0:
-            # one batch larger than the window (it fits in the file, else the window would
-            # have reached EOF and this would be a torn tail)
-            size = int.from_bytes(sf.view[8:12], "big", signed=True) if sf.filled >= 12 else 0
-            if size < 14 or next_pos + 12 + size > sf.size:
+            # one batch larger than the window: the walk's decision against the whole file
+            step = next_batch(sf.view, 0, next_pos, sf.size, sf.size, limit)
+            if stops_silently(step.status):
                 return
-            if 12 + size > limit:
-                raise _too_large(sf, next_pos, int.from_bytes(sf.view[0:8], "big", signed=True),
-                                 12 + size, limit)
-            magic = int.from_bytes(sf.view[16:17], "big", signed=True)
-            if not need_bytes and magic >= 2 and size + 12 >= RECORD_BATCH_OVERHEAD:
-                h = _streamed_header(sf, next_pos, 12 + size, limit)
-                if h is None:
-                    return
-                yield h
-                sf.load(next_pos + 12 + size)
+            _raise_scan_status(sf, next_pos, limit)
+            total = step.size
+            if not need_bytes and not borrows_header(total, step.magic) and step.magic >= 2:
+                yield _streamed_header(sf, next_pos, total, limit)
+                sf.load(next_pos + total)
                 continue
-            sf.load(next_pos, 12 + size)
-            chunks, next_rel, status = _scan_window(sf, kernel, 0, 1)
-            yield from _finished_within_limit(sf, chunks, kernel, limit)
-            if status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT):
-                sf.check_unchanged(sf.base + next_rel, 17)
-                _raise_scan_status(sf, sf.base + next_rel, status)
+            sf.load(next_pos, total)
+            chunks, next_rel, status = _scan_window(sf, kernel, 0, 1, limit)
+            for h in chunks:
+                yield _finish_chunk(sf, h, kernel, limit)
+            if status in (SCAN_SIZE_TOO_SMALL, SCAN_V2_TOO_SHORT, SCAN_TOO_LARGE):
+                _raise_scan_status(sf, sf.base + next_rel, limit)
             if next_rel == 0:    # the file shrank while we read it
                 raise sf.changed("the file shrank")
             next_pos = sf.base + next_rel

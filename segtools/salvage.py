@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ._columnar_codes import SCAN_BATCH, SCAN_END, SCAN_SIZE_TOO_SMALL, SCAN_TOO_LARGE, SCAN_TORN_TAIL
+from .batch_walk import borrows_header, next_batch
 from .batches import RecordBatch, segment_paths
 from .crc import crc32c
 from .errors import FormatError, InputError, display_path
@@ -113,17 +115,16 @@ class SegmentSalvage:
 
 
 def check_batch_at(buf: Any, pos: int, end: int, *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int:
-    """Size of the batch starting at ``pos`` when its header checks out, else 0."""
-    if pos + _MIN_CANDIDATE > end:
+    """Size of the batch starting at ``pos`` when its header checks out, else 0: the one batch
+    walk (segtools.batch_walk) finds a batch there, and it passes ``ensureValid``."""
+    step = next_batch(buf, pos, pos, end, end, max_batch_bytes)
+    if step.status != SCAN_BATCH:
         return 0
-    (length,) = _LEN.unpack_from(buf, pos + 8)
-    magic = buf[pos + 16]
-    size = LOG_OVERHEAD + length
-    if length < 14 or size > max_batch_bytes or pos + size > end:
-        return 0
+    size = step.size
+    magic = step.magic
     if magic == 2:
-        if size < V2_OVERHEAD:
-            return 0
+        if borrows_header(size, magic):
+            return 0   # DefaultRecordBatch.ensureValid: shorter than the 61-byte header
         (last_offset_delta,) = _V2_TAIL.unpack_from(buf, pos + 23)
         (count,) = _V2_TAIL.unpack_from(buf, pos + 57)
         if last_offset_delta < 0 or count < 0:
@@ -131,7 +132,7 @@ def check_batch_at(buf: Any, pos: int, end: int, *, max_batch_bytes: int = DEFAU
         (crc,) = _U32.unpack_from(buf, pos + 17)
         return size if crc32c(memoryview(buf)[pos + 21:pos + size]) == crc else 0
     if magic in LEGACY_MIN_SIZE:
-        if length < LEGACY_MIN_SIZE[magic]:
+        if step.size_field < LEGACY_MIN_SIZE[magic]:
             return 0
         (crc,) = _U32.unpack_from(buf, pos + 12)
         return size if zlib.crc32(memoryview(buf)[pos + 16:pos + size]) == crc else 0
@@ -248,36 +249,43 @@ def _walk(buf: Any, arr: np.ndarray, size: int, path: str,
             found.append(parsed)
             pos += n
             continue
-        why = _why_bad(buf, pos, size, max_batch_bytes)
+        why, walk_ends = _why_bad(buf, pos, size, max_batch_bytes)
         nxt = size
         for cand in _candidates(arr, pos + 1, size, max_batch_bytes):
             m = check_batch_at(buf, cand, size, max_batch_bytes=max_batch_bytes)
             if m and _parse(buf, cand, m, path) is not None:
                 nxt = cand
                 break
-        reason = "torn_tail" if nxt == size and why.startswith("batch runs past") else "corrupt"
+        reason = "torn_tail" if nxt == size and walk_ends else "corrupt"
         bad.append((pos, nxt, reason, why))
         pos = nxt
     return found, bad
 
 
-def _why_bad(buf: Any, pos: int, end: int, max_batch_bytes: int) -> str:
-    """One phrase for why the header at ``pos`` does not check out (for the manifest)."""
-    if pos + 17 > end:
-        return f"{end - pos} trailing bytes, too few for a batch header"
-    (length,) = _LEN.unpack_from(buf, pos + 8)
-    magic = buf[pos + 16]
-    if length < 14:
-        return f"size field {length} below the minimum 14"
-    if LOG_OVERHEAD + length > max_batch_bytes:
-        return f"size field {length} above the batch limit {max_batch_bytes}"
-    if pos + LOG_OVERHEAD + length > end:
-        return f"batch runs past the end of the file (size field {length}, {end - pos} bytes left)"
+def _why_bad(buf: Any, pos: int, end: int, max_batch_bytes: int) -> tuple[str, bool]:
+    """One phrase for why the header at ``pos`` does not check out (for the manifest), and
+    whether the walk just ends there (a torn tail: too few bytes left, or a batch running
+    past the end of the file)."""
+    step = next_batch(buf, pos, pos, end, end, max_batch_bytes)
+    status = step.status
+    length = step.size_field
+    if status == SCAN_END:
+        return f"{end - pos} trailing bytes, too few for a batch header", True
+    if status == SCAN_SIZE_TOO_SMALL:
+        return f"size field {length} below the minimum 14", False
+    if status == SCAN_TORN_TAIL:
+        return (f"batch runs past the end of the file (size field {length}, {end - pos} bytes "
+                "left)"), True
+    if status == SCAN_TOO_LARGE:
+        return f"size field {length} above the batch limit {max_batch_bytes}", False
+    magic = step.magic
     if magic not in (0, 1, 2):
-        return f"unknown magic {magic}"
-    if magic == 2 and LOG_OVERHEAD + length < V2_OVERHEAD:
-        return f"size field {length} below the v2 batch overhead"
-    return "CRC mismatch" if magic == 2 or length >= LEGACY_MIN_SIZE[magic] else f"size field {length} too small"
+        return f"unknown magic {magic & 0xFF}", False
+    if borrows_header(step.size, magic):
+        return f"size field {length} below the v2 batch overhead", False
+    if magic == 2 or length >= LEGACY_MIN_SIZE[magic]:
+        return "CRC mismatch", False
+    return f"size field {length} too small", False
 
 
 def _merge(dropped: list[tuple[int, int, str, str]], kept: Sequence[SalvagedBatch]) -> list[DroppedRange]:

@@ -16,21 +16,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from segtools._columnar_codes import SCAN_BATCH
+from segtools.batch_walk import next_batch, walk_error
 from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
 from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from segtools.formats.names import dump_stem_offset
-from segtools.formats.record_batch import LOG_PREFIX_STRUCT_FORMAT, MAGIC_STRUCT_FORMAT
+from segtools.formats.record_batch import LAST_OFFSET_DELTA_OFFSET
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
 
 _OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)     # relativeOffset, position
 _TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)       # timestamp, relativeOffset
-_LOG_HEAD = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)         # baseOffset, length
-_SIGNED_BYTE = struct.Struct(MAGIC_STRUCT_FORMAT)       # a Java byte (the magic)
 _LAST_OFFSET_DELTA = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)  # an int32 at byte 23
+_LAST_OFFSET_END = LAST_OFFSET_DELTA_OFFSET + _LAST_OFFSET_DELTA.size
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
@@ -62,37 +63,30 @@ def sibling(path: str, suffix: str) -> str:
 
 
 def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path: str) -> int:
-    """lastOffset of the first complete batch in ``log.slice(position, limit)``, following
-    FileLogInputStream.nextBatch. Raises FormatError where Kafka throws."""
+    """lastOffset of the first batch of ``log.slice(position, limit)`` (DumpLogSegments reads
+    the slice's first batch), found by the one batch walk (segtools.batch_walk). Raises
+    FormatError where Kafka throws; no batch in the slice is kafka-dump-log's
+    NoSuchElementException."""
     size = log.size
     if position < 0 or position > size:
         raise FormatError(f"index points past the end of the log ({size} bytes)",
                           path=log_path, position=position, field="position")
-    end = min(size, position + limit)
+    end = min(size, position + limit)   # FileRecords.slice: --max-message-size bytes at most
     no_batch = FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
                            path=log_path, position=position)
-    if position >= end - 17:
+    # 27 bytes: the walk's 17, and a v2 header's lastOffsetDelta at [23, 27)
+    head = log.read(position, _LAST_OFFSET_END)
+    if len(head) < min(_LAST_OFFSET_END, size - position):  # the log shrank under us
         raise no_batch
-    head = log.read(position, 27)
-    if len(head) < 17:  # the log shrank under us
-        raise no_batch
-    base_offset, length = _LOG_HEAD.unpack_from(head, 0)
-    if length < 14:
-        raise FormatError(f"Found record size {length} smaller than minimum record overhead "
-                          f"(14) in file {log_path}.", path=log_path, position=position,
-                          field="length")
-    if position + 12 + length > end:
-        raise no_batch
-    if _SIGNED_BYTE.unpack_from(head, 16)[0] < 2:  # legacy (Java byte: 0x80+ is negative)
-        return int(base_offset)  # the offset field of a legacy entry is its last offset
-    # any magic above 1 is read as a v2 batch: Kafka loads its 61-byte header from the file
-    # even when the length field says the batch is shorter
-    if position + 61 > size:
-        raise FormatError(f"the 61-byte v2 batch header runs past the end of the log "
-                          f"({size} bytes)", path=log_path, position=position, field="length")
-    if len(head) < 27:
-        raise no_batch
-    return int(base_offset + _LAST_OFFSET_DELTA.unpack_from(head, 23)[0])
+    step = next_batch(head, 0, position, end, size)
+    if step.status != SCAN_BATCH:
+        error = walk_error(step, path=log_path, file_size=size)
+        raise no_batch if error is None else error
+    if step.magic < 2:
+        return step.base_offset  # the offset field of a legacy entry is its last offset
+    # any magic above 1 is a v2 batch: Kafka loads its 61-byte header from the file even when
+    # the length field says the batch is shorter (the walk checked those bytes exist)
+    return int(step.base_offset + _LAST_OFFSET_DELTA.unpack_from(head, LAST_OFFSET_DELTA_OFFSET)[0])
 
 
 _REAL_CHUNK = 65536  # slots turned into Python ints at a time while iterating

@@ -24,6 +24,8 @@ from segtools.formats.names import (
     offset_from_filename,
 )
 
+from .._columnar_codes import SCAN_BATCH
+from ..batch_walk import next_batch
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
 from .index_files import AbortedTxnEntry, OffsetIndexFile, TimeIndexFile, TxnIndexFile
@@ -122,9 +124,11 @@ class _Segment:
 
     def read_batches(self) -> tuple[list[BatchHeader], int]:
         """Headers of the valid batches at the start of the ``.log`` and the byte count they
-        cover. Walks like ``FileLogInputStream`` (stops when <= 17 bytes remain or a batch is
-        cut off); a bad size, unknown magic, CRC mismatch or offset outside the segment also
-        ends the walk (``LogSegment.recover`` catches those and truncates there)."""
+        cover, like ``LogSegment.recover`` (storage/.../internals/log/LogSegment.java): the
+        one batch walk (segtools.batch_walk, FileLogInputStream.nextBatch, no size limit)
+        steps from batch to batch; where it stops, or a batch fails ``ensureValid`` (size,
+        magic, CRC) or ``ensureOffsetInRange``, recover catches the exception and truncates
+        there."""
         headers: list[BatchHeader] = []
         pos = 0
         if self.size == 0:
@@ -133,7 +137,10 @@ class _Segment:
             view = memoryview(m)
             try:
                 end = len(m)
-                while pos < end - 17:
+                while True:
+                    step = next_batch(view, pos, pos, end, end)
+                    if step.status != SCAN_BATCH:
+                        break  # torn tail, or CorruptRecordException: truncated here
                     try:
                         header = parse_batch_header(view, pos, path=self.log_path)
                     except FormatError:
