@@ -64,8 +64,9 @@ def _read_unsigned(buf: Buffer, pos: int, max_bytes: int, what: str) -> tuple[in
         if b < 0x80:
             return result, pos
         shift += 7
+    # actual: the value its max_bytes groups spell (Kafka's own message prints it)
     raise VarintError(f"{what} is too long, the most significant bit in the {max_bytes}th "
-                      f"byte is set", position=start, field=what)
+                      f"byte is set", position=start, field=what, actual=result)
 
 
 def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:

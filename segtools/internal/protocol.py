@@ -28,7 +28,7 @@ from typing import Any
 
 from segtools.errors import SchemaError
 from segtools.java_utf8 import java_utf8_replace
-from segtools.varint import encode_uvarint
+from segtools.varint import VarintError, VarintTruncatedError, encode_uvarint, read_uvarint
 
 MAX_VERSION = 32767
 UNKNOWN_TAGGED_FIELDS = "_unknownTaggedFields"  # dict key holding [(tag, bytes), ...] when present
@@ -265,20 +265,18 @@ class Reader:
         return value
 
     def uvarint(self, path: str) -> int:
-        value = 0
-        for i in range(5):
-            if self.pos >= self.end:
-                raise _ReadError("null", path)
-            b = self.data[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << (7 * i)
-            if not b & 0x80:
-                # Java keeps the low 32 bits in an int
-                value &= 0xFFFFFFFF
-                return value - (1 << 32) if value >= (1 << 31) else value
-        raise _ReadError(
-            "Varint is too long, the most significant bit in the 5th byte is set, converted value: "
-            + format(value & 0xFFFFFFFF, "x"), path)
+        view = memoryview(self.data)[:self.end]
+        try:
+            value, self.pos = read_uvarint(view, self.pos)
+        except VarintTruncatedError:
+            raise _ReadError("null", path) from None
+        except VarintError as e:
+            raise _ReadError("Varint is too long, the most significant bit in the 5th byte is set, "
+                             "converted value: " + format(int(e.actual or 0) & 0xFFFFFFFF, "x"), path) from None
+        finally:
+            view.release()
+        # Java keeps the low 32 bits in an int
+        return value - (1 << 32) if value >= (1 << 31) else value
 
     def raw(self, length: int, path: str) -> bytes:
         if length > self.remaining:
