@@ -240,3 +240,29 @@ def test_metadata_frame_fields_are_java_ints_cast_to_short():
     assert metadata.format_record(b"\x01" + bytes.fromhex("ffffffff0f") + b"\x00", offset=2) == (
         "Error at 2, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: "
         "Unknown metadata id -1")
+
+
+@pytest.mark.parametrize("raw, converted", [
+    # ByteUtils.readUnsignedVarint: the value so far, 5th group included (shifted by 28, so a
+    # Java int keeps its low 4 bits), printed with Integer.toHexString
+    (b"\x80\x80\x80\x80\x81", "10000000"),
+    (b"\xff\xff\xff\xff\xff", "ffffffff"),
+    (b"\x81\x80\x80\x80\x8f", "f0000001"),
+])
+def test_an_overlong_compact_length_words_its_error_like_kafka(raw, converted):
+    from segtools.internal.protocol import field, message, read_message
+
+    msg = message("Probe", None, "0", "0+", [field("Name", "string")])
+    with pytest.raises(SchemaError) as caught:
+        read_message(msg, raw + b"\x00", 0)
+    assert caught.value.reason == ("Varint is too long, the most significant bit in the 5th byte is set, "
+                                   f"converted value: {converted}")
+
+
+def test_a_compact_length_cut_off_by_the_end_reads_as_null_like_kafka():
+    from segtools.internal.protocol import field, message, read_message
+
+    msg = message("Probe", None, "0", "0+", [field("Name", "string")])
+    with pytest.raises(SchemaError) as caught:
+        read_message(msg, b"\x80\x80", 0)
+    assert caught.value.reason == "null"  # BufferUnderflowException's message
