@@ -5,6 +5,10 @@
 * :func:`iter_record_batches` / :func:`read_records`: one row per record (``RECORD_SCHEMA``):
   Spark's Kafka source columns first, then forensic columns.
 
+Paths mean what :func:`segtools.sources.resolve` says (a segment, a partition dir, a broker dir,
+a folder of broker dirs), URIs included: an object (``s3://``...) is read like ``read_batches``
+reads it, one segment at a time through a temporary local copy (:func:`_open_segment`).
+
 Files are opened read-only, read through one reusable window and walked like Kafka's
 ``FileLogInputStream`` (FORMATS.md 1.8): a torn tail ends the walk silently, a size field below
 14 raises ``CorruptBatchError``. Output comes in bounded chunks (``max_rows`` rows, at most
@@ -19,6 +23,7 @@ magic 0/1 entries are read through the object reader (:mod:`segtools.batches`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import stat
@@ -186,9 +191,21 @@ def _segments(path: str | os.PathLike[str] | bytes, topic: str | None, partition
         part = partition if partition is not None else (
             source.partition if source.partition >= 0 else None)
         b = broker if broker is not None else source.broker
-        # a file:// segment is read at its local path (object stores: read_batches or export)
+        # a file:// segment is read at its local path, an object store's through _open_segment
         found.extend(_Segment(local_path(seg), t, part, b) for seg in source.segments)
     return found
+
+
+@contextlib.contextmanager
+def _open_segment(seg: _Segment) -> Iterator[_SegmentFile]:
+    """``seg`` opened for reading: a local file as it is, an object (``s3://``, ``gs://``,
+    ``hdfs://``...) through the private temporary copy :func:`segtools.remote.local_file`
+    streams it to (as ``read_batches`` reads it), removed when the block ends. Errors name
+    ``seg.path``, the URI, never the copy."""
+    from segtools.remote import local_file
+
+    with local_file(seg.path) as local, _SegmentFile(local, display=seg.path) as mf:
+        yield mf
 
 
 def _text(name: str | None) -> str | None:
@@ -229,22 +246,23 @@ class _SegmentFile:
     and ``view`` hold file bytes [base, base + filled).
     """
 
-    def __init__(self, path: str, window: int | None = None) -> None:
-        self.path = path
-        self.name = os.path.basename(path)
+    def __init__(self, path: str, window: int | None = None, display: str | None = None) -> None:
+        # ``display``: the name errors give (an object's URI when ``path`` is its local copy)
+        self.path = display if display is not None else path
+        self.name = os.path.basename(self.path)
         try:
             # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on regular files)
             self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
-            raise os_input_error(path, exc, "cannot open") from None
+            raise os_input_error(self.path, exc, "cannot open") from None
         try:
             st = os.fstat(self._fd)
         except OSError as exc:
             os.close(self._fd)
-            raise os_input_error(path, exc, "cannot stat") from None
+            raise os_input_error(self.path, exc, "cannot stat") from None
         if not stat.S_ISREG(st.st_mode):
             os.close(self._fd)
-            raise InputError(f"{display_path(path)} is not a regular file")
+            raise InputError(f"{display_path(self.path)} is not a regular file")
         self._stat = st
         self._settled = False
         self.size = st.st_size
@@ -722,7 +740,7 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
     for seg in _segments(path, topic, partition, broker):
-        with _SegmentFile(seg.path) as mf:
+        with _open_segment(seg) as mf:
             try:
                 for h in _iter_headers(mf, kernel, max(1, int(max_rows)), limit,
                                        need_bytes=False):
@@ -1280,7 +1298,7 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
                        _ms(end_timestamp))
     rows = max(1, int(max_rows))
     for seg in _segments(path, topic, partition, broker):
-        with _SegmentFile(seg.path) as mf:
+        with _open_segment(seg) as mf:
             try:
                 for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit, start_position):
                     n = int(rc.offset.shape[0])

@@ -140,6 +140,9 @@ def local_file(path: str) -> Iterator[str]:
         except FormatError as exc:   # located at the object, not at its temporary copy
             if exc.path == local:
                 exc.path = path
+                # Kafka's wording names the file in the message too ("... in file <path>.")
+                exc.reason = exc.reason.replace(local, path)
+                exc.args = (exc._render(),)
             raise
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
