@@ -192,15 +192,8 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
 
 
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
-    from segtools.remote import local_file
-
-    # an object-store segment is read from a private local copy (on the Spark executor that
-    # exports it), removed when the segment is done
-    with local_file(segment) as local:
-        yield from _iter_local_tables(local, src, options)
-
-
-def _iter_local_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
+    # an object-store segment is read by the Arrow reader from a private local copy (on the
+    # Spark executor that exports it), removed when the segment is done
     from segtools import columnar
 
     if options.level == "batches":

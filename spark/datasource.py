@@ -193,10 +193,6 @@ def _arrow_schema(options: Any) -> Any:
 def read_segment(part: SegmentPartition, *, level: str = "records", start_offset: int | None = None,
                  end_offset: int | None = None, errors: str = "raise") -> Iterator[Any]:
     """Arrow record batches (RECORD_SCHEMA or BATCH_SCHEMA) of one segment."""
-    import os
-    import shutil
-    import tempfile
-
     import pyarrow as pa
 
     from segtools import columnar
@@ -209,45 +205,29 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
             return
         if start_offset is not None and part.next_base_offset is not None and part.next_base_offset <= start_offset:
             return
-    tmpdir = None
-    local = part.uri
-    if "://" in part.uri and not part.uri.startswith("file://"):
-        # Remote segment: stream it to a local file under its own name (the name carries the
-        # base offset the reader needs).
-        filesystem, inner = _open_fs(part.uri)
-        tmpdir = tempfile.mkdtemp(prefix="kafka_segments-")
-        local = os.path.join(tmpdir, _basename(inner))
-        with filesystem.open_input_stream(inner) as src, open(local, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    elif part.uri.startswith("file://"):
-        local = _open_fs(part.uri)[1]
+    kw: dict[str, Any] = {"topic": part.topic, "partition": part.partition, "broker": part.broker}
+    if level == "batches":
+        it = columnar.iter_batch_batches(part.uri, **kw)
+    else:
+        it = columnar.iter_record_batches(part.uri, start_offset=start_offset, end_offset=end_offset, **kw)
     try:
-        kw: dict[str, Any] = {"topic": part.topic, "partition": part.partition, "broker": part.broker}
-        if level == "batches":
-            it = columnar.iter_batch_batches(local, **kw)
-        else:
-            it = columnar.iter_record_batches(local, start_offset=start_offset, end_offset=end_offset, **kw)
-        try:
-            for rb in it:
-                if rb.num_rows == 0:
-                    continue
-                if rb.schema != schema:
-                    rb = pa.Table.from_batches([rb]).cast(schema).to_batches()[0]
-                if errors == "column":
-                    rb = rb.append_column("read_error", pa.nulls(rb.num_rows, pa.string()))
-                yield rb
-        except SegtoolsError as exc:
-            # a batch above the limit is never "unreadable bytes": the caller must see it
-            if errors not in ("stop", "column") or isinstance(exc, BatchTooLargeError):
-                raise
+        for rb in it:
+            if rb.num_rows == 0:
+                continue
+            if rb.schema != schema:
+                rb = pa.Table.from_batches([rb]).cast(schema).to_batches()[0]
             if errors == "column":
-                from segtools.forensics.pipeline import error_batch
+                rb = rb.append_column("read_error", pa.nulls(rb.num_rows, pa.string()))
+            yield rb
+    except SegtoolsError as exc:
+        # a batch above the limit is never "unreadable bytes": the caller must see it
+        if errors not in ("stop", "column") or isinstance(exc, BatchTooLargeError):
+            raise
+        if errors == "column":
+            from segtools.forensics.pipeline import error_batch
 
-                yield error_batch(part.topic, part.partition, part.broker, _basename(part.uri), str(exc),
-                                  schema.append(pa.field("read_error", pa.string())))
-    finally:
-        if tmpdir is not None:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+            yield error_batch(part.topic, part.partition, part.broker, _basename(part.uri), str(exc),
+                              schema.append(pa.field("read_error", pa.string())))
 
 
 class KafkaSegmentsReader(DataSourceReader):

@@ -235,7 +235,6 @@ def range_starts(rows: pa.Table, replica_id: int, first: int) -> dict[str, int]:
 
 def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, int]) -> list[dict[str, Any]]:
     from segtools import columnar
-    from segtools.remote import local_file
 
     # base offsets from the file names, as Kafka reads them; a name without one is read
     bases = [stem_offset(p) for p, _ in spec.segments]
@@ -246,12 +245,12 @@ def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, i
         if (base is not None and base > last) or (nxt is not None and nxt <= first):
             continue
         try:
-            with local_file(path) as local:   # an s3:// segment: a local copy on this executor
-                for rb in columnar.iter_record_batches(local, topic=spec.topic, partition=spec.partition,
-                                                       start_offset=first, end_offset=last + 1,
-                                                       start_position=starts.get(os.path.basename(path), 0)):
-                    rows.extend(rb.select(["offset", "leader_epoch", "key", "value", "producer_id",
-                                           "producer_epoch", "sequence", "is_control", "headers"]).to_pylist())
+            # an s3:// segment is read from a local copy on this executor
+            for rb in columnar.iter_record_batches(path, topic=spec.topic, partition=spec.partition,
+                                                   start_offset=first, end_offset=last + 1,
+                                                   start_position=starts.get(os.path.basename(path), 0)):
+                rows.extend(rb.select(["offset", "leader_epoch", "key", "value", "producer_id",
+                                       "producer_epoch", "sequence", "is_control", "headers"]).to_pylist())
         except SegtoolsError:
             continue
     return [r for r in rows if first <= r["offset"] <= last]
