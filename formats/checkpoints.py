@@ -49,7 +49,7 @@ LEADER_EPOCH_CHECKPOINT_VERSION = 0
 TMP_SUFFIX = ".tmp"
 
 
-class _FieldsLine(Adapter):
+class _FieldsLine(Adapter):  # type: ignore[misc]  # construct ships no annotations
     """A whitespace-separated entry line <-> a dict of named fields (last ones integers)."""
 
     def __init__(self, names: tuple[str, ...], int_bits: tuple[int | None, ...]) -> None:

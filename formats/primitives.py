@@ -46,11 +46,11 @@ __all__ = [
 ]
 
 
-class VarintError(ExplicitError):
+class VarintError(ExplicitError):  # type: ignore[misc]  # construct ships no annotations
     """A varint longer than Kafka allows, or a value that does not fit its width."""
 
 
-class KafkaVarint(Construct):
+class KafkaVarint(Construct):  # type: ignore[misc]  # construct ships no annotations
     """Kafka's variable-length integer (``ByteUtils.readVarint``/``readVarlong``/``readUnsignedVarint``).
 
     ``bits`` is 32 or 64; Kafka rejects more than 5 (32-bit) or 10 (64-bit) bytes. The decoded
@@ -68,7 +68,7 @@ class KafkaVarint(Construct):
     def _parse(self, stream: Any, context: Any, path: str) -> int:
         raw = 0
         for i in range(self.max_bytes):
-            b = stream_read(stream, 1, path)[0]
+            b: int = stream_read(stream, 1, path)[0]
             raw |= (b & 0x7F) << (7 * i)
             if not b & 0x80:
                 break
@@ -111,7 +111,7 @@ Varlong = KafkaVarint(64)
 UnsignedVarint = KafkaVarint(32, zigzag=False)
 
 
-class NullableBytes(Construct):
+class NullableBytes(Construct):  # type: ignore[misc]  # construct ships no annotations
     """Length-prefixed bytes where a negative length is null (``Utils.readBytes``).
 
     Builds ``None`` as length -1. ``offset_by_one=True`` gives the compact form (uvarint n+1,
@@ -133,7 +133,8 @@ class NullableBytes(Construct):
             if not self.nullable:
                 raise ExplicitError(f"non-nullable field has negative length {n}", path=path)
             return None
-        return stream_read(stream, n, path)
+        data: bytes = stream_read(stream, n, path)
+        return data
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         extra = 1 if self.offset_by_one else 0
@@ -148,7 +149,7 @@ class NullableBytes(Construct):
         return obj
 
 
-class _Utf8(Adapter):
+class _Utf8(Adapter):  # type: ignore[misc]  # construct ships no annotations
     """bytes <-> str the way Java's ``new String(bytes, UTF_8)`` decodes (malformed -> U+FFFD)."""
 
     def _decode(self, obj: Any, context: Any, path: str) -> str | None:
@@ -169,7 +170,7 @@ CompactNullableString = _Utf8(NullableBytes(UnsignedVarint, offset_by_one=True))
 CompactBytes = NullableBytes(UnsignedVarint, offset_by_one=True)
 
 
-class CompactArray(Construct):
+class CompactArray(Construct):  # type: ignore[misc]  # construct ships no annotations
     """Flexible-version array: uvarint(count + 1) then the elements; 0 = null."""
 
     def __init__(self, subcon: Construct, *, nullable: bool = False) -> None:
@@ -212,7 +213,7 @@ TaggedField = Struct(
 )
 
 
-class _TaggedSection(Construct):
+class _TaggedSection(Construct):  # type: ignore[misc]  # construct ships no annotations
     """uvarint count (not count + 1) followed by the tagged fields."""
 
     def _parse(self, stream: Any, context: Any, path: str) -> list[Any]:
@@ -259,7 +260,7 @@ def base64url_to_uuid(text: str) -> _uuid.UUID:
     return _uuid.UUID(bytes=raw)
 
 
-class _UuidAdapter(Adapter):
+class _UuidAdapter(Adapter):  # type: ignore[misc]  # construct ships no annotations
     def _decode(self, obj: Any, context: Any, path: str) -> str:
         return uuid_to_base64url(obj)
 

@@ -57,7 +57,7 @@ PartitionMetadataText = Struct(
 PropertiesLines = GreedyRange(Line)
 
 
-class _Json(Adapter):
+class _Json(Adapter):  # type: ignore[misc]  # construct ships no annotations
     """A compact JSON document (Jackson's default output: no spaces, key order kept)."""
 
     def _decode(self, obj: Any, context: Any, path: str) -> Any:

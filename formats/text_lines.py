@@ -40,7 +40,7 @@ def java_split(line: str) -> list[str]:
 Line = NullTerminated(GreedyString("utf8"), term=b"\n")
 
 
-class _IntText(Adapter):
+class _IntText(Adapter):  # type: ignore[misc]  # construct ships no annotations
     def _decode(self, obj: Any, context: Any, path: str) -> int:
         try:
             return parse_java_int(obj, 32)

@@ -39,7 +39,7 @@ from segtools._columnar_codes import (
     RecordFault,
 )
 from segtools._reader_record import NO_SEQUENCE, increment_sequence, java_long
-from segtools.batch_walk import next_batch
+from segtools.batch_walk import FileBytes, next_batch
 from segtools.errors import BatchTooLargeError, CorruptBatchError
 from segtools.formats.record_batch import (
     HEADER_STRUCT_FORMAT,
@@ -63,7 +63,7 @@ BATCH_FIELDS = ("position", "base_offset", "batch_length", "partition_leader_epo
                 "producer_id", "producer_epoch", "base_sequence", "records_count")
 
 
-def scan_headers(buf: Any, pos: int, end: int, max_batches: int, stop_pos: int,
+def scan_headers(buf: FileBytes, pos: int, end: int, max_batches: int, stop_pos: int,
                  limit: int | None = None) -> tuple[dict[str, list[int]], int, int]:
     """Walk batches from ``pos`` with :func:`segtools.batch_walk.next_batch` (the window's
     end is also where a short v2 batch's borrowed header must end); returns (columns,

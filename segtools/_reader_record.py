@@ -3,9 +3,9 @@ build it without importing each other)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-__all__ = ["Record", "NO_TIMESTAMP", "NO_SEQUENCE", "INT32_MAX", "increment_sequence",
+__all__ = ["Record", "RecordDict", "NO_TIMESTAMP", "NO_SEQUENCE", "INT32_MAX", "increment_sequence",
            "java_int", "java_long"]
 
 NO_TIMESTAMP = -1
@@ -34,6 +34,27 @@ def increment_sequence(sequence: int, increment: int) -> int:
     if sequence > java_int(INT32_MAX - increment):  # a negative delta overflows MAX - delta
         return java_int(increment - (INT32_MAX - sequence) - 1)
     return java_int(sequence + increment)
+
+
+class RecordDict(TypedDict):
+    """:meth:`Record.as_dict`: every attribute of a record by name."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    sequence: int
+    attributes: int
+    timestamp_delta: int
+    offset_delta: int
+    size: int
+    is_control: bool
+    magic: int | None
+    crc: int | None
+    crc_valid: bool | None
+    compression: str | None
+    timestamp_type: str | None
 
 
 class Record:
@@ -83,8 +104,14 @@ class Record:
         """Kafka's valueSize: -1 for a null value."""
         return -1 if self.value is None else len(self.value)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+    def as_dict(self) -> RecordDict:
+        return {"offset": self.offset, "timestamp": self.timestamp, "key": self.key,
+                "value": self.value, "headers": self.headers, "sequence": self.sequence,
+                "attributes": self.attributes, "timestamp_delta": self.timestamp_delta,
+                "offset_delta": self.offset_delta, "size": self.size,
+                "is_control": self.is_control, "magic": self.magic, "crc": self.crc,
+                "crc_valid": self.crc_valid, "compression": self.compression,
+                "timestamp_type": self.timestamp_type}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Record):

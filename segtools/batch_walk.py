@@ -30,8 +30,9 @@ the first batch failing ``ensureValid`` or ``ensureOffsetInRange``, the readers 
 
 from __future__ import annotations
 
+import mmap
 import struct
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from segtools._columnar_codes import (
     SCAN_BATCH,
@@ -58,7 +59,7 @@ from segtools.formats.record_batch import (
 )
 
 __all__ = ["SCAN_BATCH", "SCAN_END", "SCAN_TORN_TAIL", "SCAN_SIZE_TOO_SMALL", "SCAN_TOO_LARGE",
-           "SCAN_V2_TOO_SHORT", "Step", "next_batch", "borrows_header", "walk_error",
+           "SCAN_V2_TOO_SHORT", "Step", "FileBytes", "next_batch", "borrows_header", "walk_error",
            "stops_silently"]
 
 _OFFSET_SIZE = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
@@ -90,7 +91,12 @@ def borrows_header(size: int, magic: int) -> bool:
     return magic >= 2 and size < RECORD_BATCH_OVERHEAD
 
 
-def next_batch(buf: Any, rel: int, pos: int, end: int, header_end: int,
+#: what the walk reads a file's bytes from: a read window, a view of the file's bytes, or the
+#: file mapped into memory (salvage)
+FileBytes: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
+
+
+def next_batch(buf: FileBytes, rel: int, pos: int, end: int, header_end: int,
                limit: int | None = None) -> Step:
     """The walk's decision at file position ``pos`` (``buf[rel:]`` holds the file's bytes
     from ``pos``, at least 17 of them when ``end - pos > 17``).

@@ -14,7 +14,7 @@ import base64
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
 
@@ -27,6 +27,17 @@ __all__ = [
     "KRAFT_VERSION", "KRAFT_VOTERS",
     "ControlKey",
     "ControlRecord",
+    "ControlValue",
+    "EndTxnMarker",
+    "LeaderChangeMessage",
+    "SnapshotHeaderRecord",
+    "SnapshotFooterRecord",
+    "KRaftVersionRecord",
+    "VotersRecord",
+    "Voter",
+    "VoterWithEndpoints",
+    "Endpoint",
+    "KRaftVersionFeature",
     "decode_control_key",
     "decode_end_txn_marker",
     "decode_control_value",
@@ -62,6 +73,71 @@ class ControlKey:
         return control_type_name(self.type_id)
 
 
+# The decoded values, keyed by Kafka's JSON field names (the schemas in
+# clients/src/main/resources/common/message/*.json, read at version 0).
+
+class EndTxnMarker(TypedDict):
+    version: int
+    coordinatorEpoch: int
+
+
+class Voter(TypedDict):
+    """LeaderChangeMessage's voter."""
+
+    voterId: int
+
+
+class LeaderChangeMessage(TypedDict):
+    version: int
+    leaderId: int
+    voters: list[Voter] | None
+    grantingVoters: list[Voter] | None
+
+
+class SnapshotHeaderRecord(TypedDict):
+    version: int
+    lastContainedLogTimestamp: int
+
+
+class SnapshotFooterRecord(TypedDict):
+    version: int
+
+
+class KRaftVersionRecord(TypedDict):
+    version: int
+    kRaftVersion: int
+
+
+class Endpoint(TypedDict):
+    name: str | None
+    host: str | None
+    port: int
+
+
+class KRaftVersionFeature(TypedDict):
+    minSupportedVersion: int
+    maxSupportedVersion: int
+
+
+class VoterWithEndpoints(TypedDict):
+    """VotersRecord's voter."""
+
+    voterId: int
+    voterDirectoryId: str
+    endpoints: list[Endpoint] | None
+    kRaftVersionFeature: KRaftVersionFeature
+
+
+class VotersRecord(TypedDict):
+    version: int
+    voters: list[VoterWithEndpoints] | None
+
+
+#: a decoded control record value (which one: the record's control type)
+ControlValue: TypeAlias = (EndTxnMarker | LeaderChangeMessage | SnapshotHeaderRecord | SnapshotFooterRecord
+                | KRaftVersionRecord | VotersRecord)
+
+
 @dataclass(frozen=True)
 class ControlRecord:
     """One decoded control record: its offset/timestamp, key and decoded value.
@@ -74,7 +150,7 @@ class ControlRecord:
     key_version: int
     type_id: int
     type_name: str
-    value: dict[str, Any] | None
+    value: ControlValue | None
 
 
 def _error(message: str, field: str, **kw: Any) -> CorruptBatchError:
@@ -94,7 +170,7 @@ def decode_control_key(key: bytes | bytearray | memoryview | None) -> ControlKey
     return ControlKey(version, type_id)
 
 
-def decode_end_txn_marker(value: bytes | bytearray | memoryview | None) -> dict[str, int]:
+def decode_end_txn_marker(value: bytes | bytearray | memoryview | None) -> EndTxnMarker:
     """``EndTransactionMarker.deserializeValue``: version int16 + coordinator_epoch int32."""
     if value is None or len(value) < 6:
         size = -1 if value is None else len(value)
@@ -105,6 +181,9 @@ def decode_end_txn_marker(value: bytes | bytearray | memoryview | None) -> dict[
         raise _error(f"Invalid version found for end transaction marker: {version}. "
                      f"May indicate data corruption", "control.value.version")
     return {"version": version, "coordinatorEpoch": coordinator_epoch}
+
+
+_T = TypeVar("_T")
 
 
 class _FlexReader:
@@ -150,7 +229,7 @@ class _FlexReader:
         self.pos += n
         return s
 
-    def compact_array(self, field: str, item: Callable[[_FlexReader], Any]) -> list[Any] | None:
+    def compact_array(self, field: str, item: Callable[[_FlexReader], _T]) -> list[_T] | None:
         n = self.uvarint(field) - 1
         if n < 0:
             return None
@@ -169,14 +248,14 @@ class _FlexReader:
             self.pos += size
 
 
-def _voter_v0(r: _FlexReader) -> dict[str, Any]:
-    voter = {"voterId": r.fixed(">i", "voterId")}
+def _voter_v0(r: _FlexReader) -> Voter:
+    voter: Voter = {"voterId": r.fixed(">i", "voterId")}
     r.tagged_fields()
     return voter
 
 
-def _leader_change(r: _FlexReader) -> dict[str, Any]:
-    out = {
+def _leader_change(r: _FlexReader) -> LeaderChangeMessage:
+    out: LeaderChangeMessage = {
         "version": r.fixed(">h", "version"),
         "leaderId": r.fixed(">i", "leaderId"),
         "voters": r.compact_array("voters", _voter_v0),
@@ -186,53 +265,53 @@ def _leader_change(r: _FlexReader) -> dict[str, Any]:
     return out
 
 
-def _snapshot_header(r: _FlexReader) -> dict[str, Any]:
-    out = {"version": r.fixed(">h", "version"),
+def _snapshot_header(r: _FlexReader) -> SnapshotHeaderRecord:
+    out: SnapshotHeaderRecord = {"version": r.fixed(">h", "version"),
            "lastContainedLogTimestamp": r.fixed(">q", "lastContainedLogTimestamp")}
     r.tagged_fields()
     return out
 
 
-def _snapshot_footer(r: _FlexReader) -> dict[str, Any]:
-    out = {"version": r.fixed(">h", "version")}
+def _snapshot_footer(r: _FlexReader) -> SnapshotFooterRecord:
+    out: SnapshotFooterRecord = {"version": r.fixed(">h", "version")}
     r.tagged_fields()
     return out
 
 
-def _kraft_version(r: _FlexReader) -> dict[str, Any]:
-    out = {"version": r.fixed(">h", "version"), "kRaftVersion": r.fixed(">h", "kRaftVersion")}
+def _kraft_version(r: _FlexReader) -> KRaftVersionRecord:
+    out: KRaftVersionRecord = {"version": r.fixed(">h", "version"), "kRaftVersion": r.fixed(">h", "kRaftVersion")}
     r.tagged_fields()
     return out
 
 
-def _endpoint(r: _FlexReader) -> dict[str, Any]:
-    out = {"name": r.compact_string("name"), "host": r.compact_string("host"),
+def _endpoint(r: _FlexReader) -> Endpoint:
+    out: Endpoint = {"name": r.compact_string("name"), "host": r.compact_string("host"),
            "port": r.fixed(">H", "port")}
     r.tagged_fields()
     return out
 
 
-def _voter_full(r: _FlexReader) -> dict[str, Any]:
-    voter: dict[str, Any] = {
-        "voterId": r.fixed(">i", "voterId"),
-        "voterDirectoryId": r.uuid("voterDirectoryId"),
-        "endpoints": r.compact_array("endpoints", _endpoint),
-    }
-    feature = {"minSupportedVersion": r.fixed(">h", "minSupportedVersion"),
+def _voter_full(r: _FlexReader) -> VoterWithEndpoints:
+    voter_id: int = r.fixed(">i", "voterId")
+    directory_id = r.uuid("voterDirectoryId")
+    endpoints = r.compact_array("endpoints", _endpoint)
+    feature: KRaftVersionFeature = {"minSupportedVersion": r.fixed(">h", "minSupportedVersion"),
                "maxSupportedVersion": r.fixed(">h", "maxSupportedVersion")}
     r.tagged_fields()  # of the KRaftVersionFeature struct
-    voter["kRaftVersionFeature"] = feature
     r.tagged_fields()  # of the Voter struct
-    return voter
+    # keys in the schema's field order (the JSON output follows it)
+    return {"voterId": voter_id, "voterDirectoryId": directory_id, "endpoints": endpoints,
+            "kRaftVersionFeature": feature}
 
 
-def _voters(r: _FlexReader) -> dict[str, Any]:
-    out = {"version": r.fixed(">h", "version"), "voters": r.compact_array("voters", _voter_full)}
+def _voters(r: _FlexReader) -> VotersRecord:
+    out: VotersRecord = {"version": r.fixed(">h", "version"),
+                         "voters": r.compact_array("voters", _voter_full)}
     r.tagged_fields()
     return out
 
 
-_KRAFT_DECODERS: dict[int, tuple[str, Callable[[_FlexReader], dict[str, Any]]]] = {
+_KRAFT_DECODERS: dict[int, tuple[str, Callable[[_FlexReader], ControlValue]]] = {
     LEADER_CHANGE: ("LeaderChangeMessage", _leader_change),
     SNAPSHOT_HEADER: ("SnapshotHeaderRecord", _snapshot_header),
     SNAPSHOT_FOOTER: ("SnapshotFooterRecord", _snapshot_footer),
@@ -242,7 +321,7 @@ _KRAFT_DECODERS: dict[int, tuple[str, Callable[[_FlexReader], dict[str, Any]]]] 
 
 
 def decode_control_value(type_id: int,
-                         value: bytes | bytearray | memoryview | None) -> dict[str, Any] | None:
+                         value: bytes | bytearray | memoryview | None) -> ControlValue | None:
     """Decode the value of a control record of ``type_id``; None for UNKNOWN types."""
     if type_id in (ABORT, COMMIT):
         return decode_end_txn_marker(value)

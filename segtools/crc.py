@@ -9,7 +9,7 @@ Both return the unsigned 32-bit value, which is how Kafka reports and compares C
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from collections.abc import Callable
 
 import crc32c as _crc32c_lib
 
@@ -20,11 +20,20 @@ __all__ = ["crc32c", "crc32", "HARDWARE_CRC32C"]
 #: True when the ``crc32c`` package uses SSE4.2 / ARMv8 instructions.
 HARDWARE_CRC32C: bool = bool(getattr(_crc32c_lib, "hardware_based", False))
 
-_crc32c_fn: Any = getattr(_crc32c_lib, "crc32c", None)
-if _crc32c_fn is None:  # very old releases only had crc32()
-    _crc32c_fn = getattr(_crc32c_lib, "crc32", None)
-if _crc32c_fn is None:  # pragma: no cover - depends on the installed package
-    raise MissingCodecError("the 'crc32c' package is required: pip install crc32c")
+_Crc = Callable[[bytes | bytearray | memoryview, int], int]
+
+
+def _crc32c_impl() -> _Crc:
+    fn = getattr(_crc32c_lib, "crc32c", None)
+    if fn is None:  # very old releases only had crc32()
+        fn = getattr(_crc32c_lib, "crc32", None)
+    if fn is None:  # pragma: no cover - depends on the installed package
+        raise MissingCodecError("the 'crc32c' package is required: pip install crc32c")
+    impl: _Crc = fn
+    return impl
+
+
+_crc32c_fn = _crc32c_impl()
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:

@@ -290,7 +290,8 @@ def _from_uri(uri: str) -> tuple[Any, str]:
     """(pyarrow filesystem, path inside it) for a URI."""
     from pyarrow import fs as pafs
 
-    return pafs.FileSystem.from_uri(uri)
+    arrow_fs, inner = pafs.FileSystem.from_uri(uri)
+    return arrow_fs, inner
 
 
 class _Fs:

@@ -16,6 +16,7 @@ from segtools.control import (
     control_type_name,
     decode_control_key,
     decode_control_value,
+    decode_end_txn_marker,
 )
 
 # Jackson's escaping (e.g. \u001F upper-case), as Kafka's JsonConverter output is printed
@@ -40,7 +41,7 @@ def describe_control(key: bytes | None, value: bytes | None,
     type_id = decode_control_key(key).type_id
     name = control_type_name(type_id)
     if type_id in (ABORT, COMMIT):
-        epoch = decode_control_value(type_id, value)["coordinatorEpoch"]  # type: ignore[index]
+        epoch = decode_end_txn_marker(value)["coordinatorEpoch"]
         return (f" endTxnMarker: {name} coordinatorEpoch: {epoch}",
                 {"control_type": name, "coordinator_epoch": epoch})
     if type_id == LEADER_CHANGE and kafka4:

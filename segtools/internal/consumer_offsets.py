@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from segtools.errors import SchemaError
 from segtools.internal.group_schemas import (
@@ -36,7 +36,8 @@ from segtools.internal.json_render import Raw, dumps, message_json
 from segtools.internal.protocol import Field, Message, read_message, write_message
 
 DELETE = "<DELETE>"
-__all__ = ["RECORD_TYPES", "RECORD_TYPES_KAFKA_4_3", "DELETE", "decode_key", "decode_value",
+__all__ = ["RECORD_TYPES", "RECORD_TYPES_KAFKA_4_3", "DELETE", "DecodedKey", "DecodedValue",
+           "decode_key", "decode_value",
            "encode_key", "encode_value", "format_record", "key_json", "value_json"]
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -49,10 +50,27 @@ class UnknownRecordTypeError(SchemaError):
         self.record_type = record_type
 
 
+class DecodedKey(TypedDict):
+    """A decoded coordinator record key: its record type, the key schema's name, its fields."""
+
+    type: int
+    name: str
+    data: dict[str, Any]  # field name -> value; the value types follow the message schema
+
+
+class DecodedValue(TypedDict):
+    """A decoded coordinator record value: its version, the value schema's name, its fields."""
+
+    version: int
+    name: str
+    data: dict[str, Any]  # field name -> value; the value types follow the message schema
+
+
 def _read_version(buf: bytes, name: str) -> int:
     if len(buf) < 2:
         raise SchemaError(f"Could not read version from {name}'s buffer.", field=f"{name}.version")
-    return struct.unpack_from(">h", buf)[0]
+    version: int = struct.unpack_from(">h", buf)[0]
+    return version
 
 
 def _read_body(msg: Message, buf: bytes, version: int, name: str) -> dict[str, Any]:
@@ -74,7 +92,7 @@ def schemas_for(table: dict[int, tuple[Message, Message]], record_type: int) -> 
 
 
 def decode_key_with(table: dict[int, tuple[Message, Message]],
-                    key: bytes | bytearray | memoryview) -> dict[str, Any]:
+                    key: bytes | bytearray | memoryview) -> DecodedKey:
     """A coordinator record key (int16 record type, then the body read with that version),
     shared by __consumer_offsets and __share_group_state (CoordinatorRecordSerde)."""
     if key is None:
@@ -139,7 +157,7 @@ def decode_record_with(table: dict[int, tuple[Message, Message]],
 
 def decode_value_with(table: dict[int, tuple[Message, Message]],
                       value: bytes | bytearray | memoryview | None, record_type: int, *,
-                      known_versions_only: bool = False) -> dict[str, Any] | None:
+                      known_versions_only: bool = False) -> DecodedValue | None:
     """``{"version": v, "name": ..., "data": {...}}`` of a value of ``record_type``; None for
     a tombstone (``known_versions_only`` as :func:`decode_record_with`)."""
     if value is None:
@@ -182,7 +200,7 @@ def format_record_with(table: dict[int, tuple[Message, Message]],
 
 
 def decode_key(key: bytes | bytearray | memoryview,
-               table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any]:
+               table: dict[int, tuple[Message, Message]] | None = None) -> DecodedKey:
     """``{"type": n, "name": "OffsetCommitKey", "data": {...}}`` for a record key; ``table``:
     the record types of one Kafka version (default: 3.x's ``RECORD_TYPES``;
     ``RECORD_TYPES_KAFKA_4_3`` for Kafka 4.3)."""
@@ -198,7 +216,7 @@ def _record_type_of(key: Any, table: dict[int, tuple[Message, Message]] | None =
 
 def decode_value(value: bytes | bytearray | memoryview | None,
                  key: bytes | int | None = None,
-                 table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any] | None:
+                 table: dict[int, tuple[Message, Message]] | None = None) -> DecodedValue | None:
     """``{"version": v, "name": "OffsetCommitValue", "data": {...}}``; None for a tombstone.
 
     ``key`` (raw key bytes or the record type) selects the schema. Without it the value is

@@ -299,7 +299,8 @@ def _read_length(r: Reader, flexible: bool, wide: bool, path: str) -> int:
     """Length prefix: compact uvarint(n+1) when flexible, else int16 (strings) / int32."""
     if flexible:
         return r.uvarint(path) - 1
-    return r.fixed("int32" if wide else "int16", path)
+    n: int = r.fixed("int32" if wide else "int16", path)
+    return n
 
 
 def _read_value(r: Reader, f: Field, version: int, flexible: bool, top_valid: Versions,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from segtools.internal.consumer_offsets import (
+    DecodedKey,
+    DecodedValue,
     decode_key_with,
     decode_value_with,
     encode_key_with,
@@ -64,7 +66,7 @@ RECORD_TYPES_KAFKA_4_3: dict[int, tuple[Message, Message]] = {
 
 
 def decode_key(key: bytes | bytearray | memoryview,
-               table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any]:
+               table: dict[int, tuple[Message, Message]] | None = None) -> DecodedKey:
     """``{"type": n, "name": "ShareSnapshotKey", "data": {...}}``; ``table``: the record types
     of one Kafka version (default ``RECORD_TYPES``; ``RECORD_TYPES_KAFKA_4_3``)."""
     return decode_key_with(RECORD_TYPES if table is None else table, key)
@@ -72,7 +74,7 @@ def decode_key(key: bytes | bytearray | memoryview,
 
 def decode_value(value: bytes | bytearray | memoryview | None,
                  record_type: int,
-                 table: dict[int, tuple[Message, Message]] | None = None) -> dict[str, Any] | None:
+                 table: dict[int, tuple[Message, Message]] | None = None) -> DecodedValue | None:
     """``{"version": v, "name": ..., "data": {...}}``; None for a tombstone."""
     return decode_value_with(RECORD_TYPES if table is None else table, value, record_type)
 

@@ -1,0 +1,1 @@
+../../segtools/batch_walk.py

@@ -1,0 +1,1 @@
+../../segtools/java_hash.py
