@@ -828,19 +828,24 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     src = np.zeros(nb, dtype=np.int8)
     start = h.position[sel] - h.base + RECORD_BATCH_OVERHEAD
     end = h.position[sel] - h.base + 12 + h.batch_length[sel]
-    parts = []
-    dec_pos = 0
+    dec = np.zeros(0, np.uint8)
     if payloads:
+        # the payloads go side by side into one buffer from Arrow's pool, which reuses the
+        # same memory chunk after chunk: a fresh ``b"".join`` paid a page fault per 4 KB
+        # (as much CPU as lz4 itself on lz4 segments)
+        dec = np.frombuffer(pa.allocate_buffer(max(1, sum(map(len, payloads.values())))),
+                            dtype=np.uint8)
+        dec_pos = 0
         for j, i in enumerate(idx.tolist()):
             data = payloads.get(i)
             if data is not None:
+                size = len(data)
                 src[j] = 1
                 start[j] = dec_pos
-                end[j] = dec_pos + len(data)
-                dec_pos += len(data)
-                parts.append(data)
-    dec = np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else np.zeros(0, np.uint8)
-    dec.flags.writeable = False
+                end[j] = dec_pos + size
+                dec[dec_pos:dec_pos + size] = np.frombuffer(data, dtype=np.uint8)
+                dec_pos += size
+        dec.flags.writeable = False
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -971,17 +976,21 @@ def _decompress(mf: _SegmentFile, h: _Headers, i: int, max_uncompressed: int) ->
     return _decompress_task(*_compressed_payload(mf, h, i), max_uncompressed)
 
 
-def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, int, str, int, int, int]:
-    """The compressed records section of batch ``i``, copied out of the read window (so a
-    worker thread never reads a window that may be recycled), with what errors need."""
+def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[memoryview, int, str, int, int, int]:
+    """The compressed records section of batch ``i``, with what errors need.
+
+    A view into the read window, not a copy (the copy cost as much CPU as lz4 itself): the
+    window of ``h`` stays current until every batch of ``h`` is consumed (the next window is
+    read into the other buffer), and a task still running after the reader is abandoned only
+    reads bytes its memoryview keeps alive, whose result nobody takes."""
     pos = int(h.position[i])
     rel = pos - h.base
-    data = bytes(mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])])
+    data = mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])]
     return (data, int(h.attributes[i]) & COMPRESSION_CODEC_MASK, mf.path, pos, int(h.base_offset[i]),
             int(h.records_count[i]))
 
 
-def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: int,
+def _decompress_task(data: bytes | memoryview, codec: int, path: str, pos: int, base_offset: int,
                      count: int, max_uncompressed: int) -> bytes:
     from segtools import codecs
 
@@ -1028,7 +1037,7 @@ def _decompress_pool() -> Any:
     return _POOL
 
 
-def _decompress_group(tasks: list[tuple[bytes, int, str, int, int, int]],
+def _decompress_group(tasks: list[tuple[memoryview, int, str, int, int, int]],
                       max_uncompressed: int) -> list[bytes | SegtoolsError]:
     """Payloads, or the error in place of one, so the caller raises it in batch order (after
     yielding the good batches before it) and later batches are not decompressed in vain."""
