@@ -828,24 +828,17 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     src = np.zeros(nb, dtype=np.int8)
     start = h.position[sel] - h.base + RECORD_BATCH_OVERHEAD
     end = h.position[sel] - h.base + 12 + h.batch_length[sel]
-    dec = np.zeros(0, np.uint8)
+    dec_addr = np.zeros(nb, dtype=np.int64)
     if payloads:
-        # the payloads go side by side into one buffer from Arrow's pool, which reuses the
-        # same memory chunk after chunk: a fresh ``b"".join`` paid a page fault per 4 KB
-        # (as much CPU as lz4 itself on lz4 segments)
-        dec = np.frombuffer(pa.allocate_buffer(max(1, sum(map(len, payloads.values())))),
-                            dtype=np.uint8)
-        dec_pos = 0
+        # the kernel reads each payload where the codec left it (``payloads`` keeps them
+        # alive through the call): no gathering copy
         for j, i in enumerate(idx.tolist()):
             data = payloads.get(i)
             if data is not None:
-                size = len(data)
                 src[j] = 1
-                start[j] = dec_pos
-                end[j] = dec_pos + size
-                dec[dec_pos:dec_pos + size] = np.frombuffer(data, dtype=np.uint8)
-                dec_pos += size
-        dec.flags.writeable = False
+                start[j] = 0
+                end[j] = len(data)
+                dec_addr[j] = np.frombuffer(data, dtype=np.uint8).ctypes.data
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -861,7 +854,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
         (total, np.uint8), (total, np.uint8), (total, np.uint8), (total, np.uint8)])
     st = np.zeros(ST_SIZE, np.int64)
     err, bad = kernel.decode_records(
-        mf.array, dec, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
+        mf.array, dec_addr, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
         h.max_timestamp[sel], (h.attributes[sel] & TIMESTAMP_TYPE_MASK) != 0,
         h.base_sequence[sel], counts,
         o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
