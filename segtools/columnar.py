@@ -1056,22 +1056,27 @@ def _decompressed_run(mf: _SegmentFile, h: _Headers, s: int, e: int,
         return
     from collections import deque
 
-    pending: deque[tuple[int, Any]] = deque()
+    pending: deque[tuple[int, list[Any], Any]] = deque()
     nxt = s
     try:
         while nxt < e or pending:
             while nxt < e and len(pending) < _GROUPS_AHEAD:
                 stop = min(e, nxt + _GROUP)
                 tasks = [_compressed_payload(mf, h, i) for i in range(nxt, stop)]
-                pending.append((nxt, pool.submit(_decompress_group, tasks, max_uncompressed)))
+                pending.append((nxt, tasks, pool.submit(_decompress_group, tasks,
+                                                        max_uncompressed)))
                 nxt = stop
-            first, future = pending.popleft()
-            for k, payload in enumerate(future.result()):
+            first, tasks, future = pending.popleft()
+            # a group no worker has started yet (the cores are busy elsewhere) is decompressed
+            # here rather than waited for
+            results = (_decompress_group(tasks, max_uncompressed)
+                       if not future.done() and future.cancel() else future.result())
+            for k, payload in enumerate(results):
                 if isinstance(payload, SegtoolsError):
                     raise payload
                 yield first + k, payload
     finally:  # abandoned or failed: drop what is queued, let running tasks finish
-        for _, future in pending:
+        for _, _, future in pending:
             future.cancel()
 
 
