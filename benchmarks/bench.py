@@ -369,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma list of MB for the memory table; 0 = one batch, the baseline "
                              "(default 0,64,256; quick 0,16,64)")
     parser.add_argument("--keep", default=None, help="write files here and keep them")
+    parser.add_argument("--files", default=None,
+                        help="comma list of file cases to run (default all: "
+                             + ",".join(c.name for c in FILE_CASES) + ")")
     args = parser.parse_args(argv)
     size_mb = args.size_mb or (32 if args.quick else 256)
     repeat = args.repeat or (3 if args.quick else 5)
@@ -383,7 +386,12 @@ def main(argv: list[str] | None = None) -> int:
               f"cpus {os.cpu_count()}; file size {size_mb} MB; median of {repeat} interleaved "
               f"rounds; load average {load_average()}\n")
         rows = []
-        for case in FILE_CASES:
+        wanted = args.files.split(",") if args.files else [c.name for c in FILE_CASES]
+        unknown = set(wanted) - {c.name for c in FILE_CASES}
+        if unknown:
+            parser.error(f"unknown file case(s): {', '.join(sorted(unknown))}")
+        cases = [c for c in FILE_CASES if c.name in wanted]
+        for case in cases:
             d = os.path.join(workdir, case.name + "-0")
             os.makedirs(d, exist_ok=True)
             path = os.path.join(d, LOG_NAME)
@@ -401,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                   + ["load avg (before / after)"])
         _print_table(header, rows)
         print()
-        for case in FILE_CASES:
+        for case in cases:
             print(f"- {case.name}: {case.description}")
         print()
 
