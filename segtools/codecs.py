@@ -266,8 +266,9 @@ def _snappy_raw_block(snappy: Any, block: bytes, room: int, where: int, limit: i
 
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int, magic: int) -> bytes:
     lz4_frame = _import("lz4.frame", "lz4")
-    # bytes and memoryviews go to the library as they are (a copy of a batch cost about a
-    # third of decompressing it); a bytearray is copied, so the caller cannot change it
+    # a memoryview (segtools.columnar passes views of its read window) is not copied here:
+    # python-lz4 makes its own bytes of it, on the decompressing thread; a bytearray is
+    # copied, so the caller cannot change it under the library
     src: bytes | memoryview = data if isinstance(data, (bytes, memoryview)) else bytes(data)
     hc_pos = _lz4_header_checksum_position(src)
     correct = lz4_header_checksum(bytes(src[4:hc_pos]))

@@ -1102,6 +1102,14 @@ def _per_row(values: np.ndarray, b: np.ndarray, lo: int, hi: int, dtype: Any) ->
     return gathered
 
 
+def _compression_column(codec: np.ndarray) -> pa.Array:
+    """Codec names per row: a slice of a cached constant column when every row has the same
+    codec (the usual case; a gather of strings per row cost 4% of read_records on lz4)."""
+    if codec.shape[0] and (codec == codec[0]).all():
+        return _const_string(_COMPRESSION_DICT[int(codec[0])].as_py(), int(codec.shape[0]))
+    return _COMPRESSION_DICT.take(pa.array(codec.astype(np.int32)))
+
+
 def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
     n = int(rc.offset.shape[0])
     b = rc.batch
@@ -1131,7 +1139,7 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _const_int32(seg.broker, n),
         pa.array(rc.timestamp_ms, pa.int64()),
         pa.array(magic, pa.int8()),
-        _COMPRESSION_DICT.take(pa.array((attrs & COMPRESSION_CODEC_MASK).astype(np.int32))),
+        _compression_column(attrs & COMPRESSION_CODEC_MASK),
         pa.array(crc_valid, pa.bool_()),
         pa.array(h.position[b], pa.int64()),
         _const_string(_text(os.path.basename(seg.path)), n),
