@@ -14,6 +14,15 @@ Markdown tables:
    headers of every record);
 2. peak RSS (``VmHWM`` of a fresh subprocess) per reader as the segment grows.
 
+Peers are measured in the same run, interleaved: each round runs every reader of a file once
+(the order reversed every other round, so no reader always follows the same one), and a cell
+shows the median over the rounds. A ratio is the median of the ratios within each round, so
+load from other jobs on a shared machine hits both sides of a ratio alike. Next to the
+wall-clock ratios, the ``CPU`` columns give the same ratios from CPU time
+(``time.process_time``: every thread of the process, so segtools' decompression and
+read-ahead threads count), which moves far less with the machine's load; the load average
+before and after each file is printed too.
+
 Both tables are driven by lists of named cases (``FILE_CASES``, ``THROUGHPUT_CASES``,
 ``MEMORY_CASES``): add a row by appending one.
 """
@@ -21,11 +30,13 @@ Both tables are driven by lists of named cases (``FILE_CASES``, ``THROUGHPUT_CAS
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import mmap
 import os
 import random
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -206,14 +217,19 @@ def _count(path: str) -> tuple[int, int]:
     return batches, records
 
 
-def best_time(fn: Callable[[str], int], path: str, repeat: int) -> tuple[float, int]:
-    best = float("inf")
-    n = 0
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        n = fn(path)
-        best = min(best, time.perf_counter() - t0)
-    return best, n
+def timed(fn: Callable[[str], int], path: str) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of every thread of this process, items seen) of one call."""
+    gc.collect()   # garbage of the previous reader is not charged to this one
+    w0, c0 = time.perf_counter(), time.process_time()
+    n = fn(path)
+    return time.perf_counter() - w0, time.process_time() - c0, n
+
+
+def load_average() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:   # pragma: no cover - platforms without getloadavg
+        return "?"
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,35 +238,23 @@ def best_time(fn: Callable[[str], int], path: str, repeat: int) -> tuple[float, 
 
 @dataclass
 class ThroughputCase:
-    """One column of the throughput table: ``measure(path, size, repeat)`` -> cell text."""
+    """One column of the throughput table: ``reader`` timed on each file, shown in ``unit``
+    (GB/s of file bytes, or records/s), with its ratios to the readers in ``ratio_to``.
+    ``max_bytes``: a slow peer is timed on the whole batches of this prefix of the file."""
 
     name: str
-    measure: Callable[[str, int, int, dict], str]
+    reader: str
+    unit: str
+    ratio_to: tuple[str, ...] = ()
+    max_bytes: int | None = None
 
-
-def _rate_case(reader: str, unit: str, ratio_to: tuple[str, ...] = (),
-               max_bytes: int | None = None) -> Callable[[str, int, int, dict], str]:
-    def measure(path: str, size: int, repeat: int, seen: dict) -> str:
-        target = path
-        if max_bytes is not None and size > max_bytes:   # slow peer: time a prefix
-            target = path + ".prefix"
-            if not os.path.exists(target):
-                _copy_prefix(path, target, max_bytes)
-        secs, n = best_time(READERS[reader], target, repeat)
-        nbytes = os.path.getsize(target)
-        if unit == "GB/s":
-            value = nbytes / secs / 1e9
-            seen[reader] = value
-            text = f"{value:.2f} GB/s"
-        else:
-            value = n / secs
-            seen[reader] = value
-            text = f"{value / 1e6:.2f} M rec/s"
-        ratios = [f"{value / seen[r]:.2f}x" for r in ratio_to if seen.get(r)]
-        if ratios:
-            text += f" ({' / '.join(ratios)})"
-        return text
-    return measure
+    def target(self, path: str) -> str:
+        if self.max_bytes is None or os.path.getsize(path) <= self.max_bytes:
+            return path
+        target = path + ".prefix"
+        if not os.path.exists(target):
+            _copy_prefix(path, target, self.max_bytes)
+        return target
 
 
 def _copy_prefix(path: str, target: str, max_bytes: int) -> None:
@@ -268,15 +272,48 @@ def _copy_prefix(path: str, target: str, max_bytes: int) -> None:
 
 
 THROUGHPUT_CASES: list[ThroughputCase] = [
-    ThroughputCase("raw readinto", _rate_case("raw_readinto", "GB/s")),
-    ThroughputCase("raw mmap sum", _rate_case("raw_mmap_sum", "GB/s")),
-    ThroughputCase("scan_batches (x readinto / x mmap sum)",
-                   _rate_case("segtools_scan", "GB/s", ("raw_readinto", "raw_mmap_sum"))),
-    ThroughputCase("aiokafka (C)", _rate_case("aiokafka", "rec/s")),
-    ThroughputCase("kafka-python", _rate_case("kafka_python", "rec/s", max_bytes=32 << 20)),
-    ThroughputCase("read_records (x aiokafka / x kafka-python)",
-                   _rate_case("segtools_records", "rec/s", ("aiokafka", "kafka_python"))),
+    ThroughputCase("raw readinto", "raw_readinto", "GB/s"),
+    ThroughputCase("raw mmap sum", "raw_mmap_sum", "GB/s"),
+    ThroughputCase("scan_batches (x readinto / x mmap sum)", "segtools_scan", "GB/s",
+                   ("raw_readinto", "raw_mmap_sum")),
+    ThroughputCase("aiokafka (C)", "aiokafka", "rec/s"),
+    ThroughputCase("kafka-python", "kafka_python", "rec/s", max_bytes=32 << 20),
+    ThroughputCase("read_records (x aiokafka / x kafka-python)", "segtools_records", "rec/s",
+                   ("aiokafka", "kafka_python")),
 ]
+
+
+def measure_file(path: str, rounds: int) -> tuple[list[str], list[str]]:
+    """Every throughput case on one file, interleaved over ``rounds`` rounds: the cells of
+    the wall-clock columns, then one CPU-time ratio cell per case that has ratios."""
+    by_reader = {c.reader: c for c in THROUGHPUT_CASES}
+    targets = {c.reader: c.target(path) for c in THROUGHPUT_CASES}
+    sizes = {r: os.path.getsize(t) for r, t in targets.items()}
+    for c in THROUGHPUT_CASES:   # warm: imports, JIT cache, page cache
+        READERS[c.reader](targets[c.reader])
+    wall: dict[str, list[float]] = {c.reader: [] for c in THROUGHPUT_CASES}
+    cpu: dict[str, list[float]] = {c.reader: [] for c in THROUGHPUT_CASES}
+    for r in range(rounds):
+        order = THROUGHPUT_CASES if r % 2 == 0 else THROUGHPUT_CASES[::-1]
+        for c in order:
+            w, t, n = timed(READERS[c.reader], targets[c.reader])
+            amount = sizes[c.reader] if c.unit == "GB/s" else n
+            wall[c.reader].append(amount / w)
+            cpu[c.reader].append(amount / max(t, 1e-9))
+
+    def ratios(c: ThroughputCase, rates: dict[str, list[float]]) -> list[str]:
+        return [f"{statistics.median(a / b for a, b in zip(rates[c.reader], rates[o])):.2f}x"
+                for o in c.ratio_to if o in by_reader]
+
+    cells, cpu_cells = [], []
+    for c in THROUGHPUT_CASES:
+        value = statistics.median(wall[c.reader])
+        text = f"{value / 1e9:.2f} GB/s" if c.unit == "GB/s" else f"{value / 1e6:.2f} M rec/s"
+        if c.ratio_to:
+            text += f" ({' / '.join(ratios(c, wall))})"
+            cpu_cells.append(" / ".join(ratios(c, cpu)))
+        cells.append(text)
+    return cells, cpu_cells
 
 
 @dataclass
@@ -326,14 +363,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small files, one repetition")
     parser.add_argument("--size-mb", type=int, default=None, help="size of each throughput file")
-    parser.add_argument("--repeat", type=int, default=None, help="best of R timings")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="interleaved rounds per file, median shown (default 5; quick 3)")
     parser.add_argument("--memory-sizes", default=None,
                         help="comma list of MB for the memory table; 0 = one batch, the baseline "
                              "(default 0,64,256; quick 0,16,64)")
     parser.add_argument("--keep", default=None, help="write files here and keep them")
+    parser.add_argument("--files", default=None,
+                        help="comma list of file cases to run (default all: "
+                             + ",".join(c.name for c in FILE_CASES) + ")")
     args = parser.parse_args(argv)
     size_mb = args.size_mb or (32 if args.quick else 256)
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (3 if args.quick else 5)
     mem_sizes = [int(s) for s in (args.memory_sizes or ("0,16,64" if args.quick else "0,64,256")).split(",")]
 
     workdir = args.keep or tempfile.mkdtemp(prefix="segtools-bench-")
@@ -342,24 +383,33 @@ def main(argv: list[str] | None = None) -> int:
         # compile/load the numba kernels once so no timing includes JIT work
         from segtools.columnar import available_engines
         print(f"engines: {available_engines()}; python {sys.version.split()[0]}; "
-              f"cpus {os.cpu_count()}; file size {size_mb} MB; best of {repeat}\n")
+              f"cpus {os.cpu_count()}; file size {size_mb} MB; median of {repeat} interleaved "
+              f"rounds; load average {load_average()}\n")
         rows = []
-        for case in FILE_CASES:
+        wanted = args.files.split(",") if args.files else [c.name for c in FILE_CASES]
+        unknown = set(wanted) - {c.name for c in FILE_CASES}
+        if unknown:
+            parser.error(f"unknown file case(s): {', '.join(sorted(unknown))}")
+        cases = [c for c in FILE_CASES if c.name in wanted]
+        for case in cases:
             d = os.path.join(workdir, case.name + "-0")
             os.makedirs(d, exist_ok=True)
             path = os.path.join(d, LOG_NAME)
             if not os.path.exists(path):
                 case.generate(path, size_mb << 20, random.Random(42))
             batches, records = _count(path)
-            segtools_records(path)  # warm: JIT cache, page cache
-            seen: dict = {}
-            cells = [c.measure(path, os.path.getsize(path), repeat, seen) for c in THROUGHPUT_CASES]
+            load_before = load_average()
+            cells, cpu_cells = measure_file(path, repeat)
             rows.append([case.name, f"{os.path.getsize(path) / 2**20:.0f} MB",
-                         str(batches), str(records)] + cells)
-        header = ["file", "size", "batches", "records"] + [c.name for c in THROUGHPUT_CASES]
+                         str(batches), str(records)] + cells + cpu_cells
+                        + [f"{load_before} / {load_average()}"])
+        header = (["file", "size", "batches", "records"] + [c.name for c in THROUGHPUT_CASES]
+                  + [f"CPU time: {c.name.split(' (')[0]} ({c.name.split(' (')[1]}"
+                     for c in THROUGHPUT_CASES if c.ratio_to]
+                  + ["load avg (before / after)"])
         _print_table(header, rows)
         print()
-        for case in FILE_CASES:
+        for case in cases:
             print(f"- {case.name}: {case.description}")
         print()
 

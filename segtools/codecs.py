@@ -266,14 +266,17 @@ def _snappy_raw_block(snappy: Any, block: bytes, room: int, where: int, limit: i
 
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int, magic: int) -> bytes:
     lz4_frame = _import("lz4.frame", "lz4")
-    src = bytes(data)
+    # a memoryview (segtools.columnar passes views of its read window) is not copied here:
+    # python-lz4 makes its own bytes of it, on the decompressing thread; a bytearray is
+    # copied, so the caller cannot change it under the library
+    src: bytes | memoryview = data if isinstance(data, (bytes, memoryview)) else bytes(data)
     hc_pos = _lz4_header_checksum_position(src)
-    correct = lz4_header_checksum(src[4:hc_pos])
+    correct = lz4_header_checksum(bytes(src[4:hc_pos]))
     if src[hc_pos] != correct:
         if magic == 0:
             # KAFKA-3160: magic 0 frames carry HC over bytes [0, hc_pos) and Kafka skips the
             # check; patch in the correct byte so the strict library accepts the frame.
-            src = src[:hc_pos] + bytes([correct]) + src[hc_pos + 1:]
+            src = bytes(src[:hc_pos]) + bytes([correct]) + bytes(src[hc_pos + 1:])
         else:
             raise _corrupt("lz4", f"frame header checksum 0x{src[hc_pos]:02x}, "
                                   f"expected 0x{correct:02x}")
@@ -298,7 +301,7 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int, magic: int) -> b
 
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     zstandard = _import("zstandard", "zstandard")
-    src = data if isinstance(data, bytes) else bytes(data)
+    src: bytes | memoryview = data if isinstance(data, (bytes, memoryview)) else bytes(data)
     n = len(src)
     if not n:
         raise _corrupt("zstd", "empty payload")
@@ -309,6 +312,18 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     while pos < n:  # one iteration per frame; zstd-jni reads concatenated frames
         obj = dctx.decompressobj()
         try:
+            frame = _zstd_frame_bound(src, pos, n)
+            if frame is not None and frame[1] <= max_size - produced:
+                # the block headers bound this frame's output within the room left: fed
+                # whole, in one call (the careful feeding below cost half of zstd's time)
+                piece = obj.decompress(src if pos == 0 and frame[0] == n else src[pos:frame[0]])
+                pos = frame[0]
+                produced += len(piece)
+                if produced > max_size:   # cannot happen if the bound holds; kept as a guard
+                    parts.clear()
+                    del piece
+                    raise _too_big("zstd", max_size)
+                parts.append(piece)
             while not obj.eof:
                 if pos >= n:
                     raise _corrupt("zstd", "frame truncated")
@@ -327,6 +342,54 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
         except zstandard.ZstdError as exc:
             raise _corrupt("zstd", exc) from None
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_BLOCK_MAX = 128 * 1024   # Block_Maximum_Size: no block decompresses to more (RFC 8878)
+
+
+def _zstd_frame_bound(src: bytes | memoryview, pos: int, n: int) -> tuple[int, int] | None:
+    """(end, most output bytes) of the zstd frame at ``pos``, from its header and block
+    headers (RFC 8878 section 3.1.1): a raw block yields its size, an RLE block its size
+    field, a compressed block at most 128 KiB. None when the bytes are not one whole plain
+    frame (skippable, truncated, reserved bits): the careful path then decodes or reports it."""
+    if n - pos < 6 or int.from_bytes(src[pos:pos + 4], "little") != _ZSTD_MAGIC:
+        return None
+    fhd = src[pos + 4]
+    if fhd & 0x08:   # reserved bit
+        return None
+    single = fhd & 0x20
+    fcs_flag = fhd >> 6
+    p = (pos + 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 0x03]
+         + ((1 if single else 0), 2, 4, 8)[fcs_flag])
+    bound = 0
+    while True:
+        if p + 3 > n:
+            return None
+        header = src[p] | (src[p + 1] << 8) | (src[p + 2] << 16)
+        p += 3
+        block_type = (header >> 1) & 3
+        size = header >> 3
+        if block_type == 0:      # raw
+            bound += size
+            p += size
+        elif block_type == 1:    # RLE: one byte repeated size times
+            bound += size
+            p += 1
+        elif block_type == 2:    # compressed
+            bound += _ZSTD_BLOCK_MAX
+            p += size
+        else:
+            return None
+        if p > n:
+            return None
+        if header & 1:           # last block
+            break
+    if fhd & 0x04:               # content checksum
+        p += 4
+        if p > n:
+            return None
+    return p, bound
 
 
 def _zstd_dctx(zstandard: Any) -> Any:

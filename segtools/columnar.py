@@ -812,19 +812,17 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
     src = np.zeros(nb, dtype=np.int8)
     start = h.position[sel] - h.base + RECORD_BATCH_OVERHEAD
     end = h.position[sel] - h.base + 12 + h.batch_length[sel]
-    parts = []
-    dec_pos = 0
+    dec_addr = np.zeros(nb, dtype=np.int64)
     if payloads:
+        # the kernel reads each payload where the codec left it (``payloads`` keeps them
+        # alive through the call): no gathering copy
         for j, i in enumerate(idx.tolist()):
             data = payloads.get(i)
             if data is not None:
                 src[j] = 1
-                start[j] = dec_pos
-                end[j] = dec_pos + len(data)
-                dec_pos += len(data)
-                parts.append(data)
-    dec = np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else np.zeros(0, np.uint8)
-    dec.flags.writeable = False
+                start[j] = 0
+                end[j] = len(data)
+                dec_addr[j] = np.frombuffer(data, dtype=np.uint8).ctypes.data
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -840,7 +838,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
         (total, np.uint8), (total, np.uint8), (total, np.uint8), (total, np.uint8)])
     st = np.zeros(ST_SIZE, np.int64)
     err, bad = kernel.decode_records(
-        mf.array, dec, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
+        mf.array, dec_addr, src, start, end, h.base_offset[sel], h.base_timestamp[sel],
         h.max_timestamp[sel], (h.attributes[sel] & TIMESTAMP_TYPE_MASK) != 0,
         h.base_sequence[sel], counts,
         o_offset, o_ts, o_seq, o_batch, k_off, k_valid, k_data, v_off, v_valid, v_data,
@@ -955,17 +953,21 @@ def _decompress(mf: _SegmentFile, h: _Headers, i: int, max_uncompressed: int) ->
     return _decompress_task(*_compressed_payload(mf, h, i), max_uncompressed)
 
 
-def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[bytes, int, str, int, int, int]:
-    """The compressed records section of batch ``i``, copied out of the read window (so a
-    worker thread never reads a window that may be recycled), with what errors need."""
+def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[memoryview, int, str, int, int, int]:
+    """The compressed records section of batch ``i``, with what errors need.
+
+    A view into the read window, not a copy (the copy cost as much CPU as lz4 itself): the
+    window of ``h`` stays current until every batch of ``h`` is consumed (the next window is
+    read into the other buffer), and a task still running after the reader is abandoned only
+    reads bytes its memoryview keeps alive, whose result nobody takes."""
     pos = int(h.position[i])
     rel = pos - h.base
-    data = bytes(mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])])
+    data = mf.view[rel + RECORD_BATCH_OVERHEAD:rel + 12 + int(h.batch_length[i])]
     return (data, int(h.attributes[i]) & COMPRESSION_CODEC_MASK, mf.path, pos, int(h.base_offset[i]),
             int(h.records_count[i]))
 
 
-def _decompress_task(data: bytes, codec: int, path: str, pos: int, base_offset: int,
+def _decompress_task(data: bytes | memoryview, codec: int, path: str, pos: int, base_offset: int,
                      count: int, max_uncompressed: int) -> bytes:
     from segtools import codecs
 
@@ -1012,7 +1014,7 @@ def _decompress_pool() -> Any:
     return _POOL
 
 
-def _decompress_group(tasks: list[tuple[bytes, int, str, int, int, int]],
+def _decompress_group(tasks: list[tuple[memoryview, int, str, int, int, int]],
                       max_uncompressed: int) -> list[bytes | SegtoolsError]:
     """Payloads, or the error in place of one, so the caller raises it in batch order (after
     yielding the good batches before it) and later batches are not decompressed in vain."""
@@ -1038,22 +1040,27 @@ def _decompressed_run(mf: _SegmentFile, h: _Headers, s: int, e: int,
         return
     from collections import deque
 
-    pending: deque[tuple[int, Any]] = deque()
+    pending: deque[tuple[int, list[Any], Any]] = deque()
     nxt = s
     try:
         while nxt < e or pending:
             while nxt < e and len(pending) < _GROUPS_AHEAD:
                 stop = min(e, nxt + _GROUP)
                 tasks = [_compressed_payload(mf, h, i) for i in range(nxt, stop)]
-                pending.append((nxt, pool.submit(_decompress_group, tasks, max_uncompressed)))
+                pending.append((nxt, tasks, pool.submit(_decompress_group, tasks,
+                                                        max_uncompressed)))
                 nxt = stop
-            first, future = pending.popleft()
-            for k, payload in enumerate(future.result()):
+            first, tasks, future = pending.popleft()
+            # a group no worker has started yet (the cores are busy elsewhere) is decompressed
+            # here rather than waited for
+            results = (_decompress_group(tasks, max_uncompressed)
+                       if not future.done() and future.cancel() else future.result())
+            for k, payload in enumerate(results):
                 if isinstance(payload, SegtoolsError):
                     raise payload
                 yield first + k, payload
     finally:  # abandoned or failed: drop what is queued, let running tasks finish
-        for _, future in pending:
+        for _, _, future in pending:
             future.cancel()
 
 
@@ -1077,6 +1084,14 @@ def _per_row(values: np.ndarray, b: np.ndarray, lo: int, hi: int, dtype: Any) ->
         return np.full(b.shape[0], window[0], dtype=dtype)
     gathered: np.ndarray = values[b].astype(dtype, copy=False)
     return gathered
+
+
+def _compression_column(codec: np.ndarray) -> pa.Array:
+    """Codec names per row: a slice of a cached constant column when every row has the same
+    codec (the usual case; a gather of strings per row cost 4% of read_records on lz4)."""
+    if codec.shape[0] and (codec == codec[0]).all():
+        return _const_string(_COMPRESSION_DICT[int(codec[0])].as_py(), int(codec.shape[0]))
+    return _COMPRESSION_DICT.take(pa.array(codec.astype(np.int32)))
 
 
 def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
@@ -1108,7 +1123,7 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _const_int32(seg.broker, n),
         pa.array(rc.timestamp_ms, pa.int64()),
         pa.array(magic, pa.int8()),
-        _COMPRESSION_DICT.take(pa.array((attrs & COMPRESSION_CODEC_MASK).astype(np.int32))),
+        _compression_column(attrs & COMPRESSION_CODEC_MASK),
         pa.array(crc_valid, pa.bool_()),
         pa.array(h.position[b], pa.int64()),
         _const_string(_text(os.path.basename(seg.path)), n),
