@@ -160,13 +160,13 @@ def raw_mmap_sum(path: str) -> int:
 
 
 def segtools_scan(path: str) -> int:
-    from segtools.columnar import iter_batch_batches
+    from segtools.records.columnar import iter_batch_batches
 
     return sum(b.num_rows for b in iter_batch_batches(path))
 
 
 def segtools_records(path: str) -> int:
-    from segtools.columnar import iter_record_batches
+    from segtools.records.columnar import iter_record_batches
 
     return sum(b.num_rows for b in iter_record_batches(path))
 
@@ -345,8 +345,9 @@ print(json.dumps({{"n": n, "peak_kb": int(hwm)}}))
 
 def peak_rss_mb(reader: str, path: str) -> float:
     # import the reader's modules first so the baseline is the same whatever the file size
-    warm = {"segtools_scan": "import segtools.columnar, segtools._kernel",
-            "segtools_records": "import segtools.columnar, segtools._kernel, segtools.codecs",
+    warm = {"segtools_scan": "import segtools.records.columnar, segtools.records.jit_kernel",
+            "segtools_records": ("import segtools.records.columnar, segtools.records.jit_kernel, "
+                                 "segtools.primitives.codecs"),
             "aiokafka": "import aiokafka.record._crecords.memory_records",
             "kafka_python": "import kafka.record.memory_records"}.get(reader, "")
     code = _CHILD.format(here=os.path.dirname(os.path.abspath(__file__)), reader=reader,
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(workdir, exist_ok=True)
     try:
         # compile/load the numba kernels once so no timing includes JIT work
-        from segtools.columnar import available_engines
+        from segtools.records.columnar import available_engines
         print(f"engines: {available_engines()}; python {sys.version.split()[0]}; "
               f"cpus {os.cpu_count()}; file size {size_mb} MB; median of {repeat} interleaved "
               f"rounds; load average {load_average()}\n")

@@ -28,7 +28,11 @@ TAIL_BATCHES = 5
 
 
 def _write_cluster(root: str, total_bytes: int) -> dict[str, int]:
-    from segtools.checkpoints import write_leader_epoch_checkpoint, write_meta_properties, write_offset_checkpoint
+    from segtools.files.checkpoints import (
+        write_leader_epoch_checkpoint,
+        write_meta_properties,
+        write_offset_checkpoint,
+    )
     from segtools.writer import LogWriter, NewRecord, build_batch
 
     per_partition = total_bytes // 3 // PARTITIONS

@@ -78,7 +78,7 @@ def _records_per_16k() -> int:
 
 def kafka_command(args: list[str]) -> list[str]:
     """kafka-run-class.sh's JVM options for the tools (heap 256M, G1), the pinned jars."""
-    from segtools.kafka_runtime import kafka_runtime
+    from segtools.realcluster.kafka_runtime import kafka_runtime
 
     rt = kafka_runtime()
     return [rt.java, "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",

@@ -54,7 +54,7 @@ def _case(name: str, pdir: str, out: str, warmup: str | None = None) -> dict:
 
         rows = export([pdir], out).rows
     elif name == "segtools decode only":
-        from segtools.columnar import iter_record_batches
+        from segtools.records.columnar import iter_record_batches
 
         for rb in iter_record_batches(pdir):
             rows += rb.num_rows

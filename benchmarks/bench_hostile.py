@@ -46,10 +46,10 @@ try:
     elif call.startswith("read_records"):
         n = segtools.read_records(path, engine=call.split(":")[1], **kw).num_rows
     elif call.startswith("iter_record_batches"):
-        from segtools import columnar
+        from segtools.records import columnar
         n = sum(rb.num_rows for rb in columnar.iter_record_batches(path, engine=call.split(":")[1], **kw))
     elif call == "snapshot":
-        from segtools.snapshots import read_producer_snapshot
+        from segtools.files.snapshots import read_producer_snapshot
         n = len(read_producer_snapshot(path).entries)
 except BaseException as exc:
     err = f"{type(exc).__name__}: {str(exc)[:90]}"

@@ -1,5 +1,5 @@
 """How fast the HTML incident report opens: a synthetic report.json of many partitions,
-rendered by ``segtools.report_html`` and opened in headless Chromium (Debian's package,
+rendered by ``segtools.forensics.report_html`` and opened in headless Chromium (Debian's package,
 driven over the DevTools protocol as in tests/html).
 
 Usage::
@@ -114,7 +114,7 @@ def main() -> None:
     sys.path.insert(0, str(HTML_TESTS))
     from cdp_chromium import Chromium
 
-    from segtools.report_html import write_html
+    from segtools.forensics.report_html import write_html
 
     report = synthetic_report(args.partitions, args.problem_share, args.lost_per_problem)
     if args.keep:

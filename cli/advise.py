@@ -46,7 +46,7 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
     unusable input or usage error.
     """
     from segtools.advise import advise as run
-    from segtools.outputs import atomic_write, check_output_file
+    from segtools.files.outputs import atomic_write, check_output_file
 
     if json_path:
         check_output_file(json_path, list(dirs), flag="--json")

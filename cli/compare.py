@@ -56,9 +56,9 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
     lost, diverged or corrupt, 2 when the input cannot be used."""
+    from segtools.files.outputs import atomic_write, check_output_file, check_output_location
     from segtools.forensics.api import compare as run
     from segtools.forensics.report import render_summary
-    from segtools.outputs import atomic_write, check_output_file, check_output_location
 
     if use_spark is False and (master or tables_dir):
         raise TroubleError(f"{'--master' if master else '--tables'} needs Spark; drop --no-spark")
@@ -76,7 +76,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     if lost_out:
         check_output_location(lost_out, paths, flag="--lost-out")
     # s3://, gs://, hdfs:// inputs: read from local copies; what is printed or reported names
-    # the URIs (segtools.remote); a no-op for local paths
+    # the URIs (segtools.files.remote); a no-op for local paths
     # (every DIR as given: segtools.compare() says which ones it reads once)
     local_dirs, metadata_log, acks_path = _localize(list(dirs), metadata_log, acks_path)
     engine: Literal["local", "spark", "auto"] = "auto" if use_spark is None else "spark" if use_spark else "local"
@@ -99,7 +99,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         written = write_lost_out(report, report.replicas, lost_out, paths)
         _note(f"wrote {written.records} lost records to {lost_out}")
     if html_path:
-        from segtools.report_html import write_html
+        from segtools.forensics.report_html import write_html
 
         write_html(_mirror().rewrite_json(report.report_json()), html_path, source=", ".join(paths))
         _note(f"wrote {html_path}")
@@ -112,7 +112,7 @@ def _note(text: str) -> None:
 
 def _mirror() -> Any:
     """The local copies of this run's URI inputs (an empty Mirror for local inputs)."""
-    from segtools.remote import Mirror
+    from segtools.files.remote import Mirror
 
     ctx = click.get_current_context(silent=True)
     return (ctx.meta.get("segtools.mirror") if ctx else None) or Mirror()
@@ -120,7 +120,7 @@ def _mirror() -> Any:
 
 def _origin_specs(specs: list[Any]) -> list[Any]:
     """Spark's executors read the segments from the object store itself, not the driver's copy."""
-    from segtools.remote import origin_specs
+    from segtools.files.remote import origin_specs
 
     return origin_specs(specs, _mirror())
 
@@ -129,7 +129,7 @@ def _localize(paths: list[str], metadata_log: str | None, acks_path: str | None
               ) -> tuple[list[str], str | None, str | None]:
     """Copy URI inputs (broker dirs, --metadata-log, --acks) to a temporary tree removed when
     the command ends, and print through the mirror so users see their URIs."""
-    from segtools.remote import RewritingStream, is_remote, mirror_inputs
+    from segtools.files.remote import RewritingStream, is_remote, mirror_inputs
 
     extra = [p for p in (metadata_log, acks_path) if p]
     if not any(is_remote(p) for p in [*paths, *extra]):

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
-from segtools.outputs import atomic_write
+from segtools.files.outputs import atomic_write
 
 #: The embedded scenario (CONTRACT.md section 3 format). Broker 3 is paused and falls out of
 #: the ISR; acks=all writes are then committed on brokers 1 and 2 only (min.insync 1); both

@@ -148,7 +148,7 @@ def dump(paths: tuple[str, ...], files: str | None, print_data_log: bool, deep_i
                 reconfigure(errors="replace")
             except (ValueError, OSError):  # pragma: no cover - exotic streams
                 pass
-    from segtools.remote import RewritingStream, mirror_inputs
+    from segtools.files.remote import RewritingStream, mirror_inputs
 
     try:
         # s3://, gs://, hdfs:// inputs: their Kafka files are copied to a temporary tree and

@@ -113,7 +113,7 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
         max_batch_bytes=max_batch_bytes,
         where=where, where_producer_ids=_where_producers(paths, where, level),
     )
-    from segtools.sources import resolve
+    from segtools.files.sources import resolve
 
     resolution = resolve(list(paths))   # non-UTF-8 names are refused after --topics (plan_export)
     # checked before Spark starts: an unsafe --out is refused in a second, not after the JVM

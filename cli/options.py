@@ -11,7 +11,7 @@ import click
 def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     if value is None:
         return None
-    from segtools.limits import parse_size
+    from segtools.primitives.limits import parse_size
 
     try:
         return parse_size(value)
@@ -20,7 +20,7 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 def max_batch_bytes_option(consequence: str = "") -> Callable[[Any], Any]:
-    """``--max-batch-bytes SIZE`` (segtools.limits): the value reaches the command as bytes."""
+    """``--max-batch-bytes SIZE`` (segtools.primitives.limits): the value reaches the command as bytes."""
     return click.option(
         "--max-batch-bytes", "max_batch_bytes", default=None, metavar="SIZE", callback=_parse_size,
         help="Largest batch to read, on disk and decompressed (e.g. 256MiB; default 16MiB). "
@@ -30,10 +30,10 @@ def max_batch_bytes_option(consequence: str = "") -> Callable[[Any], Any]:
 class InputPath(click.Path):
     """``click.Path`` for inputs that may also be URIs (s3://, gs://, hdfs://, file://):
     a local path is checked as ``click.Path`` does; a URI is passed on as written (its
-    filesystem is asked when it is read, segtools.remote)."""
+    filesystem is asked when it is read, segtools.files.remote)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from segtools.remote import is_uri
+        from segtools.files.remote import is_uri
 
         if isinstance(value, str) and is_uri(value):
             return value

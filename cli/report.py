@@ -12,9 +12,9 @@ from segtools.cli.errors import TroubleError, handle_errors
 
 def check_html_out(path: str, inputs: tuple[str, ...] | list[str] = (), *, force: bool = False,
                    force_flag: str | None = None) -> None:
-    """Refuse an HTML output inside an input or that is an input file (segtools.outputs), and
+    """Refuse an HTML output inside an input or that is an input file (segtools.files.outputs), and
     one that exists unless ``force`` (no silent overwrite)."""
-    from segtools.outputs import check_output_file
+    from segtools.files.outputs import check_output_file
 
     check_output_file(path, inputs, flag="--html", overwrite=True)
     if not force and os.path.lexists(path):
@@ -42,7 +42,7 @@ def report(report_json: str, html_path: str, force: bool, debug: bool) -> None:
       segtools report report.json --html report.html
       segtools report incident/report.json --html incident.html --force
     """
-    from segtools.report_html import write_html
+    from segtools.forensics.report_html import write_html
 
     check_html_out(html_path, [report_json], force=force, force_flag="--force")
     try:

@@ -32,7 +32,7 @@ def salvage(path: str, out_dir: str, force: bool, index_interval_bytes: int, qui
     Exit status: 0 nothing damaged, 1 damaged ranges found (and salvaged), 2 unusable input
     or usage error.
     """
-    from segtools.limits import DEFAULT_MAX_BATCH_BYTES
+    from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
     from segtools.salvage import salvage as run
 
     if index_interval_bytes < 0:

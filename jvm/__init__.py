@@ -1,2 +1,2 @@
 """Holds ``pom.xml``: the pinned Apache Kafka that segtools resolves with Maven (see
-``segtools.kafka_runtime``). Installed as ``segtools.jvm`` so the pom ships with the package."""
+``segtools.realcluster.kafka_runtime``). Installed as ``segtools.jvm`` so the pom ships with the package."""

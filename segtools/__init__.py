@@ -33,39 +33,39 @@ from segtools.errors import (
     TruncatedBatchError,
     UnsupportedMagicError,
 )
+from segtools.version import __version__ as __version__
 
 if TYPE_CHECKING:
     # Real types for type checkers; at runtime these names stay lazy (see __getattr__).
     # `import X as X` marks them as re-exported.
-    from segtools.batches import Record as Record
-    from segtools.batches import RecordBatch as RecordBatch
-    from segtools.batches import SegmentReader as SegmentReader
-    from segtools.batches import read_batches as read_batches
-    from segtools.columnar import iter_batch_batches as iter_batch_batches
-    from segtools.columnar import iter_record_batches as iter_record_batches
-    from segtools.columnar import read_records as read_records
-    from segtools.columnar import scan_batches as scan_batches
+    from segtools.files.logdir import LogDir as LogDir
+    from segtools.files.logdir import PartitionDir as PartitionDir
+    from segtools.files.logdir import open_log_dir as open_log_dir
     from segtools.forensics.api import compare as compare
     from segtools.forensics.report import CompareReport as CompareReport
-    from segtools.logdir import LogDir as LogDir
-    from segtools.logdir import PartitionDir as PartitionDir
-    from segtools.logdir import open_log_dir as open_log_dir
+    from segtools.records.batches import Record as Record
+    from segtools.records.batches import SegmentBatch as SegmentBatch
+    from segtools.records.batches import SegmentReader as SegmentReader
+    from segtools.records.batches import read_batches as read_batches
+    from segtools.records.columnar import iter_batch_batches as iter_batch_batches
+    from segtools.records.columnar import iter_record_batches as iter_record_batches
+    from segtools.records.columnar import read_records as read_records
+    from segtools.records.columnar import scan_batches as scan_batches
 
-__version__ = "0.1.0"
 
 _LAZY = {
-    "read_batches": "segtools.batches",
-    "RecordBatch": "segtools.batches",
-    "Record": "segtools.batches",
-    "SegmentReader": "segtools.batches",
-    "scan_batches": "segtools.columnar",
-    "read_records": "segtools.columnar",
-    "iter_record_batches": "segtools.columnar",
-    "iter_batch_batches": "segtools.columnar",
-    "open_log_dir": "segtools.logdir",
-    "LogDir": "segtools.logdir",
-    "PartitionDir": "segtools.logdir",
-    "resolve": "segtools.sources",
+    "read_batches": "segtools.records.batches",
+    "SegmentBatch": "segtools.records.batches",
+    "Record": "segtools.records.batches",
+    "SegmentReader": "segtools.records.batches",
+    "scan_batches": "segtools.records.columnar",
+    "read_records": "segtools.records.columnar",
+    "iter_record_batches": "segtools.records.columnar",
+    "iter_batch_batches": "segtools.records.columnar",
+    "open_log_dir": "segtools.files.logdir",
+    "LogDir": "segtools.files.logdir",
+    "PartitionDir": "segtools.files.logdir",
+    "resolve": "segtools.files.sources",
     "compare": "segtools.forensics.api",
     "CompareReport": "segtools.forensics.report",
 }
@@ -79,6 +79,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "RecordBatch":  # the old name, easily confused with pyarrow.RecordBatch
+        import warnings
+
+        warnings.warn("segtools.RecordBatch is now segtools.SegmentBatch", DeprecationWarning, stacklevel=2)
+        return __getattr__("SegmentBatch")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'segtools' has no attribute {name!r}")

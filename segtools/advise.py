@@ -188,7 +188,7 @@ def _digest(key: bytes | None, value: bytes | None, headers: Any) -> bytes:
 
 
 def _load(spec: Any) -> _Replica:
-    from .columnar import iter_record_batches
+    from segtools.records.columnar import iter_record_batches
 
     records: dict[int, tuple[int, int, int, bytes]] = {}
     control: set[int] = set()

@@ -148,7 +148,7 @@ class CompressionError(CorruptBatchError):
 
 
 class BatchTooLargeError(CompressionError):
-    """A batch above ``max_batch_bytes`` (segtools.limits): on disk, once decompressed, or by
+    """A batch above ``max_batch_bytes`` (segtools.primitives.limits): on disk, once decompressed, or by
     its record count. The message names the limit and how to raise it."""
 
     def __init__(self, message: str, *, limit: int, **kw: Any) -> None:

@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from segtools.filters import RecordFilter
 
 from segtools.errors import InputError, display_path, is_utf8
+from segtools.files.sources import PartitionSource, Resolution, resolve
 from segtools.formats.names import stem_offset
-from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
-from segtools.sources import PartitionSource, Resolution, resolve
+from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 #: Columns worth dictionary-encoding (few distinct values). Keys, values, offsets and timestamps
 #: are mostly unique: pyarrow's default of trying a dictionary for every column made writing
@@ -66,7 +66,7 @@ class ExportOptions:
     compression: str = "snappy"
     by_broker: bool = False
     engine: str = "auto"
-    max_batch_bytes: int | None = None      # None: segtools.limits.DEFAULT_MAX_BATCH_BYTES
+    max_batch_bytes: int | None = None      # None: segtools.primitives.limits.DEFAULT_MAX_BATCH_BYTES
     #: --where conditions (segtools/filters.py) and the producer ids of their transactional_id
     where: tuple[str, ...] = ()
     where_producer_ids: tuple[int, ...] | None = None
@@ -194,7 +194,7 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
     # an object-store segment is read by the Arrow reader from a private local copy (on the
     # Spark executor that exports it), removed when the segment is done
-    from segtools import columnar
+    from segtools.records import columnar
 
     if options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
@@ -264,7 +264,7 @@ def _filter_batch_rows(rb: pa.RecordBatch, options: ExportOptions) -> pa.RecordB
 
 
 def _remote(path: str) -> bool:
-    from segtools.remote import is_remote
+    from segtools.files.remote import is_remote
 
     return is_remote(path)
 
@@ -273,7 +273,7 @@ def segment_bytes(src: PartitionSource) -> int:
     """Bytes of a replica's segments (the sizes discovery listed; stat for a hand-made source)."""
     if len(src.segment_sizes) == len(src.segments):
         return sum(src.segment_sizes)
-    from segtools.remote import file_size
+    from segtools.files.remote import file_size
 
     return sum(file_size(s) for s in src.segments)
 
@@ -282,7 +282,7 @@ def _open_filesystem(out_dir: str) -> tuple[Any, str]:
     """A pyarrow filesystem and root path: local paths, or s3:// / hdfs:// URIs."""
     from pyarrow import fs as pafs
 
-    from segtools.remote import is_remote, local_path, open_uri
+    from segtools.files.remote import is_remote, local_path, open_uri
 
     if is_remote(out_dir):
         return open_uri(out_dir)
@@ -350,17 +350,17 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
                   overwrite: bool) -> None:
     """Refuse an output inside any input: the paths the user named (a folder of broker dirs
     included), their real paths, and every resolved log/partition dir."""
-    from segtools.outputs import UnsafeOutputError, check_output_location
+    from segtools.files.outputs import UnsafeOutputError, check_output_location
 
     named = [os.fspath(p) for p in paths]
     resolved = [d for src in sources for d in (src.log_dir, src.partition_dir) if d]
     check_output_location(out_dir, named + resolved)
     if not is_utf8(out_dir):   # pyarrow's filesystems take UTF-8 paths only
         raise UnsafeOutputError(f"--out {display_path(out_dir)}: the path is not UTF-8; choose a UTF-8 name")
-    from segtools.remote import is_remote, local_path
+    from segtools.files.remote import is_remote, local_path
 
     if is_remote(out_dir):
-        from segtools.outputs import prepare_output_dir
+        from segtools.files.outputs import prepare_output_dir
 
         # refuses a non-empty prefix unless --overwrite, and creates the folder (a no-op on S3)
         prepare_output_dir(out_dir, force=overwrite, force_flag="--overwrite")
@@ -369,7 +369,7 @@ def _check_output(paths: list[str | os.PathLike[str]], out_dir: str, sources: li
     if out.exists() and not out.is_dir():
         raise UnsafeOutputError(f"--out {out_dir} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        from segtools.outputs import PARTIAL_MARKER
+        from segtools.files.outputs import PARTIAL_MARKER
 
         what = ("holds an export that did not finish (_PARTIAL)" if (out / PARTIAL_MARKER).exists()
                 else "is not empty")
@@ -402,7 +402,7 @@ def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: Expo
                 overwrite: bool = False, resolution: Resolution | None = None) -> list[PartitionSource]:
     """Resolve and filter the inputs, and refuse unsafe or ambiguous outputs.
 
-    ``resolution``: what :func:`segtools.sources.resolve` made of ``paths`` when the caller
+    ``resolution``: what :func:`segtools.files.sources.resolve` made of ``paths`` when the caller
     already asked (to print its warnings); resolved here otherwise."""
     if resolution is None:
         resolution = resolve(list(paths))   # non-UTF-8 names: _check_names after --topics
@@ -443,7 +443,7 @@ def _success_summary(summary: ExportSummary, sources: list[PartitionSource], opt
 
 def _run_marked(out_dir: str, sources: list[PartitionSource], options: ExportOptions,
                 body: Callable[[], ExportSummary]) -> ExportSummary:
-    from segtools.outputs import partial_run
+    from segtools.files.outputs import partial_run
 
     filesystem, root = _open_filesystem(out_dir)
     filesystem.create_dir(root, recursive=True)

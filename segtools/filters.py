@@ -46,10 +46,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from segtools.primitives.java_hash import java_string_hash
+from segtools.records.schema import RECORD_SCHEMA
+
 from .errors import InputError
 from .formats.names import stem_offset
-from .java_hash import java_string_hash
-from .schema import RECORD_SCHEMA
 
 __all__ = ["Condition", "RecordFilter", "FilterStats", "parse_where", "read_filtered",
            "iter_filtered", "java_string_hash", "kafka_abs", "partition_for_group",
@@ -404,7 +405,7 @@ class FilterStats:
 def _max_time(log_path: str) -> int | None:
     """Largest timestamp a rolled segment's ``.timeindex`` records (its last entry is the one
     ``onBecomeInactiveSegment`` appends), None when unknown."""
-    from .indexes import read_time_index
+    from segtools.files.indexes import read_time_index
 
     ti = log_path[:-4] + ".timeindex" if log_path.endswith(".log") else None
     if ti is None or not os.path.isfile(ti):
@@ -419,8 +420,8 @@ def _max_time(log_path: str) -> int | None:
 
 
 def _transaction_producers(sources: Sequence[Any], flt: RecordFilter) -> set[int]:
-    from .columnar import iter_record_batches
-    from .internal.transaction_state import decode_value
+    from segtools.internal_topics.transaction_state import decode_value
+    from segtools.records.columnar import iter_record_batches
 
     out: set[int] = set()
     wanted = {c.value for c in flt.of("transactional_id")}
@@ -455,7 +456,7 @@ def _transaction_producers(sources: Sequence[Any], flt: RecordFilter) -> set[int
 def transaction_producer_ids(paths: Sequence[str | os.PathLike[str]], flt: RecordFilter) -> set[int]:
     """The producer ids ``transactional_id`` conditions stand for, looked up in the
     ``__transaction_state`` partitions among ``paths`` (FilterError when none is there)."""
-    from .sources import resolve
+    from segtools.files.sources import resolve
 
     return _transaction_producers(list(resolve([os.fspath(p) for p in paths]).partitions), flt)
 
@@ -480,8 +481,8 @@ def iter_filtered(paths: Sequence[str | os.PathLike[str]], flt: RecordFilter, *,
                   stats: FilterStats | None = None) -> Iterator[pa.RecordBatch]:
     """Matching records of every replica under ``paths`` (RECORD_SCHEMA, ``broker`` set when
     known), partition by partition."""
-    from .columnar import iter_record_batches
-    from .sources import resolve
+    from segtools.files.sources import resolve
+    from segtools.records.columnar import iter_record_batches
 
     stats = stats if stats is not None else FilterStats()
     resolution = resolve([os.fspath(p) for p in paths])

@@ -9,7 +9,7 @@ module scans past a bad batch to the next header that checks out and keeps what 
 
 A position is a batch start when its header checks out (docs/FORMATS.md section 1):
 - magic 2: ``batchLength`` >= 49 (the 61-byte v2 header), the batch fits in the file and the
-  limit (``segtools.limits``), ``lastOffsetDelta`` and ``recordsCount`` are not negative, and
+  limit (``segtools.primitives.limits``), ``lastOffsetDelta`` and ``recordsCount`` are not negative, and
   the CRC-32C over ``[attributes, end)`` matches (``DefaultRecordBatch.ensureValid``);
 - magic 0/1: size >= 14 (magic 0) / 22 (magic 1) and the CRC-32 over ``[magic, end)`` matches
   (``LegacyRecord.ensureValid``).
@@ -19,7 +19,7 @@ leader epochs never going down. The longest such chain is kept; a CRC-valid batc
 is dropped as ``inconsistent_header``. A changed base offset of the LAST batch that only moves
 it further up, or a changed epoch that keeps the order, cannot be told from real data.
 
-Input files are opened read-only; every output goes through ``segtools.outputs``.
+Input files are opened read-only; every output goes through ``segtools.files.outputs``.
 """
 
 from __future__ import annotations
@@ -36,17 +36,18 @@ from typing import Any
 
 import numpy as np
 
-from ._columnar_codes import SCAN_BATCH, SCAN_END, SCAN_SIZE_TOO_SMALL, SCAN_TOO_LARGE, SCAN_TORN_TAIL
-from .batch_walk import borrows_header, next_batch
-from .batches import RecordBatch, segment_paths
-from .crc import crc32c
+from segtools.files.outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
+from segtools.files.sources import is_partition_dir_name
+from segtools.primitives.crc import crc32c
+from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
+from segtools.records.batch_walk import borrows_header, next_batch
+from segtools.records.batches import SegmentBatch, segment_paths
+from segtools.records.faults import SCAN_BATCH, SCAN_END, SCAN_SIZE_TOO_SMALL, SCAN_TOO_LARGE, SCAN_TORN_TAIL
+
 from .errors import FormatError, InputError, display_path
 from .formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from .formats.names import LOG_SUFFIX, filename_prefix_from_offset, stem_offset
 from .formats.record_batch import CRC_STRUCT_FORMAT
-from .limits import DEFAULT_MAX_BATCH_BYTES
-from .outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
-from .sources import is_partition_dir_name
 from .writer.index_files import OffsetIndexFile, TimeIndexFile
 
 __all__ = ["SalvagedBatch", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
@@ -116,7 +117,7 @@ class SegmentSalvage:
 
 def check_batch_at(buf: Any, pos: int, end: int, *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int:
     """Size of the batch starting at ``pos`` when its header checks out, else 0: the one batch
-    walk (segtools.batch_walk) finds a batch there, and it passes ``ensureValid``."""
+    walk (segtools.records.batch_walk) finds a batch there, and it passes ``ensureValid``."""
     step = next_batch(buf, pos, pos, end, end, max_batch_bytes)
     if step.status != SCAN_BATCH:
         return 0
@@ -161,7 +162,7 @@ def _candidates(arr: np.ndarray, start: int, end: int, max_batch_bytes: int) -> 
 
 def _parse(buf: Any, pos: int, size: int, path: str) -> SalvagedBatch | None:
     try:
-        batch = RecordBatch.from_bytes(bytes(buf[pos:pos + size]), path=path, position=pos)
+        batch = SegmentBatch.from_bytes(bytes(buf[pos:pos + size]), path=path, position=pos)
     except FormatError:
         return None
     if batch.magic < 2 and batch.compression_id != 0 and batch.records_count == 0:

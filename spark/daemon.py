@@ -10,7 +10,7 @@ from __future__ import annotations
 
 def _preload() -> None:
     try:
-        from segtools import columnar
+        from segtools.records import columnar
 
         columnar._pick_engine("auto")
         import segtools.forensics.pipeline  # noqa: F401 - the compare stages

@@ -16,7 +16,7 @@ Partitioning Strategy
     segments took 444 s).
 
 Performance Notes
-    ``read()`` yields Arrow record batches from ``segtools.columnar`` (no per-row Python
+    ``read()`` yields Arrow record batches from ``segtools.records.columnar`` (no per-row Python
     objects), with ``pa.binary`` columns as Spark requires. Local files are read in place;
     remote ones are copied to a local temporary file first (one segment at a time).
 
@@ -129,8 +129,8 @@ def plan_segments(path: str, *, broker: int | None = None,
                   replica_map: dict[str, int] | None = None) -> list[SegmentPartition]:
     """Every segment file under ``path`` (or under the dirs of ``replica_map``), one
     partition each, in (topic, partition, broker, base offset) order. What ``path`` stands
-    for is decided by :func:`segtools.sources.resolve`, as for every other command."""
-    from segtools.sources import resolve
+    for is decided by :func:`segtools.files.sources.resolve`, as for every other command."""
+    from segtools.files.sources import resolve
 
     resolution = resolve([path], check_copies=False)
     resolution.warn()
@@ -169,7 +169,7 @@ def _arrow_schema(options: Any) -> Any:
     """The Arrow schema these options produce (level, ``errors=column``, ``columns``)."""
     import pyarrow as pa
 
-    from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
+    from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
     level = options.get("level", "records")
     if level not in ("records", "batches"):
@@ -195,9 +195,9 @@ def read_segment(part: SegmentPartition, *, level: str = "records", start_offset
     """Arrow record batches (RECORD_SCHEMA or BATCH_SCHEMA) of one segment."""
     import pyarrow as pa
 
-    from segtools import columnar
     from segtools.errors import BatchTooLargeError, SegtoolsError
-    from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
+    from segtools.records import columnar
+    from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
     schema = BATCH_SCHEMA if level == "batches" else RECORD_SCHEMA
     if level != "batches":

@@ -28,12 +28,12 @@ ATTRIBUTE_MASKS = {0x07, 0x08, 0x10, 0x20, 0x40}
 ALLOWED = {
     # codec framing (xerial snappy blocks, lz4 frame header of KAFKA-3160): compression
     # formats, not Kafka record layouts; they live with the codecs
-    ("segtools/codecs.py", "struct"): "codec framing, not a Kafka record layout",
+    ("segtools/primitives/codecs.py", "struct"): "codec framing, not a Kafka record layout",
     # the generic protocol primitive types (int8..float64) of the message-schema engine that
     # decodes internal topics: primitives, not layouts (owned by the decoders stream)
-    ("segtools/internal/protocol.py", "struct"): "protocol primitive types",
-    ("segtools/internal/consumer_offsets.py", "struct"): "owned by the decoders stream",
-    ("segtools/internal/transaction_state.py", "struct"): "owned by the decoders stream",
+    ("segtools/internal_topics/protocol.py", "struct"): "protocol primitive types",
+    ("segtools/internal_topics/consumer_offsets.py", "struct"): "owned by the decoders stream",
+    ("segtools/internal_topics/transaction_state.py", "struct"): "owned by the decoders stream",
     ("segtools/dump/parsers.py", "struct"): "owned by the decoders stream",
     # the real engine's hand-written ProduceRequest v8 and its peek at a live broker's batch
     # lengths: Kafka's network protocol framing (request header, produce request), not a log

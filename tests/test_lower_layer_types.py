@@ -9,8 +9,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from segtools._reader_record import Record, RecordDict
-from segtools.control import (
+from segtools.internal_topics.consumer_offsets import DecodedKey, DecodedValue, decode_key, decode_value
+from segtools.records.control import (
     COMMIT,
     KRAFT_VERSION,
     KRAFT_VOTERS,
@@ -29,7 +29,7 @@ from segtools.control import (
     VoterWithEndpoints,
     decode_control_value,
 )
-from segtools.internal.consumer_offsets import DecodedKey, DecodedValue, decode_key, decode_value
+from segtools.records.record import Record, RecordDict
 
 
 def _keys(td: Any) -> list[str]:

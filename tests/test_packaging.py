@@ -54,11 +54,11 @@ def test_python_dash_m_runs_the_cli(tmp_path):
 
 
 def test_pinned_kafka_version_matches_pom() -> None:
-    """segtools.kafka_runtime.KAFKA_VERSION names the version jvm/pom.xml resolves."""
+    """segtools.realcluster.kafka_runtime.KAFKA_VERSION names the version jvm/pom.xml resolves."""
     import re
     from importlib import resources
 
-    from segtools.kafka_runtime import KAFKA_VERSION
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION
 
     pom = resources.files("segtools.jvm").joinpath("pom.xml").read_text()
     match = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom)

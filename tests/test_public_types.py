@@ -31,8 +31,8 @@ def test_lazy_public_names_have_real_types(tmp_path: Path) -> None:
                 if "use_segtools.py" in line and "Revealed type is" in line]
     assert len(revealed) == 5, out + err
     assert [line for line in out.splitlines() if "use_segtools.py" in line and "error:" in line] == []
-    assert "Iterator[segtools.batches.RecordBatch]" in revealed[0]
-    assert "segtools.logdir.LogDir" in revealed[1]
+    assert "Iterator[segtools.records.batches.SegmentBatch]" in revealed[0]
+    assert "segtools.files.logdir.LogDir" in revealed[1]
     assert revealed[2].startswith('"def (path:')
-    assert "segtools.batches.SegmentReader" in revealed[3]
+    assert "segtools.records.batches.SegmentReader" in revealed[3]
     assert "segtools.forensics.report.CompareReport" in revealed[4]

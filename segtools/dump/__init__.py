@@ -11,7 +11,7 @@ Modules: ``runner`` (paths -> dispatch -> summaries -> exit status), ``context``
 (.timeindex), ``state_dump`` (producer .snapshot and text state files), ``text`` (Kafka's exact
 line templates), ``sinks``/``json_out`` (text, json, ndjson output), ``parsers`` (key/payload
 decoders), ``control`` (control-record wording), ``options``. Java's UTF-8 replacement rules are
-``segtools.java_utf8`` (the payload decoders in ``segtools.internal`` share them).
+``segtools.primitives.java_utf8`` (the payload decoders in ``segtools.internal_topics`` share them).
 Heavy libraries (pyspark, pandas, numba) are never imported here.
 """
 

@@ -1,11 +1,13 @@
 """Control records as kafka-dump-log prints them (DUMP_LOG.md 3.4). Decoding is
-``segtools.control``'s; this module only chooses Kafka's words for each type."""
+``segtools.records.control``'s; this module only chooses Kafka's words for each type."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from segtools.control import (
+# Jackson's escaping (e.g. \u001F upper-case), as Kafka's JsonConverter output is printed
+from segtools.internal_topics.json_render import dumps as jackson_dumps
+from segtools.records.control import (
     ABORT,
     COMMIT,
     KRAFT_VERSION,
@@ -18,9 +20,6 @@ from segtools.control import (
     decode_control_value,
     decode_end_txn_marker,
 )
-
-# Jackson's escaping (e.g. \u001F upper-case), as Kafka's JsonConverter output is printed
-from segtools.internal.json_render import dumps as jackson_dumps
 
 #: the label DumpLogSegments prints before the JSON of each KRaft control value
 _KRAFT_LABELS = {

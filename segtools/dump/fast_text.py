@@ -6,7 +6,7 @@ keys) the lines are built here a window of batches at a time: the batches are fr
 CRC-checked in one Python loop, the records' length prefixes walked in another, every other
 field decoded as numpy columns and the lines joined by Arrow's string kernels, then written as
 one buffer. Keys and values that are not UTF-8 get Java's replacement characters
-(segtools/java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
+(segtools/primitives/java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
 bad CRC, a torn or corrupt frame, an undecodable record, a header key that is not UTF-8) stops
 the window at that batch and goes through the object reader and text.py as before, so every
 edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
@@ -14,7 +14,7 @@ the two paths to byte-identical output.
 
 The record layout and its checks are DefaultRecord.readFrom's (Kafka
 clients/src/main/java/org/apache/kafka/common/record/DefaultRecord.java), as the object reader
-in segtools/batches.py applies them; a record that the object reader would reject is never
+in segtools/records/batches.py applies them; a record that the object reader would reject is never
 printed here, it is left to that reader to report.
 """
 
@@ -29,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from segtools.crc import crc32c
 from segtools.formats import record_batch as _rb
-from segtools.java_utf8 import java_utf8_replace
+from segtools.primitives.crc import crc32c
+from segtools.primitives.java_utf8 import java_utf8_replace
 
 #: bytes read per window (a batch larger than this goes through the object reader). The
 #: columns and lines of one window take about 25 times its size at their peak: 2 MB keeps
@@ -450,7 +450,7 @@ def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
 
 def _sequences(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """DefaultRecordBatch.incrementSequence (wraps from Int.MAX to 0); -1 without a base
-    sequence, as segtools._reader_record.increment_sequence (deltas here are >= 0)."""
+    sequence, as segtools.records.record.increment_sequence (deltas here are >= 0)."""
     wrapped = np.where(base > _INT32_MAX - delta, delta - (_INT32_MAX - base) - 1, base + delta)
     return np.where(base >= 0, wrapped, -1)
 

@@ -3,7 +3,7 @@ and 6), and the index-file helpers time_index_dump.py shares.
 
 Kafka opens indexes with ``entries = floor(length / entry size)``, zero-filled preallocated
 tail included, and stops at the first slot whose offset equals the base offset after slot 0.
-The slots up to that tail come from ``segtools.indexes`` (read in bounded steps, never
+The slots up to that tail come from ``segtools.files.indexes`` (read in bounded steps, never
 mapped); the count comes from the file size, and the few tail slots a lookup or sanity check
 touches are read one at a time.
 """
@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from segtools._columnar_codes import SCAN_BATCH
-from segtools.batch_walk import next_batch, walk_error
 from segtools.dump import text
 from segtools.errors import FormatError, IndexCorruptionError, InputError
 from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from segtools.formats.names import dump_stem_offset
 from segtools.formats.record_batch import LAST_OFFSET_DELTA_OFFSET
+from segtools.records.batch_walk import next_batch, walk_error
+from segtools.records.faults import SCAN_BATCH
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
@@ -64,7 +64,7 @@ def sibling(path: str, suffix: str) -> str:
 
 def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path: str) -> int:
     """lastOffset of the first batch of ``log.slice(position, limit)`` (DumpLogSegments reads
-    the slice's first batch), found by the one batch walk (segtools.batch_walk). Raises
+    the slice's first batch), found by the one batch walk (segtools.records.batch_walk). Raises
     FormatError where Kafka throws; no batch in the slice is kafka-dump-log's
     NoSuchElementException."""
     size = log.size
@@ -115,7 +115,7 @@ class Slots:
     @classmethod
     @contextmanager
     def open(cls, path: str, base: int, kind: str) -> Iterator[Slots]:
-        from segtools.indexes import read_offset_index, read_time_index
+        from segtools.files.indexes import read_offset_index, read_time_index
 
         with open(path, "rb") as f:
             slots = cls(b"", base, kind)
@@ -301,7 +301,7 @@ def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, targ
 
 def dump_txn_index(ctx: DumpContext, path: str) -> None:
     """One line per complete 34-byte entry; ``version`` is the first byte only (Kafka quirk)."""
-    from segtools.indexes import read_txn_index
+    from segtools.files.indexes import read_txn_index
 
     base_offset_of(path)  # Kafka parses it (and fails on a bad name) before reading
     previous_last = None

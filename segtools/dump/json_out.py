@@ -89,7 +89,7 @@ def data_value(text: str, raw: Any, mode: str) -> Any:
         nested = _nested(text)
         if isinstance(nested, str) and raw is not None:
             # Kafka's transaction-log text is not JSON: nest the decoded fields instead
-            from segtools.internal import transaction_state
+            from segtools.internal_topics import transaction_state
 
             try:
                 fields = (transaction_state.decode_key(raw) if mode == "txn_key"

@@ -14,8 +14,8 @@ from segtools.errors import BatchTooLargeError, FormatError, InputError, Segtool
 from segtools.formats.names import dump_stem_offset
 
 if TYPE_CHECKING:
-    from segtools.batches import SegmentReader
     from segtools.dump.context import DumpContext
+    from segtools.records.batches import SegmentReader
     from segtools.salvage import DroppedRange
 
 _NO_MESSAGE_LIMIT = 2147483647
@@ -25,7 +25,7 @@ def dump_log(ctx: DumpContext, path: str) -> None:
     """Header line, one line per batch, record lines when deep-iterating, then the
     ``Found N invalid bytes`` trailer. Record-level errors are reported and the dump goes on with
     the next batch; a broken batch frame ends the file (nothing after it can be located)."""
-    from segtools.batches import SegmentReader  # noqa: F811 (the object reader, batches.py)
+    from segtools.records.batches import SegmentReader  # noqa: F811 (the object reader, batches.py)
 
     opts = ctx.options
     sink = ctx.sink

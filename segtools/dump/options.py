@@ -45,7 +45,7 @@ class DumpOptions:
     #: print the `segtools: ` per-file finding lines and the summary line on stderr at the
     #: end (the command does; library callers get Kafka's stderr only)
     summary: bool = False
-    #: segtools.limits' bound on one batch (on disk and decompressed); None: the default
+    #: segtools.primitives.limits' bound on one batch (on disk and decompressed); None: the default
     max_batch_bytes: int | None = None
     #: walk past corrupt ranges (segtools.dump.skip_corrupt) instead of stopping at the first
     skip_corrupt: bool = False

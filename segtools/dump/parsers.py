@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from segtools.errors import InputError, SchemaError, SegtoolsError
-from segtools.java_utf8 import java_utf8_replace
+from segtools.primitives.java_utf8 import java_utf8_replace
 
 Decoder = Callable[[bytes], Any]
 
@@ -116,17 +116,17 @@ def _call_decoder(decoder: Decoder, data: bytes, record: Any, what: str) -> str:
 
 
 class InternalTopicParser:
-    """Adapter over ``segtools.internal.<module>.format_record(key, value, offset=)``, which
+    """Adapter over ``segtools.internal_topics.<module>.format_record(key, value, offset=)``, which
     returns ``(key_text | None, payload_text | None)`` exactly as Kafka prints them and raises
     SchemaError where Kafka's tool would abort (the dump reports it and goes on)."""
 
     def __init__(self, module: str) -> None:
         self.module = module
         try:
-            mod = importlib.import_module(f"segtools.internal.{module}")
+            mod = importlib.import_module(f"segtools.internal_topics.{module}")
             self._format: Callable[..., tuple[str | None, str | None]] = mod.format_record
         except (ImportError, AttributeError) as exc:
-            raise InputError(f"decoder segtools.internal.{module} is not available: {exc}") from None
+            raise InputError(f"decoder segtools.internal_topics.{module} is not available: {exc}") from None
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
         try:
@@ -144,7 +144,7 @@ class ClusterMetadataParser:
 
     def __init__(self) -> None:
         try:
-            from segtools.internal.metadata import format_record
+            from segtools.internal_topics.metadata import format_record
         except ImportError as exc:
             raise InputError(f"the cluster metadata decoder is not available: {exc}") from None
         self._format = format_record
@@ -194,8 +194,8 @@ class CoordinatorKafka4Parser:
 
     def __init__(self, table: dict[int, tuple[Any, Any]], topic: str,
                  value_json: Callable[[int, int, dict[str, Any]], str] | None = None) -> None:
-        from segtools.internal import consumer_offsets as co
-        from segtools.internal.json_render import Raw, dumps, message_json
+        from segtools.internal_topics import consumer_offsets as co
+        from segtools.internal_topics.json_render import Raw, dumps, message_json
 
         self._co = co
         self.table = table
@@ -262,7 +262,7 @@ def _note_unknown_tags(note: NoteSink, offset: int, record_type: int, topic: str
                        parts: list[tuple[str, dict[str, Any]]], hidden: str) -> None:
     """One note per tagged field that no Kafka 4.3 schema names in the decoded ``parts``
     ((message name, data)); ``hidden`` says how Kafka's tool hides it."""
-    from segtools.internal.protocol import unknown_tagged_fields
+    from segtools.internal_topics.protocol import unknown_tagged_fields
 
     for name, data in parts:
         for path, tag, raw in unknown_tagged_fields(data):
@@ -280,8 +280,8 @@ class OffsetsKafka4Parser(CoordinatorKafka4Parser):
     GroupMetadataValue are decoded as in 3.x (``consumer_offsets.value_json``)."""
 
     def __init__(self) -> None:
-        from segtools.internal import consumer_offsets as co
-        from segtools.internal.group_schemas import RECORD_TYPES_KAFKA_4_3
+        from segtools.internal_topics import consumer_offsets as co
+        from segtools.internal_topics.group_schemas import RECORD_TYPES_KAFKA_4_3
 
         super().__init__(RECORD_TYPES_KAFKA_4_3, "__consumer_offsets",
                          lambda t, v, d: co.value_json(t, v, d, RECORD_TYPES_KAFKA_4_3))
@@ -292,7 +292,7 @@ class ShareGroupStateKafka4Parser(CoordinatorKafka4Parser):
     ``share_group_state.RECORD_TYPES_KAFKA_4_3``."""
 
     def __init__(self) -> None:
-        from segtools.internal.share_group_state import RECORD_TYPES_KAFKA_4_3
+        from segtools.internal_topics.share_group_state import RECORD_TYPES_KAFKA_4_3
 
         super().__init__(RECORD_TYPES_KAFKA_4_3, "__share_group_state")
 
@@ -300,10 +300,10 @@ class ShareGroupStateKafka4Parser(CoordinatorKafka4Parser):
 class RemoteLogMetadataParser:
     """--remote-log-metadata-decoder: never a key; the payload is the Java ``toString()`` of the
     RemoteLogMetadata Kafka's RemoteLogMetadataSerde reads from the value, or
-    ``Error at offset {offset}, skipping. {message}`` (``segtools.internal.remote_log_metadata``)."""
+    ``Error at offset {offset}, skipping. {message}`` (``segtools.internal_topics.remote_log_metadata``)."""
 
     def __init__(self) -> None:
-        from segtools.internal import remote_log_metadata
+        from segtools.internal_topics import remote_log_metadata
 
         self._rlm = remote_log_metadata
         #: set by the runner: hex notes for an unknown api key / tagged field (as
@@ -345,7 +345,7 @@ class TransactionLogJsonParser(CoordinatorKafka4Parser):
     so the wording (and our stderr notes) are those of CoordinatorKafka4Parser."""
 
     def __init__(self) -> None:
-        from segtools.internal import transaction_state as ts
+        from segtools.internal_topics import transaction_state as ts
 
         super().__init__({0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)},
                          "__transaction_state")

@@ -1,6 +1,6 @@
 """Which files a `segtools dump` argument stands for, in a stable order, and what kind each is.
 
-What a path stands for is decided by :mod:`segtools.sources`, as for every other command. A
+What a path stands for is decided by :mod:`segtools.files.sources`, as for every other command. A
 file is dumped as given. A partition directory expands to its files ordered by base offset,
 then kind. A broker log directory expands to its root files, then its partition directories
 ordered by topic and partition; a folder of broker dirs (``broker-1/ broker-2/``) to each
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from segtools.formats.names import KRAFT_SNAPSHOT_RE, stem_offset
 
 if TYPE_CHECKING:
-    from segtools.sources import Resolution, ResolvedInput
+    from segtools.files.sources import Resolution, ResolvedInput
 
 OFFSET_CHECKPOINTS = frozenset({
     "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
@@ -61,7 +61,7 @@ def file_kind(name: str) -> str:
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """``<topic>-<partition>`` (also ``...-delete``/``-future``/``-stray`` forms), else None."""
     from segtools.errors import InputError
-    from segtools.sources import parse_partition_dir_name
+    from segtools.files.sources import parse_partition_dir_name
 
     try:
         topic, partition, _state = parse_partition_dir_name(name)
@@ -98,10 +98,10 @@ def files_of(item: ResolvedInput) -> list[str]:
 
 
 def resolve_inputs(paths: list[str]) -> Resolution:
-    """What the dump arguments stand for (:func:`segtools.sources.resolve`); an unusable
+    """What the dump arguments stand for (:func:`segtools.files.sources.resolve`); an unusable
     argument becomes an input of kind ``error`` so the others are still dumped; a file named
     twice is dumped twice, as Kafka's tool does."""
-    from segtools.sources import resolve
+    from segtools.files.sources import resolve
 
     return resolve(paths, errors="collect", keep_duplicate_files=True)
 

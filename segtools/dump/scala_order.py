@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from segtools.java_hash import int32, java_string_hash
+from segtools.primitives.java_hash import int32, java_string_hash
 
 
 def _improved(key: str) -> int:

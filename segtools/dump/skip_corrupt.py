@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from segtools.batches import RecordBatch
 from segtools.errors import InputError, display_path
-from segtools.limits import resolve_max_batch_bytes
+from segtools.primitives.limits import resolve_max_batch_bytes
+from segtools.records.batches import SegmentBatch
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
@@ -32,7 +32,7 @@ def skipped_range_line(start: int, end: int, reason: str, detail: str, after: in
 
 
 def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int | None,
-                             skipped: list[DroppedRange] | None = None) -> Iterator[RecordBatch]:
+                             skipped: list[DroppedRange] | None = None) -> Iterator[SegmentBatch]:
     """The intact batches of ``path`` in file order; a finding line for each range between.
     Each reported range is also appended to ``skipped`` (before the batch after it is
     yielded), so the caller can tell an offset gap the skip made from a compaction gap."""
@@ -50,7 +50,7 @@ def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int |
             data = fh.read(batch.size)
             if len(data) != batch.size:
                 raise InputError(f"{display_path(path)} changed while reading (position {batch.position})")
-            yield RecordBatch.from_bytes(data, path=path, position=batch.position, segment=name,
+            yield SegmentBatch.from_bytes(data, path=path, position=batch.position, segment=name,
                                          max_batch_bytes=limit)
     for d in dropped:
         _report(ctx, d, skipped)

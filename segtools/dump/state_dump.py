@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def dump_producer_snapshot(ctx: DumpContext, path: str) -> None:
     """Validated as a whole first; a corrupt snapshot prints Kafka's message on stderr only."""
-    from segtools.snapshots import read_producer_snapshot
+    from segtools.files.snapshots import read_producer_snapshot
 
     try:
         snapshot = read_producer_snapshot(path)
@@ -104,7 +104,7 @@ def dump_text_file(ctx: DumpContext, path: str, kind: str) -> None:
 
 
 def _dump_text_file(ctx: DumpContext, path: str, kind: str) -> None:
-    from segtools import checkpoints
+    from segtools.files import checkpoints
 
     sink = ctx.sink
     if kind == "offset_checkpoint":

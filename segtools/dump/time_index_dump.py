@@ -23,7 +23,7 @@ NO_MESSAGE_LIMIT = 2147483647
 
 
 def dump_time_index(ctx: DumpContext, path: str) -> None:
-    from segtools.batches import SegmentReader
+    from segtools.records.batches import SegmentReader
 
     opts = ctx.options
     base = base_offset_of(path)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from segtools.files.sources import is_partition_dir_name, parse_partition_dir_name
 from segtools.filters import RecordFilter, compiled
-from segtools.sources import is_partition_dir_name, parse_partition_dir_name
 
 
 class DumpWhere:

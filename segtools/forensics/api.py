@@ -35,7 +35,7 @@ def default_metadata_log(dirs: Sequence[PathArg]) -> str | None:
     """The controller's ``__cluster_metadata-0`` of the first given folder of broker dirs that
     has one (what `segtools simulate` writes with ``metadata_log: true``); a given
     ``DIR/broker-<id>`` dir stands for its folder ``DIR``."""
-    from segtools.sources import resolve
+    from segtools.files.sources import resolve
 
     folders = []
     for d in dirs:
@@ -55,7 +55,7 @@ def default_metadata_log(dirs: Sequence[PathArg]) -> str | None:
 def _batch_limit(max_batch_bytes: int | None) -> Iterator[None]:
     """Every reader of the run (here, and Spark's local Python workers, which inherit the
     environment) takes the limit from the environment; restored afterwards."""
-    from segtools.limits import MAX_BATCH_BYTES_ENV
+    from segtools.primitives.limits import MAX_BATCH_BYTES_ENV
 
     if max_batch_bytes is None:
         yield
@@ -94,12 +94,12 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
     copied locally).
 
     Raises ``InputError`` (and other ``SegtoolsError``) for unusable input."""
+    from segtools.files.sources import resolve
     from segtools.forensics.collect import discover_replicas
     from segtools.forensics.elections import load_histories
     from segtools.forensics.inputs import check_inputs, unique_inputs
     from segtools.forensics.loss import AckIndex
     from segtools.forensics.progress import Progress
-    from segtools.sources import resolve
 
     note = on_note or (lambda _text: None)
     if engine not in ("local", "spark", "auto"):

@@ -1,7 +1,7 @@
 """Stage 1 inputs: which replicas the user gave us and their small per-replica facts
 (checkpoints, epoch checkpoint, topic id, clean-shutdown marker, segment sizes).
 
-Batch rows come from ``segtools.columnar`` (in process) or the ``kafka_segments`` data source
+Batch rows come from ``segtools.records.columnar`` (in process) or the ``kafka_segments`` data source
 (Spark); both are turned into ``ReplicaFacts`` by :func:`replica_facts`. Everything here is
 read-only and reads only small text files, so it runs on the driver.
 """
@@ -18,7 +18,7 @@ from segtools.forensics.model import BatchFacts, ReplicaFacts
 from segtools.formats.names import stem_offset
 
 if TYPE_CHECKING:
-    from segtools.sources import Resolution
+    from segtools.files.sources import Resolution
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
@@ -57,7 +57,7 @@ class ReplicaSpec:
 
 
 def _root_checkpoints(log_dir: str) -> tuple[dict[str, dict[tuple[str, int], int]], list[str]]:
-    from segtools.checkpoints import read_offset_checkpoint
+    from segtools.files.checkpoints import read_offset_checkpoint
 
     out: dict[str, dict[tuple[str, int], int]] = {}
     problems: list[str] = []
@@ -84,9 +84,9 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
     in two given dirs, e.g. two snapshots of one broker) get fresh ids above the largest.
     A partition dir reached twice (the same dir given twice, or a broker dir and one of its
     partition dirs) is one replica; a note goes to ``warnings``.
-    ``resolution``: :func:`segtools.sources.resolve` of ``paths`` when the caller has it."""
-    from segtools.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-    from segtools.sources import resolve
+    ``resolution``: :func:`segtools.files.sources.resolve` of ``paths`` when the caller has it."""
+    from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
+    from segtools.files.sources import resolve
 
     paths = list(paths)
     if resolution is None:

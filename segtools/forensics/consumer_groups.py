@@ -27,7 +27,7 @@ def commits_from_records(rows: Iterable[tuple[int, bytes | None, bytes | None]])
     """Latest offset commit per (group, topic, partition) from __consumer_offsets records given
     as (offset, key, value) of data records; tombstones delete. Records that do not decode are
     skipped: dump reports them, they prove nothing about consumption."""
-    from segtools.internal.consumer_offsets import decode_key, decode_value
+    from segtools.internal_topics.consumer_offsets import decode_key, decode_value
 
     out: Commits = {}
     for pos, key, value in rows:

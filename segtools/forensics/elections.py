@@ -6,7 +6,7 @@ new leader was in the ISR), ``elr`` (ISR empty, leader taken from the eligible l
 replicas: clean), ``last_known_leader`` (ISR and ELR empty, the one last known leader
 elected: unclean) or ``unclean`` (anyone else: LeaderRecoveryState = 1 = RECOVERING, or the
 ISR forced to the new leader alone while the old ISR did not contain it). Input is what
-``segtools.internal.metadata.decode_record`` returns: ``(type_name, version, data)``.
+``segtools.internal_topics.metadata.decode_record`` returns: ``(type_name, version, data)``.
 """
 
 from __future__ import annotations
@@ -379,10 +379,10 @@ def load_histories(path: str | os.PathLike[str]) -> Histories:
     continues from (the earliest one at or past the first segment), as KRaft itself loads it;
     the log is then replayed from the snapshot's end offset on."""
 
-    from segtools import columnar
     from segtools.errors import InputError, SegtoolsError
-    from segtools.internal.metadata import decode_record
-    from segtools.sources import resolve
+    from segtools.files.sources import resolve
+    from segtools.internal_topics.metadata import decode_record
+    from segtools.records import columnar
 
     found = resolve([path], check_copies=False)
     item = found.inputs[0]

@@ -29,8 +29,8 @@ def format_differs(ref_batches: Sequence[BatchFacts], b: BatchFacts) -> bool:
 
 def _records(log_dir: str, topic: str, partition: int, batches: Sequence[BatchFacts],
              lo: int, hi: int) -> dict[int, tuple[Any, Any]] | None:
-    from segtools import columnar
     from segtools.errors import SegtoolsError
+    from segtools.records import columnar
 
     pdir = os.path.join(log_dir, f"{topic}-{partition}")
     segments = sorted({b.segment for b in _covering(batches, lo, hi)})

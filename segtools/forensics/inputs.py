@@ -18,7 +18,7 @@ from segtools.errors import SegtoolsError
 from segtools.forensics.collect import ReplicaSpec
 
 if TYPE_CHECKING:
-    from segtools.sources import Resolution
+    from segtools.files.sources import Resolution
 
 
 @dataclass(slots=True)
@@ -65,9 +65,9 @@ def unique_inputs(paths: Sequence[str | os.PathLike[str]],
     """The given paths without those that add nothing (the same directory by real path as an
     earlier input, or one already read inside an earlier input), and the warning for each.
 
-    The resolver (:func:`segtools.sources.resolve`) is the one place that decides what repeats;
+    The resolver (:func:`segtools.files.sources.resolve`) is the one place that decides what repeats;
     pass its ``resolution`` of ``paths`` when the caller has it."""
-    from segtools.sources import resolve
+    from segtools.files.sources import resolve
 
     given = [os.fspath(p) for p in paths]
     if resolution is None:
@@ -77,8 +77,8 @@ def unique_inputs(paths: Sequence[str | os.PathLike[str]],
 
 
 def _meta(log_dir: str) -> tuple[int | None, str | None]:
-    from segtools.checkpoints import read_meta_properties
-    from segtools.sources import broker_id_of
+    from segtools.files.checkpoints import read_meta_properties
+    from segtools.files.sources import broker_id_of
 
     claimed = broker_id_of(log_dir)
     cluster = None
@@ -94,7 +94,7 @@ def _meta(log_dir: str) -> tuple[int | None, str | None]:
 def _listing(root: str, partition_dirs: Iterable[str]) -> dict[str, int] | None:
     """Relative path -> size of the log dir's own files and of its compared partition dirs'
     files (None when unlistable). Other folders under the log dir are not compare's input."""
-    from segtools.sources import list_dir
+    from segtools.files.sources import list_dir
 
     out: dict[str, int] = {}
     try:

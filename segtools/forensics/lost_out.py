@@ -25,7 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..outputs import atomic_file, partial_run, prepare_output_dir
+from segtools.files.outputs import atomic_file, partial_run, prepare_output_dir
+
 from .loss import text_or_base64
 
 __all__ = ["LOST_SCHEMA", "LostOutSummary", "write_lost_out", "REPLAY_HEADER"]
@@ -80,7 +81,7 @@ def _headers(value: Any) -> list[tuple[str, bytes | None]]:
 
 def _rows(spec: Any, offsets: set[int] | None) -> Iterable[dict[str, Any]]:
     """Records of one replica (all, or only ``offsets``) as dicts."""
-    from ..columnar import iter_record_batches
+    from segtools.records.columnar import iter_record_batches
 
     lo = min(offsets) if offsets else None
     hi = max(offsets) + 1 if offsets else None

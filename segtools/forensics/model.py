@@ -3,7 +3,7 @@
 
 These are what stage 1 of the compare pipeline produces (FORENSICS.md Part B, "per-replica
 facts"). Everything here is picklable and cheap, so Spark's ``applyInPandas`` can build them
-from rows and the in-process path can build them straight from ``segtools.columnar``.
+from rows and the in-process path can build them straight from ``segtools.records.columnar``.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ FACT_COLUMNS = ("topic", "partition", "broker", "segment", "position", "size", "
 
 
 def _facts_schema() -> pa.Schema:
-    from segtools.schema import BATCH_SCHEMA
+    from segtools.records.schema import BATCH_SCHEMA
 
     return pa.schema([BATCH_SCHEMA.field(c) for c in FACT_COLUMNS] + [pa.field("read_error", pa.string())])
 
@@ -111,7 +111,7 @@ def error_batch(topic: str, partition: int, replica_id: int | None, segment: str
 
 def scan_segment(path: str, topic: str, partition: int, replica_id: int) -> Iterator[pa.RecordBatch]:
     """Stage 1 for one segment file (local path): FACTS_SCHEMA batches."""
-    from segtools import columnar
+    from segtools.records import columnar
 
     try:
         for rb in columnar.iter_batch_batches(path, topic=topic, partition=partition, broker=replica_id):
@@ -234,7 +234,7 @@ def range_starts(rows: pa.Table, replica_id: int, first: int) -> dict[str, int]:
 
 
 def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, int]) -> list[dict[str, Any]]:
-    from segtools import columnar
+    from segtools.records import columnar
 
     # base offsets from the file names, as Kafka reads them; a name without one is read
     bases = [stem_offset(p) for p, _ in spec.segments]

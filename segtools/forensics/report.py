@@ -138,7 +138,7 @@ class CompareReport:
         """report.json's "summary" block (docs/REPORT.md)."""
         import datetime
 
-        from segtools import __version__
+        from segtools.version import __version__
 
         if generated_at is None:
             generated_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

@@ -88,8 +88,8 @@ def last_stop(log_dir: str, clean_shutdown: bool, broker: int | None,
     ``stale_clean_shutdown_file`` (a restored or copied dir)."""
     epoch = None
     if clean_shutdown and log_dir and os.path.isdir(log_dir):
-        from segtools.checkpoints import read_clean_shutdown
         from segtools.errors import SegtoolsError
+        from segtools.files.checkpoints import read_clean_shutdown
 
         try:
             epoch = read_clean_shutdown(os.path.join(log_dir, ".kafka_cleanshutdown")).broker_epoch

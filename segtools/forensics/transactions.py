@@ -58,15 +58,15 @@ class _SegmentMarkers:
         self.files: dict[str, Any] = {}
 
     def __call__(self, b: BatchFacts) -> str | None:
-        from segtools.batches import RecordBatch
         from segtools.errors import SegtoolsError
+        from segtools.records.batches import SegmentBatch
 
         try:
             fh = self.files.get(b.segment)
             if fh is None:
                 fh = self.files[b.segment] = open(os.path.join(self.pdir, b.segment), "rb")  # noqa: SIM115
             fh.seek(b.position)
-            recs = list(RecordBatch.from_bytes(fh.read(b.size)).control_records())
+            recs = list(SegmentBatch.from_bytes(fh.read(b.size)).control_records())
         except (OSError, SegtoolsError, ValueError):
             return None
         return recs[0].type_name if recs else None
@@ -98,10 +98,10 @@ _TXN_LOG_CACHE: dict[tuple[Any, ...], dict[int, ProducerInfo]] = {}
 
 def _transaction_log_segments(log_dirs: Sequence[str]) -> list[str]:
     """Every segment of the ``__transaction_state-N`` partitions in ``log_dirs``, as
-    :func:`segtools.sources.resolve` finds them (only those partition dirs are listed: this runs
+    :func:`segtools.files.sources.resolve` finds them (only those partition dirs are listed: this runs
     once per transactional partition compare classifies)."""
     from segtools.errors import SegtoolsError
-    from segtools.sources import is_partition_dir_name, list_dir, parse_partition_dir_name, resolve
+    from segtools.files.sources import is_partition_dir_name, list_dir, parse_partition_dir_name, resolve
 
     pdirs: list[str] = []
     for ld in dict.fromkeys(log_dirs):
@@ -147,9 +147,9 @@ def producers_from_transaction_log(log_dirs: Sequence[str]) -> dict[int, Produce
 
 
 def _read_transaction_logs(segments: Sequence[str]) -> dict[int, ProducerInfo]:
-    from segtools import columnar
     from segtools.errors import SegtoolsError
-    from segtools.internal.transaction_state import decode_key, decode_value
+    from segtools.internal_topics.transaction_state import decode_key, decode_value
+    from segtools.records import columnar
 
     out: dict[int, ProducerInfo] = {}
     for seg in segments:

@@ -36,9 +36,9 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
     """Run ``scenario`` on a real cluster into ``out_dir`` (new or empty): broker-<id>/,
     controller/, snapshots/, acks.jsonl, truth.json, and kafka/ (properties, JVM logs,
     run.json: waits, timings). Every JVM is stopped before this returns or raises."""
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster.cluster import RealCluster, require_client, require_consumer
     from segtools.realcluster.consume import read_final
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import install_handlers, kill_all
     from segtools.realcluster.steps import StepRunner
     from segtools.realcluster.truth import build_truth

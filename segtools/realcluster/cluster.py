@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from segtools.errors import SegtoolsError
-from segtools.kafka_runtime import KafkaRuntime, KafkaUnavailableError
 from segtools.realcluster import config
+from segtools.realcluster.kafka_runtime import KafkaRuntime, KafkaUnavailableError
 from segtools.realcluster.processes import JvmProcess, run_tool
 from segtools.simulate.scenario import Scenario
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from segtools.kafka_runtime import DUMP_LOG_MAIN, KafkaRuntime
+from segtools.realcluster.kafka_runtime import DUMP_LOG_MAIN, KafkaRuntime
 from segtools.realcluster.processes import run_tool
 
 _BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?partitionLeaderEpoch: (-?\d+) "

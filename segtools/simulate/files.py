@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from segtools.checkpoints import (
+from segtools.files.checkpoints import (
     write_leader_epoch_checkpoint,
     write_meta_properties,
     write_offset_checkpoint,

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 
-from segtools.checkpoints import (
+from segtools.files.checkpoints import (
     write_leader_epoch_checkpoint,
     write_partition_metadata,
     write_quorum_state,
 )
-from segtools.internal.metadata import encode_record
+from segtools.internal_topics.metadata import encode_record
 from segtools.simulate.cluster import Cluster
 from segtools.writer import LogWriter, NewRecord, build_batch
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
 from segtools.formats.record_batch import CRC_STRUCT_FORMAT, HEADER_STRUCT_FORMAT
-
-from ..crc import crc32c
-from ..varint import encode_varlong
+from segtools.primitives.crc import crc32c
+from segtools.primitives.varint import encode_varlong
 
 __all__ = [
     "NewRecord",
@@ -153,7 +152,7 @@ def build_batch(
     the last of them; pass it for an empty batch that keeps its producer's sequence range.
     ``delete_horizon_ms`` (set by the log cleaner) sets attribute bit 6 and becomes the base
     timestamp that record deltas are relative to.
-    Compressed batches compress the records section with :func:`segtools.codecs.compress`,
+    Compressed batches compress the records section with :func:`segtools.primitives.codecs.compress`,
     i.e. the stream a Java producer writes.
     """
     codec = codec_id_of(compression)
@@ -188,7 +187,7 @@ def build_batch(
         _encode_record(section, offset_delta, timestamp - base_timestamp, record.key, record.value,
                        record.headers)
     if codec != 0:
-        from ..codecs import compress  # imported late: only compressed batches need it
+        from segtools.primitives.codecs import compress  # imported late: only compressed batches need it
 
         section = bytearray(compress(codec, bytes(section), magic=2))
 

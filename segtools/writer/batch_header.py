@@ -2,7 +2,7 @@
 
 This is what Kafka's ``LogSegment``/``ProducerStateManager`` look at (offsets, max timestamp,
 producer fields, control type), plus the validity check of ``RecordBatch.ensureValid``
-(size and CRC). Full decoding of batches is ``segtools.batches``' job.
+(size and CRC). Full decoding of batches is ``segtools.records.batches``' job.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from segtools.formats.record_batch import (
     LOG_PREFIX_STRUCT_FORMAT,
     TRANSACTIONAL_FLAG_MASK,
 )
+from segtools.primitives.crc import crc32, crc32c
 
-from ..crc import crc32, crc32c
 from ..errors import CorruptBatchError, CrcMismatchError, TruncatedBatchError, UnsupportedMagicError
 
 __all__ = ["BatchHeader", "parse_batch_header", "split_batches"]
@@ -69,9 +69,9 @@ def _key_value(offset: int, timestamp: int, key: bytes | None, value: bytes | No
 
 def _control_record(buf: bytes | memoryview, pos: int, end: int) -> tuple[int | None, int | None]:
     """(type, coordinator_epoch) of the first record of an uncompressed control batch, read
-    with the one v2 record decoder (segtools._py_records)."""
-    from segtools._columnar_codes import RecordFault
-    from segtools._py_records import iter_v2_records
+    with the one v2 record decoder (segtools.records.v2_decoder)."""
+    from segtools.records.faults import RecordFault
+    from segtools.records.v2_decoder import iter_v2_records
 
     records = bytes(buf[pos:end])
     try:

@@ -19,8 +19,8 @@ from segtools.formats.legacy import (
     LEGACY_PREFIX_STRUCT_FORMAT,
     LEGACY_TIMESTAMP_STRUCT_FORMAT,
 )
+from segtools.primitives.crc import crc32
 
-from ..crc import crc32
 from .batch_builder import NewRecord, codec_id_of
 
 __all__ = ["build_legacy_message_set", "build_legacy_message"]
@@ -59,7 +59,7 @@ def build_legacy_message_set(
     """Messages at ``base_offset, base_offset + 1, ...`` as a magic 0 or 1 message set.
 
     Uncompressed: one entry per record. Compressed: one wrapper entry at the last offset whose
-    value is :func:`segtools.codecs.compress` of the inner set (zstd is not allowed below
+    value is :func:`segtools.primitives.codecs.compress` of the inner set (zstd is not allowed below
     magic 2). Magic 0 has no timestamps; for magic 1 a record without timestamp gets -1.
     LogAppendTime (magic 1 only) stamps ``log_append_time`` as the broker does: on every
     message of an uncompressed set, on the wrapper of a compressed one.
@@ -99,7 +99,7 @@ def build_legacy_message_set(
         inner += build_legacy_message(offset=inner_offset, magic=magic, key=record.key,
                                       value=record.value, timestamp=timestamp_of(record),
                                       attributes=ts_attr)
-    from ..codecs import compress  # imported late: only compressed sets need it
+    from segtools.primitives.codecs import compress  # imported late: only compressed sets need it
 
     payload = compress(codec, bytes(inner), magic=magic)
     if magic == 1:

@@ -23,9 +23,9 @@ from segtools.formats.names import (
     filename_prefix_from_offset,
     offset_from_filename,
 )
+from segtools.records.batch_walk import next_batch
+from segtools.records.faults import SCAN_BATCH
 
-from .._columnar_codes import SCAN_BATCH
-from ..batch_walk import next_batch
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
 from .index_files import AbortedTxnEntry, OffsetIndexFile, TimeIndexFile, TxnIndexFile
@@ -125,7 +125,7 @@ class _Segment:
     def read_batches(self) -> tuple[list[BatchHeader], int]:
         """Headers of the valid batches at the start of the ``.log`` and the byte count they
         cover, like ``LogSegment.recover`` (storage/.../internals/log/LogSegment.java): the
-        one batch walk (segtools.batch_walk, FileLogInputStream.nextBatch, no size limit)
+        one batch walk (segtools.records.batch_walk, FileLogInputStream.nextBatch, no size limit)
         steps from batch to batch; where it stops, or a batch fails ``ensureValid`` (size,
         magic, CRC) or ``ensureOffsetInRange``, recover catches the exception and truncates
         there."""
@@ -368,7 +368,7 @@ class LogWriter:
         """``ProducerStateManager.takeSnapshot``: only when the offset moved past the last one."""
         if self._last_snapshot_offset is not None and offset <= self._last_snapshot_offset:
             return
-        from ..snapshots import ProducerSnapshotEntry, write_producer_snapshot
+        from segtools.files.snapshots import ProducerSnapshotEntry, write_producer_snapshot
 
         write_producer_snapshot(self._snapshot_path(offset),
                                 [ProducerSnapshotEntry(*astuple(e)) for e in self._producers.entries()])

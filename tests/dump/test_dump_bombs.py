@@ -19,7 +19,7 @@ from segtools.dump import json_out, pairs
 from segtools.dump.options import DumpOptions
 from segtools.dump.pairs import PairStore
 from segtools.dump.runner import run_dump
-from segtools.varint import encode_varlong
+from segtools.primitives.varint import encode_varlong
 
 #: length 6, attributes 0, timestampDelta 0, offsetDelta 0, key null, value null, no headers
 SEVEN_BYTE_RECORD = bytes([0x0C, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00])
@@ -123,7 +123,7 @@ def sparse_giant(path: Path, value_bytes: int) -> Path:
 
 
 def test_max_batch_bytes_bounds_dump_and_can_be_raised(tmp_path: Path) -> None:
-    """segtools.limits' one batch limit (16 MiB default) applies to dump as to export: a batch
+    """segtools.primitives.limits' one batch limit (16 MiB default) applies to dump as to export: a batch
     above it is unusable input (exit 2, one line naming the batch and the flag), and
     --max-batch-bytes raises it."""
     from dump_builders import run

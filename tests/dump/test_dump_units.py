@@ -12,7 +12,7 @@ from segtools.dump.index_dump import Slots, lookup_position
 from segtools.dump.paths import file_kind
 from segtools.dump.text import java_absolute_path, java_file, optional_long
 from segtools.dump.time_index_dump import _FirstAtLeast
-from segtools.snapshots import ProducerSnapshotEntry
+from segtools.files.snapshots import ProducerSnapshotEntry
 
 
 @settings(max_examples=300, deadline=None)
@@ -92,7 +92,7 @@ def test_file_kinds_follow_last_suffix() -> None:
        base=st.integers(0, 1 << 40))
 def test_slots_read_from_a_file_equal_slots_read_from_bytes(raw: bytes, kind: str,
                                                             base: int) -> None:
-    """Slots.open (stepped reads through segtools.indexes, tail slots one by one) sees exactly
+    """Slots.open (stepped reads through segtools.files.indexes, tail slots one by one) sees exactly
     what the byte-level definition sees: count, the real slots, and every slot by index."""
     import tempfile
 

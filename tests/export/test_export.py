@@ -16,7 +16,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from segtools.cli.main import cli
 from segtools.errors import InputError
 from segtools.export import ExportOptions, export
-from segtools.schema import RECORD_SCHEMA
+from segtools.records.schema import RECORD_SCHEMA
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 

@@ -1,4 +1,4 @@
-"""segtools.outputs, the output-safety rules every writing command shares (issue 9, issue 16)."""
+"""segtools.files.outputs, the output-safety rules every writing command shares (issue 9, issue 16)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from segtools.outputs import (
+from segtools.files.outputs import (
     PARTIAL_MARKER,
     SUCCESS_MARKER,
     UnsafeOutputError,

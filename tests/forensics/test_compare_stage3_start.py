@@ -7,8 +7,8 @@ import os
 
 import pyarrow as pa
 
-from segtools import columnar
 from segtools.forensics.pipeline import FACTS_SCHEMA, range_starts, scan_segment
+from segtools.records import columnar
 from segtools.writer import LogWriter, NewRecord, build_batch
 
 PER_BATCH = 5

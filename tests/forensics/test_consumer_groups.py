@@ -25,7 +25,7 @@ def test_s21_walk():
 
 
 def write_commits(partition_dir: Path, commits: list[tuple[str, str, int, int, int]]) -> None:
-    from segtools.internal.consumer_offsets import encode_key, encode_value
+    from segtools.internal_topics.consumer_offsets import encode_key, encode_value
     from segtools.writer import LogWriter, NewRecord, build_batch
 
     w = LogWriter(str(partition_dir))

@@ -85,8 +85,8 @@ def test_snapshot_gives_the_state_when_the_log_is_gone(realdata, tmp_path):
     """KRaft deletes metadata segments a snapshot covers; the snapshot then holds the topics and
     partitions. With the log gone, the latest snapshot (end offset 14926) must give the state
     the log's first 14926 records give."""
-    from segtools import columnar
-    from segtools.internal.metadata import decode_record
+    from segtools.internal_topics.metadata import decode_record
+    from segtools.records import columnar
 
     src, dst = _kraft_copy(realdata, tmp_path, keep_log=False)
     prefix = []

@@ -187,7 +187,7 @@ def test_corrupt_epoch_checkpoint_is_evidence_and_epochs_come_from_batches(tmp_p
 
 
 def _replica(root, broker, batches, hw):
-    from segtools.checkpoints import write_meta_properties, write_offset_checkpoint
+    from segtools.files.checkpoints import write_meta_properties, write_offset_checkpoint
     from segtools.writer import LogWriter
 
     ld = root / f"broker-{broker}"

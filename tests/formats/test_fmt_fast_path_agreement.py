@@ -1,4 +1,4 @@
-"""The declarations are the spec the fast reader (segtools.batches) is checked against: on real
+"""The declarations are the spec the fast reader (segtools.records.batches) is checked against: on real
 broker files every batch header, every uncompressed record and every control record decoded by
 the fast path equals what the construct declarations parse from the same bytes."""
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from fmt_helpers import KRAFT
 
-from segtools.batches import SegmentReader
 from segtools.formats.control import CONTROL_VALUE_SCHEMAS, ControlRecordKey, ControlRecordType
 from segtools.formats.legacy import LegacyLogEntry
 from segtools.formats.record_batch import (
@@ -19,6 +18,7 @@ from segtools.formats.record_batch import (
     RecordBatch,
     Records,
 )
+from segtools.records.batches import SegmentReader
 
 FILES = [
     "kafka-2.0-zk-small/logdir/subhash-0/00000000000000000000.log",

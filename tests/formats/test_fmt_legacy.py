@@ -102,13 +102,13 @@ def test_message_with_leftover_bytes_is_rejected() -> None:
 
 def test_negative_magic_uses_the_v1_layout_like_the_reader() -> None:
     # LegacyRecord only special-cases magic 0 (keyOffset, timestamp); any other value below 2,
-    # even a negative one, is laid out with the 8-byte timestamp, as segtools.legacy reads it
-    from segtools.batches import RecordBatch
+    # even a negative one, is laid out with the 8-byte timestamp, as segtools.records.legacy reads it
+    from segtools.records.batches import SegmentBatch
 
     body = bytearray(V1_EXAMPLE[12:])
     body[4] = 0xFF                                       # magic -1
     msg = LegacyMessage.parse(bytes(body))
     assert (msg.magic, msg.timestamp, msg.key, msg.value) == (-1, 1700000000000, b"k", b"v")
     assert LegacyMessage.build(msg) == bytes(body)
-    batch = RecordBatch.from_bytes(V1_EXAMPLE[:12] + bytes(body))
+    batch = SegmentBatch.from_bytes(V1_EXAMPLE[:12] + bytes(body))
     assert (batch.magic, batch.base_timestamp) == (msg.magic, msg.timestamp)

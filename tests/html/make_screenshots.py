@@ -32,7 +32,7 @@ def main() -> None:
     from click.testing import CliRunner
 
     from segtools.cli.main import cli
-    from segtools.report_html import write_html
+    from segtools.forensics.report_html import write_html
 
     with tempfile.TemporaryDirectory() as tmp, Chromium() as browser:
         for sample, (png, height) in SHOTS.items():

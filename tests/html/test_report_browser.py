@@ -12,7 +12,7 @@ from typing import Any
 
 from conftest import compare_sample, truth
 
-from segtools.report_html import write_html
+from segtools.forensics.report_html import write_html
 
 S7 = "S7-simple-unclean-election"
 B = "b-unclean-stale-return"

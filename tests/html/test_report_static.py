@@ -12,7 +12,7 @@ from conftest import GENERATED, compare_sample, truth
 from test_report_browser import S7, XSS_KEY, XSS_TOPIC, XSS_VALUE, hostile_report
 
 from segtools.cli.main import cli
-from segtools.report_html import render_html
+from segtools.forensics.report_html import render_html
 
 
 def with_lazy_bodies(page: str) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
-from segtools.batches import read_batches
 from segtools.errors import SchemaError
-from segtools.internal import consumer_offsets as co
+from segtools.internal_topics import consumer_offsets as co
+from segtools.records.batches import read_batches
 
 LOGDIRS = {
     "kafka-2.0": "kafka-2.0-zk-small/logdir",
@@ -34,7 +34,7 @@ def real(realdata):
 
 
 def _oracle_count(realdata: Path, name: str) -> int:
-    """Records per kafka-python's reader (independent of segtools.batches)."""
+    """Records per kafka-python's reader (independent of segtools.records.batches)."""
     n = 0
     for log in (realdata / LOGDIRS[name]).glob("__consumer_offsets-*/*.log"):
         records = MemoryRecords(log.read_bytes())

@@ -9,10 +9,10 @@ import random
 import pytest
 
 from segtools.errors import SchemaError
-from segtools.internal import consumer_offsets as co
-from segtools.internal import remote_log_metadata as rlm
-from segtools.internal import share_group_state as sgs
-from segtools.internal.group_schemas import RECORD_TYPES_KAFKA_4_3 as GROUP_4_3
+from segtools.internal_topics import consumer_offsets as co
+from segtools.internal_topics import remote_log_metadata as rlm
+from segtools.internal_topics import share_group_state as sgs
+from segtools.internal_topics.group_schemas import RECORD_TYPES_KAFKA_4_3 as GROUP_4_3
 
 
 class _Record:

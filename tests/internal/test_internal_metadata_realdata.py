@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
-from segtools.batches import read_batches
-from segtools.internal import metadata
+from segtools.internal_topics import metadata
+from segtools.records.batches import read_batches
 
 LOGDIR = "kafka-3.6-kraft-flink-stack/logdir"
 
@@ -36,7 +36,7 @@ def _values(path: Path) -> list[tuple[int, bytes]]:
 
 
 def _oracle_count(path: Path) -> int:
-    """Number of data records per kafka-python's reader (independent of segtools.batches)."""
+    """Number of data records per kafka-python's reader (independent of segtools.records.batches)."""
     records = MemoryRecords(path.read_bytes())
     n = 0
     while (batch := records.next_batch()) is not None:

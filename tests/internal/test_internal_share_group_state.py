@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from segtools.errors import SchemaError
-from segtools.internal import share_group_state as sgs
+from segtools.internal_topics import share_group_state as sgs
 
 TOPIC_ID = base64.urlsafe_b64decode("Uj5wn_FqTXirEASvVZRY1w==")
 

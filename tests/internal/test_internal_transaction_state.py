@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segtools.errors import SchemaError
-from segtools.internal import transaction_state as ts
+from segtools.internal_topics import transaction_state as ts
 
 
 def _s16(text: str) -> bytes:

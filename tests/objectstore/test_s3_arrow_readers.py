@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 import segtools
-from segtools import columnar
 from segtools.errors import SegtoolsError
-from segtools.schema import BATCH_SCHEMA
+from segtools.records import columnar
+from segtools.records.schema import BATCH_SCHEMA
 
 from .conftest import BUCKET
 
@@ -135,10 +135,10 @@ def test_missing_object_same_one_line_error(evidence, missing):
 def test_object_gone_before_it_is_read(s3, evidence, monkeypatch):
     """An object listed, then deleted before its turn: the error names its URI, as for
     read_batches (its own prefix: the shared evidence is never changed)."""
-    import segtools.remote
+    import segtools.files.remote
 
     local = evidence.local["realdata"] / "final" / "first_topic-0"
-    real_fetch = segtools.remote.fetch
+    real_fetch = segtools.files.remote.fetch
     messages = {}
     for name in ("read_batches", "read_records", "scan_batches"):
         prefix = f"gone/{name}/first_topic-0"
@@ -149,9 +149,9 @@ def test_object_gone_before_it_is_read(s3, evidence, monkeypatch):
             s3.client.delete_object(Bucket=BUCKET, Key=_key)   # listed, now gone
             real_fetch(src, dest)
 
-        monkeypatch.setattr(segtools.remote, "fetch", fetch_after_delete)
+        monkeypatch.setattr(segtools.files.remote, "fetch", fetch_after_delete)
         exc = _error(_READERS[name], uri)
-        monkeypatch.setattr(segtools.remote, "fetch", real_fetch)
+        monkeypatch.setattr(segtools.files.remote, "fetch", real_fetch)
         assert f"s3://{BUCKET}/{key}" in str(exc) and "\n" not in str(exc), str(exc)
         messages[name] = (type(exc), str(exc).replace(f"/{name}/", "/X/"))
     assert messages["read_records"] == messages["scan_batches"] == messages["read_batches"]

@@ -100,7 +100,7 @@ def test_export_into_input_prefix_refused(s3, evidence, untouched, out):
 
 def test_output_beside_input_prefix_allowed(s3, evidence, untouched):
     """A prefix is a string on S3: evidence/realdata2 is not inside evidence/realdata."""
-    from segtools.outputs import check_output_location
+    from segtools.files.outputs import check_output_location
 
     check_output_location(f"s3://{BUCKET}/evidence/realdata2", [evidence.uri["realdata"]])
     check_output_location("s3://other-bucket/evidence/realdata", [evidence.uri["realdata"]])

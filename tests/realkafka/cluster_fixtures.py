@@ -22,7 +22,7 @@ from forensics_helpers import check_against_truth, disk_records_by_replica  # no
 
 def require_real_kafka() -> None:
     """Fail (not skip) when real Kafka cannot run here."""
-    from segtools.kafka_runtime import KafkaUnavailableError, kafka_runtime
+    from segtools.realcluster.kafka_runtime import KafkaUnavailableError, kafka_runtime
 
     try:
         kafka_runtime()
@@ -98,7 +98,7 @@ def build_kafka_home(dest: Path) -> Path:
     """A Kafka distribution laid out like the 4.3 tarball (kafka_2.13-4.3.1/ with bin/,
     config/, libs/), its libs/ the jars Maven resolved for jvm/pom.xml (symlinked), its bin/
     scripts the tarball's entry points reduced to running those jars."""
-    from segtools.kafka_runtime import KAFKA_VERSION, KafkaUnavailableError, kafka_runtime
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION, KafkaUnavailableError, kafka_runtime
 
     try:
         runtime = kafka_runtime()

@@ -1,5 +1,5 @@
 """Fixtures of the real-Kafka parity tests: the real kafka-dump-log (Kafka 4.3.1, resolved by
-segtools.kafka_runtime from jvm/pom.xml) and a work directory holding copies of the inputs.
+segtools.realcluster.kafka_runtime from jvm/pom.xml) and a work directory holding copies of the inputs.
 
 A missing Java, JDK compiler, Maven or Kafka jar is a FAILURE with the reason, never a skip:
 these tests are the project's evidence that `segtools dump` prints what Kafka prints."""
@@ -18,7 +18,7 @@ import parity_harness as h  # noqa: E402
 
 @pytest.fixture(scope="session")
 def kafka_dump_log(tmp_path_factory: pytest.TempPathFactory) -> h.KafkaDumpLog:
-    from segtools.kafka_runtime import KafkaUnavailableError
+    from segtools.realcluster.kafka_runtime import KafkaUnavailableError
 
     try:
         return h.KafkaDumpLog(tmp_path_factory.mktemp("kafka-dump-log"))

@@ -191,7 +191,7 @@ class InternalTopicWriter:
     """Compiles InternalTopicWriter.java once per session and runs it."""
 
     def __init__(self, workdir: Path) -> None:
-        from segtools.kafka_runtime import kafka_runtime
+        from segtools.realcluster.kafka_runtime import kafka_runtime
 
         self.runtime = kafka_runtime()
         source = WRITER_SOURCE.read_bytes()

@@ -24,8 +24,8 @@ def broker_with(partitions: dict[str, Path], out: Path) -> Iterator[tuple[Any, P
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import NewTopic
 
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster.cluster import RealCluster
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import kill_all
     from segtools.simulate import parse_scenario
 
@@ -77,7 +77,7 @@ def broker_with(partitions: dict[str, Path], out: Path) -> Iterator[tuple[Any, P
 
 
 def _log_end(partition_dir: Path) -> int:
-    from segtools.batches import read_batches
+    from segtools.records.batches import read_batches
 
     last = -1
     for batch in read_batches(str(partition_dir)):

@@ -63,10 +63,10 @@ class KafkaUnavailable(RuntimeError):
 
 
 class KafkaDumpLog:
-    """The real kafka-dump-log of the pinned Kafka (``segtools.kafka_runtime``)."""
+    """The real kafka-dump-log of the pinned Kafka (``segtools.realcluster.kafka_runtime``)."""
 
     def __init__(self, workdir: Path) -> None:
-        from segtools.kafka_runtime import kafka_runtime
+        from segtools.realcluster.kafka_runtime import kafka_runtime
 
         self.runtime = kafka_runtime()
         self.version = self.runtime.version
@@ -314,8 +314,8 @@ def compare(kafka: Outcome, ours: Outcome, kind: str = "log") -> Verdict:
     return Verdict(CLEAN_ERROR)
 
 
-#: differences kept on purpose or owned by the batch readers (segtools/batches.py,
-#: segtools/legacy.py), each with its reason; ``known_difference`` recognises them from what
+#: differences kept on purpose or owned by the batch readers (segtools/records/batches.py,
+#: segtools/records/legacy.py), each with its reason; ``known_difference`` recognises them from what
 #: the real tool printed, so a new kind of difference is never hidden behind them
 KNOWN_DIFFERENCES = {
     "treeified_bucket": (
@@ -467,7 +467,7 @@ def build_transaction_state(parent: Path) -> Path:
     file of that topic is in the repository): every transaction state, value versions 0
     and 1 (flexible, with and without tagged fields), several topics and partitions, a
     tombstone, and one record whose value version is unknown."""
-    from segtools.internal import transaction_state as ts
+    from segtools.internal_topics import transaction_state as ts
     from segtools.writer import LogWriter
     from segtools.writer.batch_builder import NewRecord, build_batch
 

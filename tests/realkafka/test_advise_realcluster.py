@@ -55,9 +55,9 @@ ELECTED = {0: 2, 1: 3, 2: 1}
 def test_advise_predicts_what_each_real_election_loses(tmp_path):
     require_real_kafka()
     from segtools.advise import advise
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster import run_on_kafka
     from segtools.realcluster.dumplog import dump_records
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.simulate import load_scenario
 
     scenario_file = tmp_path / "real-advise.yaml"

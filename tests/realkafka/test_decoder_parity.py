@@ -23,7 +23,7 @@ pytestmark = pytest.mark.realkafka
 
 @pytest.fixture(scope="module")
 def writer(tmp_path_factory: pytest.TempPathFactory) -> di.InternalTopicWriter:
-    from segtools.kafka_runtime import KafkaUnavailableError
+    from segtools.realcluster.kafka_runtime import KafkaUnavailableError
 
     try:
         return di.InternalTopicWriter(tmp_path_factory.mktemp("itw"))

@@ -104,8 +104,8 @@ def broker_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster.cluster import RealCluster
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import kill_all, run_tool
     from segtools.simulate.scenario import parse_scenario
 

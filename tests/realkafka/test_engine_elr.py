@@ -58,8 +58,8 @@ def test_elr_scenario_with_kafka_home(tmp_path):
 
     # the oracle: the real controller's PartitionChangeRecords, decoded by kafka-dump-log
     from segtools.forensics.elections import load_histories
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster.dumplog import dump_metadata, dump_records
+    from segtools.realcluster.kafka_runtime import kafka_runtime
 
     segments = sorted(str(p) for p in (out / "controller" / "__cluster_metadata-0").glob("*.log"))
     meta = dump_metadata(kafka_runtime(home), segments)

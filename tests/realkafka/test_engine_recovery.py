@@ -108,8 +108,8 @@ def test_every_generated_broker_dir_is_recovered_by_a_real_broker(tmp_path):
     from confluent_kafka import Consumer, TopicCollection, TopicPartition
     from confluent_kafka.admin import NewTopic
 
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster.cluster import RealCluster
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import kill_all
     from segtools.simulate import parse_scenario
 

@@ -65,7 +65,7 @@ def _batches(path):
     the real kafka-dump-log."""
     import re
 
-    from segtools.kafka_runtime import DUMP_LOG_MAIN, kafka_runtime
+    from segtools.realcluster.kafka_runtime import DUMP_LOG_MAIN, kafka_runtime
     from segtools.realcluster.processes import run_tool
 
     rt = kafka_runtime()

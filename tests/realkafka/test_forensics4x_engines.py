@@ -81,8 +81,8 @@ def _partitions(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_transactions_and_unclean_stop_same_report_on_both_engines(tmp_path: Path) -> None:
     import segtools
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster import run_on_kafka
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.simulate import load_scenario, run
 
     require_real_kafka()

@@ -109,7 +109,7 @@ _VALUE = re.compile(r"^\| offset: (\d+) .*?payload: (.*)$")
 def _dump(runtime, files: list[str]) -> tuple[dict[int, tuple[int, int, str]], dict[int, str]]:
     """The real kafka-dump-log: markers {offset: (producer id, epoch, COMMIT|ABORT)} and data
     values {offset: value}."""
-    from segtools.kafka_runtime import DUMP_LOG_MAIN
+    from segtools.realcluster.kafka_runtime import DUMP_LOG_MAIN
     from segtools.realcluster.processes import run_tool
 
     res = run_tool(runtime.command(DUMP_LOG_MAIN, "--deep-iteration", "--print-data-log", "--files",
@@ -132,8 +132,8 @@ def _dump(runtime, files: list[str]) -> tuple[dict[int, tuple[int, int, str]], d
 def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
     from segtools.forensics.elections import load_histories
     from segtools.forensics.pipeline import compare_in_process
-    from segtools.kafka_runtime import kafka_runtime
     from segtools.realcluster.cluster import RealCluster
+    from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import kill_all
     from segtools.simulate.scenario import parse_scenario
 

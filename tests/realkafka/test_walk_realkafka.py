@@ -28,7 +28,7 @@ _KAFKA_CRASHES_PRINTING = {"short_magic_negative_is_legacy"}
 
 def test_real_kafka_dump_log_walks_the_edge_files_like_segtools(kafka_dump_log, tmp_path,
                                                                 monkeypatch):
-    from segtools import batches as batches_module
+    from segtools.records import batches as batches_module
 
     monkeypatch.setattr(batches_module, "_SETTLE_SECONDS", 0.0)
     names = [n for n in sorted(WALK_EDGES)

@@ -14,7 +14,7 @@ import zlib
 
 import crc32c as _crc32c_lib
 
-from segtools.varint import encode_varlong
+from segtools.primitives.varint import encode_varlong
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount

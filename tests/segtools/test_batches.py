@@ -1,4 +1,4 @@
-"""SegmentReader / RecordBatch / Record behaviour: the spec's worked examples, the
+"""SegmentReader / SegmentBatch / Record behaviour: the spec's worked examples, the
 FileLogInputStream walk rules, record-level validation with located errors, control records
 and directory ordering. Inputs are the spec's bytes or bytes assembled here by hand
 (test-side encoder below), never our writer."""
@@ -13,13 +13,13 @@ import struct
 import crc32c as crc32c_lib
 import pytest
 
-from segtools.batches import RecordBatch, SegmentReader, read_batches, segment_paths
 from segtools.errors import (
     CorruptBatchError,
     FormatError,
     InputError,
     TruncatedBatchError,
 )
+from segtools.records.batches import SegmentBatch, SegmentReader, read_batches, segment_paths
 
 # FORMATS.md 1.9 (v2) and 2.3 (v1, v0) worked examples
 SPEC_V2 = bytes.fromhex(
@@ -253,7 +253,7 @@ def test_log_append_time_and_delete_horizon_and_sequences():
     raw = v2_batch(recs, count=2, base_offset=100, last_offset_delta=9,
                    attributes=0x08 | 0x40, base_ts=5_000, max_ts=9_999,
                    producer_id=42, producer_epoch=3, base_sequence=2**31 - 2)
-    b = RecordBatch.from_bytes(raw)
+    b = SegmentBatch.from_bytes(raw)
     assert b.timestamp_type == "LogAppendTime"
     assert b.has_delete_horizon and b.delete_horizon_ms == 5_000
     assert b.last_offset == 109  # from lastOffsetDelta, not the count
@@ -267,19 +267,19 @@ def test_log_append_time_and_delete_horizon_and_sequences():
 
 def test_create_time_uses_base_plus_delta_even_with_delete_horizon():
     raw = v2_batch(record(ts_delta=-100), count=1, attributes=0x40, base_ts=5_000)
-    [r] = list(RecordBatch.from_bytes(raw).records())
+    [r] = list(SegmentBatch.from_bytes(raw).records())
     assert r.timestamp == 4_900
 
 
 def test_empty_batch_yields_nothing():
-    b = RecordBatch.from_bytes(v2_batch(b"", count=0, last_offset_delta=4, base_ts=-1))
+    b = SegmentBatch.from_bytes(v2_batch(b"", count=0, last_offset_delta=4, base_ts=-1))
     assert list(b.records()) == [] and b.last_offset == 4
 
 
 def test_headers_nulls_and_utf8():
     recs = record(key=b"k", value=None, headers=[("\u00e9t\u00e9", b"1"), ("n", None),
                                                  ("", b"")])
-    [r] = list(RecordBatch.from_bytes(v2_batch(recs, count=1)).records())
+    [r] = list(SegmentBatch.from_bytes(v2_batch(recs, count=1)).records())
     assert r.key == b"k" and r.value is None
     assert r.headers == [("\u00e9t\u00e9", b"1"), ("n", None), ("", b"")]
 
@@ -287,7 +287,7 @@ def test_headers_nulls_and_utf8():
 def test_crc_mismatch_is_reported_not_raised():
     raw = bytearray(v2_batch(record(value=b"hello"), count=1))
     raw[-3] ^= 0x20  # inside the value (the last byte is the header count)
-    b = RecordBatch.from_bytes(bytes(raw))
+    b = SegmentBatch.from_bytes(bytes(raw))
     assert b.crc_valid is False and b.crc != b.computed_crc
     assert [r.value for r in b.records()] == [b"helLo"]
 
@@ -295,7 +295,7 @@ def test_crc_mismatch_is_reported_not_raised():
 def test_partition_leader_epoch_is_outside_the_crc():
     raw = bytearray(v2_batch(record(), count=1, ple=3))
     struct.pack_into(">i", raw, 12, 99)
-    b = RecordBatch.from_bytes(bytes(raw))
+    b = SegmentBatch.from_bytes(bytes(raw))
     assert b.partition_leader_epoch == 99 and b.crc_valid
 
 
@@ -384,11 +384,11 @@ def test_unknown_codec_id(tmp_path):
 
 # ----------------------------------------------------------------------- control records
 
-def _control_batch(key: bytes, value: bytes | None, *, transactional=True) -> RecordBatch:
+def _control_batch(key: bytes, value: bytes | None, *, transactional=True) -> SegmentBatch:
     attrs = 0x20 | (0x10 if transactional else 0)
     raw = v2_batch(record(key=key, value=value), count=1, base_offset=10, attributes=attrs,
                    producer_id=98323, producer_epoch=99)
-    return RecordBatch.from_bytes(raw)
+    return SegmentBatch.from_bytes(raw)
 
 
 @pytest.mark.parametrize("type_id,name", [(0, "ABORT"), (1, "COMMIT")])
@@ -448,7 +448,7 @@ def test_unknown_control_type_and_bad_keys():
 
 
 def test_control_records_of_data_batch_is_empty():
-    assert RecordBatch.from_bytes(SPEC_V2).control_records() == []
+    assert SegmentBatch.from_bytes(SPEC_V2).control_records() == []
 
 
 # ----------------------------------------------------------------------- directories

@@ -10,7 +10,7 @@ from kafka.record.util import decode_varint as kp_decode
 from kafka.record.util import encode_varint as kp_encode
 
 from segtools.errors import CorruptBatchError, TruncatedBatchError
-from segtools.varint import (
+from segtools.primitives.varint import (
     encode_uvarint,
     encode_varint,
     encode_varlong,

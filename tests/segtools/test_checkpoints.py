@@ -1,4 +1,4 @@
-"""segtools.checkpoints: real broker files read (values checked with a plain split), written back
+"""segtools.files.checkpoints: real broker files read (values checked with a plain split), written back
 byte for byte; Kafka's error rules with line numbers; atomic tmp + rename writes."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import segtools.checkpoints as cps
-from segtools.checkpoints import (
+import segtools.files.checkpoints as cps
+from segtools.errors import CheckpointFormatError, InputError, SegtoolsError
+from segtools.files.checkpoints import (
     EpochEntry,
     base64url_to_uuid,
     read_clean_shutdown,
@@ -28,7 +29,6 @@ from segtools.checkpoints import (
     write_partition_metadata,
     write_quorum_state,
 )
-from segtools.errors import CheckpointFormatError, InputError, SegtoolsError
 
 KRAFT = "kafka-3.6-kraft-flink-stack/logdir"
 ZK = "kafka-2.5-zk-first-topic/final"
@@ -160,7 +160,7 @@ def test_non_ascii_checkpoint_positions_in_linear_time(tmp_path: Path) -> None:
     # every line: a 2.4 MB file of such lines took minutes before reporting the first error.
     # Work is counted, not timed: the characters the line splitter slices out of the text
     # must stay linear in the text's length (the quadratic version sliced n^2/2).
-    from segtools import checkpoints
+    from segtools.files import checkpoints
 
     class CountingStr(str):
         sliced = 0

@@ -1,4 +1,4 @@
-"""The fast paths of segtools.codecs (a whole zstd frame in one call when its block headers
+"""The fast paths of segtools.primitives.codecs (a whole zstd frame in one call when its block headers
 bound the output; lz4/zstd payloads read as memoryviews of the read window) decode exactly
 what the reference libraries decode, and keep the decompression-bomb bound."""
 
@@ -10,8 +10,8 @@ import lz4.frame
 import pytest
 import zstandard
 
-from segtools import codecs
 from segtools.errors import BatchTooLargeError, CompressionError
+from segtools.primitives import codecs
 
 MiB = 1 << 20
 

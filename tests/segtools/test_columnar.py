@@ -24,10 +24,10 @@ from test_columnar_gen import (
     write_segment,
 )
 
-from segtools import columnar
-from segtools.batches import read_batches
 from segtools.errors import CorruptBatchError, FormatError, SegtoolsError, TruncatedBatchError
-from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
+from segtools.records import columnar
+from segtools.records.batches import read_batches
+from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 ENGINES = columnar.available_engines()
 ORACLE_COLUMNS = ["offset", "timestamp_ms", "timestampType", "key", "value", "headers",
@@ -289,16 +289,17 @@ def test_mutated_bytes_give_only_segtools_errors_and_engines_agree(tmp_path, see
 
 
 def test_crc_kernel_matches_segtools_crc():
-    from segtools import _kernel, crc
+    from segtools.primitives import crc
+    from segtools.records import jit_kernel
 
-    if not _kernel.HARDWARE_CRC_IN_KERNEL:
+    if not jit_kernel.HARDWARE_CRC_IN_KERNEL:
         pytest.skip("no hardware CRC routine here; the per-batch crc.crc32c path is used")
     rng = np.random.default_rng(5)
     buf = rng.integers(0, 256, 5000, dtype=np.uint8)
     starts = rng.integers(0, 2500, 200).astype(np.int64)
     ends = starts + rng.integers(0, 2500, 200)
     out = np.zeros(200, np.uint32)
-    _kernel.crc_ranges(buf, starts, ends, out)
+    jit_kernel.crc_ranges(buf, starts, ends, out)
     raw = buf.tobytes()
     assert [int(v) for v in out] == [crc.crc32c(raw[s:e]) for s, e in zip(starts, ends)]
 
@@ -321,7 +322,7 @@ def test_numba_missing_falls_back_to_python(tmp_path):
     path = write_segment(tmp_path, kp_batch([Rec(b"k", b"v")], base_offset=4))
     code = (
         "import sys; sys.modules['numba'] = None\n"
-        "from segtools import columnar\n"
+        "from segtools.records import columnar\n"
         "assert columnar.available_engines() == ['python'], columnar.available_engines()\n"
         f"t = columnar.read_records({str(path)!r})\n"
         "print(t.column('offset').to_pylist())\n"
@@ -450,14 +451,14 @@ def test_read_ahead_works_in_a_forked_child(tmp_path, monkeypatch):
 
 
 def test_per_batch_crc_fallback_gives_the_same_tables(tmp_path, monkeypatch):
-    from segtools import _kernel
+    from segtools.records import jit_kernel
 
     data = bytearray(random_segment(random.Random(21)))
     data[-3] ^= 0x40                       # one bad CRC among good ones
     path = write_segment(tmp_path, bytes(data))
     want = columnar.scan_batches(path)
     assert not all(want.column("crc_valid").to_pylist())
-    monkeypatch.setattr(_kernel, "HARDWARE_CRC_IN_KERNEL", False)
+    monkeypatch.setattr(jit_kernel, "HARDWARE_CRC_IN_KERNEL", False)
     assert columnar.scan_batches(path).equals(want)
 
 
@@ -477,9 +478,9 @@ def test_broken_kernel_falls_back_with_a_warning(tmp_path, monkeypatch):
 
 
 def test_kernel_self_test_passes_on_the_spec_example():
-    from segtools import _kernel
+    from segtools.records import jit_kernel
 
-    assert columnar._kernel_works(_kernel)
+    assert columnar._kernel_works(jit_kernel)
 
 
 _FUZZ_BASES = [random_segment(random.Random(500 + i), n_batches=5) for i in range(3)]

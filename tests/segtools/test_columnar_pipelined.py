@@ -7,8 +7,8 @@ import struct
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from segtools import columnar
 from segtools.errors import FormatError
+from segtools.records import columnar
 
 
 def _zstd_batch(base_offset: int, n: int = 20) -> bytes:

@@ -21,8 +21,8 @@ from test_columnar_gen import (
     write_segment,
 )
 
-from segtools import columnar
-from segtools.schema import BATCH_SCHEMA, RECORD_SCHEMA
+from segtools.records import columnar
+from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 ENGINES = columnar.available_engines()
 ORACLE_COLUMNS = ["offset", "timestamp_ms", "timestampType", "key", "value", "headers",
@@ -232,7 +232,7 @@ _BATCH_FIELDS = ["base_offset", "last_offset", "partition_leader_epoch", "magic"
 
 
 def _agree_with_object_reader(path: Path) -> None:
-    from segtools.batches import SegmentReader
+    from segtools.records.batches import SegmentReader
 
     records = columnar.read_records(path).to_pylist()
     batches = columnar.scan_batches(path).to_pylist()

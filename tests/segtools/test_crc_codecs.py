@@ -15,9 +15,9 @@ import pytest
 import zstandard
 from kafka import codec as kcodec
 
-from segtools.codecs import COMPRESSION_NAMES, compress, decompress, xxh32
-from segtools.crc import crc32, crc32c
 from segtools.errors import CompressionError, CorruptBatchError
+from segtools.primitives.codecs import COMPRESSION_NAMES, compress, decompress, xxh32
+from segtools.primitives.crc import crc32, crc32c
 
 PAYLOAD = b"".join(b"record %d with some text that compresses; " % i for i in range(3000)) + \
     os.urandom(2000)

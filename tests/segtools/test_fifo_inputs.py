@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from segtools import columnar
 from segtools.errors import SegtoolsError
-from segtools.indexes import read_offset_index, read_time_index, read_txn_index
+from segtools.files.indexes import read_offset_index, read_time_index, read_txn_index
+from segtools.records import columnar
 
 
 def _within(seconds: float, fn) -> BaseException | None:

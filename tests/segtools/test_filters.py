@@ -171,7 +171,7 @@ def test_transactional_id_finds_its_producers_records(tmp_path):
     partition Utils.abs(T.hashCode()) % 50; then that producer's records everywhere."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from segtools.internal.transaction_state import encode_key, encode_value
+    from segtools.internal_topics.transaction_state import encode_key, encode_value
     from segtools.writer import NewRecord, build_batch
 
     txn = "payments-tx"

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from segtools.batches import RecordBatch, SegmentReader
 from segtools.errors import CompressionError, FormatError, SegtoolsError
+from segtools.records.batches import SegmentBatch, SegmentReader
 
 REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
 MiB = 1 << 20
@@ -258,16 +258,16 @@ def test_bomb_inside_a_batch_raises_compression_error(codec, tmp_path):
 
 def test_bomb_with_default_limit_is_refused():
     payload = zstandard.ZstdCompressor(level=3).compress(bytes(80 * MiB))  # default limit is 64 MiB
-    batch = RecordBatch.from_bytes(_v2(payload, 1, attributes=4))
+    batch = SegmentBatch.from_bytes(_v2(payload, 1, attributes=4))
     with pytest.raises(CompressionError):
         list(batch.records())
 
 
 # ------------------------------------------------------------------------- decoders on their own
 
-from segtools.codecs import compress as _compress  # noqa: E402
-from segtools.codecs import decompress as _decompress  # noqa: E402
-from segtools.control import decode_control_key, decode_control_value  # noqa: E402
+from segtools.primitives.codecs import compress as _compress  # noqa: E402
+from segtools.primitives.codecs import decompress as _decompress  # noqa: E402
+from segtools.records.control import decode_control_key, decode_control_value  # noqa: E402
 
 _COMPRESSED = {cid: _compress(cid, b"some payload " * 500) for cid in (1, 2, 3, 4)}
 

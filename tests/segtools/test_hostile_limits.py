@@ -20,8 +20,6 @@ import hostile_files as H
 import pytest
 
 import segtools
-from segtools import columnar
-from segtools.batches import SegmentReader, read_batches
 from segtools.errors import (
     BatchTooLargeError,
     CompressionError,
@@ -31,8 +29,10 @@ from segtools.errors import (
     InputError,
     SegtoolsError,
 )
-from segtools.limits import DEFAULT_MAX_BATCH_BYTES, parse_size, resolve_max_batch_bytes
-from segtools.snapshots import read_producer_snapshot
+from segtools.files.snapshots import read_producer_snapshot
+from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES, parse_size, resolve_max_batch_bytes
+from segtools.records import columnar
+from segtools.records.batches import SegmentReader, read_batches
 
 MiB = 1 << 20
 #: peak RSS allowed in a reader subprocess (numba + pyarrow alone take about 220 MB here);
@@ -46,8 +46,8 @@ _CHILD = textwrap.dedent("""
     import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
     import segtools
-    from segtools import columnar
-    from segtools.snapshots import read_producer_snapshot
+    from segtools.records import columnar
+    from segtools.files.snapshots import read_producer_snapshot
     jobs = json.loads(sys.argv[1])
 
     def rss_mb():
@@ -76,7 +76,7 @@ _CHILD = textwrap.dedent("""
                 out["rows"] = sum(1 for b in segtools.read_batches(path, **kw)
                                   for _ in b.records())
             elif call == "iter_records":
-                from segtools.batches import iter_records
+                from segtools.records.batches import iter_records
                 out["rows"] = sum(1 for _ in iter_records(path, **kw))
             elif call == "scan_batches":
                 t = segtools.scan_batches(path, **kw)

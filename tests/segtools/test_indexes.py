@@ -1,4 +1,4 @@
-"""segtools.indexes against real broker files: every index entry is checked against the batches
+"""segtools.files.indexes against real broker files: every index entry is checked against the batches
 of its .log as read by kafka-python (an independent reader)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from segtools.errors import IndexCorruptionError, InputError, SegtoolsError
-from segtools.indexes import (
+from segtools.files.indexes import (
     AbortedTxn,
     index_base_offset,
     offset_index_entry,
@@ -104,7 +104,7 @@ def test_all_zero_index_keeps_slot_zero_like_dump_log_segments(tmp_path: Path) -
 def test_index_trimmed_by_a_broker_while_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a broker trims the preallocated index at roll: the size seen first is no longer the size
     # when the bytes are read. The slots present are returned (no ValueError, no SIGBUS).
-    import segtools.indexes as indexes
+    import segtools.files.indexes as indexes
 
     path = tmp_path / "00000000000000000000.index"
     path.write_bytes(struct.pack(">iiii", 0, 0, 5, 4120))
@@ -121,7 +121,7 @@ def test_index_trimmed_by_a_broker_while_being_read(tmp_path: Path, monkeypatch:
 @pytest.mark.parametrize("step", [8, 24, 12, 36])
 def test_small_read_steps_trim_identically(realdata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            step: int) -> None:
-    import segtools.indexes as indexes
+    import segtools.files.indexes as indexes
 
     real = (realdata / KRAFT / "__cluster_metadata-0/00000000000000000000.index").read_bytes()
     active = tmp_path / "00000000000000000000.index"

@@ -1,4 +1,4 @@
-"""segtools.logdir on the real broker directories and on constructed ones (special partition
+"""segtools.files.logdir on the real broker directories and on constructed ones (special partition
 dirs, transient suffixes, damaged root files)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from segtools.errors import CheckpointFormatError, InputError
-from segtools.logdir import (
+from segtools.files.logdir import (
     is_partition_dir_name,
     open_log_dir,
     open_partition_dir,

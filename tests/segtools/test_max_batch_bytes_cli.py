@@ -1,5 +1,5 @@
 """``--max-batch-bytes`` on ``segtools export`` and ``segtools compare`` (issue 9): the one
-batch limit of segtools.limits, overridable on the command line."""
+batch limit of segtools.primitives.limits, overridable on the command line."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from click.testing import CliRunner
 
 from segtools.cli.main import cli
-from segtools.limits import MAX_BATCH_BYTES_ENV
+from segtools.primitives.limits import MAX_BATCH_BYTES_ENV
 
 MiB = 1 << 20
 

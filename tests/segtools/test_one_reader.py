@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from test_batches import record_body, v2_batch, zz
 from test_columnar_gen import Rec, fix_crc, kp_batch
 
-from segtools import batches as batches_module
-from segtools import columnar
-from segtools.batches import read_batches
 from segtools.errors import CorruptBatchError, FormatError, TruncatedBatchError
-from segtools.varint import encode_varint
+from segtools.primitives.varint import encode_varint
+from segtools.records import batches as batches_module
+from segtools.records import columnar
+from segtools.records.batches import read_batches
 
 REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
 ENTRY_POINTS = ["objects", "python", "auto"]

@@ -22,12 +22,12 @@ import pytest
 from click.testing import CliRunner
 from segment_extents import batch_extents
 
-from segtools import columnar
-from segtools.batches import read_batches
 from segtools.cli.main import cli
 from segtools.export import ExportOptions, _segments_in_range, plan_export
+from segtools.files.sources import InputPathWarning
 from segtools.forensics.collect import discover_replicas
-from segtools.sources import InputPathWarning
+from segtools.records import columnar
+from segtools.records.batches import read_batches
 
 REPO = Path(__file__).resolve().parents[2]
 S0 = REPO / "samples" / "generated" / "S0-healthy-baseline"
@@ -234,7 +234,7 @@ def test_export_prunes_by_kafkas_reading_of_the_name(tmp_path: Path, name: str, 
 def test_loose_segments_are_ordered_by_kafkas_reading_of_the_name(tmp_path: Path) -> None:
     """Segments named one by one are read in base-offset order by Kafka's rule: ``123.log``
     after ``00000000000000000100.log``, a name without an offset first."""
-    from segtools.sources import resolve
+    from segtools.files.sources import resolve
 
     part = tmp_path / "t-0"
     part.mkdir()

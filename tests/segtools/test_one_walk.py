@@ -29,12 +29,12 @@ from test_batches import record_body, v2_batch, zz
 from test_one_reader import EDGES as RECORD_EDGES
 from test_one_reader import OPS, REAL, _kp_segment, mutate
 
-from segtools import batches as batches_module
-from segtools import columnar
-from segtools.batches import SegmentReader
 from segtools.dump.index_dump import _first_batch_last_offset, _LogHeads
 from segtools.errors import FormatError
-from segtools.limits import DEFAULT_MAX_BATCH_BYTES
+from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
+from segtools.records import batches as batches_module
+from segtools.records import columnar
+from segtools.records.batches import SegmentReader
 from segtools.salvage import _why_bad, check_batch_at
 from segtools.writer.log_writer import _Segment
 

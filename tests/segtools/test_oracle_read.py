@@ -16,9 +16,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from segtools.batches import RecordBatch, SegmentReader, read_batches
-from segtools.crc import crc32c
 from segtools.errors import CorruptBatchError
+from segtools.primitives.crc import crc32c
+from segtools.records.batches import SegmentBatch, SegmentReader, read_batches
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 INT32_MAX = 2**31 - 1
@@ -136,7 +136,7 @@ def test_v2_log_append_time_reports_max_timestamp_for_every_record(tmp_path):
     struct.pack_into(">h", buf, 21, attrs)
     struct.pack_into(">q", buf, 35, 1_800_000_000_000)
     struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
-    batch = RecordBatch.from_bytes(bytes(buf))
+    batch = SegmentBatch.from_bytes(bytes(buf))
     assert batch.crc_valid and batch.timestamp_type == "LogAppendTime"
     records = list(batch.records())
     assert [r.timestamp for r in records] == [1_800_000_000_000] * len(RECORDS)
@@ -243,7 +243,7 @@ def test_legacy_v1_wrapper_offset_zero_keeps_inner_offsets(tmp_path):
     """librdkafka quirk: wrapper offset 0 => inner offsets used as they are."""
     raw = _legacy(1, 1, first_offset=0, relative=True)
     assert struct.unpack_from(">q", raw, 0)[0] == 0
-    batch = RecordBatch.from_bytes(raw)
+    batch = SegmentBatch.from_bytes(raw)
     assert [r.offset for r in batch.records()] == list(range(len(LEGACY)))
 
 
@@ -254,7 +254,7 @@ def test_legacy_v1_log_append_time_wrapper_timestamp(tmp_path):
     raw[17] |= 0x08
     struct.pack_into(">q", raw, 18, 1_234_567_890_123)
     struct.pack_into(">I", raw, 12, zlib.crc32(bytes(raw[16:])))
-    batch = RecordBatch.from_bytes(bytes(raw))
+    batch = SegmentBatch.from_bytes(bytes(raw))
     assert batch.crc_valid and batch.timestamp_type == "LogAppendTime"
     assert batch.max_timestamp == 1_234_567_890_123
     records = list(batch.records())
@@ -269,7 +269,7 @@ def test_legacy_v1_wrapper_offset_below_last_inner_is_corrupt():
     from segtools.errors import CorruptBatchError
     raw = bytearray(_legacy(1, 1, relative=True))
     struct.pack_into(">q", raw, 0, 3)  # 3 < last inner offset 6, and not 0
-    batch = RecordBatch.from_bytes(bytes(raw), path="/x/00000000000000000000.log",
+    batch = SegmentBatch.from_bytes(bytes(raw), path="/x/00000000000000000000.log",
                                    position=0)
     with pytest.raises(CorruptBatchError, match="wrapper offset '3'") as info:
         list(batch.records())
@@ -301,7 +301,7 @@ def test_random_batches_match_kafka_python(records, codec, gaps):
         b.append(delta, ts, k, v, h)
         expected.append((delta, ts, k, v, h))
     raw = bytes(b.build())
-    batch = RecordBatch.from_bytes(raw)
+    batch = SegmentBatch.from_bytes(raw)
     assert batch.crc_valid
     assert batch.last_offset_delta == expected[-1][0]
     got = [(r.offset_delta, r.timestamp, r.key, r.value, r.headers) for r in batch.records()]
@@ -315,12 +315,12 @@ def test_legacy_records_honour_their_own_max_message_size():
     struct.pack_into(">q", raw, 0, 1000)
     raw = bytes(raw)
     # inner messages of LEGACY are at most 22 + 8 + 7 = 37 bytes long (v1 overhead, key, value)
-    tight = RecordBatch.from_bytes(raw, max_message_size=30)
+    tight = SegmentBatch.from_bytes(raw, max_message_size=30)
     assert tight.records_count == 0
     with pytest.raises(CorruptBatchError, match="largest allowable message size"):
         list(tight.records(max_message_size=30))
     assert [r.offset for r in tight.records(max_message_size=1000)] == list(range(994, 1001))
-    roomy = RecordBatch.from_bytes(raw)
+    roomy = SegmentBatch.from_bytes(raw)
     assert [r.value for r in roomy.records()] == [v for _, _, v in LEGACY]
     with pytest.raises(CorruptBatchError, match="largest allowable message size") as info:
         list(roomy.records(max_message_size=30))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from test_batches import record_body, v2_batch, write, zz
 
-from segtools import columnar
-from segtools.batches import iter_records, read_batches
+from segtools.records import columnar
+from segtools.records.batches import iter_records, read_batches
 
 ENGINES = columnar.available_engines()
 

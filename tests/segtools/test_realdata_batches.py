@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from segtools.batches import SegmentReader, read_batches, segment_paths
+from segtools.records.batches import SegmentReader, read_batches, segment_paths
 
 LEGACY = "kafka-0.8-0.9-legacy-messages"
 KRAFT = "kafka-3.6-kraft-flink-stack/logdir"

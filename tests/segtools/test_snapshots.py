@@ -1,4 +1,4 @@
-"""segtools.snapshots: real producer snapshots agree with the idempotent batches of their .log
+"""segtools.files.snapshots: real producer snapshots agree with the idempotent batches of their .log
 (read with kafka-python), writing reproduces the broker's bytes, damage is reported."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from segtools.errors import InputError, SegtoolsError, SnapshotFormatError
-from segtools.snapshots import (
+from segtools.files.snapshots import (
     ProducerSnapshotEntry,
     producer_snapshot_bytes,
     read_producer_snapshot,

@@ -1,4 +1,4 @@
-"""segtools.sources: one meaning per path shape, for every entry point.
+"""segtools.files.sources: one meaning per path shape, for every entry point.
 
 Trees are built in tmp_path from the small generated sample files in samples/ (a few KB each).
 """
@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from segtools import columnar
-from segtools.batches import read_batches
 from segtools.cli.main import cli
 from segtools.dump import paths as dump_paths
 from segtools.errors import InputError, SegtoolsError
 from segtools.export import ExportOptions, export, plan_export
-from segtools.sources import InputPathWarning, parse_partition_dir_name, resolve
+from segtools.files.sources import InputPathWarning, parse_partition_dir_name, resolve
+from segtools.records import columnar
+from segtools.records.batches import read_batches
 
 REPO = Path(__file__).resolve().parents[2]
 S0 = REPO / "samples" / "generated" / "S0-healthy-baseline"
@@ -437,7 +437,7 @@ def test_other_uris_go_through_pyarrow_fs(tree: Path, monkeypatch) -> None:
     here) and resolves to the same shapes, brokers and segments as the local path."""
     from pyarrow import fs as pafs
 
-    import segtools.sources as sources
+    import segtools.files.sources as sources
 
     listed: list[str] = []
 

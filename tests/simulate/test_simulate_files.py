@@ -120,7 +120,7 @@ def test_preallocated_indexes_on_running_and_crashed_brokers_trimmed_on_clean(ro
 
 
 def test_metadata_log_decodes(rolling_out):
-    from segtools.internal.metadata import decode_record
+    from segtools.internal_topics.metadata import decode_record
 
     pdir = os.path.join(rolling_out, "controller", "__cluster_metadata-0")
     kinds = []
@@ -151,7 +151,7 @@ def test_metadata_log_replays_to_the_elections_in_truth(seed, tmp_path):
     """Replaying PartitionRecord / PartitionChangeRecord (FORENSICS.md A.9: every change that
     sets a leader raises the epoch; LeaderRecoveryState=1 marks an unclean election) gives the
     leader of every epoch that truth.json lists."""
-    from segtools.internal.metadata import decode_record
+    from segtools.internal_topics.metadata import decode_record
     from segtools.simulate import random_scenario
 
     sc = random_scenario(seed, metadata_log=True)

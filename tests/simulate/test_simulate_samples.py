@@ -52,7 +52,7 @@ def test_a_leadership_back_on_preferred_replicas():
 
 
 def test_b_unclean_elections_of_the_stale_broker():
-    from segtools.internal.metadata import decode_record
+    from segtools.internal_topics.metadata import decode_record
 
     truth = truth_of("b-unclean-stale-return")
     for tp, t in truth.items():

@@ -31,9 +31,9 @@ SEP = "~"
 def _no_settle_wait(monkeypatch):
     """The reader waits 50 ms per damaged file for a writer to show itself (a file changing
     under it); nothing writes here, and the simulator's torn tails would cost seconds."""
-    import segtools.batches
+    import segtools.records.batches
 
-    monkeypatch.setattr(segtools.batches, "_SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(segtools.records.batches, "_SETTLE_SECONDS", 0.0)
 
 
 def _combined(inputs: dict[str, Path]) -> tuple[list[ReplicaSpec], AckIndex, dict[tuple[str, int], PartitionHistory]]:
@@ -135,7 +135,7 @@ def test_a_segment_that_stops_is_one_read_error_row(spark, tmp_path):
     is the message the in-process scan gives."""
     import shutil
 
-    from segtools import columnar
+    from segtools.records import columnar
 
     pdir = tmp_path / "broker-1" / "orders-0"
     shutil.copytree(GENERATED / "S0-healthy-baseline" / "broker-1" / "orders-0", pdir)

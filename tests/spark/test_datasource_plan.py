@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segtools.sources import resolve_sources
+from segtools.files.sources import resolve_sources
 from segtools.spark.datasource import plan_segments
 
 GENERATED = Path(__file__).resolve().parents[2] / "samples" / "generated"

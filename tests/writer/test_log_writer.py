@@ -13,8 +13,8 @@ import pytest
 from kafka.record import MemoryRecords
 
 from segtools.errors import CrcMismatchError, InputError, SegtoolsError
-from segtools.indexes import read_offset_index, read_time_index, read_txn_index
-from segtools.snapshots import read_producer_snapshot
+from segtools.files.indexes import read_offset_index, read_time_index, read_txn_index
+from segtools.files.snapshots import read_producer_snapshot
 from segtools.writer import LogWriter, NewRecord, build_batch, build_control_batch
 
 T0 = 1_700_000_000_000

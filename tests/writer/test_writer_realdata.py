@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafka.record import MemoryRecords
 
-from segtools.indexes import read_time_index
+from segtools.files.indexes import read_time_index
 from segtools.writer import LogWriter
 
 

@@ -1,5 +1,5 @@
 """Property test: what we ask the writer to write is what two independent readers find in the
-partition directory -- segtools.batches and kafka-python -- with the inputs as the oracle."""
+partition directory -- segtools.records.batches and kafka-python -- with the inputs as the oracle."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords
 
-from segtools.batches import read_batches
+from segtools.records.batches import read_batches
 from segtools.writer import LogWriter, NewRecord, build_batch
 
 nullable_bytes = st.one_of(st.none(), st.binary(max_size=40))

@@ -1,1 +1,0 @@
-../../segtools/_columnar_codes.py

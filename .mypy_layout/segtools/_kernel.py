@@ -1,1 +1,0 @@
-../../segtools/_kernel.py

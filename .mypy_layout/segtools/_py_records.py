@@ -1,1 +1,0 @@
-../../segtools/_py_records.py

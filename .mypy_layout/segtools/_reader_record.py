@@ -1,1 +1,0 @@
-../../segtools/_reader_record.py

@@ -1,1 +1,0 @@
-../../segtools/batch_walk.py

@@ -1,1 +1,0 @@
-../../segtools/codecs.py

@@ -1,1 +1,0 @@
-../../segtools/java_hash.py

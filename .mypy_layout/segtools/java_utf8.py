@@ -1,1 +1,0 @@
-../../segtools/java_utf8.py

@@ -1,1 +1,0 @@
-../../segtools/kafka_runtime.py

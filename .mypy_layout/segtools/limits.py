@@ -1,1 +1,0 @@
-../../segtools/limits.py

@@ -1,1 +1,0 @@
-../../segtools/outputs.py

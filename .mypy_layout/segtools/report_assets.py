@@ -1,1 +1,0 @@
-../../segtools/report_assets.py
