@@ -434,7 +434,7 @@ def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
         return b"".join(parts)
     if codec_id == LZ4:
         lz4_frame = _import("lz4.frame", "lz4")
-        frame = lz4_frame.compress(data, block_size=lz4_frame.BLOCKSIZE_MAX64KB,
+        frame: bytes = lz4_frame.compress(data, block_size=lz4_frame.BLOCKSIZE_MAX64KB,
                                    block_linked=False, content_checksum=False,
                                    block_checksum=False, store_size=False)
         if magic == 0:  # Lz4BlockOutputStream(useBrokenFlagDescriptorChecksum=true)
@@ -449,7 +449,8 @@ def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
                                         write_checksum=False).compressobj()
         # zstd-jni streams: close() flushes the data blocks (ZSTD_e_flush), then ends the
         # frame with an empty last block (ZSTD_e_end), so the frame ends in 01 00 00
-        return (cobj.compress(data) + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
-                + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        out: bytes = (cobj.compress(data) + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+                      + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        return out
     codec_name(codec_id)
     raise AssertionError("unreachable")
