@@ -241,13 +241,15 @@ class _ReadError(Exception):
 class Reader:
     """Cursor over a payload; every read is bounds-checked and fails like Kafka's ByteBuffer."""
 
-    __slots__ = ("data", "pos", "end")
+    __slots__ = ("data", "pos", "end", "_bounded")
 
     def __init__(self, data: bytes | bytearray | memoryview, pos: int = 0,
                  end: int | None = None) -> None:
         self.data = bytes(data) if not isinstance(data, bytes) else data
         self.pos = pos
         self.end = len(self.data) if end is None else end
+        # the payload up to ``end``, for readers that stop at a buffer's end (varints)
+        self._bounded = self.data if self.end == len(self.data) else memoryview(self.data)[:self.end]
 
     @property
     def remaining(self) -> int:
@@ -265,16 +267,13 @@ class Reader:
         return value
 
     def uvarint(self, path: str) -> int:
-        view = memoryview(self.data)[:self.end]
         try:
-            value, self.pos = read_uvarint(view, self.pos)
+            value, self.pos = read_uvarint(self._bounded, self.pos)
         except VarintTruncatedError:
             raise _ReadError("null", path) from None
         except VarintError as e:
             raise _ReadError("Varint is too long, the most significant bit in the 5th byte is set, "
                              "converted value: " + format(int(e.actual or 0) & 0xFFFFFFFF, "x"), path) from None
-        finally:
-            view.release()
         # Java keeps the low 32 bits in an int
         return value - (1 << 32) if value >= (1 << 31) else value
 
