@@ -66,11 +66,15 @@ def filename_prefix_from_offset(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def _file_name(name: str) -> str:
+    """The last component of ``name``, a file name or a path (either slash)."""
+    return name.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def offset_from_filename(name: str) -> int:
     """The base offset a segment, index or snapshot file name starts with (its first 20
     digits; ``LogFileUtils.offsetFromFileName``). ``name`` may be a path."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    return int(base[:OFFSET_DIGITS])
+    return int(_file_name(name)[:OFFSET_DIGITS])
 
 
 #: the largest value ``Long.parseLong`` accepts
@@ -85,11 +89,11 @@ def dump_stem_offset(name: str) -> int:
     .log/.index/.timeindex/.txnindex name (tools/.../DumpLogSegments.java). Java's rules, not
     Python's ``int``: an optional sign and decimal digits only (no blanks, no ``_``), within
     the 64-bit range; ValueError where Java throws. ``name`` may be a path."""
-    stem = name.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
+    stem = _file_name(name).split(".")[0]
     if _JAVA_LONG.fullmatch(stem) is None:
         raise ValueError(f"For input string: \"{stem}\"")
     value = int(stem)
-    if not -(1 << 63) <= value < (1 << 63):
+    if not -_LONG_MAX - 1 <= value <= _LONG_MAX:
         raise ValueError(f"For input string: \"{stem}\"")
     return value
 
@@ -105,7 +109,7 @@ def stem_offset(name: str) -> int | None:
     is read whole. Where parseLong throws (no digits, a value above Long.MAX_VALUE) this is
     None; a signed stem (``-5.log``, which parseLong would take) is None too, since no Kafka
     writer spells one."""
-    stem = name.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
+    stem = _file_name(name).split(".")[0]
     # isdecimal, not isdigit: '²' is a digit int() refuses; parseLong takes any Unicode decimal
     if not stem.isdecimal():
         return None
