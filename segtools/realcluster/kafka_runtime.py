@@ -4,9 +4,10 @@ segtools uses real Kafka as the authority (the real ``kafka-dump-log``, real bro
 ``simulate --engine kafka``). The jars come from one of two places:
 
 * ``kafka_home``: an installed Kafka distribution (its ``libs/*.jar``), as users run it;
-* otherwise the version pinned in the repository's ``jvm/pom.xml``, resolved by Maven into
-  the local Maven cache (never downloaded by hand). The classpath Maven prints is cached in
-  ``~/.cache/segtools`` keyed by the pom's hash, so only the first call pays for Maven.
+* otherwise one of the releases in ``KAFKA_VERSIONS``, resolved by Maven from the repository's
+  ``jvm/pom.xml`` (its ``kafka.version`` property is set per call) into the local Maven cache,
+  never downloaded by hand. The classpath Maven prints is cached in ``~/.cache/segtools`` keyed
+  by the pom's hash and the release, so only the first call per release pays for Maven.
 
 A missing Java, Maven, pom or Kafka is a user error (``KafkaUnavailableError``, exit 2) whose
 message says what to install or which flag to pass.
@@ -24,8 +25,12 @@ from pathlib import Path
 
 from segtools.errors import SegtoolsError
 
-#: the pinned Kafka version (must equal <kafka.version> in jvm/pom.xml; a test checks)
+#: the default Kafka release (must equal <kafka.version> in jvm/pom.xml; a test checks)
 KAFKA_VERSION = "4.3.1"
+
+#: the Kafka releases segtools runs for real (Maven Central serves each artifact of jvm/pom.xml
+#: for them); users run every 4.x release, tests cover these
+KAFKA_VERSIONS: tuple[str, ...] = ("4.0.0", "4.1.0", "4.2.0", "4.3.1", "4.4.0")
 
 #: main class of kafka-dump-log.sh in Kafka 4.x (it moved from kafka.tools in 3.x)
 DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
@@ -73,12 +78,12 @@ def _cache_dir() -> Path:
     return Path(base) / "segtools"
 
 
-def _maven_classpath(pom: Path) -> str:
+def _maven_classpath(pom: Path, version: str) -> str:
     if not pom.is_file():
         raise KafkaUnavailableError(
             f"{pom} not found: pass --kafka-home with an installed Kafka distribution")
     digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
-    cached = _cache_dir() / f"classpath-{digest}.txt"
+    cached = _cache_dir() / f"classpath-{digest}-{version}.txt"
     if cached.is_file():
         classpath = cached.read_text().strip()
         if classpath and all(os.path.isfile(p) for p in classpath.split(os.pathsep)):
@@ -92,12 +97,12 @@ def _maven_classpath(pom: Path) -> str:
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
     proc = subprocess.run(
         [mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath",
-         f"-Dmdep.outputFile={tmp}"],
+         f"-Dkafka.version={version}", f"-Dmdep.outputFile={tmp}"],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900, check=False)
     if proc.returncode != 0 or not tmp.is_file():
         tail = " ".join((proc.stdout + proc.stderr).split()[-40:])
         raise KafkaUnavailableError(
-            f"Maven could not resolve Kafka {KAFKA_VERSION} from {pom} (is Maven Central "
+            f"Maven could not resolve Kafka {version} from {pom} (is Maven Central "
             f"reachable?): {tail}")
     os.replace(tmp, cached)
     return cached.read_text().strip()
@@ -119,9 +124,21 @@ def _home_version(kafka_home: str | os.PathLike[str]) -> str:
     return "unknown"
 
 
-def kafka_runtime(kafka_home: str | os.PathLike[str] | None = None) -> KafkaRuntime:
-    """Java plus the classpath of ``kafka_home`` or, without it, of the pinned version."""
+def check_kafka_version(version: str) -> str:
+    """``version`` if segtools runs that release, else a user error listing the ones it does."""
+    if version not in KAFKA_VERSIONS:
+        raise KafkaUnavailableError(
+            f"Kafka {version} is not one of the releases segtools runs: "
+            f"{', '.join(KAFKA_VERSIONS)} (or pass --kafka-home with an installed distribution)")
+    return version
+
+
+def kafka_runtime(kafka_home: str | os.PathLike[str] | None = None,
+                  version: str | None = None) -> KafkaRuntime:
+    """Java plus the classpath of ``kafka_home`` or, without it, of release ``version``
+    (default ``KAFKA_VERSION``) resolved by Maven."""
     java = find_java()
     if kafka_home is not None:
         return KafkaRuntime(java, _home_classpath(kafka_home), _home_version(kafka_home))
-    return KafkaRuntime(java, _maven_classpath(_pom()), KAFKA_VERSION)
+    release = check_kafka_version(version or KAFKA_VERSION)
+    return KafkaRuntime(java, _maven_classpath(_pom(), release), release)
