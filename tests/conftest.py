@@ -48,3 +48,28 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# The fast tier, `pytest -m fast` (under 3 minutes on 2 cores, for everyday work): every test
+# except those that start a JVM (real Kafka, Spark), an S3 server or a browser, and the long
+# fuzz campaigns. CI runs everything. New heavy tests belong in those folders or carry `slow`.
+_NOT_FAST_DIRS = frozenset({"realkafka", "spark", "objectstore", "html"})
+_NOT_FAST_MARKS = frozenset({"spark", "realkafka", "slow"})
+_LONG_FUZZ = frozenset({
+    "test_fuzz_reader.py::test_truncations_raise_only_segtools_errors",
+    "test_fuzz_reader.py::test_bit_flips_raise_only_segtools_errors",
+    "test_fuzz_reader.py::test_overwritten_int_fields_raise_only_segtools_errors",
+    "test_columnar.py::test_hypothesis_hostile_bytes_only_segtools_errors",
+    "test_columnar.py::test_mutated_bytes_give_only_segtools_errors_and_engines_agree",
+    "test_hostile_limits.py::test_every_reader_stops_every_bomb_with_the_same_error_under_a_memory_cap",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath))
+        in_heavy_dir = bool(_NOT_FAST_DIRS.intersection(path.relative_to(REPO).parts[1:-1]))
+        marked_heavy = any(item.get_closest_marker(m) for m in _NOT_FAST_MARKS)
+        name = f"{path.name}::{item.originalname}"
+        if not (in_heavy_dir or marked_heavy or name in _LONG_FUZZ):
+            item.add_marker(pytest.mark.fast)
