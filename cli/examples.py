@@ -72,6 +72,21 @@ Examples:
   segtools advise b1/ b2/ b3/ --metadata-log controller/__cluster_metadata-0
 \b
 Docs: docs/CONTRACT.md section 11.""",
+    "collect": """\
+\b
+Examples:
+  segtools collect /var/lib/kafka/data --out /srv/incident-42/broker-1
+  segtools collect broker-1/ broker-2/ broker-3/ --topic orders --out bundle/
+  segtools collect b1/ b2/ --metadata-dir controller-1/ --out bundle/
+\b
+Docs: docs/RUNBOOK.md (what to do first in an incident), docs/CONTRACT.md section 12.""",
+    "verify": """\
+\b
+Examples:
+  segtools verify bundle/
+  segtools verify bundle/ --output json
+\b
+Docs: docs/CONTRACT.md section 12.""",
 }
 
 

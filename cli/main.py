@@ -19,6 +19,8 @@ SUBCOMMANDS: dict[str, str] = {
     "salvage": "segtools.cli.salvage:salvage",
     "replay": "segtools.cli.replay:replay",
     "advise": "segtools.cli.advise:advise",
+    "collect": "segtools.cli.bundle:collect",
+    "verify": "segtools.cli.bundle:verify",
 }
 
 
@@ -58,6 +60,8 @@ def cli() -> None:
     salvage   rebuild a corrupt segment's intact batches into a new folder
     replay    produce the records of compare --lost-out back to a live cluster, once
     advise    which replica to elect for an offline partition, and what each choice loses
+    collect   copy brokers' evidence into a sealed bundle before anything restarts
+    verify    check a bundle against its SHA-256 manifest
 
     `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
     repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,

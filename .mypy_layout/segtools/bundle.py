@@ -1,0 +1,1 @@
+../../segtools/bundle.py
