@@ -87,6 +87,14 @@ Examples:
   segtools verify bundle/ --output json
 \b
 Docs: docs/CONTRACT.md section 12.""",
+    "docs": """\
+\b
+Examples:
+  segtools docs
+  segtools docs RUNBOOK | less
+  segtools docs --path
+\b
+Docs: docs/RUNBOOK.md first.""",
 }
 
 

@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "advise": "segtools.cli.advise:advise",
     "collect": "segtools.cli.bundle:collect",
     "verify": "segtools.cli.bundle:verify",
+    "docs": "segtools.cli.docs:docs",
 }
 
 
@@ -45,8 +46,25 @@ class LazyGroup(click.Group):
         return command
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """The version plus the Kafka releases segtools matches (imported only when asked)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from segtools.dump.options import KAFKA_VERSIONS as DUMP_TEXTS
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION, KAFKA_VERSIONS
+    from segtools.version import __version__
+
+    click.echo(f"segtools, version {__version__}")
+    click.echo(f"dump text of kafka-dump-log: Kafka {', '.join(DUMP_TEXTS)} (--kafka-version)")
+    click.echo(f"real Kafka it runs (simulate --engine kafka, tests): {', '.join(KAFKA_VERSIONS)}; "
+               f"default {KAFKA_VERSION}")
+    click.echo("reads log dirs written by Kafka 0.8 and later (message formats v0, v1, v2)")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="segtools")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and the Kafka releases it matches, and exit.")
 def cli() -> None:
     """Forensics for Apache Kafka log directories.
 
@@ -62,10 +80,11 @@ def cli() -> None:
     advise    which replica to elect for an offline partition, and what each choice loses
     collect   copy brokers' evidence into a sealed bundle before anything restarts
     verify    check a bundle against its SHA-256 manifest
+    docs      the documentation, offline (start with: segtools docs RUNBOOK)
 
-    `segtools COMMAND --help` shows each command's options and examples. Docs ship in the
-    repository: docs/CONTRACT.md (commands, formats, exit codes), docs/DUMP_LOG.md,
-    docs/FORENSICS.md.
+    `segtools COMMAND --help` shows each command's options and examples. The docs ship with
+    the package: `segtools docs` lists them (docs/RUNBOOK.md for an incident,
+    docs/CONTRACT.md for commands, formats and exit codes).
     """
 
 

@@ -134,3 +134,13 @@ def test_spark_export_tasks_return_the_finding_too(tmp_path):
     findings = [o for o in out if isinstance(o, str)]
     assert [f.rows for f in files] == [1]
     assert len(findings) == 1 and "smaller than minimum record overhead (14)" in findings[0]
+
+
+def test_version_names_the_kafka_releases_it_matches():
+    from segtools.dump.options import KAFKA_VERSIONS as DUMP_TEXTS
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION, KAFKA_VERSIONS
+    from segtools.version import __version__
+
+    text = _help(["--version"])
+    assert text.splitlines()[0] == f"segtools, version {__version__}"
+    assert all(v in text for v in (*DUMP_TEXTS, *KAFKA_VERSIONS)) and f"default {KAFKA_VERSION}" in text

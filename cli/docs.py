@@ -1,0 +1,59 @@
+"""`segtools docs`: the documentation that ships inside the package, readable where segtools
+is installed (an incident host has no browser and maybe no copy of the repository)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+
+import click
+
+from segtools.cli.errors import TroubleError, handle_errors
+
+#: the order a new user reads them in, with what each answers
+GUIDE: tuple[tuple[str, str], ...] = (
+    ("RUNBOOK", "an incident step by step: collect, verify, compare, advise, replay, salvage"),
+    ("CONTRACT", "every command, flag, file format, JSON field and exit code"),
+    ("REPORT", "compare's report: every status, finding code and field"),
+    ("DUMP_LOG", "kafka-dump-log's flags and text, per Kafka release"),
+    ("FORENSICS", "how loss is decided: replication semantics, scenarios, detection rules"),
+    ("FORMATS", "the byte layouts of every file in a Kafka log dir"),
+    ("SCALE", "sizes, memory and runners"),
+    ("ARCHITECTURE", "how the code is laid out"),
+    ("CONVENTIONS", "the project's coding decisions"),
+)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("name", required=False)
+@click.option("--path", "show_path", is_flag=True, help="Print the folder the docs are in.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handle_errors
+def docs(name: str | None, show_path: bool, debug: bool) -> None:
+    """Read segtools' documentation offline: without NAME, the list; with NAME (e.g. RUNBOOK,
+    CONTRACT, REPORT), that document as Markdown on stdout.
+
+    Exit status: 0 shown, 2 no such document.
+    """
+    try:
+        folder = resources.files("segtools.docs")
+    except ModuleNotFoundError:   # an install made without the docs package
+        raise TroubleError("the docs are not installed with this segtools; they are in the "
+                           "repository's docs/ folder") from None
+    if show_path:
+        click.echo(str(folder))
+        return
+    if name is None:
+        for doc, what in GUIDE:
+            click.echo(f"{doc:<13} {what}")
+        click.echo("\nsegtools docs NAME shows one (e.g. segtools docs RUNBOOK | less)")
+        return
+    wanted = name.upper().removesuffix(".MD")
+    page = folder.joinpath(f"{wanted}.md")
+    if wanted not in {doc for doc, _ in GUIDE} or not page.is_file():
+        raise TroubleError(f"no document {name!r}; one of: {', '.join(doc for doc, _ in GUIDE)}")
+    try:
+        click.echo(page.read_text(encoding="utf-8"), nl=False)
+    except BrokenPipeError:   # `segtools docs CONTRACT | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
