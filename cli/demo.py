@@ -64,7 +64,7 @@ def _run(command: click.Command, args: list[str]) -> int:
 
 
 #: What the demo writes in its folder; a re-run replaces these and nothing else.
-DEMO_ENTRIES = ("scenario.yaml", "cluster", "report.json", "parquet")
+DEMO_ENTRIES = ("scenario.yaml", "cluster", "report.json", "report.html", "parquet")
 #: Marks a folder as the demo's own, so running the demo again may replace its entries.
 DEMO_MARKER = ".segtools-demo"
 
@@ -110,7 +110,8 @@ def _banner(text: str) -> None:
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: bool) -> None:
-    """Simulate a cluster with a failure, dump, compare on Spark, export to Parquet."""
+    """Simulate a cluster with a failure, dump, compare on Spark (report.json and the HTML page
+report.html), export to Parquet."""
     from segtools.cli.compare import compare
     from segtools.cli.dump import dump
     from segtools.cli.export import export
@@ -131,9 +132,10 @@ def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: b
     _run(dump, ["--files", str(segment), "--deep-iteration", "--print-data-log", "--max-bytes", "600"])
 
     report = out / "report.json"
+    page = out / "report.html"
     _banner(f"3/4 compare the three replicas {'in this process' if no_spark else 'on Spark'}")
     args = [str(cluster / f"broker-{b}") for b in (1, 2, 3)]
-    args += ["--report", str(report), "--acks", str(cluster / "acks.jsonl"),
+    args += ["--report", str(report), "--html", str(page), "--acks", str(cluster / "acks.jsonl"),
              "--metadata-log", str(cluster / "controller" / "__cluster_metadata-0")]
     if master:
         args += ["--master", master]
@@ -144,9 +146,11 @@ def demo(out_dir: str, force: bool, master: str | None, no_spark: bool, debug: b
     if code not in (0, 1):
         raise TroubleError("compare failed")
     click.echo(f"report: {report} (exit code {code}: {'findings' if code == 1 else 'clean'})")
+    click.echo(f"the report as a page: open {page.resolve().as_uri()} in a browser")
 
     parquet = out / "parquet"
     _banner(f"4/4 export the surviving leader's log to Parquet  ->  {parquet}")
     if _run(export, [str(cluster / "broker-3"), "--out", str(parquet), "--quiet"]) != 0:
         raise TroubleError("export failed")
-    click.echo(f"\nDone. Everything is under {out}/ (truth: {cluster / 'truth.json'}).")
+    click.echo(f"\nDone. Everything is under {out}/ (truth: {cluster / 'truth.json'}); "
+               f"the HTML report: {page}")

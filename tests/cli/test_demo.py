@@ -65,6 +65,10 @@ def test_demo_runs_end_to_end(spark, tmp_path):
     assert result.exit_code == 0, result.output
     assert (out / "keep.txt").read_text() == "not the demo's"
     assert "exit code 1: findings" in result.output          # the unclean election is found
+    page = out / "report.html"
+    assert f"the HTML report: {page}" in result.output
+    html = page.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and "COMMITTED_LOSS" in html
     truth = json.loads((out / "cluster/truth.json").read_text())
     report = json.loads((out / "report.json").read_text())
     truly_lost = {(k, r["offset"], r["committed"], r["acked"]) for k, p in truth.items() for r in p["lost"]}
