@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from segtools.primitives.visible import visible
+
 PREFIX = "segtools: "
 _SAMPLES = 5  # offsets quoted per line; the JSON outputs list every one
 
@@ -84,7 +86,7 @@ class RunTally:
 
         out = []
         for path, groups in self.groups.items():
-            shown = java_absolute_path(path)
+            shown = visible(java_absolute_path(path))   # our line: a newline in a name stays inside it
             for (kind, reason), group in groups.items():
                 out.append(f"{PREFIX}{shown}: {_describe(kind, reason, group)}")
         out.append(
