@@ -37,7 +37,7 @@ import numpy as np
 
 from segtools.files.outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
 from segtools.files.read_window import ReadWindow
-from segtools.files.sources import is_partition_dir_name
+from segtools.files.sources import SALVAGE_MARKER, is_partition_dir_name
 from segtools.primitives.crc import crc32c
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
 from segtools.records.batch_walk import borrows_header, next_batch
@@ -51,7 +51,7 @@ from .formats.record_batch import CRC_STRUCT_FORMAT
 from .writer.index_files import OffsetIndexFile, TimeIndexFile
 
 __all__ = ["SalvagedBatch", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
-           "check_batch_at", "SalvageResult"]
+           "check_batch_at", "SalvageResult", "salvage_holes", "SALVAGE_MARKER"]
 
 _LEN = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)
 _U32 = struct.Struct(CRC_STRUCT_FORMAT)
@@ -423,6 +423,43 @@ def _manifest_entry(seg: SegmentSalvage, out_log: str) -> dict[str, Any]:
     }
 
 
+def _marker(src: str, segments: Sequence[SegmentSalvage], entries: Sequence[dict[str, Any]]
+            ) -> dict[str, Any]:
+    """The rebuilt partition dir's ``segtools-salvage.json``: per rebuilt segment, the byte
+    ranges of its original that are not in it, with the kept offsets around each."""
+    out: dict[str, Any] = {}
+    for seg, entry in zip(segments, entries, strict=True):
+        out[os.path.basename(entry["rebuilt"])] = {
+            "original": seg.path, "original_size": seg.file_size, "rebuilt_size": entry["rebuilt_size"],
+            "holes": [{"original_start": d.start, "original_end": d.end, "bytes": d.end - d.start,
+                       "reason": d.reason, "after_offset": d.after_offset,
+                       "before_offset": d.before_offset} for d in seg.dropped]}
+    return {"tool": "segtools salvage", "input": src,
+            "note": "Records in these byte ranges of the original were not copied: dump reports "
+                    "each hole as a finding (exit 1).",
+            "segments": out}
+
+
+def salvage_holes(log_path: str) -> list[dict[str, Any]] | None:
+    """The holes ``segtools salvage`` left in the segment ``log_path`` (from the
+    ``segtools-salvage.json`` beside it), or None when it is not a salvaged segment. An
+    unreadable marker is one hole of unknown extent: the segment cannot be said complete."""
+    marker = os.path.join(os.path.dirname(os.path.abspath(log_path)), SALVAGE_MARKER)
+    if not os.path.isfile(marker):
+        return None
+    try:
+        with open(marker, "rb") as fh:
+            data = json.loads(fh.read(16 << 20))
+        entry = data["segments"].get(os.path.basename(log_path))
+        if entry is None:
+            return None
+        holes = [dict(h) for h in entry["holes"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return [{"reason": "unreadable_marker", "detail": f"{SALVAGE_MARKER}: {exc}",
+                 "after_offset": None, "before_offset": None}]
+    return holes
+
+
 def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, force: bool = False,
             index_interval_bytes: int = 4096, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> SalvageResult:
     """Scan ``path`` (a ``.log`` segment or a partition dir) and write into ``out_dir`` (new, or
@@ -486,6 +523,9 @@ def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, fo
                               "No .txnindex, producer snapshot or leader-epoch-checkpoint is written: start the "
                               "broker on this dir without a clean-shutdown marker (or with a recovery point at "
                               "or below the segment base) so that it rebuilds them."]}
+        # the holes, inside the rebuilt partition dir: dump reports them as findings wherever
+        # the dir is copied (manifest.json stays beside it)
+        atomic_write(str(part_out / SALVAGE_MARKER), json.dumps(_marker(src, segments, entries), indent=1) + "\n")
         manifest_path = str(out / "manifest.json")
         atomic_write(manifest_path, json.dumps(manifest, indent=1) + "\n")
         run.summary = {"segments": len(segments), "damaged": sum(s.damaged for s in segments),

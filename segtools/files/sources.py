@@ -62,7 +62,7 @@ __all__ = [
     "PathInput", "InputKind", "PathWarning", "InputPathWarning", "PartitionSource",
     "LogDirSource", "ResolvedInput", "Resolution", "resolve", "resolve_sources",
     "broker_id_of", "parse_partition_dir_name", "is_partition_dir_name", "list_dir",
-    "DirEntry", "ROOT_MARKERS",
+    "DirEntry", "ROOT_MARKERS", "SALVAGE_MARKER",
 ]
 
 PathInput = str | bytes | os.PathLike[str]
@@ -136,6 +136,9 @@ def _is_partition_file(name: str) -> bool:
             or name in _PARTITION_FILES)
 
 
+#: what `segtools salvage` leaves in a rebuilt partition dir: the holes it left, for dump
+#: (segtools/salvage.py; Kafka's LogLoader ignores files it does not know)
+SALVAGE_MARKER = "segtools-salvage.json"
 #: Kafka's tiered-storage index cache in a log dir (RemoteIndexCache.DIR_NAME): no segments
 _REMOTE_INDEX_CACHE = "remote-log-index-cache"
 
@@ -547,6 +550,8 @@ class _Resolver:
         if not is_utf8(name):
             self.bad_names.append(fs.display(inner))
         files = [e for e in entries if not e.is_dir and self._usable(fs, e)]
+        # salvage's marker is read by dump beside the segment (segtools.salvage.salvage_holes)
+        files = [e for e in files if e.name != SALVAGE_MARKER]
         if topic:   # a partition dir: anything that is no Kafka file is named, not dropped silently
             for e in files:
                 if not _is_partition_file(e.name):
