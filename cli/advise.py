@@ -47,15 +47,16 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
     """
     from segtools.advise import advise as run
     from segtools.files.outputs import atomic_write, check_output_file
+    from segtools.primitives.visible import visible
 
     if json_path:
         check_output_file(json_path, list(dirs), flag="--json")
     result = run(list(dirs), acks_path=acks_path, topic=topic, partition=partition,
                  metadata_log=metadata_log, find_metadata_log=not no_metadata_log,
-                 on_note=lambda text: click.echo(text, err=True))
+                 on_note=lambda text: click.echo(visible(text), err=True))
     worst = 0
     for adv in result:
-        click.echo(f"{adv.topic}-{adv.partition}:")
+        click.echo(visible(f"{adv.topic}-{adv.partition}:"))   # names are evidence: escapes shown
         st = adv.state
         if st is not None:
             click.echo(f"  metadata log: leader {'none' if st.leader is None else st.leader}, "
@@ -74,7 +75,7 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
             worst = 1
         click.echo(f"  elect broker {best.broker}:")
         for line in adv.commands(bootstrap):
-            click.echo(f"    {line}")
+            click.echo(visible(f"    {line}"))
     if json_path:
         atomic_write(json_path, json.dumps([a.to_json(bootstrap) for a in result], indent=1) + "\n")
     sys.exit(worst)

@@ -18,6 +18,7 @@ from segtools.errors import display_path
 # the runner threshold and the metadata-log lookup live with segtools.compare(); kept here
 # under their old names for callers of the CLI module
 from segtools.forensics.api import IN_PROCESS_MAX_BYTES, default_metadata_log  # noqa: E402,F401
+from segtools.primitives.visible import visible, visible_lines
 
 
 @click.command("compare")
@@ -88,8 +89,8 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
                      in_process_max_bytes=IN_PROCESS_MAX_BYTES)
     finally:
         signal.signal(signal.SIGINT, previous)
-    click.echo(display_path(render_summary(report, max_rows=max_rows)))
-    click.echo(display_path("\n".join(report.legend)))
+    click.echo(visible_lines(display_path(render_summary(report, max_rows=max_rows))))
+    click.echo(visible_lines(display_path("\n".join(report.legend))))
     if report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
         atomic_write(report_path, json.dumps(_mirror().rewrite_json(report.report_json()), indent=1) + "\n")
@@ -107,7 +108,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
 
 
 def _note(text: str) -> None:
-    click.echo(display_path(f"compare: {text}"), err=True)
+    click.echo(visible(display_path(f"compare: {text}")), err=True)
 
 
 def _mirror() -> Any:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from segtools.errors import SegtoolsError
+from segtools.primitives.visible import visible
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,7 +35,8 @@ def handle_errors(func: F) -> F:
         except (SegtoolsError, OSError) as exc:
             if debug:
                 raise
-            raise TroubleError(str(exc)) from None
+            # one line whatever the input: a newline or escape sequence in a file name is shown
+            raise TroubleError(visible(str(exc))) from None
         except KeyboardInterrupt:  # pragma: no cover
             sys.stderr.write("interrupted\n")
             sys.exit(130)

@@ -33,6 +33,7 @@ def salvage(path: str, out_dir: str, force: bool, index_interval_bytes: int, qui
     or usage error.
     """
     from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
+    from segtools.primitives.visible import visible
     from segtools.salvage import salvage as run
 
     if index_interval_bytes < 0:
@@ -42,15 +43,15 @@ def salvage(path: str, out_dir: str, force: bool, index_interval_bytes: int, qui
     if not quiet:
         for seg in result.segments:
             lost = seg.kafka_would_delete()
-            click.echo(f"{seg.path}: kept {len(seg.kept)} batches "
+            click.echo(f"{visible(seg.path)}: kept {len(seg.kept)} batches "
                        f"({sum(b.records_count for b in seg.kept)} records), "
                        f"dropped {len(seg.dropped)} ranges "
                        f"({sum(d.end - d.start for d in seg.dropped)} bytes)")
             for d in seg.dropped:
-                click.echo(f"  dropped bytes {d.start}-{d.end} ({d.reason}): {d.detail}")
+                click.echo(visible(f"  dropped bytes {d.start}-{d.end} ({d.reason}): {d.detail}"))
             if lost:
                 click.echo(f"  Kafka's recovery would truncate at byte {seg.kafka_truncation_position} "
                            f"and delete {len(lost)} intact batches "
                            f"({sum(b.records_count for b in lost)} records) kept here")
-        click.echo(f"rebuilt: {result.partition_dir}  manifest: {result.manifest_path}")
+        click.echo(visible(f"rebuilt: {result.partition_dir}  manifest: {result.manifest_path}"))
     sys.exit(1 if result.damaged else 0)

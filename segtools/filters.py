@@ -11,8 +11,16 @@ A filter is a list of conditions ``FIELD OP VALUE``, all of which must hold (AND
 
 Numbers take ``= != < <= > >=`` (``=`` also a comma list: ``producer_id=1,2``); ``timestamp``
 takes epoch ms or ISO-8601 (UTC unless a zone is given); ``key``/``value`` take ``=`` (exact),
-``!=``, ``^=`` (prefix) and ``~`` (regular expression searched in the bytes, Python ``re``);
-a ``hex:`` value gives raw bytes, ``null`` a null key/value.
+``!=``, ``^=`` (prefix) and ``~`` (regular expression searched in the bytes); a ``hex:`` value
+gives raw bytes, ``null`` a null key/value.
+
+The language cannot crash or hang on what a user types: a number outside its field's Kafka
+type (int64 offsets, timestamps and producer ids, int32 leader epochs and partitions, int16
+producer epochs) is a one-line ``FilterError``; regular expressions run on RE2 (the
+``google-re2`` wheel), whose matching time is linear in the text (no backtracking: ``(a+)+$``
+costs what ``a+$`` costs), and which therefore has no backreferences or lookaround; a
+pattern nesting groups deeper than ``MAX_REGEX_NESTING`` or longer than
+``MAX_REGEX_BYTES`` is refused before it is compiled.
 
 Two fields are looked up, because no record header carries them:
 - ``group=G``: the records of consumer group G in ``__consumer_offsets``: partition
@@ -45,6 +53,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import re2
 
 from segtools.primitives.java_hash import java_string_hash
 from segtools.records.schema import RECORD_SCHEMA
@@ -54,7 +63,8 @@ from .formats.names import stem_offset
 
 __all__ = ["Condition", "RecordFilter", "FilterStats", "parse_where", "read_filtered",
            "iter_filtered", "java_string_hash", "kafka_abs", "partition_for_group",
-           "murmur2", "partition_for_key", "FilterError", "compiled", "transaction_producer_ids"]
+           "murmur2", "partition_for_key", "FilterError", "compiled", "transaction_producer_ids",
+           "MAX_REGEX_NESTING", "MAX_REGEX_BYTES", "FIELD_RANGES"]
 
 
 class FilterError(InputError):
@@ -65,9 +75,28 @@ NUMERIC = {"offset", "timestamp", "producer_id", "producer_epoch", "leader_epoch
 BYTES = {"key", "value"}
 TEXT = {"topic", "transactional_id", "group"}
 _OPS = ("<=", ">=", "!=", "^=", "=", "<", ">", "~")
-_EXPR = re.compile(r"^\s*([A-Za-z_]+)\s*(<=|>=|!=|\^=|=|<|>|~)\s*(.*?)\s*$", re.S)
+#: FIELD OP at the start; the value is the rest, stripped (a lazy ``(.*?)\s*$`` was quadratic
+#: in a value holding a long run of blanks)
+_EXPR = re.compile(r"\s*([A-Za-z_]+)\s*(<=|>=|!=|\^=|=|<|>|~)")
 _COLUMN = {"offset": "offset", "timestamp": "timestamp_ms", "producer_id": "producer_id",
            "producer_epoch": "producer_epoch", "leader_epoch": "leader_epoch", "partition": "partition"}
+#: the Kafka type of each numeric field: a value outside it can match nothing and is an error
+#: (Arrow cannot even hold it: an int64 column compared with 2**64 raised OverflowError)
+FIELD_RANGES: dict[str, tuple[str, int, int]] = {
+    "offset": ("int64", -(1 << 63), (1 << 63) - 1),
+    "timestamp": ("int64", -(1 << 63), (1 << 63) - 1),
+    "producer_id": ("int64", -(1 << 63), (1 << 63) - 1),
+    "producer_epoch": ("int16", -(1 << 15), (1 << 15) - 1),
+    "leader_epoch": ("int32", -(1 << 31), (1 << 31) - 1),
+    "partition": ("int32", -(1 << 31), (1 << 31) - 1),
+}
+#: deepest group nesting a ``~`` pattern may have (Python's ``re`` hit RecursionError at 1,000;
+#: real searches nest a handful)
+MAX_REGEX_NESTING = 100
+#: longest ``~`` pattern, in bytes
+MAX_REGEX_BYTES = 64 * 1024
+#: memory RE2 may use for one compiled pattern (it refuses a larger program with an error)
+_REGEX_MEMORY = 64 << 20
 _ALIASES = {"time": "timestamp", "ts": "timestamp", "pid": "producer_id", "epoch": "leader_epoch",
             "txn": "transactional_id", "group_id": "group"}
 
@@ -123,7 +152,7 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class Condition:
     field: str
     op: str
-    value: Any          # int | list[int] | bytes | None | str | re.Pattern[bytes]
+    value: Any          # int | list[int] | bytes | None | str | a compiled RE2 pattern
     text: str           # as written
 
     def __str__(self) -> str:
@@ -132,11 +161,11 @@ class Condition:
 
 def _parse_time(text: str) -> int:
     if text.lstrip("-").isdigit():
-        return int(text)
+        return _int(text)
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
-        raise FilterError(f"expected epoch ms or ISO-8601, got {text!r}") from None
+        raise FilterError(f"expected epoch ms or ISO-8601, got {_shown(text)}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
@@ -149,54 +178,122 @@ def _parse_bytes(text: str) -> bytes | None:
         try:
             return bytes.fromhex(text[4:])
         except ValueError:
-            raise FilterError(f"bad hex bytes {text!r}") from None
+            raise FilterError(f"bad hex bytes {_shown(text)}") from None
     return text.encode("utf-8")
 
 
 def parse_condition(expr: str) -> Condition:
     m = _EXPR.match(expr)
     if not m:
-        raise FilterError(f"cannot parse --where {expr!r}: expected FIELD OP VALUE, OP one of "
+        raise FilterError(f"cannot parse --where {_shown(expr)}: expected FIELD OP VALUE, OP one of "
                           f"{' '.join(_OPS)}")
-    name, op, raw = m.group(1).lower(), m.group(2), m.group(3)
+    name, op, raw = m.group(1).lower(), m.group(2), expr[m.end():].strip()
     name = _ALIASES.get(name, name)
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
         raw = raw[1:-1]
     if name in NUMERIC:
         if op in ("^=", "~"):
-            raise FilterError(f"--where {expr!r}: {name} takes = != < <= > >=")
+            raise FilterError(f"--where {_shown(expr)}: {name} takes = != < <= > >=")
         parse = _parse_time if name == "timestamp" else _int
         try:
             if op == "=" and "," in raw:
-                return Condition(name, "in", [parse(x.strip()) for x in raw.split(",")], expr)
-            return Condition(name, op, parse(raw), expr)
+                return Condition(name, "in", [_in_range(name, parse(x.strip())) for x in raw.split(",")],
+                                 expr)
+            return Condition(name, op, _in_range(name, parse(raw)), expr)
         except FilterError as exc:
-            raise FilterError(f"--where {expr!r}: {exc}") from None
+            raise FilterError(f"--where {_shown(expr)}: {exc}") from None
     if name in BYTES:
         if op in ("<", "<=", ">", ">="):
-            raise FilterError(f"--where {expr!r}: {name} takes = != ^= ~")
+            raise FilterError(f"--where {_shown(expr)}: {name} takes = != ^= ~")
         if op == "~":
-            try:
-                return Condition(name, op, re.compile(raw.encode("utf-8"), re.S), expr)
-            except re.error as exc:
-                raise FilterError(f"--where {expr!r}: bad regular expression: {exc}") from None
+            return Condition(name, op, compile_regex(raw, expr), expr)
         value = _parse_bytes(raw)
         if value is None and op == "^=":
-            raise FilterError(f"--where {expr!r}: a prefix cannot be null")
+            raise FilterError(f"--where {_shown(expr)}: a prefix cannot be null")
         return Condition(name, op, value, expr)
     if name in TEXT:
         if op not in ("=",):
-            raise FilterError(f"--where {expr!r}: {name} takes =")
+            raise FilterError(f"--where {_shown(expr)}: {name} takes =")
         return Condition(name, op, raw, expr)
-    raise FilterError(f"--where {expr!r}: unknown field {name!r} (fields: "
+    raise FilterError(f"--where {_shown(expr)}: unknown field {name!r} (fields: "
                       f"{', '.join(sorted(NUMERIC | BYTES | TEXT))})")
 
 
 def _int(text: str) -> int:
+    if len(text) > 100:   # int() of a long digit string is quadratic; no Kafka number is that long
+        raise FilterError(f"expected an integer, got {len(text)} characters")
     try:
         return int(text, 0)
     except ValueError:
-        raise FilterError(f"expected an integer, got {text!r}") from None
+        raise FilterError(f"expected an integer, got {_shown(text)}") from None
+
+
+def _in_range(name: str, value: int) -> int:
+    kind, lo, hi = FIELD_RANGES[name]
+    if not lo <= value <= hi:
+        raise FilterError(f"{value} is outside {name}'s range ({kind}: {lo}..{hi})")
+    return value
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """``text`` quoted for an error line, cut to ``limit`` characters (a 1,000-group pattern
+    is not echoed whole)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def _nesting(pattern: bytes) -> int:
+    """Deepest group nesting of a regular expression (escapes and character classes skipped)."""
+    depth = deepest = 0
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == 0x5C:              # backslash: the next byte is literal
+            i += 2
+            continue
+        if in_class:
+            if c == 0x5D:          # ]
+                in_class = False
+        elif c == 0x5B:            # [ (a ']' right after '[' or '[^' is a member)
+            in_class = True
+            if pattern[i + 1:i + 2] == b"^":
+                i += 1
+            if pattern[i + 1:i + 2] == b"]":
+                i += 1
+        elif c == 0x28:            # (
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == 0x29 and depth:  # )
+            depth -= 1
+        i += 1
+    return deepest
+
+
+def compile_regex(raw: str, expr: str | None = None) -> Any:
+    """A ``~`` pattern compiled by RE2 (linear-time matching) over bytes: Latin-1 mode, so
+    each byte is one character as in Python's ``re`` on bytes, and ``.`` matches a newline
+    (``re.S``). Too long, too deeply nested, or not RE2 syntax: FilterError."""
+    where = f"--where {_shown(expr if expr is not None else raw)}"
+    pattern = raw.encode("utf-8")
+    if len(pattern) > MAX_REGEX_BYTES:
+        raise FilterError(f"{where}: regular expression of {len(pattern)} bytes; at most "
+                          f"{MAX_REGEX_BYTES}")
+    depth = _nesting(pattern)
+    if depth > MAX_REGEX_NESTING:
+        raise FilterError(f"{where}: regular expression nests groups {depth} deep; at most "
+                          f"{MAX_REGEX_NESTING}")
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.dot_nl = True
+    options.log_errors = False
+    options.max_mem = _REGEX_MEMORY
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        why = exc.args[0] if exc.args else exc
+        why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
+        raise FilterError(f"{where}: bad regular expression (RE2 syntax: no backreferences or "
+                          f"lookaround): {why}") from None
 
 
 @dataclass
@@ -237,6 +334,12 @@ class RecordFilter:
                 lo = c_lo if lo is None else max(lo, c_lo)
             if c_hi is not None:
                 hi = c_hi if hi is None else min(hi, c_hi)
+        # one past the type's end (``offset<=MAX``, ``offset>MAX``) stays a number readers hold
+        top = FIELD_RANGES[name][2] if name in FIELD_RANGES else None
+        if top is not None and hi is not None and hi > top:
+            hi = None
+        if top is not None and lo is not None and lo > top:
+            lo = top
         return lo, hi
 
     def wants_partition(self, topic: str, partition: int) -> bool:
@@ -372,7 +475,7 @@ def _bytes_mask(col: pa.Array, c: Condition) -> pa.Array:
     if c.op == "^=":
         return pc.fill_null(pc.starts_with(col, pattern=c.value), False) if _ascii(c.value) else \
             pa.array([v is not None and v.startswith(c.value) for v in col.to_pylist()], pa.bool_())
-    pattern: re.Pattern[bytes] = c.value
+    pattern = c.value
     return pa.array([v is not None and pattern.search(v) is not None for v in col.to_pylist()], pa.bool_())
 
 

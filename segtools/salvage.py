@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import mmap
 import os
 import struct
 import zlib
@@ -37,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from segtools.files.outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
-from segtools.files.sources import is_partition_dir_name
+from segtools.files.read_window import ReadWindow
+from segtools.files.sources import SALVAGE_MARKER, is_partition_dir_name
 from segtools.primitives.crc import crc32c
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
 from segtools.records.batch_walk import borrows_header, next_batch
@@ -51,7 +51,7 @@ from .formats.record_batch import CRC_STRUCT_FORMAT
 from .writer.index_files import OffsetIndexFile, TimeIndexFile
 
 __all__ = ["SalvagedBatch", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
-           "check_batch_at", "SalvageResult"]
+           "check_batch_at", "SalvageResult", "salvage_holes", "SALVAGE_MARKER"]
 
 _LEN = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)
 _U32 = struct.Struct(CRC_STRUCT_FORMAT)
@@ -117,8 +117,15 @@ class SegmentSalvage:
 
 def check_batch_at(buf: Any, pos: int, end: int, *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int:
     """Size of the batch starting at ``pos`` when its header checks out, else 0: the one batch
-    walk (segtools.records.batch_walk) finds a batch there, and it passes ``ensureValid``."""
-    step = next_batch(buf, pos, pos, end, end, max_batch_bytes)
+    walk (segtools.records.batch_walk) finds a batch there, and it passes ``ensureValid``.
+    ``buf`` holds the file's bytes from 0 (see :func:`_check_window` for a read window)."""
+    return _check(buf, pos, pos, end, max_batch_bytes)
+
+
+def _check(buf: Any, rel: int, pos: int, end: int, max_batch_bytes: int) -> int:
+    """:func:`check_batch_at` with ``buf[rel:]`` holding the file's bytes from ``pos`` (the
+    whole batch when it fits, else at least its header)."""
+    step = next_batch(buf, rel, pos, end, end, max_batch_bytes)
     if step.status != SCAN_BATCH:
         return 0
     size = step.size
@@ -126,43 +133,60 @@ def check_batch_at(buf: Any, pos: int, end: int, *, max_batch_bytes: int = DEFAU
     if magic == 2:
         if borrows_header(size, magic):
             return 0   # DefaultRecordBatch.ensureValid: shorter than the 61-byte header
-        (last_offset_delta,) = _V2_TAIL.unpack_from(buf, pos + 23)
-        (count,) = _V2_TAIL.unpack_from(buf, pos + 57)
+        (last_offset_delta,) = _V2_TAIL.unpack_from(buf, rel + 23)
+        (count,) = _V2_TAIL.unpack_from(buf, rel + 57)
         if last_offset_delta < 0 or count < 0:
             return 0
-        (crc,) = _U32.unpack_from(buf, pos + 17)
-        return size if crc32c(memoryview(buf)[pos + 21:pos + size]) == crc else 0
+        (crc,) = _U32.unpack_from(buf, rel + 17)
+        return size if crc32c(memoryview(buf)[rel + 21:rel + size]) == crc else 0
     if magic in LEGACY_MIN_SIZE:
         if step.size_field < LEGACY_MIN_SIZE[magic]:
             return 0
-        (crc,) = _U32.unpack_from(buf, pos + 12)
-        return size if zlib.crc32(memoryview(buf)[pos + 16:pos + size]) == crc else 0
+        (crc,) = _U32.unpack_from(buf, rel + 12)
+        return size if zlib.crc32(memoryview(buf)[rel + 16:rel + size]) == crc else 0
     return 0
 
 
-def _candidates(arr: np.ndarray, start: int, end: int, max_batch_bytes: int) -> Iterator[int]:
+def _check_window(win: ReadWindow, pos: int, max_batch_bytes: int) -> tuple[int, bytes, int]:
+    """``(size, buf, rel)``: the batch at ``pos`` when it checks out (size 0 otherwise) and
+    the window bytes holding it. The header is looked at first, so the batch's bytes are
+    read only for a header that may start one."""
+    buf, rel = win.get(pos, V2_OVERHEAD)
+    step = next_batch(buf, rel, pos, win.size, win.size, max_batch_bytes)
+    if step.status != SCAN_BATCH:
+        return 0, buf, rel
+    if step.size > len(buf) - rel:
+        buf, rel = win.get(pos, step.size)
+    return _check(buf, rel, pos, win.size, max_batch_bytes), buf, rel
+
+
+def _candidates(win: ReadWindow, start: int, end: int, max_batch_bytes: int) -> Iterator[int]:
     """Positions in ``[start, end)`` whose magic byte and length field could start a batch, in
     order (numpy over windows: a zeroed or random range is not walked byte by byte)."""
     last = end - _MIN_CANDIDATE   # last position that can hold a batch
     pos = start
     while pos <= last:
         stop = min(pos + _WINDOW, last + 1)
-        magic = arr[pos + 16:stop + 16]
-        length = ((arr[pos + 8:stop + 8].astype(np.int64) << 24) | (arr[pos + 9:stop + 9].astype(np.int64) << 16)
-                  | (arr[pos + 10:stop + 10].astype(np.int64) << 8) | arr[pos + 11:stop + 11].astype(np.int64))
+        raw, rel = win.get(pos, stop - pos + 16)
+        arr = np.frombuffer(raw, dtype=np.uint8, count=stop - pos + 16, offset=rel)
+        n = stop - pos
+        magic = arr[16:n + 16]
+        length = ((arr[8:n + 8].astype(np.int64) << 24) | (arr[9:n + 9].astype(np.int64) << 16)
+                  | (arr[10:n + 10].astype(np.int64) << 8) | arr[11:n + 11].astype(np.int64))
         length = np.where(length >= 1 << 31, length - (1 << 32), length)
         here = np.arange(pos, stop, dtype=np.int64)
         fits = (here + LOG_OVERHEAD + length <= end) & (length + LOG_OVERHEAD <= max_batch_bytes)
         ok = fits & (((magic == 2) & (length >= V2_OVERHEAD - LOG_OVERHEAD))
                      | ((magic == 1) & (length >= 22)) | ((magic == 0) & (length >= 14)))
-        for i in np.flatnonzero(ok):
-            yield pos + int(i)
+        hits = [pos + int(i) for i in np.flatnonzero(ok)]
+        del arr, magic, length, here, fits, ok, raw   # the window may move while we yield
+        yield from hits
         pos = stop
 
 
-def _parse(buf: Any, pos: int, size: int, path: str) -> SalvagedBatch | None:
+def _parse(buf: Any, rel: int, pos: int, size: int, path: str) -> SalvagedBatch | None:
     try:
-        batch = SegmentBatch.from_bytes(bytes(buf[pos:pos + size]), path=path, position=pos)
+        batch = SegmentBatch.from_bytes(bytes(buf[rel:rel + size]), path=path, position=pos)
     except FormatError:
         return None
     if batch.magic < 2 and batch.compression_id != 0 and batch.records_count == 0:
@@ -207,23 +231,21 @@ def _longest_chain(batches: Sequence[SalvagedBatch], floor: int) -> set[int]:
 
 
 def scan_segment(path: str | os.PathLike[str], *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> SegmentSalvage:
-    """Walk a segment, resynchronising past damage; the input is only read."""
+    """Walk a segment, resynchronising past damage; the input is only read (through a bounded
+    window: never mapped). A file that changes meanwhile is a ``FileChangedError``."""
     path = os.fspath(path)
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot open {display_path(path)}: {exc.strerror}") from None
-    with fh:
-        size = os.fstat(fh.fileno()).st_size
-        result = SegmentSalvage(path, stem_offset(path) or 0, size)  # a renamed copy: 0
-        if size == 0:
-            return result
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            arr = np.frombuffer(buf, dtype=np.uint8)
-            try:
-                found, bad = _walk(buf, arr, size, path, max_batch_bytes)
-            finally:
-                del arr
+    with ReadWindow(path) as win:
+        result = _scan(win, max_batch_bytes)
+        win.check_unchanged()
+    return result
+
+
+def _scan(win: ReadWindow, max_batch_bytes: int) -> SegmentSalvage:
+    path = win.path
+    result = SegmentSalvage(path, stem_offset(path) or 0, win.size)  # a renamed copy: 0
+    if win.size == 0:
+        return result
+    found, bad = _walk(win, max_batch_bytes)
     chain = _longest_chain(found, result.base_offset)
     kept = [b for i, b in enumerate(found) if i in chain]
     dropped: list[tuple[int, int, str, str]] = list(bad)
@@ -231,30 +253,34 @@ def scan_segment(path: str | os.PathLike[str], *, max_batch_bytes: int = DEFAULT
         if i not in chain:
             dropped.append((b.position, b.position + b.size, "inconsistent_header",
                             f"CRC-valid batch with offsets {b.base_offset}..{b.last_offset}, leader "
-                            f"epoch {b.partition_leader_epoch}: out of order with its neighbours "
-                            "(fields the CRC does not cover were changed)"))
+                            f"epoch {b.partition_leader_epoch}: out of order with the longest chain of "
+                            "kept batches (base offset and leader epoch are not covered by the CRC, "
+                            "so which of the batches holds the wrong values cannot be told)"))
     result.kept = kept
     result.dropped = _merge(dropped, kept)
     return result
 
 
-def _walk(buf: Any, arr: np.ndarray, size: int, path: str,
-          max_batch_bytes: int) -> tuple[list[SalvagedBatch], list[tuple[int, int, str, str]]]:
+def _walk(win: ReadWindow, max_batch_bytes: int
+          ) -> tuple[list[SalvagedBatch], list[tuple[int, int, str, str]]]:
     found: list[SalvagedBatch] = []
     bad: list[tuple[int, int, str, str]] = []
+    size = win.size
+    path = win.path
     pos = 0
     while pos < size:
-        n = check_batch_at(buf, pos, size, max_batch_bytes=max_batch_bytes)
-        parsed = _parse(buf, pos, n, path) if n else None
+        n, buf, rel = _check_window(win, pos, max_batch_bytes)
+        parsed = _parse(buf, rel, pos, n, path) if n else None
         if parsed is not None:
             found.append(parsed)
             pos += n
             continue
-        why, walk_ends = _why_bad(buf, pos, size, max_batch_bytes)
+        buf, rel = win.get(pos, V2_OVERHEAD)
+        why, walk_ends = _why_bad(buf, pos, size, max_batch_bytes, rel)
         nxt = size
-        for cand in _candidates(arr, pos + 1, size, max_batch_bytes):
-            m = check_batch_at(buf, cand, size, max_batch_bytes=max_batch_bytes)
-            if m and _parse(buf, cand, m, path) is not None:
+        for cand in _candidates(win, pos + 1, size, max_batch_bytes):
+            m, buf, rel = _check_window(win, cand, max_batch_bytes)
+            if m and _parse(buf, rel, cand, m, path) is not None:
                 nxt = cand
                 break
         reason = "torn_tail" if nxt == size and walk_ends else "corrupt"
@@ -263,11 +289,12 @@ def _walk(buf: Any, arr: np.ndarray, size: int, path: str,
     return found, bad
 
 
-def _why_bad(buf: Any, pos: int, end: int, max_batch_bytes: int) -> tuple[str, bool]:
+def _why_bad(buf: Any, pos: int, end: int, max_batch_bytes: int, rel: int | None = None
+             ) -> tuple[str, bool]:
     """One phrase for why the header at ``pos`` does not check out (for the manifest), and
     whether the walk just ends there (a torn tail: too few bytes left, or a batch running
     past the end of the file)."""
-    step = next_batch(buf, pos, pos, end, end, max_batch_bytes)
+    step = next_batch(buf, pos if rel is None else rel, pos, end, end, max_batch_bytes)
     status = step.status
     length = step.size_field
     if status == SCAN_END:
@@ -326,15 +353,11 @@ class SalvageResult:
         return any(s.damaged for s in self.segments)
 
 
-def _copy_batches(src: str, kept: Sequence[SalvagedBatch], dst: str) -> None:
-    with open(src, "rb") as fin, open(dst, "xb") as fout:
+def _copy_batches(win: ReadWindow, kept: Sequence[SalvagedBatch], dst: str) -> None:
+    """The kept batches, byte for byte, from the open input (one batch in memory at a time)."""
+    with open(dst, "xb") as fout:
         for b in kept:
-            fin.seek(b.position)
-            data = fin.read(b.size)
-            if len(data) != b.size:
-                raise InputError(f"{display_path(src)} changed while salvaging (short read at "
-                                 f"byte {b.position}, offset {b.base_offset})")
-            fout.write(data)
+            fout.write(win.read(b.position, b.size))
         fout.flush()
         os.fsync(fout.fileno())
 
@@ -400,6 +423,43 @@ def _manifest_entry(seg: SegmentSalvage, out_log: str) -> dict[str, Any]:
     }
 
 
+def _marker(src: str, segments: Sequence[SegmentSalvage], entries: Sequence[dict[str, Any]]
+            ) -> dict[str, Any]:
+    """The rebuilt partition dir's ``segtools-salvage.json``: per rebuilt segment, the byte
+    ranges of its original that are not in it, with the kept offsets around each."""
+    out: dict[str, Any] = {}
+    for seg, entry in zip(segments, entries, strict=True):
+        out[os.path.basename(entry["rebuilt"])] = {
+            "original": seg.path, "original_size": seg.file_size, "rebuilt_size": entry["rebuilt_size"],
+            "holes": [{"original_start": d.start, "original_end": d.end, "bytes": d.end - d.start,
+                       "reason": d.reason, "after_offset": d.after_offset,
+                       "before_offset": d.before_offset} for d in seg.dropped]}
+    return {"tool": "segtools salvage", "input": src,
+            "note": "Records in these byte ranges of the original were not copied: dump reports "
+                    "each hole as a finding (exit 1).",
+            "segments": out}
+
+
+def salvage_holes(log_path: str) -> list[dict[str, Any]] | None:
+    """The holes ``segtools salvage`` left in the segment ``log_path`` (from the
+    ``segtools-salvage.json`` beside it), or None when it is not a salvaged segment. An
+    unreadable marker is one hole of unknown extent: the segment cannot be said complete."""
+    marker = os.path.join(os.path.dirname(os.path.abspath(log_path)), SALVAGE_MARKER)
+    if not os.path.isfile(marker):
+        return None
+    try:
+        with open(marker, "rb") as fh:
+            data = json.loads(fh.read(16 << 20))
+        entry = data["segments"].get(os.path.basename(log_path))
+        if entry is None:
+            return None
+        holes = [dict(h) for h in entry["holes"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return [{"reason": "unreadable_marker", "detail": f"{SALVAGE_MARKER}: {exc}",
+                 "after_offset": None, "before_offset": None}]
+    return holes
+
+
 def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, force: bool = False,
             index_interval_bytes: int = 4096, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> SalvageResult:
     """Scan ``path`` (a ``.log`` segment or a partition dir) and write into ``out_dir`` (new, or
@@ -428,12 +488,15 @@ def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, fo
         part_out.mkdir(exist_ok=force)
         entries = []
         for log in logs:
-            seg = scan_segment(log, max_batch_bytes=max_batch_bytes)
-            segments.append(seg)
-            named = os.path.basename(log).split(".")[0].isdigit()
-            base = seg.base_offset if named or not seg.kept else seg.kept[0].base_offset
-            out_log = str(part_out / (filename_prefix_from_offset(base) + LOG_SUFFIX))
-            _copy_batches(log, seg.kept, out_log)
+            with ReadWindow(log) as win:
+                seg = _scan(win, max_batch_bytes)
+                segments.append(seg)
+                named = os.path.basename(log).split(".")[0].isdigit()
+                base = seg.base_offset if named or not seg.kept else seg.kept[0].base_offset
+                out_log = str(part_out / (filename_prefix_from_offset(base) + LOG_SUFFIX))
+                _copy_batches(win, seg.kept, out_log)
+                # what was scanned and copied is one version of the file, or nothing is kept
+                win.check_unchanged()
             _write_indexes(str(part_out), base, seg.kept, index_interval_bytes)
             entries.append(_manifest_entry(seg, out_log))
         for i, (seg, entry) in enumerate(zip(segments, entries, strict=True)):
@@ -443,12 +506,26 @@ def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, fo
             entry["kafka_recovery"]["later_segments_deleted_if_unflushed"] = later
         manifest = {"input": src, "partition_dir": str(part_out), "index_interval_bytes": index_interval_bytes,
                     "segments": entries,
+                    # only what was checked: a dropped range says which check failed, never why
+                    "checks": ["each kept batch: its header's size, magic, lastOffsetDelta and record "
+                               "count, and its CRC (CRC-32C over [attributes, end) for v2, CRC-32 "
+                               "over [magic, end) for magic 0/1), as Kafka's ensureValid",
+                               "the kept batches together: offsets strictly increasing from the "
+                               "segment's base offset, v2 leader epochs never decreasing",
+                               "not checked: baseOffset and partitionLeaderEpoch beyond that order "
+                               "(the CRC does not cover them), and whether a range was damaged by "
+                               "the disk, a crash or a person (the bytes do not say)",
+                               "the input's size, modification time and inode were the same after "
+                               "the copy as at the open"],
                     "notes": ["Kafka's LogSegment.recover truncates a segment at its first invalid batch and "
                               "LogLoader deletes the unflushed segments after it; 'kafka_recovery' lists the "
                               "intact batches that would be lost that way.",
                               "No .txnindex, producer snapshot or leader-epoch-checkpoint is written: start the "
                               "broker on this dir without a clean-shutdown marker (or with a recovery point at "
                               "or below the segment base) so that it rebuilds them."]}
+        # the holes, inside the rebuilt partition dir: dump reports them as findings wherever
+        # the dir is copied (manifest.json stays beside it)
+        atomic_write(str(part_out / SALVAGE_MARKER), json.dumps(_marker(src, segments, entries), indent=1) + "\n")
         manifest_path = str(out / "manifest.json")
         atomic_write(manifest_path, json.dumps(manifest, indent=1) + "\n")
         run.summary = {"segments": len(segments), "damaged": sum(s.damaged for s in segments),

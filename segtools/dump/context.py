@@ -13,6 +13,7 @@ from segtools.dump.options import EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE, DumpO
 from segtools.dump.sinks import Sink
 from segtools.dump.tally import RunTally
 from segtools.errors import FormatError
+from segtools.primitives.visible import visible
 
 
 class DumpContext:
@@ -53,7 +54,7 @@ class DumpContext:
         else:
             message = str(exc)
         self.sink.finding("unusable_input", {"problem": True, "message": message},
-                          line=f"Error: {message}",
+                          line=f"Error: {visible(message)}",   # ours: one visible line
                           stream="err")
         if self.options.debug:
             traceback.print_exception(exc, file=self.err)

@@ -49,6 +49,10 @@ def dump_log(ctx: DumpContext, path: str) -> None:
             fields = {"snapshot_end_offset": end_offset, "snapshot_epoch": epoch}
         sink.header(header, fields)
 
+    # a segment rebuilt by `segtools salvage`: the holes it left are findings (its offset gaps
+    # are not compaction)
+    holes = _salvage_holes(ctx, path) if name.endswith(".log") else None
+
     where = None
     if opts.where:  # --where (segtools/dump/where.py)
         from segtools.dump.where import DumpWhere
@@ -119,8 +123,35 @@ def dump_log(ctx: DumpContext, path: str) -> None:
             if skipped:
                 # not compaction: --skip-corrupt jumped over these bytes between the two records
                 gap["skipped_ranges"] = [{"position": d.start, "end": d.end} for d in skipped]
+            salvaged = holes is not None and _across_hole(holes, a, b)
+            if salvaged:
+                gap["across_salvaged_hole"] = True
             # gaps are normal after compaction; only offsets that do not increase are corruption
-            ctx.deferred("non_consecutive_offsets", gap, is_problem=b <= a or bool(skipped))
+            ctx.deferred("non_consecutive_offsets", gap, is_problem=b <= a or bool(skipped) or salvaged)
+
+
+def _salvage_holes(ctx: DumpContext, path: str) -> list[dict[str, Any]] | None:
+    """The holes `segtools salvage` left in this segment, each reported as a finding."""
+    from segtools.salvage import salvage_holes
+
+    holes = salvage_holes(path)
+    for hole in holes or ():
+        ctx.deferred("salvaged_hole", dict(hole), is_problem=True)
+    return holes
+
+
+def _across_hole(holes: list[dict[str, Any]], a: int, b: int) -> bool:
+    """Whether the gap from offset ``a`` to ``b`` spans a salvage hole (or one of unknown
+    place, an unreadable marker)."""
+    for h in holes:
+        after, before = h.get("after_offset"), h.get("before_offset")
+        if after is None and before is None:
+            return True
+        if (after is None or after <= a) and (before is None or before >= b):
+            return True
+        if (after is not None and a <= after < b) or (before is not None and a < before <= b):
+            return True
+    return False
 
 
 class _OrderState:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from segtools.primitives.visible import visible
+
 PREFIX = "segtools: "
 _SAMPLES = 5  # offsets quoted per line; the JSON outputs list every one
 
@@ -26,6 +28,8 @@ _WHY = {
                    "(an active segment, or one a crash left unflushed)",
     "skipped": "not compaction: --skip-corrupt skipped corrupt bytes between these offsets "
                "(the \"Skipped ... corrupt bytes\" lines on stdout)",
+    "salvaged": "not compaction: segtools salvage dropped damaged bytes of the original here "
+                "(the salvaged-hole line of this file)",
 }
 
 
@@ -47,8 +51,9 @@ class RunTally:
 
     def deferred(self, path: str, kind: str, fields: dict[str, Any], is_problem: bool) -> None:
         skipped = fields.get("skipped_ranges")
-        if skipped:
-            pass  # a gap --skip-corrupt made: the skipped range is the error already counted
+        salvaged = fields.get("across_salvaged_hole")
+        if skipped or salvaged:
+            pass  # a gap --skip-corrupt or salvage made: the range is the error already counted
         elif not is_problem:
             self.benign += 1
         elif kind in _INDEX_KINDS:
@@ -57,6 +62,8 @@ class RunTally:
             self.errors += 1
         if skipped:
             reason = "skipped"
+        elif salvaged:
+            reason = "salvaged"
         elif fields.get("unused_slot"):
             reason = "unused_slot"
         elif fields.get("inside_batch"):
@@ -68,7 +75,12 @@ class RunTally:
         group = self.groups.setdefault(path, {}).setdefault((kind, reason), _Group())
         group.count += 1
         if len(group.samples) < _SAMPLES:
-            if kind == "non_consecutive_offsets":
+            if kind == "salvaged_hole":
+                group.samples.append(
+                    f"after {_or_unknown(fields.get('after_offset'))}, before "
+                    f"{_or_unknown(fields.get('before_offset'))}: bytes {fields.get('original_start')}-"
+                    f"{fields.get('original_end')} of the original ({fields.get('reason')})")
+            elif kind == "non_consecutive_offsets":
                 sample = f"{fields.get('previous_offset')} -> {fields.get('offset')}"
                 if skipped:
                     sample += " across skipped bytes " + ", ".join(
@@ -84,7 +96,7 @@ class RunTally:
 
         out = []
         for path, groups in self.groups.items():
-            shown = java_absolute_path(path)
+            shown = visible(java_absolute_path(path))   # our line: a newline in a name stays inside it
             for (kind, reason), group in groups.items():
                 out.append(f"{PREFIX}{shown}: {_describe(kind, reason, group)}")
         out.append(
@@ -93,6 +105,10 @@ class RunTally:
             f"{_n(self.index_mismatches, 'index mismatch', 'index mismatches')}, "
             f"{_n(self.benign, 'benign note')}; exit {status}")
         return out
+
+
+def _or_unknown(value: Any) -> str:
+    return "?" if value is None else str(value)
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:
@@ -107,6 +123,9 @@ def _quote(group: _Group) -> str:
 _WHAT = {
     "non_consecutive_offsets": ("offset gap", "offset gaps",
                                 "under \"Non-consecutive offsets in\"", "offsets"),
+    "salvaged_hole": ("hole left by segtools salvage (records of the original may be missing)",
+                      "holes left by segtools salvage (records of the original may be missing)",
+                      "in segtools-salvage.json beside the segment", "offsets"),
     "index_offset_mismatch": ("index entry whose offset is not the log's",
                               "index entries whose offset is not the log's",
                               "under \"Mismatches in :\"", "index offset"),
@@ -130,6 +149,8 @@ def _describe(kind: str, reason: str, group: _Group) -> str:
         one, many = "offset that does not increase", "offsets that do not increase"
     if reason == "skipped":
         one, many = "offset gap made by --skip-corrupt", "offset gaps made by --skip-corrupt"
+    if reason == "salvaged":
+        one, many = "offset gap across a salvage hole", "offset gaps across salvage holes"
     text = f"{group.count} {one if group.count == 1 else many} ({label} {_quote(group)})"
     if where:
         text += f", listed {where}"

@@ -56,12 +56,13 @@ from segtools.formats.root_files import (
     QUORUM_STATE,
 )
 from segtools.formats.text_lines import parse_java_int
+from segtools.primitives.visible import visible
 
 __all__ = [
     "PathInput", "InputKind", "PathWarning", "InputPathWarning", "PartitionSource",
     "LogDirSource", "ResolvedInput", "Resolution", "resolve", "resolve_sources",
     "broker_id_of", "parse_partition_dir_name", "is_partition_dir_name", "list_dir",
-    "DirEntry", "ROOT_MARKERS",
+    "DirEntry", "ROOT_MARKERS", "SALVAGE_MARKER",
 ]
 
 PathInput = str | bytes | os.PathLike[str]
@@ -135,6 +136,29 @@ def _is_partition_file(name: str) -> bool:
             or name in _PARTITION_FILES)
 
 
+#: what `segtools salvage` leaves in a rebuilt partition dir: the holes it left, for dump
+#: (segtools/salvage.py; Kafka's LogLoader ignores files it does not know)
+SALVAGE_MARKER = "segtools-salvage.json"
+#: Kafka's tiered-storage index cache in a log dir (RemoteIndexCache.DIR_NAME): no segments
+_REMOTE_INDEX_CACHE = "remote-log-index-cache"
+
+
+def _why_not_partition(fs: _Fs, e: DirEntry) -> str:
+    """Why a subdir of a log dir is not read as a partition dir (for its warning)."""
+    if e.name == _REMOTE_INDEX_CACHE:
+        return "Kafka's tiered-storage index cache (no segments)"
+    if not is_partition_dir_name(e.name):
+        return ("its name is not <topic>-<partition> or <topic>-<partition>.<id>-delete|-future|-stray "
+                "(Kafka cannot load it either)")
+    try:
+        names = {s.name for s in fs.list(e.path)}
+    except SegtoolsError:
+        return "it cannot be listed"
+    if names & ROOT_MARKERS:
+        return "it holds a log dir's own files (meta.properties, checkpoints), not a partition's"
+    return "no Kafka partition files in it"
+
+
 def _live_log_offset(name: str) -> int | None:
     """Base offset of a live ``<20 digits>.log`` (no .deleted/.cleaned/.swap), else None."""
     m = SEGMENT_FILE_RE.match(name)
@@ -156,7 +180,10 @@ class PathWarning:
 
     ``code``: ``duplicate_input`` (read once), ``link_outside_input`` (skipped),
     ``broken_link`` (skipped), ``empty_broker_dir``, ``unlistable_dir`` (skipped while looking
-    for broker dirs) or ``copy_of_broker`` (a notice: not an independent replica)."""
+    for broker dirs), ``skipped_dir`` (a subdir of a log dir that is not a partition dir: a
+    name Kafka cannot parse, such as ``orders-0`` followed by a newline), ``skipped_file`` (a
+    file in a partition dir that is no Kafka file) or ``copy_of_broker`` (a notice: not an
+    independent replica)."""
 
     code: str
     path: str
@@ -164,7 +191,8 @@ class PathWarning:
     target: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "message", display_path(self.message))   # always printable
+        # always printable, and one line: a newline or escape sequence in a name is shown
+        object.__setattr__(self, "message", visible(display_path(self.message)))
 
     def __str__(self) -> str:
         return self.message
@@ -522,6 +550,15 @@ class _Resolver:
         if not is_utf8(name):
             self.bad_names.append(fs.display(inner))
         files = [e for e in entries if not e.is_dir and self._usable(fs, e)]
+        # salvage's marker is read by dump beside the segment (segtools.salvage.salvage_holes)
+        files = [e for e in files if e.name != SALVAGE_MARKER]
+        if topic:   # a partition dir: anything that is no Kafka file is named, not dropped silently
+            for e in files:
+                if not _is_partition_file(e.name):
+                    self.warnings.append(PathWarning(
+                        "skipped_file", fs.display(e.path),
+                        f"{fs.display(e.path)}: skipped, not a Kafka file name (a segment is "
+                        "<20 digits>.log)"))
         logs = sorted((off, e.path, e.size, e.link_target) for e in files
                       if (off := _live_log_offset(e.name)) is not None)
         distinct = self._distinct_segments(fs, inner, logs)
@@ -595,6 +632,9 @@ class _Resolver:
                           other_dirs=tuple(fs.display(e.path) for e in others))
         ld.root_files = tuple(fs.display(e.path) for e in entries
                               if not e.is_dir and self._usable(fs, e))
+        for e in others:   # never skipped without a word (issue 23)
+            self.warnings.append(PathWarning("skipped_dir", fs.display(e.path),
+                                             f"{fs.display(e.path)}: skipped, {_why_not_partition(fs, e)}"))
         for e, sub in parts:
             if not self._first_visit(fs, e.path):
                 continue
@@ -689,11 +729,30 @@ class _Resolver:
             grand = parent.rstrip("/").rsplit("/", 1)[0] if "/" in parent.rstrip("/") else "."
             broker = self._broker_of(fs, grand)[0]
             log_dir = fs.display(grand)
+        entry = fs.stat(inner)
+        if fs.local and entry.size == 0:
+            _refuse_pseudo_file(inner, display)
         part = PartitionSource(topic=topic, partition=partition, segments=(display,),
-                               segment_sizes=(fs.stat(inner).size,),
+                               segment_sizes=(entry.size,),
                                partition_dir=fs.display(parent), log_dir=log_dir, broker=broker,
                                state=state, files=(display,))
         return ResolvedInput(display, "segment", partitions=[part])
+
+
+def _refuse_pseudo_file(inner: str, display: str) -> None:
+    """A file given as a segment whose stat says 0 bytes but that reads as bytes (``/proc``,
+    ``/sys``) is an InputError: every reader sizes its walk from the stat, so it would be an
+    empty segment, 0 rows and exit 0 (issue 23)."""
+    from segtools.files.read_window import check_not_pseudo_file
+
+    try:
+        fd = os.open(inner, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return   # the reader that opens it says why
+    try:
+        check_not_pseudo_file(fd, os.fstat(fd), display)
+    finally:
+        os.close(fd)
 
 
 def _copy_notices(fs_of: dict[str, _Fs], log_dirs: list[LogDirSource]) -> list[PathWarning]:

@@ -28,6 +28,7 @@ from segtools.forensics.findings import INFO_CODES, PROBLEM_STATUSES, STATUS_ORD
 from segtools.forensics.report_assets import CSS as _CSS
 from segtools.forensics.report_assets import SCRIPT as _JS
 from segtools.forensics.report_svg import esc, iso_ms, loss_class, offset_lanes, time_view
+from segtools.primitives.visible import visible
 
 #: partitions with findings opened at most; the rest stay collapsed (listed, one click away)
 MAX_OPEN = 50
@@ -81,6 +82,7 @@ def _preview(v: Any, limit: int) -> str | None:
         s = "base64:" + str(v["base64"])
     else:
         s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    s = visible(s)   # a NUL or U+202E in a key is shown as an escape, not obeyed by the page
     return s if len(s) <= limit else s[:limit] + "\u2026"
 
 
@@ -515,7 +517,7 @@ def _lost_rows(parts: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     order = {"committed": 0, "acked": 1, "unacked": 2, "relocated": 3}
     rows = []
     for p in parts:
-        name = f"{p.get('topic')}-{p.get('partition')}"
+        name = visible(f"{p.get('topic')}-{p.get('partition')}")
         for x in p.get("lost_records") or []:
             rows.append([name, x.get("broker"), x.get("offset"), x.get("leader_epoch"),
                          _preview(x.get("key"), KEY_PREVIEW), _preview(x.get("value"), VALUE_PREVIEW),

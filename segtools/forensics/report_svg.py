@@ -10,10 +10,11 @@ report goes through ``esc``; the lanes carry ``data-*`` attributes the browser t
 from __future__ import annotations
 
 import functools
-import html
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+from segtools.primitives.visible import html_text
 
 #: epoch run fills, cycled by epoch number (colour-blind safe-ish, light enough for labels)
 EPOCH_FILLS = ("#9ecae1", "#a1d99b", "#fdd0a2", "#dadaeb", "#c7e9c0", "#fcbba1", "#d9d9d9",
@@ -34,7 +35,7 @@ def esc(value: Any) -> str:
         return ""
     if type(value) is int:          # most cells: nothing to escape
         return str(value)
-    return html.escape(str(value), quote=True)
+    return html_text(str(value))   # control/bidi characters shown as escapes, not obeyed
 
 
 @functools.lru_cache(maxsize=4096)      # metadata changes repeat their timestamps a lot

@@ -30,7 +30,6 @@ the first batch failing ``ensureValid`` or ``ensureOffsetInRange``, the readers 
 
 from __future__ import annotations
 
-import mmap
 import struct
 from typing import NamedTuple, TypeAlias
 
@@ -91,9 +90,9 @@ def borrows_header(size: int, magic: int) -> bool:
     return magic >= 2 and size < RECORD_BATCH_OVERHEAD
 
 
-#: what the walk reads a file's bytes from: a read window, a view of the file's bytes, or the
-#: file mapped into memory (salvage)
-FileBytes: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
+#: what the walk reads a file's bytes from: a read window or a view of the file's bytes (never
+#: a mapped file: a truncation by another process would kill the reader with SIGBUS)
+FileBytes: TypeAlias = bytes | bytearray | memoryview
 
 
 def next_batch(buf: FileBytes, rel: int, pos: int, end: int, header_end: int,

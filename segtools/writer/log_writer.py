@@ -8,13 +8,13 @@ given (offsets already assigned, like a follower's append).
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
+from segtools.files.read_window import ReadWindow
 from segtools.formats.indexes import ABORTED_TXN_SIZE, ABORTED_TXN_STRUCT_FORMAT
 from segtools.formats.names import (
     LOG_SUFFIX,
@@ -23,6 +23,7 @@ from segtools.formats.names import (
     filename_prefix_from_offset,
     offset_from_filename,
 )
+from segtools.formats.record_batch import RECORD_BATCH_OVERHEAD
 from segtools.records.batch_walk import next_batch
 from segtools.records.faults import SCAN_BATCH
 
@@ -133,24 +134,24 @@ class _Segment:
         pos = 0
         if self.size == 0:
             return headers, pos
-        with open(self.log_path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            view = memoryview(m)
-            try:
-                end = len(m)
-                while True:
-                    step = next_batch(view, pos, pos, end, end)
-                    if step.status != SCAN_BATCH:
-                        break  # torn tail, or CorruptRecordException: truncated here
-                    try:
-                        header = parse_batch_header(view, pos, path=self.log_path)
-                    except FormatError:
-                        break
-                    if not header.crc_valid or not self.can_convert(header.last_offset):
-                        break
-                    headers.append(header)
-                    pos += header.size
-            finally:
-                view.release()
+        # a bounded read window, not mmap: the file may be truncated under us (another
+        # process, a test), which must be an error, not SIGBUS
+        with ReadWindow(self.log_path) as win:
+            end = win.size
+            while True:
+                buf, rel = win.get(pos, RECORD_BATCH_OVERHEAD)
+                step = next_batch(buf, rel, pos, end, end)
+                if step.status != SCAN_BATCH:
+                    break  # torn tail, or CorruptRecordException: truncated here
+                buf, rel = win.get(pos, max(step.size, RECORD_BATCH_OVERHEAD))
+                try:
+                    header = parse_batch_header(buf, rel, path=self.log_path, file_position=pos)
+                except FormatError:
+                    break
+                if not header.crc_valid or not self.can_convert(header.last_offset):
+                    break
+                headers.append(replace(header, position=pos))
+                pos += header.size
         return headers, pos
 
 
