@@ -37,6 +37,11 @@ def handle_errors(func: F) -> F:
                 raise
             # one line whatever the input: a newline or escape sequence in a file name is shown
             raise TroubleError(visible(str(exc))) from None
+        except MemoryError as exc:   # pyarrow's ArrowMemoryError included
+            if debug:
+                raise
+            raise TroubleError(f"out of memory ({type(exc).__name__}: {visible(str(exc)[:200]) or 'no detail'}); "
+                               "free memory or give the command fewer inputs at once") from None
         except KeyboardInterrupt:  # pragma: no cover
             sys.stderr.write("interrupted\n")
             sys.exit(130)

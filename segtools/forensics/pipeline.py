@@ -114,7 +114,8 @@ def scan_segment(path: str, topic: str, partition: int, replica_id: int) -> Iter
     from segtools.records import columnar
 
     try:
-        for rb in columnar.iter_batch_batches(path, topic=topic, partition=partition, broker=replica_id):
+        for rb in columnar.iter_batch_batches(path, topic=topic, partition=partition, broker=replica_id,
+                                              located=True):
             if rb.num_rows:
                 yield facts_batch(rb)
     except BatchTooLargeError as exc:
@@ -410,6 +411,30 @@ def group_specs(specs: Sequence[ReplicaSpec]) -> dict[tuple[str, int], list[Repl
 # the local runner
 
 
+class FactsBuffer:
+    """One partition's stage 1 rows, gathered segment by segment into few large batches.
+
+    Each small Arrow batch costs a few KB of its own (buffers, arrays, Python objects) however
+    few rows it holds: kept one per segment, a partition of 100,000 one-batch segments held
+    that overhead 100,000 times. Every ``_COMPACT`` batches are merged into one, so memory
+    follows the rows (the batches the classifier must see), not the segment count."""
+
+    _COMPACT = 256
+
+    def __init__(self) -> None:
+        self._merged: list[pa.RecordBatch] = []
+        self._pending: list[pa.RecordBatch] = []
+
+    def extend(self, batches: Iterable[pa.RecordBatch]) -> None:
+        self._pending.extend(batches)
+        if len(self._pending) >= self._COMPACT:
+            self._merged.append(pa.concat_batches(self._pending))
+            self._pending = []
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_batches(self._merged + self._pending, schema=FACTS_SCHEMA)
+
+
 class LocalRunner:
     """Runs the stages in this process, one partition at a time (memory: one partition's batch
     headers and its drill-down records)."""
@@ -427,13 +452,13 @@ class LocalRunner:
         verdicts: list[PartitionVerdict] = []
         lost: dict[tuple[str, int], tuple[list[LostRecord], list[Finding]]] = {}
         for (topic, partition), group in sorted(group_specs(specs).items()):
-            batches: list[pa.RecordBatch] = []
+            rows = FactsBuffer()
             for spec in group:
                 for path, size in spec.segments:
-                    batches.extend(scan_segment(path, topic, partition, spec.replica_id))
+                    rows.extend(scan_segment(path, topic, partition, spec.replica_id))
                     if progress is not None:
                         progress.advance(1, size)
-            verdict, recs, findings = compare_partition(pa.Table.from_batches(batches, schema=FACTS_SCHEMA), group,
+            verdict, recs, findings = compare_partition(rows.table(), group,
                                                         (histories or {}).get((topic, partition)), acks)
             verdicts.append(verdict)
             if verdict.divergent_ranges:

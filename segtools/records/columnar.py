@@ -196,6 +196,20 @@ def _segments(path: str | os.PathLike[str] | bytes, topic: str | None, partition
     return found
 
 
+def _located(path: str | os.PathLike[str] | bytes, topic: str | None, partition: int | None,
+             broker: int | None, located: bool) -> list[_Segment]:
+    """The segments to read: ``path`` itself when the caller ``located`` it (one segment file
+    discovery already listed, with its topic, partition and broker), else :func:`_segments`.
+    Discovery per file costs more than reading a small segment (about 1.5 ms: stat, real path,
+    the broker's meta.properties), which made tools that read segment by segment slow on
+    partitions of many small segments."""
+    if not located:
+        return _segments(path, topic, partition, broker)
+    from segtools.files.remote import local_path
+
+    return [_Segment(local_path(os.fsdecode(path)), _text(topic), partition, broker)]
+
+
 @contextlib.contextmanager
 def _open_segment(seg: _Segment) -> Iterator[_SegmentFile]:
     """``seg`` opened for reading: a local file as it is, an object (``s3://``, ``gs://``,
@@ -665,20 +679,35 @@ def _iter_headers(sf: _SegmentFile, kernel: Any, max_batches: int = _SCAN_CHUNK,
 # Arrow helpers
 
 
-_CONST_STRINGS: dict[str, pa.Array] = {}
+_CONST_STRINGS: dict[tuple[str, int], pa.Array] = {}
+#: below this many rows a constant column is built, not looked up (a lookup keyed on a
+#: segment's file name would never hit again)
+_CONST_CACHE_ROWS = 4096
 
 
 def _const_string(value: str | None, n: int) -> pa.Array:
-    """``n`` copies of ``value`` as a string array: a zero-copy slice of a cached array."""
+    """``n`` copies of ``value`` as a string array of exactly ``n`` rows.
+
+    Never a slice of a longer array: a caller that keeps the rows (compare keeps one partition's
+    batch rows) would keep the whole longer array alive; a cached 65,536-row column per
+    segment name cost compare ~2 MB per segment. Full-size chunks reuse a cached column."""
     if value is None:
         return pa.nulls(n, pa.string())
-    cached = _CONST_STRINGS.get(value)
-    if cached is None or len(cached) < n:
-        if len(_CONST_STRINGS) > 64:
+    key = (value, n)
+    if n >= _CONST_CACHE_ROWS:
+        cached = _CONST_STRINGS.get(key)
+        if cached is not None:
+            return cached
+    raw = value.encode("utf-8")
+    if len(raw) * n >= 1 << 31:   # beyond 32-bit offsets (Arrow says so; never for Kafka's names)
+        return pa.repeat(pa.scalar(value, pa.string()), n)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(raw))
+    arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
+    if n >= _CONST_CACHE_ROWS:
+        if len(_CONST_STRINGS) >= 16:
             _CONST_STRINGS.clear()
-        cached = pa.repeat(pa.scalar(value, pa.string()), max(n, 65536))
-        _CONST_STRINGS[value] = cached
-    return cached.slice(0, n)
+        _CONST_STRINGS[key] = arr
+    return arr
 
 
 def _const_int32(value: int | None, n: int) -> pa.Array:
@@ -732,14 +761,18 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
                        partition: int | None = None, broker: int | None = None,
                        engine: str = "auto", max_rows: int = _SCAN_CHUNK,
                        max_batch_bytes: int | None = None,
-                       max_uncompressed_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+                       max_uncompressed_bytes: int | None = None,
+                       located: bool = False) -> Iterator[pa.RecordBatch]:
     """One ``BATCH_SCHEMA`` row per batch (legacy: per outer message), in bounded chunks.
 
     A batch above ``max_batch_bytes`` on disk raises ``BatchTooLargeError``; a batch larger
-    than the read window is checked (CRC-32C) over streamed reads, never held whole."""
+    than the read window is checked (CRC-32C) over streamed reads, never held whole.
+    ``located``: ``path`` is one segment file as discovery
+    (:func:`segtools.files.sources.resolve`) listed it, and ``topic``, ``partition``, ``broker``
+    are its identity; it is read without being discovered again."""
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
-    for seg in _segments(path, topic, partition, broker):
+    for seg in _located(path, topic, partition, broker, located):
         with _open_segment(seg) as mf:
             try:
                 for h in _iter_headers(mf, kernel, max(1, int(max_rows)), limit,
@@ -1295,7 +1328,7 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
                         start_timestamp: Any = None, end_timestamp: Any = None,
                         engine: str = "auto", max_batch_bytes: int | None = None,
                         max_uncompressed_bytes: int | None = None,
-                        start_position: int = 0) -> Iterator[pa.RecordBatch]:
+                        start_position: int = 0, located: bool = False) -> Iterator[pa.RecordBatch]:
     """Records under ``path`` as ``RECORD_SCHEMA`` RecordBatches of at most ``max_rows`` rows
     (the rows of one larger Kafka batch come as several slices).
 
@@ -1306,13 +1339,14 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
     decompressed (segtools.primitives.limits); above it ``BatchTooLargeError`` names the batch.
     ``start_position``: for one segment file, the byte position of a batch (``position`` of
     :func:`iter_batch_batches`) to start reading at; the bytes before it are not read.
+    ``located``: as for :func:`iter_batch_batches` (one segment file, identity as given).
     """
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
     filters = _Filters(include_control, start_offset, end_offset, _ms(start_timestamp),
                        _ms(end_timestamp))
     rows = max(1, int(max_rows))
-    for seg in _segments(path, topic, partition, broker):
+    for seg in _located(path, topic, partition, broker, located):
         with _open_segment(seg) as mf:
             try:
                 for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit, start_position):

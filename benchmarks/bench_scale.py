@@ -1,0 +1,191 @@
+"""Scale with segment count: compare (in process and on Spark), export and dump over many
+small segments, time and peak RSS per row.
+
+    python benchmarks/bench_scale.py                        # 1,000 and 10,000 segments, no Spark
+    python benchmarks/bench_scale.py --sizes 1000,10000,100000 --spark --cluster
+    python benchmarks/bench_scale.py --sizes 200 --only export,dump --keep /tmp/scale
+
+Rows:
+
+- ``1p x N``: two brokers (replicas), each with one partition of N one-batch segments
+  (identical copies, one record of 100 bytes per batch). compare reads both replicas; export
+  and dump read broker 1's partition dir.
+- ``10b x 2000p`` (``--cluster``): ten brokers, each holding 2,000 partition replicas of one
+  one-batch segment (topic of 10,000 partitions, replication factor 2): 20,000 segments.
+
+Every command runs in a fresh child process (``python -m segtools ...``); its peak RSS is
+the child's own ``ru_maxrss`` (from ``os.wait4`` on that child), its time wall-clock. The
+1-minute load average is printed beside each row (the machine is shared). The data is
+generated at run time in a temp dir and deleted afterwards unless ``--keep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+RECORD_VALUE = b"v" * 100
+
+
+def _template() -> bytes:
+    from segtools.writer import NewRecord
+    from segtools.writer.batch_builder import build_batch
+
+    return build_batch([NewRecord(b"key", RECORD_VALUE, (), 1_700_000_000_000)], base_offset=0,
+                       partition_leader_epoch=0)
+
+
+def _write_meta(broker_dir: str, broker: int) -> None:
+    os.makedirs(broker_dir, exist_ok=True)
+    with open(os.path.join(broker_dir, "meta.properties"), "w") as fh:
+        fh.write(f"version=0\nbroker.id={broker}\n")
+
+
+def _write_partition(pdir: str, segments: int, template: bytes) -> None:
+    """``segments`` one-batch segments, offsets 0..segments-1 (the base offset is not covered
+    by the CRC, so one template serves every file)."""
+    os.makedirs(pdir, exist_ok=True)
+    body = template[8:]
+    for off in range(segments):
+        with open(os.path.join(pdir, f"{off:020d}.log"), "wb") as fh:
+            fh.write(off.to_bytes(8, "big") + body)
+
+
+def make_single(root: str, segments: int) -> list[str]:
+    """Two brokers, one partition of ``segments`` one-batch segments each."""
+    template = _template()
+    brokers = []
+    for b in (1, 2):
+        d = os.path.join(root, f"broker-{b}")
+        _write_meta(d, b)
+        _write_partition(os.path.join(d, "scale-0"), segments, template)
+        brokers.append(d)
+    return brokers
+
+
+def make_cluster(root: str, brokers: int = 10, per_broker: int = 2000, rf: int = 2) -> list[str]:
+    """``brokers`` brokers of ``per_broker`` partition replicas each (one one-batch segment)."""
+    template = _template()
+    dirs = [os.path.join(root, f"broker-{b}") for b in range(1, brokers + 1)]
+    for b, d in enumerate(dirs, 1):
+        _write_meta(d, b)
+    partitions = brokers * per_broker // rf
+    for p in range(partitions):
+        for r in range(rf):
+            b = (p + r) % brokers
+            _write_partition(os.path.join(dirs[b], f"scale-{p}"), 1, template)
+    return dirs
+
+
+def _load() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
+def run_child(args: list[str], env: dict[str, str] | None = None,
+              timeout: float | None = None) -> tuple[float, float, int]:
+    """(seconds, peak RSS MB, exit code) of ``python -m segtools <args>`` in a fresh child;
+    the peak is that child's own ``ru_maxrss`` from ``wait4`` (its children, the Spark JVM
+    and Python workers, are not counted)."""
+    import threading
+
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "segtools", *args],
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+        timer = threading.Timer(timeout, proc.kill) if timeout else None
+        if timer is not None:
+            timer.start()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        if timer is not None:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-400:]
+            sys.stderr.write(f"  [{args[0]} exit {proc.returncode}] {tail}\n")
+    return seconds, usage.ru_maxrss / 1024, proc.returncode
+
+
+def bench_row(label: str, brokers: list[str], segments: int, what: list[str], spark: bool,
+              workdir: str, timeout: float) -> list[str]:
+    out = os.path.join(workdir, "out")
+    cells: dict[str, tuple[float, float, int]] = {}
+    pdirs = [os.path.join(brokers[0], d) for d in sorted(os.listdir(brokers[0]))
+             if os.path.isdir(os.path.join(brokers[0], d))]
+    if "dump" in what:
+        # dump of broker 1's segments (the floor): --print-data-log off, headers and CRCs
+        cells["dump"] = run_child(["dump", *pdirs[:1]] if len(pdirs) == 1 else ["dump", brokers[0]],
+                                  timeout=timeout)
+    if "export" in what:
+        shutil.rmtree(out, ignore_errors=True)
+        cells["export"] = run_child(["export", "--out", out, brokers[0]], timeout=timeout)
+        shutil.rmtree(out, ignore_errors=True)
+    if "compare" in what:
+        cells["compare"] = run_child(["compare", "--no-spark", *brokers], timeout=timeout)
+    if spark and "compare" in what:
+        env = dict(os.environ, SEGTOOLS_SPARK_MASTER="local[*]")
+        cells["spark"] = run_child(["compare", "--spark", "--master", "local[*]", *brokers],
+                                   env=env, timeout=timeout)
+    row = [label, f"{segments:,}"]
+    for name in ("compare", "spark", "export", "dump"):
+        if name not in cells:
+            row += ["", ""]
+            continue
+        s, rss, rc = cells[name]
+        per = s / segments * 1000
+        row += [f"{s:.1f} s ({per:.2f} ms/seg){'' if rc in (0, 1) else f' exit {rc}'}", f"{rss:.0f}"]
+    if "export" in cells and "dump" in cells:
+        row.append(f"{cells['export'][0] / cells['dump'][0]:.1f}x")
+    else:
+        row.append("")
+    row.append(_load())
+    return row
+
+
+HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[*]", "RSS MB",
+          "export", "RSS MB", "dump", "RSS MB", "export/dump", "load"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000", help="segment counts of the 1-partition rows")
+    ap.add_argument("--cluster", action="store_true", help="also the 10 brokers x 2,000 partitions row")
+    ap.add_argument("--spark", action="store_true", help="also compare on Spark local[*]")
+    ap.add_argument("--only", default="compare,export,dump", help="commands to run")
+    ap.add_argument("--workdir", default=None, help="where to generate (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per command")
+    args = ap.parse_args(argv)
+    what = args.only.split(",")
+    base = tempfile.mkdtemp(prefix="segscale-", dir=args.workdir)
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    try:
+        rows: list[tuple[str, int, bool]] = [(f"1p x {int(n):,}", int(n), False)
+                                             for n in args.sizes.split(",") if n]
+        if args.cluster:
+            rows.append(("10b x 2,000p", 20000, True))
+        for label, n, cluster in rows:
+            root = os.path.join(base, label.replace(" ", "").replace(",", ""))
+            brokers = make_cluster(root) if cluster else make_single(root, n)
+            print("| " + " | ".join(bench_row(label, brokers, n, what, args.spark, root,
+                                              args.timeout)) + " |", flush=True)
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
