@@ -214,7 +214,8 @@ def plan(rows: Sequence[dict[str, Any]], *, include_superseded: bool = False,
         seen.add(r["replay_id"])
         out.append(p)
     # a transaction is replayed whole or not at all
-    blocked = {g for p in out if p.action in ("hold", "refuse") and p.reason != "duplicate"
+    blocked = {g for p in out if (p.action in ("hold", "refuse") and p.reason != "duplicate")
+               or p.reason == "superseded_in_cluster"
                for g in [_txn_group(p.row)] if g is not None}
     for p in out:
         if p.action == "produce" and _txn_group(p.row) in blocked:
@@ -238,7 +239,8 @@ def _cluster_state(bootstrap: str, partitions: Iterable[tuple[str, int]], timeou
     ck = _client()
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "segtools-replay-check",
                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                            "isolation.level": "read_uncommitted", "log_level": 0})
+                            # an aborted earlier replay is not there for consumers: read it again
+                            "isolation.level": "read_committed", "log_level": 0})
     found: set[str] = set()
     newer: dict[tuple[str, int, bytes], int] = {}
     try:
@@ -259,7 +261,8 @@ def _cluster_state(bootstrap: str, partitions: Iterable[tuple[str, int]], timeou
         pending = set(ends)
         while pending:
             if time.monotonic() > deadline:
-                raise ReplayError(f"timed out reading {sorted(pending)[:3]} to check what was replayed already")
+                raise ReplayError(f"timed out reading {sorted(pending)[:3]} to check what was replayed already "
+                                  "(an open transaction there stops read_committed reads before the end)")
             for m in consumer.consume(500, timeout=1):
                 if m.error():
                     continue
