@@ -398,3 +398,32 @@ def lost_transaction_states(lost: Sequence[Mapping[str, Any]], own: Sequence[Map
         said = {s for s in (_state_elsewhere(pid, epoch, rows, divergence) for rows in others) if s is not None}
         out[offset] = said.pop() if len(said) == 1 else ("unknown" if said else "open")
     return out
+
+
+def clear_aborted_commitment(lost: Sequence[Any], divergent: Mapping[tuple[int, str], Sequence[Any]]) -> int:
+    """compare's stage 3 hook: lost records (``LostRecord``) of a transaction whose ABORT marker
+    is lost with them (in the same replica's divergent records, ``RecordFacts``) are not a
+    committed loss: no read_committed consumer ever saw them. Sets their ``committed`` to
+    False; returns how many changed. (The full state of every lost record, markers on other
+    replicas included, is lost-out's ``txn_state``.)"""
+    aborted: set[tuple[int, str, int]] = set()
+    for (broker, log_dir), recs in divergent.items():
+        ongoing: dict[int, tuple[int, list[int]]] = {}     # producer id -> (epoch, data offsets)
+        for r in sorted(recs, key=lambda x: x.offset):
+            if r.producer_id < 0:
+                continue
+            if r.is_control:
+                txn = ongoing.pop(r.producer_id, None)
+                if txn is not None and r.producer_epoch >= txn[0] and marker_state(r.key) == "aborted":
+                    aborted.update((broker, log_dir, o) for o in txn[1])
+                continue
+            txn = ongoing.get(r.producer_id)
+            if txn is None or r.producer_epoch != txn[0]:
+                txn = ongoing[r.producer_id] = (r.producer_epoch, [])
+            txn[1].append(r.offset)
+    changed = 0
+    for x in lost:
+        if x.committed and (x.broker, x.log_dir, x.offset) in aborted:
+            x.committed = False
+            changed += 1
+    return changed

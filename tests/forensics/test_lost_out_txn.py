@@ -81,7 +81,10 @@ def test_lost_transactional_records_carry_the_state_of_their_transaction(tmp_pat
         assert r["is_transactional"] and not r["is_control"]
         assert r["producer_id"] >= 0 and r["producer_epoch"] >= 0
         assert r["txn_state"] == state
-        assert r["log_committed"] and r["acked"]
+        assert r["acked"]
+        # compare's own flag: the report clears it for an aborted transaction lost with its
+        # ABORT marker (the marker is in the same replica's lost range)
+        assert r["log_committed"] is (before != "abort_transaction")
         assert r["committed"] is consumer_loss       # never a consumer loss unless it committed
     manifest = json.loads((out / "_SUCCESS").read_text())
     assert manifest["txn_states"] == {state: 2}
@@ -93,6 +96,23 @@ def test_lost_transactional_records_carry_the_state_of_their_transaction(tmp_pat
         assert plan.exit_code == 1, plan.output
         reason = "aborted" if state == "aborted" else "transaction_open"
         assert plan.output.count(f"({reason}; txn {state})") == 2 and "0 produce" in plan.output
+
+
+def test_the_compare_report_does_not_count_an_aborted_transaction_lost_with_its_marker(tmp_path):
+    """The issue's case: the transaction's data and its ABORT marker reached only the old
+    leader; acks=all acknowledged the data. Before, compare called both records committed,
+    acknowledged losses (COMMITTED_LOSS)."""
+    evidence = tmp_path / "e"
+    run(parse_scenario(_spec("a", "abort_transaction", None)), evidence)
+    report = tmp_path / "r.json"
+    result = CliRunner().invoke(cli, ["compare", str(evidence), "--no-spark", "--acks",
+                                      str(evidence / "acks.jsonl"), "--report", str(report)])
+    assert result.exit_code == 1, result.output
+    (part,) = json.loads(report.read_text())["partitions"]
+    lost = part["lost_records"]
+    assert [(x["offset"], x["value"]) for x in lost] == [(1, "x0"), (2, "x1")]
+    assert not any(x["committed"] for x in lost)
+    assert "COMMITTED_LOSS" not in result.output
 
 
 def test_an_unreadable_marker_makes_the_state_unknown_never_committed(tmp_path):
