@@ -1,39 +1,75 @@
-"""`segtools replay`: produce `compare --lost-out` records back to a live cluster
+"""`segtools replay`: plan, and produce, `compare --lost-out` records back to a live cluster
 (segtools/replay.py; docs/CONTRACT.md section 10)."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+
 import click
 
-from segtools.cli.errors import handle_errors
+from segtools.cli.errors import TroubleError, handle_errors
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("lost_dir", type=click.Path(exists=True))
-@click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,...]",
-              help="The cluster to write the lost records back to.")
+@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT[,...]",
+              help="The cluster to write the lost records back to (also checked in a dry run: "
+                   "records it already holds are skipped).")
 @click.option("--dry-run", is_flag=True,
-              help="Print what would be produced (records not yet in the cluster), produce nothing.")
+              help="Print the plan, produce nothing. Works offline from LOST_DIR alone.")
+@click.option("--include-superseded", is_flag=True,
+              help="Produce records whose key has a newer value in the surviving log too "
+                   "(held back by default: the lost value would overwrite the newer one).")
+@click.option("--plan-out", "plan_out", default=None, metavar="FILE",
+              help="Write the plan as JSON to FILE (refused if FILE exists).")
 @click.option("--timeout", type=float, default=60.0, show_default=True,
               help="Seconds to wait for the cluster (reading what is there, confirming writes).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def replay(lost_dir: str, bootstrap: str, dry_run: bool, timeout: float, debug: bool) -> None:
-    """Produce the records of LOST_DIR (written by segtools compare --lost-out) to their topic
-    and partition, in original order, with their key, value, headers and timestamp. Records the
-    cluster already holds from an earlier replay (header segtools.replay.source) are skipped,
-    so running it twice adds nothing.
+def replay(lost_dir: str, bootstrap: str | None, dry_run: bool, include_superseded: bool,
+           plan_out: str | None, timeout: float, debug: bool) -> None:
+    """Plan the records of LOST_DIR (written by segtools compare --lost-out) and produce those
+    that are safe to produce to their topic and partition, in original order, with their key,
+    value, headers and timestamp.
 
-    Exit status: 0 done (or nothing to do), 2 unusable input or the cluster did not confirm.
+    LOST_DIR is checked against its _SUCCESS manifest first (record count, schema, SHA-256 of
+    each file). Each record gets an action and a reason: produce; skip (already in the cluster
+    from an earlier replay, or a newer value for its key is there); hold (duplicate, aborted or
+    undecided transaction, superseded by a newer value for its key in the surviving log, part
+    of a transaction that is held); refuse (internal topic, control record). Records of one
+    committed transaction are produced in one transaction.
+
+    Exit status: 0 every record produced or skipped (or would be, with --dry-run), 1 some
+    records held or refused (see the plan), 2 unusable input or the cluster did not confirm.
     """
     from segtools.replay import replay as run
 
-    summary = run(lost_dir, bootstrap, dry_run=dry_run, timeout=timeout)
-    if dry_run:
-        for r in summary.planned:
-            click.echo(f"would produce {r['topic']}-{r['partition']} (was offset {r['offset']}, "
-                       f"epoch {r['leader_epoch']}, broker {r['broker']}): key={r['key']!r} "
-                       f"value={(r['value'] or b'')[:60]!r}")
-    verb = "would produce" if dry_run else "produced"
+    if bootstrap is None and not dry_run:
+        raise click.UsageError("give --bootstrap-server to produce, or --dry-run to plan offline")
+    if plan_out is not None and os.path.lexists(plan_out):
+        raise TroubleError(f"--plan-out {plan_out} exists: not overwritten")
+    summary = run(lost_dir, bootstrap, dry_run=dry_run, include_superseded=include_superseded,
+                  timeout=timeout)
+    for p in summary.planned:
+        r = p.row
+        if p.action == "produce" and not dry_run:
+            continue
+        verb = "would produce" if p.action == "produce" else p.action
+        click.echo(f"{verb} {r['topic']}-{r['partition']} offset {r['offset']} epoch {r['leader_epoch']} "
+                   f"({p.reason}; txn {r.get('txn_state')}): key={r['key']!r} "
+                   f"value={(r['value'] or b'')[:60]!r}")
+    if plan_out is not None:
+        from segtools.files.outputs import atomic_file
+
+        with atomic_file(plan_out, "w") as fh:
+            json.dump(summary.to_json(os.path.abspath(lost_dir)), fh, indent=1)
+            fh.write("\n")
+    counts = ", ".join(f"{summary.count(a)} {a}" for a in ("produce", "skip", "hold", "refuse"))
+    where = "" if summary.cluster_checked else " (offline: not checked against a cluster)"
+    verb = f"would produce {summary.count('produce')}" if dry_run else f"produced {summary.produced}"
     click.echo(f"{summary.records} lost records: {summary.already_present} already in the cluster, "
-               f"{verb} {len(summary.planned) if dry_run else summary.produced}")
+               f"{verb}; plan: {counts}{where}")
+    if summary.count("hold") or summary.count("refuse"):
+        sys.exit(1)

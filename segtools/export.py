@@ -289,6 +289,45 @@ def _open_filesystem(out_dir: str) -> tuple[Any, str]:
     return pafs.LocalFileSystem(), os.path.abspath(local_path(out_dir))
 
 
+def _tail_findings(segment: str, start: int) -> list[str]:
+    """dump's "Found N invalid bytes at the end" for a segment the reader finished without an
+    error (it stops silently at a batch cut short, as Kafka's reader does, while dump and
+    kafka-dump-log report the bytes): batch lengths walked from the batch at ``start``."""
+    try:
+        fd = os.open(segment, os.O_RDONLY)
+    except OSError:
+        return []           # the reader opened it a moment ago: nothing to add to its errors
+    try:
+        size = os.fstat(fd).st_size
+        pos = start
+        while pos + 12 <= size:
+            length = int.from_bytes(os.pread(fd, 4, pos + 8), "big", signed=True)
+            if length < 14 or pos + 12 + length > size:   # 14: Kafka's minimum record overhead
+                break
+            pos += 12 + length
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    if pos >= size:
+        return []
+    return [f"{display_path(segment)} @ position {pos}: Found {size - pos} invalid bytes at the end of "
+            f"{os.path.basename(segment)} (a batch cut short: not exported)"]
+
+
+def _missing_log_findings(src: PartitionSource) -> list[str]:
+    """dump's error for an offset or time index whose ``.log`` is not there: the segment's
+    records are missing, which an export of the rest must not hide."""
+    names = {os.path.basename(f) for f in src.files}
+    out = []
+    for name in sorted(names):
+        stem, dot, ext = name.rpartition(".")
+        if dot and ext in ("index", "timeindex") and f"{stem}.log" not in names:
+            out.append(f"{display_path(os.path.join(src.partition_dir or '', name))}: its log segment "
+                       f"{stem}.log does not exist (the segment's records are missing)")
+    return out
+
+
 def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                   on_segment: Callable[[str], None] | None = None,
                   folder: str | None = None,
@@ -302,14 +341,19 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     filesystem, root = _open_filesystem(out_dir)
     schema = BATCH_SCHEMA if options.level == "batches" else RECORD_SCHEMA
     offset_col = "base_offset" if options.level == "batches" else "offset"
+    position_col = "position" if options.level == "batches" else "batch_position"
     folder = partition_folder(src, options) if folder is None else folder
     folder = f"{root}/{folder}" if folder else root
     written: list[ExportedFile] = []
+    if findings is not None:
+        findings.extend(_missing_log_findings(src))
     for segment in _segments_in_range(src.segments, options):
         writer = None
         tmp_path = None
         rows = invalid = 0
         first = last = -1
+        known = len(findings) if findings is not None else 0
+        last_batch = 0      # position of the last batch seen: where the tail check starts
         try:
             for rb in _frame_errors_as_findings(_iter_tables(segment, src, options), findings,
                                                 lambda: rows):  # noqa: B023 - read during this iteration
@@ -326,6 +370,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                 rows += rb.num_rows
                 invalid += rb.num_rows - pc.sum(rb.column("crc_valid")).as_py()
                 last = rb.column(offset_col)[rb.num_rows - 1].as_py()
+                last_batch = max(last_batch, pc.max(rb.column(position_col)).as_py())
             if writer is not None:
                 writer.close()
                 writer = None
@@ -335,6 +380,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                                             broker=src.broker, rows=rows, first_offset=first,
                                             last_offset=last, source_segment=segment,
                                             crc_invalid_rows=invalid))
+            if findings is not None and len(findings) == known and not _remote(segment):
+                findings.extend(_tail_findings(segment, last_batch))
         finally:
             if writer is not None:  # an error or Ctrl-C mid-segment: no half-written file left
                 try:

@@ -11,6 +11,16 @@ Deduplicated:
 - against the surviving log (the report's reference replica of the partition): a record whose
   idempotent producer id and sequence are there, or whose content (key, value, headers) is
   there, was written again (a producer retry) and is left out; ``relocated_to`` records too.
+
+Transactions and keys (docs/CONTRACT.md section 10): ``txn_state`` is the state of the
+record's transaction from the markers on every replica
+(:func:`segtools.forensics.transactions.lost_transaction_states`); ``log_committed`` says the
+high watermark (or an acks=all acknowledgement) passed the record; ``committed`` (a loss for
+consumers) is ``log_committed`` of a non-transactional record or of a committed transaction
+only. ``superseded_by``: the surviving log's offset of a newer record (higher leader epoch,
+then offset) with the same key, which replay must not overwrite with the lost value.
+
+``_SUCCESS`` lists the record count, the schema, and the size and SHA-256 of each data file.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ from segtools.files.outputs import atomic_file, partial_run, prepare_output_dir
 
 from .loss import text_or_base64
 
-__all__ = ["LOST_SCHEMA", "LostOutSummary", "write_lost_out", "REPLAY_HEADER"]
+__all__ = ["LOST_SCHEMA", "MANIFEST_FILES", "LostOutSummary", "REPLAY_HEADER", "file_digest", "schema_names",
+           "write_lost_out"]
 
 #: header replay adds to each record it produces: the record's identity in the original log
 REPLAY_HEADER = "segtools.replay.source"
@@ -48,10 +59,18 @@ LOST_SCHEMA = pa.schema([
     pa.field("producer_id", pa.int64()),
     pa.field("producer_epoch", pa.int32()),
     pa.field("sequence", pa.int32()),
-    pa.field("committed", pa.bool_()),
+    pa.field("committed", pa.bool_()),          # a loss for consumers: see the module doc
     pa.field("acked", pa.bool_()),
     pa.field("replay_id", pa.string()),         # value of REPLAY_HEADER
+    pa.field("is_transactional", pa.bool_()),
+    pa.field("is_control", pa.bool_()),         # always false: markers are never written here
+    pa.field("txn_state", pa.string()),         # segtools.forensics.transactions.TXN_STATES
+    pa.field("log_committed", pa.bool_()),      # the high watermark (or acks=all) passed it
+    pa.field("superseded_by", pa.int64()),      # surviving offset of a newer record with its key
 ])
+
+#: what ``_SUCCESS`` records of each data file (replay checks it before reading anything)
+MANIFEST_FILES = ("lost.parquet", "lost.ndjson")
 
 
 @dataclass
@@ -86,13 +105,76 @@ def _rows(spec: Any, offsets: set[int] | None) -> Iterable[dict[str, Any]]:
     lo = min(offsets) if offsets else None
     hi = max(offsets) + 1 if offsets else None
     cols = ["offset", "leader_epoch", "timestamp_ms", "key", "value", "headers", "producer_id",
-            "producer_epoch", "sequence", "is_control"]
+            "producer_epoch", "sequence", "is_control", "is_transactional"]
     for path, _size in spec.segments:
         for rb in iter_record_batches(path, topic=spec.topic, partition=spec.partition, broker=spec.broker,
                                       include_control=False, start_offset=lo, end_offset=hi):
             for row in rb.select(cols).to_pylist():
                 if offsets is None or row["offset"] in offsets:
                     yield row
+
+
+def _marker_rows(spec: Any, start: int, pids: set[int]) -> list[dict[str, Any]]:
+    """Rows of one replica from ``start`` on, markers included, of the producers ``pids`` only
+    (what pairing a transaction with its marker needs; values are not kept)."""
+    from segtools.records.columnar import iter_record_batches
+
+    cols = ["offset", "producer_id", "producer_epoch", "is_transactional", "is_control", "key"]
+    out: list[dict[str, Any]] = []
+    for path, _size in spec.segments:
+        for rb in iter_record_batches(path, topic=spec.topic, partition=spec.partition, broker=spec.broker,
+                                      include_control=True, start_offset=start):
+            out.extend(r for r in rb.select(cols).to_pylist() if r["producer_id"] in pids)
+    return out
+
+
+def _aborted_ranges(spec: Any) -> list[Any]:
+    """The ``.txnindex`` entries beside the replica's segments (unreadable ones: none)."""
+    from segtools.errors import SegtoolsError
+    from segtools.files.indexes import read_txn_index
+
+    out: list[Any] = []
+    for path, _size in spec.segments:
+        index = path[:-len(".log")] + ".txnindex" if path.endswith(".log") else ""
+        if index and os.path.isfile(index):
+            try:
+                out.extend(read_txn_index(index, strict=False))
+            except SegtoolsError:
+                continue
+    return out
+
+
+def _txn_states(rows: Sequence[dict[str, Any]], holder: Any, specs: Sequence[Any], divergence: int) -> dict[int, str]:
+    """txn_state of each of ``rows`` (lost from ``holder``), from every replica's markers."""
+    from .transactions import lost_transaction_states
+
+    pids = {int(r["producer_id"]) for r in rows if r["is_transactional"] and r["producer_id"] >= 0}
+    if not pids:
+        return {int(r["offset"]): "none" for r in rows}
+    others = [_marker_rows(s, divergence, pids) for s in specs
+              if (s.topic, s.partition) == (holder.topic, holder.partition) and s is not holder]
+    return lost_transaction_states(rows, _marker_rows(holder, divergence, pids), _aborted_ranges(holder),
+                                   others, divergence)
+
+
+def _key_digest(key: bytes) -> bytes:
+    return hashlib.blake2b(key, digest_size=16).digest()
+
+
+def file_digest(path: str) -> dict[str, Any]:
+    """``{"bytes", "sha256"}`` of one file, as ``_SUCCESS`` lists it."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return {"bytes": size, "sha256": h.hexdigest()}
+
+
+def schema_names() -> list[str]:
+    """The schema as ``_SUCCESS`` lists it: ``name:type`` per column."""
+    return [f"{f.name}:{f.type}" for f in LOST_SCHEMA]
 
 
 def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike[str],
@@ -112,15 +194,22 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
                         and s.broker == part.verdict.reference_broker), None)
             seqs: set[tuple[int, int]] = set()
             contents: set[bytes] = set()
+            newest: dict[bytes, tuple[int, int]] = {}     # key digest -> (leader epoch, offset)
             if ref is not None:
                 for r in _rows(ref, None):
                     if r["producer_id"] >= 0 and r["sequence"] >= 0:
                         seqs.add((r["producer_id"], r["sequence"]))
                     contents.add(_content_digest(r["key"], r["value"], _headers(r["headers"])))
+                    if r["key"] is not None:
+                        kd = _key_digest(r["key"])
+                        newest[kd] = max(newest.get(kd, (-1, -1)), (r["leader_epoch"], r["offset"]))
             chosen: dict[tuple[int, int], dict[str, Any]] = {}
             wanted: dict[tuple[str, int, int, str], set[int]] = {}
             meta: dict[tuple[int, int, int], Any] = {}
+            holders: dict[tuple[int, int], Any] = {}
+            divergence: dict[int, int] = {}
             for lost in part.lost:
+                divergence[lost.broker] = min(divergence.get(lost.broker, lost.offset), lost.offset)
                 if lost.relocated_to is not None:
                     relocated += 1
                     continue
@@ -146,6 +235,7 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
                     if _content_digest(r["key"], r["value"], _headers(r["headers"])) in contents:
                         by_content += 1
                         continue
+                    holders[ident] = spec
                     chosen[ident] = {
                         "topic": topic, "partition": partition, "offset": r["offset"],
                         "leader_epoch": r["leader_epoch"], "timestamp_ms": r["timestamp_ms"],
@@ -154,7 +244,23 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
                         "producer_epoch": r["producer_epoch"], "sequence": r["sequence"],
                         "committed": bool(lost.committed), "acked": lost.acked,
                         "replay_id": f"{topic}/{partition}/{r['offset']}/{r['leader_epoch']}",
+                        "is_transactional": bool(r["is_transactional"]), "is_control": False,
+                        "txn_state": "none", "log_committed": bool(lost.committed), "superseded_by": None,
                     }
+                    if r["key"] is not None:
+                        later = newest.get(_key_digest(r["key"]))
+                        if later is not None and later > (r["leader_epoch"], r["offset"]):
+                            chosen[ident]["superseded_by"] = later[1]
+            by_holder: dict[int, list[dict[str, Any]]] = {}
+            for ident, row in chosen.items():
+                by_holder.setdefault(id(holders[ident]), []).append(row)
+            for mine in by_holder.values():
+                holder = holders[(mine[0]["offset"], mine[0]["leader_epoch"])]
+                states = _txn_states(mine, holder, specs, divergence.get(holder.broker, mine[0]["offset"]))
+                for row in mine:
+                    row["txn_state"] = states.get(row["offset"], "unknown")
+                    # a loss for consumers only when its transaction (if any) committed
+                    row["committed"] = row["log_committed"] and row["txn_state"] in ("none", "committed")
             rows.extend(chosen[k] for k in sorted(chosen))
         table = pa.Table.from_pylist(rows, schema=LOST_SCHEMA)
         with atomic_file(os.path.join(out, "lost.parquet"), "wb") as fh:
@@ -165,7 +271,13 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
                                      "headers": [{"key": h["key"], "value": text_or_base64(h["value"])}
                                                  for h in r["headers"]]}) + "\n")
         summary = LostOutSummary(str(out), len(rows), dup, by_seq, by_content, relocated)
+        state_counts: dict[str, int] = {}
+        for r in rows:
+            state_counts[r["txn_state"]] = state_counts.get(r["txn_state"], 0) + 1
         run.summary = {"records": len(rows), "duplicates_across_replicas": dup,
                        "survived_by_producer_sequence": by_seq, "survived_by_content": by_content,
-                       "relocated": relocated}
+                       "relocated": relocated, "txn_states": state_counts,
+                       "superseded": sum(1 for r in rows if r["superseded_by"] is not None),
+                       "schema": schema_names(),
+                       "files": {name: file_digest(os.path.join(out, name)) for name in MANIFEST_FILES}}
     return summary

@@ -288,3 +288,142 @@ def transaction_findings(report: dict[str, Any]) -> list[Finding]:
                                f"transaction from offset {t['first_offset']} still open; last stable "
                                f"offset {lso}", offset=t["first_offset"]))
     return out
+
+
+# --- the transactional state of lost records (compare --lost-out, replay) -----------------
+#
+# A lost record of a transactional batch is only a loss for consumers when its transaction
+# committed: read_committed consumers never see an aborted or undecided one. The state comes
+# from the markers the evidence holds, in this order (docs/CONTRACT.md section 10):
+#   1. the lost replica's own log after the record: the producer's next marker ends it (the
+#      leader pairs data and markers by producer id: ProducerAppendInfo);
+#   2. its .txnindex: an aborted range of the producer covering the record;
+#   3. every other replica from the divergence on: the producer's first marker there is the
+#      one the coordinator wrote for this transaction after the election (it cannot start
+#      another transaction on the partition before that marker is written), provided no data
+#      of another producer epoch comes first; replicas that disagree make it unknown.
+# No marker and no sign the producer moved on: "open". A marker that cannot be read, a
+# later producer epoch without a marker, disagreement: "unknown". Never "committed" on doubt.
+
+#: the values of lost-out's ``txn_state`` column
+TXN_STATES = ("committed", "aborted", "open", "unknown", "none")
+
+
+def marker_state(key: bytes | None) -> str:
+    """``committed`` / ``aborted`` from a control record's key, ``unknown`` otherwise."""
+    from segtools.errors import SegtoolsError
+    from segtools.records.control import ABORT, COMMIT, decode_control_key
+
+    try:
+        type_id = decode_control_key(key).type_id
+    except SegtoolsError:
+        return "unknown"
+    return {COMMIT: "committed", ABORT: "aborted"}.get(type_id, "unknown")
+
+
+def _own_log_states(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[int, str], dict[int, tuple[int, int]]]:
+    """Pair data and markers in one replica's rows (offset order). Returns the state of each
+    transactional data offset whose transaction ended here, and the still-open transactional
+    offsets as ``offset -> (producer id, producer epoch)``."""
+    ended: dict[int, str] = {}
+    ongoing: dict[int, tuple[int, list[int]]] = {}    # producer id -> (epoch, data offsets)
+    for r in rows:
+        pid = int(r["producer_id"])
+        if pid < 0:
+            continue
+        if r["is_control"]:
+            txn = ongoing.pop(pid, None)
+            if txn is not None:
+                state = marker_state(r["key"])
+                ended.update((o, state) for o in txn[1])
+        elif r["is_transactional"]:
+            epoch = int(r["producer_epoch"])
+            txn = ongoing.get(pid)
+            if txn is not None and epoch > txn[0]:
+                # a new epoch before any marker: the old transaction ended, its marker is gone
+                ended.update((o, "unknown") for o in txn[1])
+                txn = None
+            if txn is None:
+                txn = ongoing[pid] = (epoch, [])
+            txn[1].append(int(r["offset"]))
+    still = {o: (pid, epoch) for pid, (epoch, offsets) in ongoing.items() for o in offsets}
+    return ended, still
+
+
+def _state_elsewhere(pid: int, epoch: int, rows: Sequence[Mapping[str, Any]], start: int) -> str | None:
+    """What another replica's rows (offset order) from ``start`` on say about the transaction of
+    ``pid``/``epoch`` open at the divergence: its first marker's state; ``unknown`` when data of
+    another epoch of the producer comes first (the producer moved on without a marker here);
+    None when the replica says nothing."""
+    for r in rows:
+        if int(r["offset"]) < start or int(r["producer_id"]) != pid:
+            continue
+        if r["is_control"]:
+            if int(r["producer_epoch"]) < epoch:
+                continue       # an older transaction's marker (cannot end this one)
+            return marker_state(r["key"])
+        if int(r["producer_epoch"]) != epoch:
+            return "unknown"
+    return None
+
+
+def lost_transaction_states(lost: Sequence[Mapping[str, Any]], own: Sequence[Mapping[str, Any]],
+                            aborted: Sequence[Any], others: Sequence[Sequence[Mapping[str, Any]]],
+                            divergence: int) -> dict[int, str]:
+    """``offset -> txn_state`` for the ``lost`` rows of one replica (``offset``,
+    ``producer_id``, ``producer_epoch``, ``is_transactional``).
+
+    ``own``: that replica's rows from ``divergence`` on, markers included (``offset``,
+    ``producer_id``, ``producer_epoch``, ``is_transactional``, ``is_control``, ``key``);
+    ``aborted``: its ``.txnindex`` entries (:class:`segtools.files.indexes.AbortedTxn`);
+    ``others``: the same rows of every other replica of the partition; ``divergence``: the
+    first offset where this replica's log left the surviving one."""
+    ended, still = _own_log_states(own)
+    out: dict[int, str] = {}
+    for r in lost:
+        offset = int(r["offset"])
+        if not r["is_transactional"] or int(r["producer_id"]) < 0:
+            out[offset] = "none"
+            continue
+        if offset in ended:
+            out[offset] = ended[offset]
+            continue
+        pid, epoch = int(r["producer_id"]), int(r["producer_epoch"])
+        if any(a.producer_id == pid and a.first_offset <= offset <= a.last_offset for a in aborted):
+            out[offset] = "aborted"
+            continue
+        if offset not in still:
+            out[offset] = "unknown"     # not paired in the rows read: decide nothing
+            continue
+        said = {s for s in (_state_elsewhere(pid, epoch, rows, divergence) for rows in others) if s is not None}
+        out[offset] = said.pop() if len(said) == 1 else ("unknown" if said else "open")
+    return out
+
+
+def clear_aborted_commitment(lost: Sequence[Any], divergent: Mapping[tuple[int, str], Sequence[Any]]) -> int:
+    """compare's stage 3 hook: lost records (``LostRecord``) of a transaction whose ABORT marker
+    is lost with them (in the same replica's divergent records, ``RecordFacts``) are not a
+    committed loss: no read_committed consumer ever saw them. Sets their ``committed`` to
+    False; returns how many changed. (The full state of every lost record, markers on other
+    replicas included, is lost-out's ``txn_state``.)"""
+    aborted: set[tuple[int, str, int]] = set()
+    for (broker, log_dir), recs in divergent.items():
+        ongoing: dict[int, tuple[int, list[int]]] = {}     # producer id -> (epoch, data offsets)
+        for r in sorted(recs, key=lambda x: x.offset):
+            if r.producer_id < 0:
+                continue
+            if r.is_control:
+                txn = ongoing.pop(r.producer_id, None)
+                if txn is not None and r.producer_epoch >= txn[0] and marker_state(r.key) == "aborted":
+                    aborted.update((broker, log_dir, o) for o in txn[1])
+                continue
+            txn = ongoing.get(r.producer_id)
+            if txn is None or r.producer_epoch != txn[0]:
+                txn = ongoing[r.producer_id] = (r.producer_epoch, [])
+            txn[1].append(r.offset)
+    changed = 0
+    for x in lost:
+        if x.committed and (x.broker, x.log_dir, x.offset) in aborted:
+            x.committed = False
+            changed += 1
+    return changed
