@@ -15,7 +15,8 @@ from segtools.cli.errors import handle_errors
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
-              help="Producer acks (acks.jsonl): split lost records into acked and never acknowledged.")
+              help="Producer acks (acks.jsonl): split lost records into acked and never acknowledged, "
+                   "and count acked records that no given replica holds.")
 @click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it): the partition's last ISR, "
                    "ELR, leader epoch and assignment, so each candidate's election is known to "
@@ -42,8 +43,16 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
     split into committed / acked / never acknowledged, candidates ranked best first, and the
     kafka-reassign-partitions / kafka-leader-election commands for the best one.
 
-    Exit status: 0 the best candidate loses nothing, 1 every candidate loses records, 2
-    unusable input or usage error.
+    Each partition gets a verdict: safe (proven: every replica of the partition given, per
+    the metadata log, and the best candidate loses nothing, not even a record known only
+    from --acks), lost (every candidate loses records; counted with them), or cannot tell
+    (naming the missing evidence: a replica's log dir, above all the last ISR/ELR member's,
+    or the metadata log, without which the replica set is unknown; the costs are then lower
+    bounds and no candidate is recommended while a clean one is missing). Records at the
+    same offset and leader epoch with different data are a conflict, counted as lost.
+
+    Exit status: 0 every partition safe, 1 a partition lost or cannot tell, 2 unusable input
+    or usage error.
     """
     from segtools.advise import advise as run
     from segtools.files.outputs import atomic_write, check_output_file
@@ -62,18 +71,25 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
             click.echo(f"  metadata log: leader {'none' if st.leader is None else st.leader}, "
                        f"leader epoch {st.leader_epoch}, replicas {list(st.replicas)}, "
                        f"ISR {list(st.isr)}, ELR {list(st.elr)}")
+        bound = adv.candidates[0].lower_bound if adv.candidates else False
         click.echo("  rank  broker  log_end  epoch  lost: committed  acked  unacked  uncommitted  total"
-                   + ("  election" if st is not None else ""))
+                   "  acks-only  conflict" + ("  election" if st is not None else "")
+                   + ("   (at least: evidence is missing)" if bound else ""))
         for i, c in enumerate(adv.candidates, 1):
             n = c.counts()
             click.echo(f"  {i:>4}  {c.broker:>6}  {c.log_end_offset:>7}  {c.latest_epoch:>5}  "
                        f"{n['committed']:>15}  {n['acked']:>5}  {n['unacknowledged']:>7}  "
-                       f"{n['uncommitted']:>11}  {n['total']:>5}"
+                       f"{n['uncommitted']:>11}  {n['total']:>5}  {n['from_acks']:>9}  {n['conflict']:>8}"
                        + (f"  {c.election}" if st is not None else ""))
-        best = adv.candidates[0]
-        if best.lost:
+        for line in adv.summary():
+            click.echo(f"  {line}")
+        if adv.verdict != "safe":
             worst = 1
-        click.echo(f"  elect broker {best.broker}:")
+        best = adv.candidates[0]
+        if adv.recommended is None:
+            click.echo(f"  no recommendation; if it comes to the best given candidate, broker {best.broker}:")
+        else:
+            click.echo(f"  elect broker {best.broker}:")
         for line in adv.commands(bootstrap):
             click.echo(visible(f"    {line}"))
     if json_path:

@@ -38,7 +38,8 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["CandidateCost", "MetadataState", "PartitionAdvice", "advise", "LostByElection"]
+__all__ = ["CANNOT_TELL", "LOST", "SAFE", "CandidateCost", "LostByElection", "MetadataState",
+           "MissingEvidence", "PartitionAdvice", "advise"]
 
 
 @dataclass
@@ -52,6 +53,8 @@ class MetadataState:
     last_known_elr: tuple[int, ...]
     replicas: tuple[int, ...]
     source: str
+    #: (leader epoch, leader) of every election in the log
+    leaders: tuple[tuple[int, int], ...] = ()
 
     def election_for(self, broker: int) -> str:
         """``clean`` for a member of the last ISR or ELR (KIP-966: with an empty ISR an ELR
@@ -66,10 +69,39 @@ class MetadataState:
 
 @dataclass
 class LostByElection:
-    broker: int
+    broker: int | None    # the replica holding it; None: known only from --acks
     offset: int
     leader_epoch: int
     klass: str            # committed | acked | unacknowledged | uncommitted
+    #: ``replica``: a given replica holds it; ``acks``: acknowledged to a producer (--acks) and
+    #: held by no given replica
+    source: str = "replica"
+    #: the candidate holds a different record at the same offset and leader epoch (a
+    #: log-matching violation: the follower's truncation keeps its own, the logs never agree)
+    conflict: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"broker": self.broker, "offset": self.offset, "leader_epoch": self.leader_epoch,
+                "class": self.klass, "source": self.source, "conflict": self.conflict}
+
+
+@dataclass
+class MissingEvidence:
+    """A replica whose log dir is not among the inputs, or the replica set itself (``broker``
+    None: no metadata log), and what it would decide."""
+
+    broker: int | None
+    role: str          # leader | last ISR | last ELR | replica | replica set
+    decides: str
+
+    def describe(self) -> str:
+        if self.broker is None:
+            return f"the controller's metadata log (__cluster_metadata-0): {self.decides}"
+        return f"broker {self.broker}'s log dir ({self.role}): {self.decides}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"broker": self.broker, "role": self.role, "decides": self.decides,
+                "text": self.describe()}
 
 
 @dataclass
@@ -77,14 +109,26 @@ class CandidateCost:
     broker: int
     log_end_offset: int
     latest_epoch: int
+    #: records given replicas hold that electing this candidate loses
     lost: list[LostByElection] = field(default_factory=list)
     election: str | None = None      # clean | unclean | None (no metadata log read)
+    #: records acknowledged to producers (--acks) that this candidate lacks and no given
+    #: replica holds: gone whichever given replica is elected
+    lost_from_acks: list[LostByElection] = field(default_factory=list)
+    #: the counts are lower bounds: a replica of the partition is not among the inputs (or the
+    #: replica set is unknown, no metadata log)
+    lower_bound: bool = False
+
+    def all_lost(self) -> list[LostByElection]:
+        return [*self.lost, *self.lost_from_acks]
 
     def counts(self) -> dict[str, int]:
         out = {"committed": 0, "acked": 0, "unacknowledged": 0, "uncommitted": 0}
-        for r in self.lost:
+        for r in self.all_lost():
             out[r.klass] += 1
-        out["total"] = len(self.lost)
+        out["total"] = len(self.lost) + len(self.lost_from_acks)
+        out["from_acks"] = len(self.lost_from_acks)
+        out["conflict"] = sum(r.conflict for r in self.lost)
         return out
 
     def rank_key(self) -> tuple[int, int, int, int, int, int]:
@@ -93,23 +137,93 @@ class CandidateCost:
                 int(self.election == "unclean"), self.broker)
 
 
+#: the product's three verdicts (docs/CONTRACT.md section 11)
+LOST, SAFE, CANNOT_TELL = "lost", "safe", "cannot tell"
+
+
 @dataclass
 class PartitionAdvice:
     topic: str
     partition: int
     candidates: list[CandidateCost]      # ranked, best first
     state: MetadataState | None = None
+    #: evidence not among the inputs that could change the answer; empty only when the
+    #: metadata log names the replica set and every replica's dir was given
+    missing: list[MissingEvidence] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """``safe`` only when proven: every replica given and the best candidate loses nothing
+        (not from the given replicas, not from the acks); ``lost`` when every candidate loses
+        records and no replica is missing that could do better; else ``cannot tell``."""
+        if self.missing:
+            return CANNOT_TELL
+        return LOST if self.candidates and self.candidates[0].all_lost() else SAFE
+
+    @property
+    def blocking(self) -> list[MissingEvidence]:
+        """Missing replicas the controller would elect cleanly (the leader, last ISR or ELR):
+        they may hold every record the given ones lack, no given candidate can be recommended."""
+        return [m for m in self.missing if m.broker is not None and m.role != "replica"]
+
+    @property
+    def recommended(self) -> int | None:
+        return None if self.blocking or not self.candidates else self.candidates[0].broker
+
+    def summary(self) -> list[str]:
+        """The verdict in words: what the best candidate loses, or the missing evidence."""
+        best = self.candidates[0] if self.candidates else None
+        lines = []
+        if best is not None:
+            n = best.counts()
+            at_least = "at least " if best.lower_bound else ""
+            what = (f"{at_least}{n['total']} record(s) ({n['committed']} committed, {n['acked']} acked"
+                    + (f", {n['from_acks']} known only from the acks" if n["from_acks"] else "")
+                    + (f", {n['conflict']} in conflict: same offset and leader epoch, different data"
+                       if n["conflict"] else "") + ")")
+            if self.verdict == SAFE:
+                lines.append(f"verdict: safe: electing broker {best.broker} loses no record "
+                             f"(every replica of the partition given)")
+            elif self.verdict == LOST:
+                lines.append(f"verdict: lost: electing broker {best.broker}, the best candidate, loses {what}")
+            else:
+                lines.append(f"verdict: cannot tell: the best given candidate, broker {best.broker}, "
+                             f"loses {what if n['total'] else 'no record of the given replicas and acks'}; "
+                             f"the costs are lower bounds")
+        lines += [f"missing: {m.describe()}" for m in self.missing]
+        conflicts = sorted({(r.offset, r.leader_epoch) for c in self.candidates for r in c.lost if r.conflict})
+        if conflicts:
+            lines.append(f"conflict: replicas hold different records at the same offset and leader "
+                         f"epoch ({_ranges(conflicts)}), a log-matching violation (compare reports "
+                         f"LOG_MATCHING_VIOLATION): Kafka's truncation does not repair it, whichever "
+                         f"is elected the others' versions are not in the leader's log")
+        return lines
 
     def _reassign(self, bootstrap: str, broker: int) -> list[str]:
-        current = list(self.state.replicas) if self.state and self.state.replicas else \
-            [c.broker for c in self.candidates]
-        if self.state and self.state.replicas and current[0] == broker:
+        name = f"reassign-{self.topic}-{self.partition}.json"
+        if not (self.state and self.state.replicas):
+            # the assignment is unknown: a list of only the given brokers would remove every
+            # other replica from the partition. The placeholder keeps the file from parsing
+            # until the SRE has filled in the real replica set.
+            given = [broker, *[c.broker for c in self.candidates if c.broker != broker]]
+            listed = json.dumps(given)
+            plan = json.dumps({"version": 1, "partitions": [{"topic": self.topic, "partition": self.partition,
+                                                             "replicas": given}]}).replace(
+                listed, f"{listed[:-1]}, <every other replica of {self.topic}-{self.partition}>]", 1)
+            return [f"# the replica set of {self.topic}-{self.partition} is unknown (no metadata log): "
+                    f"`kafka-topics.sh --bootstrap-server {bootstrap} --describe --topic {self.topic}` "
+                    f"lists it; the reassignment must name every replica, broker {broker} first (a "
+                    f"replica left out is removed from the partition)",
+                    f"echo '{plan}' > {name}",
+                    f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap} "
+                    f"--reassignment-json-file {name} --execute"]
+        current = list(self.state.replicas)
+        if current[0] == broker:
             return []                    # already first in the assignment the controller holds
         order = [broker, *[b for b in current if b != broker]]
-        plan = {"version": 1, "partitions": [{"topic": self.topic, "partition": self.partition,
-                                              "replicas": order}]}
-        name = f"reassign-{self.topic}-{self.partition}.json"
-        return [f"echo '{json.dumps(plan)}' > {name}",
+        plan_doc = {"version": 1, "partitions": [{"topic": self.topic, "partition": self.partition,
+                                                  "replicas": order}]}
+        return [f"echo '{json.dumps(plan_doc)}' > {name}",
                 f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap} "
                 f"--reassignment-json-file {name} --execute"]
 
@@ -119,9 +233,21 @@ class PartitionAdvice:
                 f"--topic {self.topic} --partition {self.partition}")
 
     def commands(self, bootstrap: str = "BROKER:9092", broker: int | None = None) -> list[str]:
-        """The commands that make ``broker`` (default: the best candidate) the leader."""
+        """The commands that make ``broker`` (default: the best candidate) the leader; when a
+        replica the controller would elect cleanly is missing, they come after what to do
+        first."""
         cand = self.candidates[0] if broker is None else \
             next(c for c in self.candidates if c.broker == broker)
+        block = [m for m in self.blocking if m.broker != cand.broker]
+        if not block:
+            return self._commands(bootstrap, cand)
+        names = ", ".join(f"broker {m.broker} ({m.role})" for m in block)
+        return [f"# cannot tell what electing broker {cand.broker} loses: {names} not among the "
+                f"inputs may hold records no given replica has. First start it (the controller "
+                f"elects it cleanly) or add its log dir and run advise again; only once its log "
+                f"is known to be gone:", *self._commands(bootstrap, cand)]
+
+    def _commands(self, bootstrap: str, cand: CandidateCost) -> list[str]:
         st = self.state
         if st is None:       # no metadata log: the state is unknown, both elections shown
             return [*self._reassign(bootstrap, cand.broker), self._elect(bootstrap, "unclean"),
@@ -154,16 +280,30 @@ class PartitionAdvice:
 
     def to_json(self, bootstrap: str = "BROKER:9092") -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition,
-                "recommended": self.candidates[0].broker if self.candidates else None,
+                "recommended": self.recommended,
+                "verdict": self.verdict, "summary": self.summary(),
+                "missing": [m.to_json() for m in self.missing],
+                "replica_set_known": bool(self.state and self.state.replicas),
                 "metadata": self.state.to_json() if self.state else None,
                 "candidates": [{"broker": c.broker, "log_end_offset": c.log_end_offset,
                                 "latest_epoch": c.latest_epoch, "lost": c.counts(),
+                                "lower_bound": c.lower_bound,
                                 "election": c.election, "commands": self.commands(bootstrap, c.broker),
-                                "lost_records": [{"broker": r.broker, "offset": r.offset,
-                                                  "leader_epoch": r.leader_epoch, "class": r.klass}
-                                                 for r in c.lost]}
+                                "lost_records": [r.to_json() for r in c.lost],
+                                "lost_from_acks": [r.to_json() for r in c.lost_from_acks]}
                                for c in self.candidates],
                 "commands": self.commands(bootstrap) if self.candidates else []}
+
+
+def _ranges(points: Sequence[tuple[int, int]]) -> str:
+    """``offsets 5..7 epoch 2, offset 9 epoch 3`` for (offset, epoch) pairs."""
+    out: list[list[int]] = []
+    for off, ep in sorted(points, key=lambda x: (x[1], x[0])):
+        if out and out[-1][2] == ep and out[-1][1] == off - 1:
+            out[-1][1] = off
+        else:
+            out.append([off, off, ep])
+    return ", ".join(f"offset {a} epoch {e}" if a == b else f"offsets {a}..{b} epoch {e}" for a, b, e in out)
 
 
 @dataclass
@@ -224,29 +364,85 @@ def _cost(candidate: _Replica, others: Sequence[_Replica], acked: dict[tuple[int
     contents = {r[3] for r in candidate.records.values()}
     lost: dict[tuple[int, int], LostByElection] = {}
     committed_below = {}
+    held: set[tuple[int, int]] = set()
     for rep in [candidate, *others]:
         for off, rec in rep.records.items():
+            held.add((off, rec[0]))
             if rep.high_watermark is not None and off < rep.high_watermark:
                 committed_below[(off, rec[0])] = True
+
+    def klass(key: tuple[int, int]) -> str:
+        if committed_below.get(key) or key in acked_all:
+            return "committed"
+        if have_acks:
+            return "acked" if acked.get(key) else "unacknowledged"
+        return "uncommitted"
+
     for f in others:
         cut = _divergence(f, candidate)
-        for off in sorted(o for o in f.records if o >= cut and o not in f.control):
+        for off in sorted(o for o in f.records if o not in f.control and o >= candidate.log_start):
             epoch, pid, seq, digest = f.records[off]
+            if off < cut:
+                # the same offset and leader epoch on both: the follower keeps its own record.
+                # Different data there is a log-matching violation, not agreement.
+                if candidate.records[off][3] == digest:
+                    continue
+                conflict = True
+            else:
+                conflict = False
             if (pid >= 0 and seq >= 0 and (pid, seq) in seqs) or digest in contents:
                 continue   # a producer retry wrote it again: the candidate has it
             key = (off, epoch)
-            if key in lost:
-                continue
-            if committed_below.get(key) or key in acked_all:
-                klass = "committed"
-            elif have_acks:
-                klass = "acked" if acked.get(key) else "unacknowledged"
-            else:
-                klass = "uncommitted"
-            lost[key] = LostByElection(f.broker, off, epoch, klass)
+            if key not in lost:
+                lost[key] = LostByElection(f.broker, off, epoch, klass(key), conflict=conflict)
+    # acknowledged to a producer, on no given replica: gone whoever is elected among them
+    # (a replica whose dir is missing may hold it). Below the candidate's log start it was
+    # deleted on purpose.
+    from_acks = [LostByElection(None, off, epoch, klass((off, epoch)), source="acks")
+                 for (off, epoch), ok in sorted(acked.items())
+                 if ok and off >= candidate.log_start and (off, epoch) not in held]
     epochs = [r[0] for r in candidate.records.values()]
     return CandidateCost(candidate.broker, max(candidate.records, default=-1) + 1,
-                         max(epochs, default=-1), sorted(lost.values(), key=lambda r: (r.offset, r.broker)))
+                         max(epochs, default=-1),
+                         sorted(lost.values(), key=lambda r: (r.offset, r.broker or 0)),
+                         lost_from_acks=from_acks)
+
+
+def _missing(topic: str, partition: int, state: MetadataState | None,
+             replicas: Sequence[_Replica]) -> list[MissingEvidence]:
+    """The evidence not among the inputs that could change what a choice loses."""
+    tp = f"{topic}-{partition}"
+    if state is None or not state.replicas:
+        return [MissingEvidence(None, "replica set",
+                                f"which brokers hold replicas of {tp} and which were in its last ISR/ELR; "
+                                f"a replica whose log dir is not given may hold records every given "
+                                f"candidate lacks, so no choice can be proven safe")]
+    given = {r.broker for r in replicas}
+    newest = max((rec[0] for r in replicas for rec in r.records.values()), default=-1)
+    out = []
+    for b in dict.fromkeys([*([state.leader] if state.leader is not None else []), *state.isr,
+                            *state.elr, *state.replicas]):
+        if b in given:
+            continue
+        led = sorted(e for e, leader in state.leaders if leader == b)
+        later = [e for e in led if e > newest]
+        appended = (f"; it led leader epoch(s) {later}, newer than any epoch in the given dirs "
+                    f"({newest}): what it appended then is on no given dir" if later else "")
+        if b == state.leader:
+            role, why = "leader", f"it leads {tp} (epoch {state.leader_epoch}) and holds every committed record"
+        elif b in state.isr:
+            role, why = "last ISR", ("it was in the ISR at the end of the metadata log, so it holds every "
+                                     "committed record, including those committed after the given "
+                                     "replicas left the ISR; the controller elects it cleanly")
+        elif b in state.elr:
+            role, why = "last ELR", ("an eligible leader replica (KIP-966): it holds every committed "
+                                     "record up to when it left the ISR; the controller elects it cleanly")
+        else:
+            role, why = "replica", ("not in the last ISR/ELR; it may still hold records no given "
+                                    "replica has (appended while it led or followed an older epoch)")
+        out.append(MissingEvidence(b, role, f"{why}{appended}; with its log dir advise can tell what "
+                                            f"each choice loses"))
+    return out
 
 
 def _states(paths: Sequence[str | os.PathLike[str]], metadata_log: str | os.PathLike[str] | None,
@@ -270,7 +466,8 @@ def _states(paths: Sequence[str | os.PathLike[str]], metadata_log: str | os.Path
         note(f"using the controller's metadata log {source}")
     return {tp: MetadataState(None if h.leader is None or h.leader < 0 else h.leader, h.leader_epoch,
                               tuple(h.isr), tuple(h.elr), tuple(h.last_known_elr), tuple(h.replicas),
-                              source)
+                              source, tuple(sorted((e, el.leader) for e, el in h.elections.items()
+                                                   if el.leader is not None and el.leader >= 0)))
             for tp, h in histories.items()}
 
 
@@ -303,7 +500,9 @@ def advise(paths: Sequence[str | os.PathLike[str]], *, acks_path: str | os.PathL
         costs = [_cost(c, [r for r in replicas if r is not c], acked, acked_all, acks is not None)
                  for c in replicas]
         state = states.get((t, p))
+        missing = _missing(t, p, state, replicas)
         for c in costs:
             c.election = state.election_for(c.broker) if state else None
-        out.append(PartitionAdvice(t, p, sorted(costs, key=CandidateCost.rank_key), state))
+            c.lower_bound = bool(missing)
+        out.append(PartitionAdvice(t, p, sorted(costs, key=CandidateCost.rank_key), state, missing))
     return out

@@ -76,12 +76,18 @@ def test_cli_ranks_prints_commands_and_exit_codes(tmp_path):
     three = next(c for c in doc[0]["candidates"] if c["broker"] == 3)["commands"]
     assert '"replicas": [3, 1, 2]' in three[1] and "--election-type preferred" in three[-1]
     assert "--bootstrap-server k1:9092" in three[-1]
-    # without the metadata log the state is unknown: the reassignment is always printed
+    # without the metadata log the state is unknown: the reassignment is always printed, and
+    # the replica set being unknown, it names the given brokers plus a placeholder for the rest
     blind = runner.invoke(cli, ["advise", str(s7), "--no-metadata-log", "--bootstrap-server", "k1:9092"])
-    assert blind.exit_code == 1 and "metadata log" not in blind.output
+    assert blind.exit_code == 1 and "metadata log: leader" not in blind.output
     assert f'"replicas": [{best},' in blind.output and "--election-type unclean" in blind.output
+    assert "<every other replica of orders-0>" in blind.output
+    # S0 has no metadata log: identical replicas, but a replica whose dir is not given could
+    # hold more, so the answer is "cannot tell", naming the metadata log (exit 0 when proven:
+    # tests/forensics/test_advise_evidence.py)
     clean = runner.invoke(cli, ["advise", str(SAMPLES[0].parent / "S0-healthy-baseline")])
-    assert clean.exit_code == 0, clean.output
+    assert clean.exit_code == 1, clean.output
+    assert "verdict: cannot tell" in clean.output and "missing: the controller's metadata log" in clean.output
 
 
 def test_a_given_metadata_log_that_is_not_one_is_exit_2(tmp_path):
