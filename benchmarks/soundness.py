@@ -1,0 +1,105 @@
+"""The differential soundness harness, long run (issue 21): compare and advise on degraded
+evidence of simulated incidents, checked against the simulator's ground truth.
+
+Usage::
+
+    python benchmarks/soundness.py [--cases 2000] [--jobs 2] [--first-seed 0] [--no-samples]
+                                   [--kinds full,no_acks,...] [--details 20] [--json FILE]
+
+Scenarios: the sample scenarios (samples/scenarios), then ``random_scenario(seed)`` from
+``--first-seed``, each run once on the model and turned into degraded evidence sets (a broker
+dir dropped, copies taken after a restart, no metadata log, no acks, checkpoints missing or
+stale, segments deleted by retention; tests/soundness/soundness_degrade.py). Scenarios are run
+until ``--cases`` evidence sets were checked. Prints a Markdown table of counts per degradation
+kind (answers, and the violations: false loss, false all-clear, unjustified "cannot tell",
+crashes) and the first violations in detail. Exit 1 when any violation was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from multiprocessing import get_context
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "soundness"))
+
+from soundness_check import VIOLATIONS, Outcome, run_scenario, table  # noqa: E402
+from soundness_degrade import KINDS, scenarios  # noqa: E402
+
+
+def _one(job: tuple[str, dict[str, Any], tuple[str, ...]]) -> list[Outcome]:
+    name, scenario, kinds = job
+    work = tempfile.mkdtemp(prefix="segtools-soundness-")
+    try:
+        return run_scenario(name, scenario, work, kinds)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=2000, help="evidence sets to check (default 2000)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--no-samples", action="store_true", help="random scenarios only")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="degradations, comma-separated")
+    ap.add_argument("--details", type=int, default=20, help="violations shown in detail")
+    ap.add_argument("--json", dest="json_path", help="also write every outcome as JSON here")
+    args = ap.parse_args(argv)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        ap.error(f"unknown degradations {sorted(unknown)}; known: {', '.join(KINDS)}")
+
+    jobs = ((name, sc, kinds) for name, sc in scenarios(10**9, first_seed=args.first_seed,
+                                                          samples=not args.no_samples))
+    outcomes: list[Outcome] = []
+    sets = 0
+    start = time.perf_counter()
+    with get_context("fork").Pool(max(1, args.jobs)) as pool:
+        for outs in pool.imap(_one, jobs):
+            outcomes += outs
+            sets += sum(1 for o in outs if o.kind != "scenario_error")
+            if sets >= args.cases:
+                pool.terminate()
+                break
+    elapsed = time.perf_counter() - start
+    checked = [o for o in outcomes if o.kind != "scenario_error"]
+    refused = [o for o in outcomes if o.kind == "scenario_error"]
+    print(f"{sets} evidence sets from {len({o.scenario for o in outcomes})} scenarios "
+          f"({sum(o.cases for o in checked)} compare/advise runs) in {elapsed:.0f} s, {args.jobs} jobs")
+    if refused:
+        print(f"{len(refused)} scenarios the model refused: " + "; ".join(d for o in refused for d in o.details))
+    print()
+    print(table(checked))
+    total: Counter[str] = Counter()
+    for o in checked:
+        total.update(o.violations)
+    print()
+    print("violations: " + ", ".join(f"{k} {total[k]}" for k in VIOLATIONS))
+    shown = 0
+    for o in checked:
+        if not o.violations:
+            continue
+        for d in o.details:
+            if shown >= args.details:
+                break
+            if any(f": {k}: " in d for k in VIOLATIONS):
+                print("  " + d)
+                shown += 1
+    if args.json_path:
+        with open(args.json_path, "x", encoding="utf-8") as fh:
+            json.dump([{"scenario": o.scenario, "kind": o.kind, "cases": o.cases, "answers": dict(o.answers),
+                        "violations": dict(o.violations), "details": o.details} for o in outcomes], fh, indent=1)
+    return 1 if sum(total.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

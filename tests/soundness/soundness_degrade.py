@@ -1,0 +1,283 @@
+"""Degraded evidence of a simulated incident: the evidence SREs really have (issue 21).
+
+A scenario runs once on the model (``segtools.simulate.run``); each degradation copies the
+written folder (broker dirs, the controller's metadata log, acks.jsonl) and takes something away,
+as an incident does: a broker's disk is not among the copies, the copies were taken after the
+stale replica restarted and truncated, no metadata log, no acks file, replication-offset and
+leader-epoch checkpoints missing or stale, the oldest segments deleted by retention. Each
+:class:`EvidenceSet` records what was removed (``missing``) and carries the ground truth of the
+run its files came from, so a checker can judge the answers given on it.
+
+Nothing here is an oracle of its own: the truth is the simulator's truth.json and its final
+cluster state; the degradations only remove or age files.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from segtools.files.checkpoints import (
+    read_leader_epoch_checkpoint,
+    read_offset_checkpoint,
+    write_leader_epoch_checkpoint,
+    write_offset_checkpoint,
+)
+from segtools.simulate import random_scenario, run
+
+#: small segments, so retention has whole segments to delete (a batch of the random scenarios
+#: is ~70-110 bytes: 2-3 batches per segment)
+SEGMENT_BYTES = 240
+
+SAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "scenarios")
+
+KINDS = ("full", "drop_last_leader", "drop_holder", "after_restart", "no_metadata_log", "no_acks",
+         "no_checkpoints", "stale_checkpoints", "retention")
+
+HW_CKPT = "replication-offset-checkpoint"
+EPOCH_CKPT = "leader-epoch-checkpoint"
+LOG_START_CKPT = "log-start-offset-checkpoint"
+_BROKER_DIR = re.compile(r"broker-(\d+)$")
+
+
+@dataclass
+class EvidenceSet:
+    scenario: str
+    kind: str
+    root: str                          # folder holding the broker-<id> dirs given
+    brokers: tuple[int, ...]           # broker dirs in the set
+    acks: str | None                   # acks.jsonl, if the set has it
+    metadata_log: str | None           # controller/__cluster_metadata-0, if the set has it
+    missing: tuple[str, ...]           # what the degradation removed, one token each
+    truth: dict[str, Any]              # truth.json of the run these files came from
+    cluster: Any                       # that run's final model Cluster (records, replicas)
+    clean_stops: frozenset[int] = field(default_factory=frozenset)  # brokers stopped cleanly
+
+    @property
+    def broker_dirs(self) -> list[str]:
+        return [os.path.join(self.root, f"broker-{b}") for b in self.brokers]
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+def _prepare(scenario: dict[str, Any]) -> dict[str, Any]:
+    sc = copy.deepcopy(scenario)
+    sc.setdefault("cluster", {})
+    sc["cluster"]["metadata_log"] = True
+    sc["cluster"]["segment_bytes"] = SEGMENT_BYTES
+    return sc
+
+
+def sample_scenarios() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for name in sorted(os.listdir(SAMPLES_DIR)):
+        if name.endswith((".yaml", ".yml")):
+            with open(os.path.join(SAMPLES_DIR, name), encoding="utf-8") as fh:
+                out.append((name.rsplit(".", 1)[0], _prepare(yaml.safe_load(fh))))
+    return out
+
+
+def scenarios(count: int, *, first_seed: int = 0, samples: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The sample scenarios (when ``samples``), then random ones from ``first_seed``: ``count``
+    in all."""
+    n = 0
+    if samples:
+        for item in sample_scenarios():
+            if n >= count:
+                return
+            yield item
+            n += 1
+    seed = first_seed
+    while n < count:
+        yield f"random-{seed}", _prepare(random_scenario(seed))
+        seed += 1
+        n += 1
+
+
+# -- degradations ------------------------------------------------------------------------------
+
+def _brokers_in(root: str) -> tuple[int, ...]:
+    found = []
+    for name in os.listdir(root):
+        m = _BROKER_DIR.fullmatch(name)
+        if m and os.path.isdir(os.path.join(root, name)):
+            found.append(int(m.group(1)))
+    return tuple(sorted(found))
+
+
+def _copy(base: str, target: str, *, drop: Callable[[str], bool] = lambda _rel: False) -> None:
+    """Copy ``base`` to ``target`` leaving out every path (relative to ``base``) ``drop`` names."""
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        rel = os.path.relpath(directory, base)
+        return [n for n in names if drop(os.path.normpath(os.path.join(rel, n)))]
+    shutil.copytree(base, target, ignore=ignore)
+
+
+def _set(name: str, kind: str, root: str, truth: dict[str, Any], cluster: Any,
+         missing: tuple[str, ...]) -> EvidenceSet:
+    acks = os.path.join(root, "acks.jsonl")
+    mlog = os.path.join(root, "controller", "__cluster_metadata-0")
+    clean = frozenset(int(b) for p in truth.values() for b, r in p["replicas"].items()
+                      if r["clean_shutdown"] and not r["alive"])
+    return EvidenceSet(name, kind, root, _brokers_in(root), acks if os.path.exists(acks) else None,
+                       mlog if os.path.isdir(mlog) else None, missing, truth, cluster, clean)
+
+
+def _last_leader(truth: dict[str, Any]) -> int | None:
+    """The broker that was (last) leader of the most partitions, offline ones counted twice:
+    the disk whose absence matters most."""
+    score: dict[int, int] = {}
+    for p in truth.values():
+        b = p["leader"] if p["leader"] is not None else p["last_leader"]
+        if b is not None:
+            score[b] = score.get(b, 0) + (2 if p["leader"] is None else 1)
+    return max(sorted(score), key=lambda b: score[b]) if score else None
+
+
+def _holder(truth: dict[str, Any], exclude: int | None) -> int | None:
+    """The broker holding the most records truth counts as lost (the evidence of the loss)."""
+    score: dict[int, int] = {}
+    for p in truth.values():
+        for rec in p["lost"]:
+            for b in rec["on_brokers"]:
+                score[b] = score.get(b, 0) + 1
+    ranked = [b for b in sorted(score, key=lambda b: (-score[b], b)) if b != exclude]
+    return ranked[0] if ranked else None
+
+
+def _partition_dirs(broker_dir: str) -> Iterator[str]:
+    for name in sorted(os.listdir(broker_dir)):
+        path = os.path.join(broker_dir, name)
+        if os.path.isdir(path):
+            yield path
+
+
+def _age_checkpoints(root: str) -> list[str]:
+    """Checkpoints as a broker killed a while after its last flush leaves them: every
+    high-watermark entry halved, every leader-epoch checkpoint cut to its first entry."""
+    touched = []
+    for b in _brokers_in(root):
+        bdir = os.path.join(root, f"broker-{b}")
+        hw = os.path.join(bdir, HW_CKPT)
+        if os.path.exists(hw):
+            entries = read_offset_checkpoint(hw).entries
+            write_offset_checkpoint(hw, {tp: off // 2 for tp, off in entries.items()})
+            touched.append(f"hw_checkpoint:{b}")
+        for pdir in _partition_dirs(bdir):
+            ep = os.path.join(pdir, EPOCH_CKPT)
+            if os.path.exists(ep):
+                entries_e = read_leader_epoch_checkpoint(ep)
+                if len(entries_e) > 1:
+                    write_leader_epoch_checkpoint(ep, entries_e[:1])
+                    touched.append(f"epoch_checkpoint:{b}:{os.path.basename(pdir)}")
+    return touched
+
+
+def _segment_bases(pdir: str) -> list[int]:
+    return sorted(int(n[:-4]) for n in os.listdir(pdir) if n.endswith(".log") and n[:-4].isdigit())
+
+
+def _apply_retention(root: str) -> list[str]:
+    """Delete the oldest segment of every partition replica that has more than one (with its
+    indexes and snapshot) and advance the log-start-offset checkpoint to the next segment, as
+    retention does."""
+    touched = []
+    for b in _brokers_in(root):
+        bdir = os.path.join(root, f"broker-{b}")
+        starts: dict[tuple[str, int], int] = {}
+        ck = os.path.join(bdir, LOG_START_CKPT)
+        if os.path.exists(ck):
+            starts.update(read_offset_checkpoint(ck).entries)
+        for pdir in _partition_dirs(bdir):
+            bases = _segment_bases(pdir)
+            if len(bases) < 2:
+                continue
+            stem = f"{bases[0]:020d}"
+            for name in os.listdir(pdir):
+                if name.startswith(stem + "."):
+                    os.remove(os.path.join(pdir, name))
+            topic, _, part = os.path.basename(pdir).rpartition("-")
+            starts[(topic, int(part))] = max(starts.get((topic, int(part)), 0), bases[1])
+            touched.append(f"segments_below:{b}:{os.path.basename(pdir)}:{bases[1]}")
+        if touched:
+            write_offset_checkpoint(ck, starts)
+    return touched
+
+
+def _restart_steps(cluster: Any) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for b, st in sorted(cluster.brokers.items()):
+        if not st.alive:
+            steps.append({"restart": {"broker": b}})
+        elif st.paused:
+            steps.append({"resume": {"broker": b}})
+    if steps:
+        steps += [{"advance": {"ms": 12000}}, {"advance": {"ms": 12000}}, {"elect": {"preferred": True}},
+                  {"advance": {"ms": 12000}}]
+    return steps
+
+
+def degrade(name: str, scenario: dict[str, Any], workdir: str,
+            kinds: tuple[str, ...] = KINDS) -> Iterator[EvidenceSet]:
+    """Run ``scenario`` into ``workdir/base`` and yield one evidence set per applicable kind
+    (a kind that would remove nothing from this scenario is left out)."""
+    base = os.path.join(workdir, "base")
+    result = run(scenario, base)
+    truth, cluster = result.truth, result.cluster
+    has_mlog = os.path.isdir(os.path.join(base, "controller"))
+    brokers = _brokers_in(base)
+    for kind in kinds:
+        target = os.path.join(workdir, kind)
+        if kind == "full":
+            _copy(base, target)
+            yield _set(name, kind, target, truth, cluster, ())
+        elif kind in ("drop_last_leader", "drop_holder"):
+            if len(brokers) < 2:
+                continue
+            victim = _last_leader(truth) if kind == "drop_last_leader" else _holder(truth, _last_leader(truth))
+            if victim is None or victim not in brokers:
+                continue
+            _copy(base, target, drop=lambda rel, v=victim: rel == f"broker-{v}")
+            yield _set(name, kind, target, truth, cluster, (f"log_dir:{victim}",))
+        elif kind == "after_restart":
+            extra = _restart_steps(cluster)
+            if not extra:
+                continue
+            later = copy.deepcopy(scenario)
+            later["steps"] = [*later["steps"], *extra]
+            later_result = run(later, target)
+            restarted = tuple(f"pre_restart_log_dir:{s['restart']['broker']}" for s in extra if "restart" in s)
+            yield _set(name, kind, target, later_result.truth, later_result.cluster,
+                       restarted or ("pre_restart_log_dirs",))
+        elif kind == "no_metadata_log":
+            if not has_mlog:
+                continue
+            _copy(base, target, drop=lambda rel: rel == "controller")
+            yield _set(name, kind, target, truth, cluster, ("metadata_log",))
+        elif kind == "no_acks":
+            _copy(base, target, drop=lambda rel: rel == "acks.jsonl")
+            yield _set(name, kind, target, truth, cluster, ("acks",))
+        elif kind == "no_checkpoints":
+            _copy(base, target, drop=lambda rel: os.path.basename(rel) in (HW_CKPT, EPOCH_CKPT)
+                  and rel.startswith("broker-"))
+            yield _set(name, kind, target, truth, cluster,
+                       tuple(f"hw_checkpoint:{b}" for b in brokers) + ("epoch_checkpoints",))
+        elif kind == "stale_checkpoints":
+            _copy(base, target)
+            touched = _age_checkpoints(target)
+            if touched:
+                yield _set(name, kind, target, truth, cluster, tuple(touched))
+        elif kind == "retention":
+            _copy(base, target)
+            touched = _apply_retention(target)
+            if touched:
+                yield _set(name, kind, target, truth, cluster, tuple(touched))
+        else:
+            raise ValueError(f"unknown degradation {kind!r}")

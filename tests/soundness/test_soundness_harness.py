@@ -1,0 +1,207 @@
+"""The differential soundness harness (issue 21) in CI: a bounded sample of scenarios x
+degradations, compare and advise checked against the simulator's truth; the long run is
+benchmarks/soundness.py (--cases 2000).
+
+The harness itself is checked first (the degradations remove what they claim, the checker flags
+answers planted against the truth), so the sample's verdict is worth something."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+from soundness_check import (
+    VIOLATIONS,
+    Answer,
+    Outcome,
+    advise_answer,
+    check_compare,
+    compare_answer,
+    justified,
+    log_starts,
+    run_scenario,
+)
+from soundness_degrade import (
+    EPOCH_CKPT,
+    HW_CKPT,
+    KINDS,
+    LOG_START_CKPT,
+    _segment_bases,
+    degrade,
+    sample_scenarios,
+    scenarios,
+)
+
+import segtools
+from segtools.files.checkpoints import read_offset_checkpoint
+
+PENDING = ("issue 21, pending the three-valued compare/advise (branches `sound`, `advise`): today "
+           "compare exits 0 'CLEAN' when acks.jsonl shows acked records no replica holds, and advise "
+           "says 'loses 0' without the last ISR member's log dir")
+
+# the CI sample: three sample scenarios (unclean return of a stale replica, an empty disk
+# elected, a power loss of the last replica) and three random ones (0: an offline partition
+# whose last leader's dir matters to advise; 1: the issue's stale-replica-truncated case;
+# 19: a dropped last leader's records reported lost)
+SAMPLE_NAMES = ("b-unclean-stale-return", "S12-empty-disk-leader", "S11b-last-replica-standing")
+RANDOM_SEEDS = (0, 1, 19)
+
+
+def _sample() -> list[tuple[str, dict]]:
+    chosen = [(n, sc) for n, sc in sample_scenarios() if n in SAMPLE_NAMES]
+    assert len(chosen) == len(SAMPLE_NAMES)
+    randoms = dict(scenarios(max(RANDOM_SEEDS) + 1, samples=False))
+    return chosen + [(f"random-{s}", randoms[f"random-{s}"]) for s in RANDOM_SEEDS]
+
+
+@pytest.fixture(scope="module")
+def sample_outcomes(tmp_path_factory) -> list[Outcome]:
+    outs: list[Outcome] = []
+    for name, sc in _sample():
+        outs += run_scenario(name, sc, str(tmp_path_factory.mktemp(name)))
+    return outs
+
+
+def _violations(outcomes: list[Outcome], what: str) -> list[str]:
+    return [d for o in outcomes for d in o.details if f": {what}: " in d]
+
+
+# -- the harness itself --------------------------------------------------------------------------
+
+def _files(root: str) -> set[str]:
+    return {os.path.relpath(os.path.join(d, f), root) for d, _s, fs in os.walk(root) for f in fs}
+
+
+def test_degradations_remove_what_they_claim(tmp_path):
+    name, sc = next((n, s) for n, s in sample_scenarios() if n == "b-unclean-stale-return")
+    sets = {ev.kind: ev for ev in degrade(name, sc, str(tmp_path))}
+    assert set(sets) == set(KINDS)        # this scenario admits every degradation
+    base = str(tmp_path / "base")
+    base_files = _files(base)
+    assert _files(sets["full"].root) == base_files and sets["full"].missing == ()
+    for kind in ("drop_last_leader", "drop_holder"):
+        ev = sets[kind]
+        (victim,) = [int(m.split(":")[1]) for m in ev.missing]
+        assert not os.path.exists(os.path.join(ev.root, f"broker-{victim}"))
+        assert set(ev.brokers) == {1, 2, 3} - {victim}
+    # truth: broker 3 leads everything at the end, the stale brokers 1 and 2 hold the lost records
+    assert sets["drop_last_leader"].missing == ("log_dir:3",)
+    assert sets["drop_holder"].missing[0] in ("log_dir:1", "log_dir:2")
+    assert sets["no_acks"].acks is None and not os.path.exists(os.path.join(sets["no_acks"].root, "acks.jsonl"))
+    assert sets["no_metadata_log"].metadata_log is None and sets["full"].metadata_log is not None
+    assert not os.path.exists(os.path.join(sets["no_metadata_log"].root, "controller"))
+    gone = {f for f in base_files if os.path.basename(f) in (HW_CKPT, EPOCH_CKPT) and f.startswith("broker-")}
+    assert gone and _files(sets["no_checkpoints"].root) == base_files - gone
+    # stale: no high watermark above the written one, some below it
+    lower = 0
+    for b in (1, 2, 3):
+        old = read_offset_checkpoint(os.path.join(base, f"broker-{b}", HW_CKPT)).entries
+        new = read_offset_checkpoint(os.path.join(sets["stale_checkpoints"].root, f"broker-{b}", HW_CKPT)).entries
+        assert set(old) == set(new) and all(new[k] <= old[k] for k in old)
+        lower += sum(new[k] < old[k] for k in old)
+    assert lower > 0
+    # retention: the oldest segment gone, the log start checkpoint at the next one
+    ev = sets["retention"]
+    for token in ev.missing:
+        _, b, pname, start = token.split(":")
+        pdir = os.path.join(ev.root, f"broker-{b}", pname)
+        assert _segment_bases(pdir)[0] == int(start) > 0
+        topic, _, part = pname.rpartition("-")
+        assert read_offset_checkpoint(os.path.join(ev.root, f"broker-{b}", LOG_START_CKPT)).entries[
+            (topic, int(part))] == int(start)
+        assert _segment_bases(os.path.join(base, f"broker-{b}", pname))[0] < int(start)
+    # after a restart: the stale brokers came back, their truth is the later run's
+    ev = sets["after_restart"]
+    assert ev.missing == ("pre_restart_log_dir:1", "pre_restart_log_dir:2")
+    assert all(r["alive"] for p in ev.truth.values() for r in p["replicas"].values())
+    assert not all(r["alive"] for p in sets["full"].truth.values() for r in p["replicas"].values())
+
+
+class _Planted:
+    def __init__(self, report: dict, exit_code: int) -> None:
+        self._report, self.exit_code = report, exit_code
+
+    def report_json(self) -> dict:
+        return self._report
+
+
+def test_checker_flags_planted_answers(tmp_path, monkeypatch):
+    """Answers planted against the truth: an all-clear over acked loss, a survivor called lost,
+    a 'cannot tell' naming evidence the set has; and a justified 'cannot tell' passes."""
+    name, sc = next((n, s) for n, s in sample_scenarios() if n == "b-unclean-stale-return")
+    sets = {ev.kind: ev for ev in degrade(name, sc, str(tmp_path), ("full", "drop_last_leader"))}
+    full = sets["full"]
+    acked_lost = [r for p in full.truth.values() for r in p["lost"] if r["acked"]]
+    assert acked_lost                                   # the truth the plants are judged by
+    p0 = next(iter(full.truth.values()))
+
+    def plant(report: dict, code: int) -> Outcome:
+        monkeypatch.setattr(segtools, "compare", lambda *_a, **_k: _Planted(report, code))
+        out = Outcome("planted", name)
+        check_compare(full, out, log_starts(full))
+        return out
+
+    clean = plant({"summary": {"verdict": "CLEAN"}, "partitions": []}, 0)
+    assert clean.violations["false_all_clear"] == 1
+    survivor = plant({"summary": {"verdict": "COMMITTED_LOSS"}, "partitions": [
+        {"topic": p0["topic"], "partition": p0["partition"],
+         "lost_records": [{"broker": 3, "offset": 0, "leader_epoch": 0}]}]}, 1)
+    assert survivor.violations["false_loss"] == 1 and survivor.violations["false_all_clear"] == 0
+    wrong = plant({"summary": {"verdict": {"value": "cannot_tell", "missing": ["acks"]}}, "partitions": []}, 1)
+    assert wrong.violations["unjustified_cannot_tell"] == 1
+    unnamed = plant({"summary": {"verdict": "cannot_tell"}, "partitions": []}, 1)
+    assert unnamed.violations["unjustified_cannot_tell"] == 1
+    dropped = sets["drop_last_leader"]
+    starts = log_starts(dropped)
+    assert justified(dropped, {"evidence": "log_dir", "broker": 3}, starts) is True
+    assert justified(dropped, "the log dir of broker 1", starts) is False
+    assert justified(dropped, "metadata log", starts) is False
+    assert justified(sets["full"], {"evidence": "acks"}, starts) is False
+
+
+def test_adapters_read_today_and_intended_verdicts():
+    assert compare_answer({"summary": {"verdict": "CLEAN"}}, 0) == Answer("safe")
+    assert compare_answer({"summary": {"verdict": "PROBLEMS"}}, 1) == Answer("problems")
+    assert compare_answer({"summary": {"verdict": "COMMITTED_LOSS"}}, 1) == Answer("lost")
+    assert compare_answer({"summary": {"verdict": "cannot_tell", "missing_evidence": ["acks"]}}, 1) == \
+        Answer("cannot_tell", ["acks"])
+    assert compare_answer({"summary": {"verdict": "cannot_tell"}}, 0).verdict == "safe"   # exit 0 is all-clear
+    assert advise_answer({"candidates": [{"lost": {"total": 0}}]}, 0).verdict == "safe"
+    assert advise_answer({"candidates": [{"lost": {"total": 2}}]}, 1).verdict == "lost"
+    assert advise_answer({"verdict": {"value": "cannot_tell", "missing": [{"log_dir": 1}]},
+                          "candidates": [{"lost": {"total": 0}}]}, 1) == Answer("cannot_tell", [{"log_dir": 1}])
+
+
+# -- the sample ----------------------------------------------------------------------------------
+
+def test_sample_reaches_every_degradation_without_tracebacks(sample_outcomes):
+    kinds = Counter(o.kind for o in sample_outcomes)
+    assert set(kinds) == set(KINDS), kinds
+    assert sum(o.cases for o in sample_outcomes) >= 50
+    assert any(o.answers.get("advise:safe", 0) + o.answers.get("advise:lost", 0)
+               + o.answers.get("advise:cannot_tell", 0) for o in sample_outcomes)   # advise ran
+    assert not _violations(sample_outcomes, "crash")
+    assert not _violations(sample_outcomes, "unjustified_cannot_tell")
+
+
+@pytest.mark.xfail(strict=True, reason=PENDING + "; random-19/drop_last_leader: compare calls 3 records "
+                   "lost that the dropped last leader holds (should be cannot tell)")
+def test_sample_no_false_loss(sample_outcomes):
+    assert _violations(sample_outcomes, "false_loss") == []
+
+
+@pytest.mark.xfail(strict=True, reason=PENDING)
+def test_sample_no_false_all_clear(sample_outcomes):
+    assert _violations(sample_outcomes, "false_all_clear") == []
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=PENDING)
+def test_random_scenarios_sound(tmp_path):
+    """40 random scenarios (about 300 evidence sets): no violation of any kind."""
+    outs: list[Outcome] = []
+    for name, sc in scenarios(40, first_seed=100, samples=False):
+        outs += run_scenario(name, sc, str(tmp_path / name))
+    found = {k: _violations(outs, k) for k in VIOLATIONS}
+    assert {k: v for k, v in found.items() if v} == {}
