@@ -59,7 +59,8 @@ def test_compare_stories_names_the_first_change_where_they_part():
     assert compare_stories(on, on) == []
     diffs = compare_stories(on, off)
     assert len(diffs) == 1
-    assert diffs[0].startswith("orders-0: change 2: the model: epoch 0 leader 1 isr [1] elr [2] at steps[3] (shutdown);")
+    assert diffs[0].startswith(
+        "orders-0: change 2: the model: epoch 0 leader 1 isr [1] elr [2] at steps[3] (shutdown);")
     # a change the other engine lacks is named as such
     shorter = {"orders-0": on["orders-0"][:-1]}
     assert compare_stories(on, shorter) == [
