@@ -130,3 +130,18 @@ def compare_engines(runner: Any) -> dict[str, Any]:
     model = {k: v for k, v in model.items() if k.rpartition("-")[0] in topics}
     real = {k: v for k, v in real.items() if k.rpartition("-")[0] in topics}
     return {"model": model, "cluster": real, "differences": compare_stories(model, real)}
+
+
+def final_view(cluster_story: dict[str, list[dict[str, Any]]], scenario: Any) -> dict[tuple[str, int], Any]:
+    """The partitions' last leader and ISR by the cluster's story (when no broker is left to
+    answer the Admin API at the end of a run)."""
+    from segtools.realcluster.cluster import PartitionView
+
+    out: dict[tuple[str, int], Any] = {}
+    for t in scenario.topics:
+        for p in range(t.partitions):
+            changes = cluster_story.get(f"{t.name}-{p}")
+            if changes:
+                last = changes[-1]
+                out[(t.name, p)] = PartitionView(last["leader"], list(last["isr"]), list(t.assignment[p]))
+    return out

@@ -67,7 +67,11 @@ def run_one(scenario: Any, release: str, work: Path) -> dict[str, Any]:
     def lost(truth: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
         return {k: [(x["offset"], x["value"], x["acked"], x["cause"]) for x in v["lost"]]
                 for k, v in truth.items()}
-    row["lost_same"] = lost(res.truth) == lost(model)
+    real_lost, model_lost = lost(res.truth), lost(model)
+    row["lost_same"] = real_lost == model_lost
+    row["lost_differences"] = [f"{k}: the model lost {model_lost.get(k)}; the cluster {real_lost.get(k)}"
+                               for k in sorted(set(real_lost) | set(model_lost))
+                               if real_lost.get(k) != model_lost.get(k)]
     return row
 
 
@@ -103,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             state = (f"not_reached={len(row['not_reached'])} drift={len(row['drift'])} "
                      f"story_diffs={len(row['story_differences'])} lost_same={row['lost_same']}")
-            for d in row["story_differences"][:2] + [x["what"] for x in row["drift"][:2]]:
+            for d in row["story_differences"][:2] + [x["what"] for x in row["drift"][:2]] \
+                    + row["lost_differences"][:2]:
                 state += f"\n      {d}"
         print(f"{row['scenario']:40s} {rel:6s} {row.get('seconds', 0):6.1f}s {state}", flush=True)
     ran = [r for r in rows if "refused" not in r and "failed" not in r]

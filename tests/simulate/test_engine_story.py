@@ -131,3 +131,48 @@ def test_cli_refuses_engine_flags_out_of_place(tmp_path, args, message):
                                    "--out", str(tmp_path / "o"), *args])
     assert res.exit_code == 2 and message in res.output, res.output
     assert not (tmp_path / "o").exists()
+
+
+class _Proc:
+    paused = False
+
+    def alive(self) -> bool:
+        return True
+
+
+class _FakeCluster:
+    """What StepRunner asks of a RealCluster, with a leader that never moves."""
+
+    def __init__(self, brokers):
+        from segtools.realcluster.cluster import PartitionView, RealCluster
+
+        self.brokers = {b: _Proc() for b in brokers}
+        self.view = {("t", 0): PartitionView(1, [1, 2], [1, 2])}
+        self.wait_for = RealCluster.wait_for
+
+    def describe(self):
+        return self.view
+
+
+def test_a_step_the_cluster_does_not_reach_stops_the_run_with_one_line(tmp_path):
+    from segtools.realcluster.steps import DriftError, StepRunner
+
+    scenario = parse_scenario({"cluster": {"brokers": [1, 2]},
+                               "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                               "steps": [{"shutdown": {"broker": 1}}]})
+    step = scenario.steps[0]
+    runner = StepRunner(scenario, _FakeCluster([1, 2]), str(tmp_path))
+    runner.wait_s = 0.3
+    runner.model.apply(step)          # the model moves the leader to 2; the fake cluster does not
+    with pytest.raises(DriftError) as exc:
+        runner._settle(step)
+    assert str(exc.value) == ("steps[0] (shutdown): the cluster did not reach the scenario's state: "
+                              "t-0: leader 1 isr [1,2] (expected leader 2 isr [2]) (--allow-drift keeps going)")
+    assert exc.value.exit_code == 1
+    assert runner.log.waits[-1]["reached"] is False
+    lenient = StepRunner(scenario, _FakeCluster([1, 2]), str(tmp_path), allow_drift=True)
+    lenient.wait_s = 0.3
+    lenient.model.apply(step)
+    lenient._settle(step)
+    assert lenient.drift == [{"step": 0, "kind": "shutdown",
+                              "what": "t-0: leader 1 isr [1,2] (expected leader 2 isr [2])"}]
