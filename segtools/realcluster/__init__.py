@@ -40,12 +40,10 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
     features, waits, timings, drift, the story of both engines). A step whose state the
     cluster does not reach raises DriftError (exit 1) unless ``allow_drift``; so does a
     story that differs from the model's. Every JVM is stopped before this returns or raises."""
-    from dataclasses import replace
-
     from segtools.realcluster import story
     from segtools.realcluster.cluster import RealCluster, require_client, require_consumer
     from segtools.realcluster.consume import read_final
-    from segtools.realcluster.features import cluster_features, model_features
+    from segtools.realcluster.features import cluster_features, lockstep_scenario
     from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import install_handlers, kill_all
     from segtools.realcluster.steps import DriftError, StepRunner
@@ -63,7 +61,7 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
     install_handlers(signals=False)
     format_features, features = cluster_features(scenario, runtime)
     # the lockstep model runs the cluster the release formats (ELR on where it is on)
-    scenario = replace(scenario, cluster=replace(scenario.cluster, kafka_features=model_features(features)))
+    scenario = lockstep_scenario(scenario, features)
     cluster = RealCluster(scenario, out, runtime, features=format_features)
     runner = StepRunner(scenario, cluster, out, allow_drift=allow_drift)
     from segtools.realcluster import config

@@ -7,6 +7,7 @@ here: Kafka 4.0 formats with eligible.leader.replicas.version=0, 4.1 and later w
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from segtools.realcluster.kafka_runtime import KafkaRuntime
 from segtools.realcluster.processes import run_tool
@@ -54,3 +55,10 @@ def model_features(features: dict[str, int]) -> tuple[tuple[str, int], ...]:
     out = {"eligible.leader.replicas.version": 0}
     out.update({k: v for k, v in features.items() if k in MODEL_FEATURES})
     return tuple(sorted(out.items()))
+
+
+def lockstep_scenario(scenario: Scenario, features: dict[str, int]) -> Scenario:
+    """``scenario`` as the model must run it to tell a real cluster's story: with the cluster's
+    features and Kafka's ISR rule for caught-up followers (docs/ENGINES.md)."""
+    return replace(scenario, cluster=replace(scenario.cluster, kafka_features=model_features(features),
+                                             caught_up_stays_in_isr=True))

@@ -57,6 +57,11 @@ class ClusterSpec:
     #: did the scenario name cluster.kafka_features? (the real engine otherwise formats with
     #: the release's own defaults)
     kafka_features_given: bool = False
+    #: Kafka's ISR rule (Replica.isCaughtUp): a follower at the leader's log end is never
+    #: dropped for lag, however long ago it fetched. The model drops a paused follower after
+    #: replica_lag_time_max_ms either way unless this is set; the real engine sets it for its
+    #: lockstep model (not a scenario key: samples/ keep their stories; docs/ENGINES.md)
+    caught_up_stays_in_isr: bool = False
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ def _random_scenario(seed: int) -> Any:
 def run_one(scenario: Any, release: str, work: Path) -> dict[str, Any]:
     from segtools.errors import ScenarioError
     from segtools.realcluster import check_supported, run_on_kafka
-    from segtools.realcluster.features import model_features
+    from segtools.realcluster.features import lockstep_scenario
     from segtools.simulate import run
 
     row: dict[str, Any] = {"scenario": scenario.name, "release": release}
@@ -60,9 +59,7 @@ def run_one(scenario: Any, release: str, work: Path) -> dict[str, Any]:
     row["not_reached"] = [w for w in log["waits"] if w["reached"] is False]
     row["drift"] = log["drift"]
     row["story_differences"] = log["story"].get("differences", [log["story"].get("error")])
-    model_scn = replace(scenario, cluster=replace(scenario.cluster,
-                                                  kafka_features=model_features(log["features"])))
-    model = run(model_scn, work / "model").truth
+    model = run(lockstep_scenario(scenario, log["features"]), work / "model").truth
 
     def lost(truth: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
         return {k: [(x["offset"], x["value"], x["acked"], x["cause"]) for x in v["lost"]]
