@@ -30,7 +30,7 @@ def _random_scenario(seed: int) -> Any:
     from segtools.simulate.scenario import parse_scenario
 
     # what a real cluster can run: no power loss, no requested unclean election of a given broker
-    return parse_scenario(random_scenario(seed, power_loss=False, brokers=3, steps=16),
+    return parse_scenario(random_scenario(seed, power_loss=False, brokers=3, steps=12),
                           source=f"random-{seed}")
 
 
