@@ -176,3 +176,25 @@ def test_a_step_the_cluster_does_not_reach_stops_the_run_with_one_line(tmp_path)
     lenient._settle(step)
     assert lenient.drift == [{"step": 0, "kind": "shutdown",
                               "what": "t-0: leader 1 isr [1,2] (expected leader 2 isr [2])"}]
+
+
+@pytest.mark.parametrize("kafka_rule", [False, True])
+def test_a_paused_caught_up_follower_stays_in_the_isr_under_kafkas_rule(kafka_rule):
+    """Kafka's Replica.isCaughtUp: a follower at the leader's log end is in sync however long
+    ago it fetched; it leaves the ISR only once records arrive and it stays behind for
+    replica.lag.time.max.ms. The model alone drops it after the lag either way."""
+    scenario = parse_scenario({
+        "cluster": {"brokers": [1, 2], "replica_lag_time_max_ms": 10000},
+        "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+        "steps": [{"produce": {"topic": "t", "acks": "all", "values": ["a"]}}, {"pause": {"broker": 2}},
+                  {"advance": {"ms": 60000}}, {"produce": {"topic": "t", "acks": "1", "values": ["b"]}},
+                  {"advance": {"ms": 60000}}]})
+    if kafka_rule:
+        scenario = replace(scenario, cluster=replace(scenario.cluster, caught_up_stays_in_isr=True))
+    c = Cluster(scenario)
+    isr = []
+    for step in scenario.steps:
+        c.apply(step)
+        isr.append(list(c.partitions[("t", 0)].isr))
+    assert isr[2] == ([1, 2] if kafka_rule else [1])
+    assert isr[4] == [1]
