@@ -59,8 +59,17 @@ def simulate(scenario: str, out_dir: str, seed: int | None, engine: str, kafka_h
 
         check_supported(parsed)  # before anything starts
         install_handlers(signals=True)
-        result = run_on_kafka(parsed, out_dir, kafka_home=kafka_home,
-                              kafka_version=kafka_version, allow_drift=allow_drift)
+        from segtools.realcluster.steps import DriftError
+
+        try:
+            result = run_on_kafka(parsed, out_dir, kafka_home=kafka_home,
+                                  kafka_version=kafka_version, allow_drift=allow_drift)
+        except DriftError as exc:
+            if debug:
+                raise
+            # a finding about the run (exit 1), not unusable input: OUT/kafka/run.json has it all
+            click.echo(f"Error: {exc}", err=True)
+            raise click.exceptions.Exit(exc.exit_code) from None
     else:
         result = run(parsed, out_dir)
     lost = sum(len(p["lost"]) for p in result.truth.values())

@@ -198,3 +198,19 @@ def test_a_paused_caught_up_follower_stays_in_the_isr_under_kafkas_rule(kafka_ru
         isr.append(list(c.partitions[("t", 0)].isr))
     assert isr[2] == ([1, 2] if kafka_rule else [1])
     assert isr[4] == [1]
+
+
+def test_cli_a_drifted_run_is_exit_1_with_the_one_line(tmp_path, monkeypatch):
+    import segtools.realcluster as realcluster
+    from segtools.realcluster.steps import DriftError
+
+    line = "steps[2] (advance): the cluster did not reach the scenario's state: t-0: leader 1 isr [1,2]"
+
+    def drifted(*_args, **_kwargs):
+        raise DriftError(line)
+
+    monkeypatch.setattr(realcluster, "run_on_kafka", drifted)
+    res = CliRunner().invoke(cli, ["simulate", str(SAMPLES / "scenarios" / "S1-lagging-follower.yaml"),
+                                   "--out", str(tmp_path / "o"), "--engine", "kafka"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [f"Error: {line}"]
