@@ -316,6 +316,14 @@ class RealCluster:
         except OSError:
             return 0
 
+    def metadata_log_size(self) -> int:
+        """Bytes in the controller's metadata log segments now (story.py: which step wrote a
+        record)."""
+        import glob
+
+        return sum(os.path.getsize(f) for f in
+                   glob.glob(os.path.join(self.controller_dir, "__cluster_metadata-0", "*.log")))
+
     def fenced_since_crash(self, b: int) -> bool:
         """Has the controller fenced broker ``b`` since it was crashed? Read from the
         controller's own log (the Admin API needs a running broker to answer)."""

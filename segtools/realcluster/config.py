@@ -24,6 +24,53 @@ REPLICA_LAG_TIME_MAX_MS = 3500
 REPLICA_FETCH_WAIT_MAX_MS = 100
 #: how long a step waits for the leaders and ISRs it implies (a crash needs the session timeout)
 STEP_WAIT_S = SESSION_TIMEOUT_MS / 1000 + 4
+#: the shortest real replica.lag.time.max.ms a scaled scenario may ask for: below it a follower
+#: on a loaded machine (2 cores, several JVMs) drops out of the ISR without any fault
+MIN_REAL_LAG_MS = 1500
+#: what a step costs in real time beyond its scenario time (a produce round trip, a copy of
+#: the logs), counted when sizing the session timeout around a pause
+STEP_OVERHEAD_MS = 1500
+
+
+def time_scale(scenario: Scenario) -> float:
+    """Scenario milliseconds per real millisecond: ``cluster.time_scale``, else the one that
+    makes the scenario's replica_lag_time_max_ms last REPLICA_LAG_TIME_MAX_MS of real time."""
+    spec = scenario.cluster
+    return spec.time_scale or spec.replica_lag_time_max_ms / REPLICA_LAG_TIME_MAX_MS
+
+
+def replica_lag_ms(scenario: Scenario) -> int:
+    """The broker's replica.lag.time.max.ms: the scenario's, scaled to real time."""
+    return round(scenario.cluster.replica_lag_time_max_ms / time_scale(scenario))
+
+
+def longest_pause_ms(scenario: Scenario) -> int:
+    """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): its scenario
+    time scaled, plus each step's overhead."""
+    scale = time_scale(scenario)
+    since: dict[int, float] = {}
+    longest = 0.0
+    for step in scenario.steps:
+        for b in since:
+            since[b] += STEP_OVERHEAD_MS + (step.args["ms"] / scale if step.kind == "advance" else 0)
+            longest = max(longest, since[b])
+        broker = step.args.get("broker")
+        if step.kind == "pause" and broker is not None:
+            since.setdefault(broker, 0.0)
+        elif step.kind in ("resume", "crash", "shutdown") and broker in since:
+            del since[broker]
+    return round(longest)
+
+
+def session_timeout_ms(scenario: Scenario) -> int:
+    """broker.session.timeout.ms: the model never fences a paused broker, so the session must
+    outlast the scenario's longest pause; a crash is noticed only after it, so no longer."""
+    return max(SESSION_TIMEOUT_MS, longest_pause_ms(scenario) + 5000)
+
+
+def step_wait_s(scenario: Scenario) -> float:
+    """How long a step waits for the state it implies (a crash needs the session timeout)."""
+    return session_timeout_ms(scenario) / 1000 + 4
 
 
 def free_port() -> int:
@@ -61,7 +108,7 @@ def controller_properties(scenario: Scenario, ports: Ports, log_dir: str) -> str
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "log.dirs": log_dir,
-        "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
+        "broker.session.timeout.ms": session_timeout_ms(scenario),
         "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
         # no NoOpRecord every 500 ms: the metadata log keeps only what the scenario did
         "metadata.max.idle.interval.ms": 3600000,
@@ -100,8 +147,8 @@ def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: st
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": log_dir,
         "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-        "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
-        "replica.lag.time.max.ms": REPLICA_LAG_TIME_MAX_MS,
+        "broker.session.timeout.ms": session_timeout_ms(scenario),
+        "replica.lag.time.max.ms": replica_lag_ms(scenario),
         "replica.fetch.wait.max.ms": REPLICA_FETCH_WAIT_MAX_MS,
         "replica.fetch.backoff.ms": 100,
         "replica.high.watermark.checkpoint.interval.ms": 200,

@@ -38,6 +38,36 @@ def log_bytes(pdir: str) -> int:
         return 0
 
 
+def log_end_offset(pdir: str) -> int:
+    """A partition dir's log end offset from its segments' batch headers (base offset int64,
+    length int32, ..., lastOffsetDelta int32 at byte 23): the last complete batch's last
+    offset + 1, else the newest segment's base offset; -1 when there is no segment."""
+    import struct
+
+    try:
+        names = sorted(e.name for e in os.scandir(pdir) if e.name.endswith(".log"))
+    except OSError:
+        return -1
+    if not names:
+        return -1
+    newest = names[-1]
+    try:
+        with open(os.path.join(pdir, newest), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return -1
+    end = int(newest[:-len(".log")])
+    pos = 0
+    while pos + 27 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        if length <= 0 or pos + 12 + length > len(data):
+            break  # a batch still being written
+        (delta,) = struct.unpack_from(">i", data, pos + 23)
+        end = base + delta + 1
+        pos += 12 + length
+    return end
+
+
 class ProducerSteps:
     """Producing steps; the attributes are StepRunner's."""
 

@@ -1,10 +1,14 @@
 """Scenario steps as real actions on a :class:`RealCluster`.
 
-The model runs in lockstep, for two things only: it says which records a ``produce`` step
-sends (same keys, values and round-robin partitions as ``--engine model``) and which leaders
-and ISRs the step implies, the condition the real engine then polls the Admin API for (never a
-blind sleep). Whether the real cluster gets there is recorded (``waits`` in OUT/kafka/run.json);
-it is never forced.
+The model runs in lockstep, for two things: it says which records a ``produce`` step sends
+(same keys, values and round-robin partitions as ``--engine model``), and which state the step
+implies: the leaders and ISRs (polled through the Admin API, never a blind sleep) and every
+replica's log end (read from the broker's files, so a step that depends on replication --
+a follower has fetched X before it is paused -- waits for it). Time runs as the scenario says:
+an ``advance`` waits until the real clock has caught up with the scenario's clock, scaled by
+``config.time_scale``. A step whose state the cluster does not reach stops the run with a
+:class:`DriftError` naming the step and what the cluster did instead, unless the run allows
+drift (``--allow-drift``): then it is recorded (OUT/kafka/run.json ``drift``) and the run goes on.
 """
 
 from __future__ import annotations
@@ -16,12 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segtools.realcluster import config
-from segtools.realcluster.cluster import RealCluster
+from segtools.realcluster.cluster import ClusterError, RealCluster
 from segtools.realcluster.producing import ProducerSteps
 from segtools.simulate.controller import NO_LEADER
 from segtools.simulate.scenario import Scenario, Step
 
-WAIT_S = config.STEP_WAIT_S
+#: how long a step waits for the followers' log ends the model says they reached
+REPLICATION_WAIT_S = 8.0
+
+
+class DriftError(ClusterError):
+    """The real cluster did not reach the state a scenario step implies."""
+
+    exit_code = 1
 
 @dataclass
 class StepObservation:
@@ -43,7 +54,8 @@ class RunLog:
 
 
 class StepRunner(ProducerSteps):
-    def __init__(self, scenario: Scenario, cluster: RealCluster, out_dir: str) -> None:
+    def __init__(self, scenario: Scenario, cluster: RealCluster, out_dir: str, *,
+                 allow_drift: bool = False) -> None:
         from segtools.simulate.cluster import Cluster
 
         self.scenario = scenario
@@ -66,10 +78,24 @@ class StepRunner(ProducerSteps):
         self._pending_before: dict[str | None, int] = {}
         # per transactional producer: the last acked offset of its open transaction per partition
         self.txn_last_offsets: dict[str, dict[tuple[str, int], int]] = {}
+        self.allow_drift = allow_drift
+        #: one line per step whose state the cluster did not reach (only with allow_drift)
+        self.drift: list[dict[str, Any]] = []
+        self.scale = config.time_scale(scenario)
+        self.wait_s = config.step_wait_s(scenario)
+        #: the real and the scenario clock at the first step (advance aligns them again)
+        self._clock0: tuple[float, int] = (0.0, 0)
+        #: per step: the model's metadata record count after it (story.py maps records to steps)
+        self.model_marks: list[int] = []
+        #: per step: the controller's metadata log size after it (same, for the real records)
+        self.real_marks: list[int] = []
 
     # ------------------------------------------------------------------ driving
     def run(self) -> None:
         self.observe(-1, "create")
+        self._clock0 = (time.monotonic(), self.model.now)
+        self.model_marks.append(len(self.model.controller.events))
+        self.real_marks.append(self.cluster.metadata_log_size())
         for step in self.scenario.steps:
             t0 = time.monotonic()
             before = len(self.model.acks)
@@ -77,6 +103,9 @@ class StepRunner(ProducerSteps):
             self.model.apply(step)
             getattr(self, "_do_" + step.kind)(step, self.model.acks[before:])
             self._settle(step)
+            self._await_replication(step)
+            self.model_marks.append(len(self.model.controller.events))
+            self.real_marks.append(self.cluster.metadata_log_size())
             if any(p.paused for p in self.cluster.brokers.values()):
                 # while a broker is paused every second counts (its ISR membership and
                 # session run out): no copy now; nothing on a crashed or paused broker's
@@ -110,37 +139,37 @@ class StepRunner(ProducerSteps):
 
     def _settle(self, step: Step) -> None:
         """Wait for the leaders and ISRs the step implies. While a broker is paused (SIGSTOP)
-        only an ``advance`` waits, and no longer than half the session timeout: a longer wait
-        would get the paused broker fenced, which a model pause never does."""
+        a step other than ``advance`` only checks (briefly): every second of a pause counts
+        towards its ISR membership, so nothing is waited for that the model did not say."""
         paused = any(p.paused for p in self.cluster.brokers.values())
-        if paused and step.kind != "advance":
-            return
         if not any(p.alive() for p in self.cluster.brokers.values()):
             # nobody to ask through the Admin API: the controller's own log tells when the
             # crashed brokers are fenced (their partitions then go offline, as in the model)
             t0 = time.monotonic()
             ok = self.cluster.wait_for(
                 lambda: all(self.cluster.fenced_since_crash(b) for b in self.cluster.brokers),
-                WAIT_S, "the crashed brokers fenced", raise_on_timeout=False)
+                self.wait_s, "the crashed brokers fenced", raise_on_timeout=False)
             self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
                                    "seconds": round(time.monotonic() - t0, 3),
                                    "how": "controller log: broker fenced"})
+            if not ok:
+                self._drift(step, "every broker down, but the controller did not fence them all")
             return
-        timeout = config.SESSION_TIMEOUT_MS * 0.6 / 1000 if paused else WAIT_S
+        # while a broker is paused only an advance waits, and no longer than part of the
+        # session: a longer wait would get the paused broker fenced, which a model pause never does
+        waits = not paused or step.kind == "advance"
+        timeout = self.wait_s if not paused else \
+            config.session_timeout_ms(self.scenario) * 0.6 / 1000 if waits else 2.0
         expected = self._expected()
         t0 = time.monotonic()
-        # after a restart or resume the model's follower may rejoin the ISR one fetch round
-        # later (the next step) than a real one: a larger ISR is accepted there
-        grow = step.kind in ("restart", "resume")
-
-        # the model elects without eligible leader replicas: with ELR on (KIP-966) a real
-        # controller may elect a clean leader from the ELR where the model has none
-        elr = bool(dict(self.scenario.cluster.kafka_features).get("eligible.leader.replicas.version"))
+        # a follower the model has fetching may rejoin the ISR a fetch round (a step) earlier
+        # on the real cluster: a larger ISR is accepted when every extra member is one (the
+        # story comparison of story.py still sees the order of the changes). A paused or
+        # stopped one is never accepted: that is an ISR shrink the cluster did not make.
+        fetching = {b for b, st in self.model.brokers.items() if st.alive and not st.paused}
 
         def matches(exp: tuple[int | None, list[int]], obs: tuple[int | None, list[int]]) -> bool:
-            if elr and exp[0] is None and obs[0] is not None:
-                return True
-            return obs[0] == exp[0] and (obs[1] == exp[1] or (grow and set(obs[1]) >= set(exp[1])))
+            return obs[0] == exp[0] and set(obs[1]) >= set(exp[1]) and set(obs[1]) - set(exp[1]) <= fetching
 
         def reached() -> bool:
             observed = self._observed()
@@ -158,6 +187,68 @@ class StepRunner(ProducerSteps):
                 observed = {}
             entry["expected"] = {f"{t}-{p}": list(v) for (t, p), v in sorted(expected.items())}
             entry["observed"] = {f"{t}-{p}": list(v) for (t, p), v in sorted(observed.items())}
+        if not ok and not waits:
+            # a state that comes later than the model says (a crash is noticed after the
+            # session timeout, which a pause cannot wait for): the next step that can wait
+            # checks the leaders and ISRs again, the story comparison the order of the changes
+            entry["reached"] = None
+            entry["deferred"] = "a broker is paused: checked again at the next step that can wait"
+            self.log.waits.append(entry)
+            return
+        self.log.waits.append(entry)
+        if not ok:
+            diffs = [f"{t}-{p}: leader {_show(observed.get((t, p)), 0)} isr "
+                     f"{_show(observed.get((t, p)), 1)} (expected leader {_show(v, 0)} isr {_show(v, 1)})"
+                     for (t, p), v in sorted(expected.items())
+                     if observed.get((t, p)) is None or not matches(v, observed[(t, p)])]
+            self._drift(step, "; ".join(diffs) or "the partitions did not answer")
+
+    def _drift(self, step: Step, what: str) -> None:
+        """The cluster did not reach the step's state: stop the run, or record it."""
+        line = f"steps[{step.index}] ({step.kind}): the cluster did not reach the scenario's state: {what}"
+        if not self.allow_drift:
+            raise DriftError(line + " (--allow-drift keeps going)")
+        self.drift.append({"step": step.index, "kind": step.kind, "what": what})
+
+    def _await_replication(self, step: Step) -> None:
+        """Wait until every running, unpaused replica's log ends where the model's does: the
+        next step (a pause, a crash) then finds the follower with the records the model says
+        it fetched, not whatever a race left."""
+        from segtools.realcluster.producing import log_end_offset
+
+        want: dict[tuple[int, tuple[str, int]], int] = {}
+        for tp, reps in self.model.replicas.items():
+            for b, rep in reps.items():
+                proc = self.cluster.brokers.get(b)
+                if proc is not None and proc.alive() and not proc.paused and self.model.brokers[b].alive \
+                        and not self.model.brokers[b].paused:
+                    want[(b, tp)] = rep.log_end_offset
+        if not want:
+            return
+
+        def have() -> dict[tuple[int, tuple[str, int]], int]:
+            return {(b, tp): log_end_offset(os.path.join(self.cluster.broker_dir(b), f"{tp[0]}-{tp[1]}"))
+                    for (b, tp) in want}
+
+        t0 = time.monotonic()
+        paused = any(p.paused for p in self.cluster.brokers.values())
+        ok = self.cluster.wait_for(lambda: have() == want, 2.0 if paused else REPLICATION_WAIT_S,
+                                   "the replicas' log ends", raise_on_timeout=False)
+        entry: dict[str, Any] = {"step": step.index, "kind": step.kind, "reached": ok,
+                                 "seconds": round(time.monotonic() - t0, 3), "how": "replica log ends"}
+        if not ok and paused:
+            entry["reached"] = None
+            entry["deferred"] = "a broker is paused: checked again at the next step that can wait"
+            self.log.waits.append(entry)
+            return
+        if not ok:
+            got = have()
+            diffs = [f"{t}-{p} on broker {b}: log end {got[(b, (t, p))]} (expected {n})"
+                     for (b, (t, p)), n in sorted(want.items()) if got[(b, (t, p))] != n]
+            entry["differences"] = diffs
+            self.log.waits.append(entry)
+            self._drift(step, "; ".join(diffs))
+            return
         self.log.waits.append(entry)
 
     # ------------------------------------------------------------------ observation
@@ -220,7 +311,13 @@ class StepRunner(ProducerSteps):
         self.cluster.restart(step.args["broker"])
 
     def _do_advance(self, step: Step, _: Any) -> None:
-        pass  # the wall clock runs on its own: _settle waits for what the time implies
+        """Real time passes until the real clock is where the scenario's (scaled) is: steps
+        that took real time (a produce, a crash noticed after the session timeout) count."""
+        real0, virtual0 = self._clock0
+        due = real0 + (self.model.now - virtual0) / self.scale / 1000
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
 
     def _do_elect(self, step: Step, _: Any) -> None:
         a = step.args
@@ -245,6 +342,13 @@ class StepRunner(ProducerSteps):
         meta = os.path.join(self.cluster.controller_dir, "__cluster_metadata-0")
         if os.path.isdir(meta):
             _copy_dir(meta, os.path.join(target, "controller", "__cluster_metadata-0"), None)
+
+
+def _show(view: tuple[int | None, list[int]] | None, i: int) -> str:
+    if view is None:
+        return "?"
+    v = view[i]
+    return "none" if v is None else str(v).replace(" ", "")
 
 
 def _copy_dir(src: str, dst: str, topics: set[str] | None) -> None:

@@ -133,9 +133,12 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
             tp = (name, d["partitionId"])
             if tp not in elections:
                 continue
-            st = state.setdefault(tp, {"leader": -1, "isr": [], "epoch": -1})
+            st = state.setdefault(tp, {"leader": -1, "isr": [], "epoch": -1, "elr": []})
+            before_isr, before_elr = list(st["isr"]), list(st["elr"])
             if "isr" in d:
                 st["isr"] = d["isr"]
+            if "eligibleLeaderReplicas" in d:
+                st["elr"] = d["eligibleLeaderReplicas"]
             if kind == "PARTITION_RECORD":
                 st.update(leader=d["leader"], epoch=d.get("leaderEpoch", 0))
                 elections[tp].append(_Election(st["epoch"], None if d["leader"] < 0 else d["leader"],
@@ -143,7 +146,12 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
             elif "leader" in d:
                 st["leader"] = d["leader"]
                 st["epoch"] += 1
-                unclean = d.get("leaderRecoveryState") == 1
+                # unclean: the controller marks it RECOVERING, or (KIP-966 elections that
+                # do not) the new leader was neither in the ISR nor, with the ISR empty, in
+                # the ELR before this record: Kafka's only clean choices
+                new = d["leader"]
+                unclean = d.get("leaderRecoveryState") == 1 or (
+                    new >= 0 and new not in before_isr and not (not before_isr and new in before_elr))
                 elections[tp].append(_Election(st["epoch"], None if d["leader"] < 0 else d["leader"],
                                                unclean, "", list(st["isr"])))
     _attach_reasons_and_holdings(runner, elections, data)

@@ -261,6 +261,12 @@ class Cluster:
             for b in list(ps.isr):
                 if b == ps.leader or self._fetching(b):
                     continue
+                # Kafka's Replica.isCaughtUp: a follower at the leader's log end is in sync
+                # however long ago it fetched (a paused follower stays until records arrive).
+                # Only the real engine's lockstep model has it: docs/ENGINES.md
+                if self.spec.caught_up_stays_in_isr and \
+                        self.replicas[tp][b].log_end_offset == self.replicas[tp][ps.leader].log_end_offset:
+                    continue
                 if self.now - self.replicas[tp][b].last_caught_up_ms > lag:
                     changed |= self.controller.remove_from_isr(ps, b)
             if changed:

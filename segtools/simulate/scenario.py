@@ -51,6 +51,17 @@ class ClusterSpec:
     cluster_id: str | None = None
     # Kafka feature levels for the real engine's kafka-storage format (name -> level)
     kafka_features: tuple[tuple[str, int], ...] = (("eligible.leader.replicas.version", 0),)
+    #: the real engine only: scenario milliseconds per real millisecond (0: the engine picks
+    #: one that makes replica_lag_time_max_ms a few real seconds); the model ignores it
+    time_scale: float = 0.0
+    #: did the scenario name cluster.kafka_features? (the real engine otherwise formats with
+    #: the release's own defaults)
+    kafka_features_given: bool = False
+    #: Kafka's ISR rule (Replica.isCaughtUp): a follower at the leader's log end is never
+    #: dropped for lag, however long ago it fetched. The model drops a paused follower after
+    #: replica_lag_time_max_ms either way unless this is set; the real engine sets it for its
+    #: lockstep model (not a scenario key: samples/ keep their stories; docs/ENGINES.md)
+    caught_up_stays_in_isr: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,7 +198,7 @@ def _parse_cluster(c: dict[str, Any]) -> ClusterSpec:
     allowed = {"brokers", "start_time_ms", "segment_bytes", "index_interval_bytes",
                "segment_index_bytes", "replica_lag_time_max_ms", "request_timeout_ms",
                "high_watermark_checkpoint_interval_ms", "flush_offset_checkpoint_interval_ms",
-               "truncation", "metadata_log", "cluster_id", "kafka_features"}
+               "truncation", "metadata_log", "cluster_id", "kafka_features", "time_scale"}
     _check_keys(c, allowed, "cluster")
     brokers_raw = c.get("brokers")
     if not isinstance(brokers_raw, list) or not brokers_raw:
@@ -216,6 +227,12 @@ def _parse_cluster(c: dict[str, Any]) -> ClusterSpec:
         kw["cluster_id"] = _str(c["cluster_id"], "cluster.cluster_id")
     if "kafka_features" in c:
         kw["kafka_features"] = _parse_features(_mapping(c["kafka_features"], "cluster.kafka_features"))
+        kw["kafka_features_given"] = True
+    if "time_scale" in c:
+        scale = c["time_scale"]
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1000:
+            raise _err("cluster.time_scale", f"expected a number in (0, 1000], got {scale!r}")
+        kw["time_scale"] = float(scale)
     return ClusterSpec(**kw)
 
 

@@ -40,16 +40,20 @@ def lost_view(truth: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
                 for x in v["lost"]] for k, v in truth.items()}
 
 
-def run_both(scenario_file: Path, tmp: Path) -> tuple[dict[str, Any], dict[str, Any], Path]:
-    """The scenario on a real cluster (into tmp/real) and under the model: both truths."""
+def run_both(scenario_file: Path, tmp: Path, *, kafka_version: str | None = None,
+             allow_drift: bool = False) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """The scenario on a real cluster (into tmp/real) and under the model as the real engine's
+    lockstep model runs it (the features that cluster was formatted with, kafka/run.json
+    ``features``, and Kafka's ISR rule for caught-up followers): both truths."""
     from segtools.realcluster import run_on_kafka
+    from segtools.realcluster.features import lockstep_scenario
     from segtools.simulate import load_scenario, run
 
     require_real_kafka()
     scenario = load_scenario(scenario_file)
     real_dir = tmp / "real"
-    real = run_on_kafka(scenario, real_dir)
-    model = run(scenario, tmp / "model")
+    real = run_on_kafka(scenario, real_dir, kafka_version=kafka_version, allow_drift=allow_drift)
+    model = run(lockstep_scenario(scenario, run_log(real_dir)["features"]), tmp / "model")
     return real.truth, model.truth, real_dir
 
 

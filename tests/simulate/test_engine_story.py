@@ -1,0 +1,216 @@
+"""The real engine's pieces that need no JVM: the story of a run and the comparison of two
+stories (segtools.realcluster.story), the scaled clock and timeouts (config), the features the
+lockstep model runs with, the log end read from a broker's files, and the CLI's checks of
+--kafka-version / --allow-drift."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from segtools.cli.main import cli
+from segtools.errors import ScenarioError
+from segtools.realcluster import config
+from segtools.realcluster.features import model_features
+from segtools.realcluster.producing import log_end_offset
+from segtools.realcluster.story import compare_stories, story_of
+from segtools.simulate import load_scenario
+from segtools.simulate.cluster import Cluster
+from segtools.simulate.scenario import parse_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+ELR_ON = {"eligible.leader.replicas.version": 1, "transaction.version": 2}
+
+
+def _model_story(path: Path, features: dict[str, int] | None) -> dict[str, list[dict]]:
+    scenario = load_scenario(path)
+    if features is not None:
+        scenario = replace(scenario, cluster=replace(scenario.cluster, kafka_features=model_features(features)))
+    c = Cluster(scenario)
+    marks = [len(c.controller.events)]
+    for step in scenario.steps:
+        c.apply(step)
+        marks.append(len(c.controller.events))
+    c.finish()
+    records = ((t, v, d, i) for i, (t, v, d, _time) in enumerate(c.controller.events))
+    return story_of(records, marks, [s.kind for s in scenario.steps])
+
+
+def test_story_names_each_change_and_its_step():
+    story = _model_story(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml", ELR_ON)["orders-0"]
+    got = [(c["epoch"], c["leader"], c["isr"], c["elr"], c["election"], c["step"], c["kind"]) for c in story]
+    # the scenario's own account (its header): 3 leaves, then 2 (ISR below min ISR 2: ELR),
+    # then the leader 1 (ISR empty), and 2 is elected from the ELR when it returns (step 6)
+    assert got == [(0, 1, [1, 2, 3], [], "initial", -1, "create"),
+                   (0, 1, [1, 2], [], None, 1, "shutdown"),
+                   (0, 1, [1], [2], None, 3, "shutdown"),
+                   (1, None, [], [1, 2], "offline", 4, "shutdown"),
+                   (2, 2, [2], [1], "elr", 6, "restart")]
+
+
+def test_compare_stories_names_the_first_change_where_they_part():
+    on = _model_story(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml", ELR_ON)
+    off = _model_story(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml", None)
+    assert compare_stories(on, on) == []
+    diffs = compare_stories(on, off)
+    assert len(diffs) == 1
+    assert diffs[0].startswith(
+        "orders-0: change 2: the model: epoch 0 leader 1 isr [1] elr [2] at steps[3] (shutdown);")
+    # a change the other engine lacks is named as such
+    shorter = {"orders-0": on["orders-0"][:-1]}
+    assert compare_stories(on, shorter) == [
+        "orders-0: change 4: the model: epoch 2 leader 2 isr [2] elr [1] (elr election) at steps[6] "
+        "(restart); the cluster: nothing"]
+    # the step a change is made at is not part of the story (a real ISR expansion may land
+    # one step later than the model's)
+    later = {"orders-0": [dict(c, step=c["step"] + 1) for c in on["orders-0"]]}
+    assert compare_stories(on, later) == []
+
+
+def _scenario(**cluster):
+    return parse_scenario({"cluster": {"brokers": [1, 2], **cluster},
+                           "topics": [{"name": "t", "replication_factor": 2}],
+                           "steps": [{"produce": {"topic": "t", "values": ["a"]}}, {"pause": {"broker": 2}},
+                                     {"advance": {"ms": 60000}}, {"resume": {"broker": 2}}]})
+
+
+def test_time_scale_scales_the_replica_lag_and_the_session_outlasts_every_pause():
+    default = _scenario()
+    # without cluster.time_scale the scenario's 30 s lag lasts REPLICA_LAG_TIME_MAX_MS real ms
+    assert config.replica_lag_ms(default) == config.REPLICA_LAG_TIME_MAX_MS
+    assert config.time_scale(default) == pytest.approx(30000 / config.REPLICA_LAG_TIME_MAX_MS)
+    scaled = _scenario(time_scale=10, replica_lag_time_max_ms=20000)
+    assert config.replica_lag_ms(scaled) == 2000
+    # the pause spans the advance (60 s of scenario time: 6 s real) and the steps' overhead
+    assert config.longest_pause_ms(scaled) == 6000 + 2 * config.STEP_OVERHEAD_MS
+    slow = _scenario(time_scale=2)
+    assert config.session_timeout_ms(slow) > config.longest_pause_ms(slow) >= 30000
+    props = config.broker_properties(slow, config.Ports(1, {1: 2, 2: 3}), 1, "/x")
+    assert f"broker.session.timeout.ms={config.session_timeout_ms(slow)}\n" in props
+    assert "replica.lag.time.max.ms=15000\n" in props
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1001, "fast", True])
+def test_time_scale_must_be_a_positive_number(bad):
+    with pytest.raises(ScenarioError, match="cluster.time_scale"):
+        _scenario(time_scale=bad)
+
+
+def test_the_model_runs_with_the_clusters_features():
+    assert model_features({"eligible.leader.replicas.version": 1, "transaction.version": 2,
+                           "share.version": 1, "group.version": 1}) == (
+        ("eligible.leader.replicas.version", 1), ("transaction.version", 2))
+    assert model_features({"transaction.version": 2}) == (
+        ("eligible.leader.replicas.version", 0), ("transaction.version", 2))
+    # a scenario that names no features is told apart from one that names ELR off
+    assert not _scenario().cluster.kafka_features_given
+    assert _scenario(kafka_features={"eligible_leader_replicas": False}).cluster.kafka_features_given
+
+
+def test_log_end_offset_from_the_batch_headers():
+    # the oracle: the model's truth.json of the committed sample
+    root = SAMPLES / "generated" / "S1-lagging-follower"
+    truth = json.loads((root / "truth.json").read_text())
+    for b, rep in truth["orders-0"]["replicas"].items():
+        assert log_end_offset(str(root / f"broker-{b}" / "orders-0")) == rep["log_end_offset"], b
+    assert log_end_offset(str(root / "no-such-partition")) == -1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kafka-version", "4.3.1"], "--kafka-version needs --engine kafka"),
+    (["--allow-drift"], "--allow-drift needs --engine kafka"),
+    (["--engine", "kafka", "--kafka-version", "3.9.0"], "not one of the releases"),
+])
+def test_cli_refuses_engine_flags_out_of_place(tmp_path, args, message):
+    res = CliRunner().invoke(cli, ["simulate", str(SAMPLES / "scenarios" / "S1-lagging-follower.yaml"),
+                                   "--out", str(tmp_path / "o"), *args])
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert not (tmp_path / "o").exists()
+
+
+class _Proc:
+    paused = False
+
+    def alive(self) -> bool:
+        return True
+
+
+class _FakeCluster:
+    """What StepRunner asks of a RealCluster, with a leader that never moves."""
+
+    def __init__(self, brokers):
+        from segtools.realcluster.cluster import PartitionView, RealCluster
+
+        self.brokers = {b: _Proc() for b in brokers}
+        self.view = {("t", 0): PartitionView(1, [1, 2], [1, 2])}
+        self.wait_for = RealCluster.wait_for
+
+    def describe(self):
+        return self.view
+
+
+def test_a_step_the_cluster_does_not_reach_stops_the_run_with_one_line(tmp_path):
+    from segtools.realcluster.steps import DriftError, StepRunner
+
+    scenario = parse_scenario({"cluster": {"brokers": [1, 2]},
+                               "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                               "steps": [{"shutdown": {"broker": 1}}]})
+    step = scenario.steps[0]
+    runner = StepRunner(scenario, _FakeCluster([1, 2]), str(tmp_path))
+    runner.wait_s = 0.3
+    runner.model.apply(step)          # the model moves the leader to 2; the fake cluster does not
+    with pytest.raises(DriftError) as exc:
+        runner._settle(step)
+    assert str(exc.value) == ("steps[0] (shutdown): the cluster did not reach the scenario's state: "
+                              "t-0: leader 1 isr [1,2] (expected leader 2 isr [2]) (--allow-drift keeps going)")
+    assert exc.value.exit_code == 1
+    assert runner.log.waits[-1]["reached"] is False
+    lenient = StepRunner(scenario, _FakeCluster([1, 2]), str(tmp_path), allow_drift=True)
+    lenient.wait_s = 0.3
+    lenient.model.apply(step)
+    lenient._settle(step)
+    assert lenient.drift == [{"step": 0, "kind": "shutdown",
+                              "what": "t-0: leader 1 isr [1,2] (expected leader 2 isr [2])"}]
+
+
+@pytest.mark.parametrize("kafka_rule", [False, True])
+def test_a_paused_caught_up_follower_stays_in_the_isr_under_kafkas_rule(kafka_rule):
+    """Kafka's Replica.isCaughtUp: a follower at the leader's log end is in sync however long
+    ago it fetched; it leaves the ISR only once records arrive and it stays behind for
+    replica.lag.time.max.ms. The model alone drops it after the lag either way."""
+    scenario = parse_scenario({
+        "cluster": {"brokers": [1, 2], "replica_lag_time_max_ms": 10000},
+        "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+        "steps": [{"produce": {"topic": "t", "acks": "all", "values": ["a"]}}, {"pause": {"broker": 2}},
+                  {"advance": {"ms": 60000}}, {"produce": {"topic": "t", "acks": "1", "values": ["b"]}},
+                  {"advance": {"ms": 60000}}]})
+    if kafka_rule:
+        scenario = replace(scenario, cluster=replace(scenario.cluster, caught_up_stays_in_isr=True))
+    c = Cluster(scenario)
+    isr = []
+    for step in scenario.steps:
+        c.apply(step)
+        isr.append(list(c.partitions[("t", 0)].isr))
+    assert isr[2] == ([1, 2] if kafka_rule else [1])
+    assert isr[4] == [1]
+
+
+def test_cli_a_drifted_run_is_exit_1_with_the_one_line(tmp_path, monkeypatch):
+    import segtools.realcluster as realcluster
+    from segtools.realcluster.steps import DriftError
+
+    line = "steps[2] (advance): the cluster did not reach the scenario's state: t-0: leader 1 isr [1,2]"
+
+    def drifted(*_args, **_kwargs):
+        raise DriftError(line)
+
+    monkeypatch.setattr(realcluster, "run_on_kafka", drifted)
+    res = CliRunner().invoke(cli, ["simulate", str(SAMPLES / "scenarios" / "S1-lagging-follower.yaml"),
+                                   "--out", str(tmp_path / "o"), "--engine", "kafka"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [f"Error: {line}"]
