@@ -164,3 +164,19 @@ def test_the_plan_keeps_transactions_whole_and_never_produces_undecided_ones():
                for p in plan(rows, present={"t/0/2/0"}, newer_in_cluster={("t", 0, b"k"): 1})][:3]
     assert cluster == [(0, "hold", "transaction_incomplete"), (1, "skip", "superseded_in_cluster"),
                        (2, "skip", "already_in_cluster")]
+
+
+def test_the_plan_holds_records_older_than_the_topics_retention():
+    """With a cluster: a record whose original timestamp is past the topic's retention.ms would
+    be deleted by the broker at its next retention check (seen on Kafka 4.3.1:
+    tests/realkafka/test_replay_transactions_kafka.py)."""
+    from segtools.replay import plan
+
+    day = 86_400_000
+    now = 100 * day
+    rows = [_row("t", 0, timestamp_ms=now - 8 * day), _row("t", 1, timestamp_ms=now - 6 * day),
+            _row("u", 2, timestamp_ms=now - 8 * day), _row("v", 3, timestamp_ms=-1)]
+    got = [(p.row["offset"], p.action, p.reason)
+           for p in plan(rows, retention_ms={"t": 7 * day, "u": -1, "v": 7 * day}, now_ms=now)]
+    assert got == [(0, "hold", "older_than_retention"), (1, "produce", "lost"), (2, "produce", "lost"),
+                   (3, "produce", "lost")]
