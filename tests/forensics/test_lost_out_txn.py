@@ -142,6 +142,32 @@ def test_an_unreadable_marker_makes_the_state_unknown_never_committed(tmp_path):
     shutil.rmtree(evidence)
 
 
+def _damage_marker(evidence: Path, marker_type: bytes) -> None:
+    """Give broker 1's last batch (the marker) a control type Kafka does not know."""
+    seg = next((evidence / "broker-1" / "orders-0").glob("*.log"))
+    data = bytearray(seg.read_bytes())
+    at = bytes(data).index(b"\x00\x00" + marker_type, _last_batch_position(bytes(data)) + 61)
+    data[at + 2:at + 4] = b"\x00\x09"
+    seg.write_bytes(bytes(data))
+
+
+def test_the_txnindex_stands_in_for_an_unreadable_abort_marker(tmp_path):
+    """The ABORT marker's type damaged: broker 1's .txnindex (written with the marker) still
+    lists the aborted range, so the records are `aborted`; without the .txnindex, `unknown`."""
+    for keep_index in (True, False):
+        evidence = tmp_path / f"e{keep_index}"
+        run(parse_scenario(_spec("a", "abort_transaction", None)), evidence)
+        _damage_marker(evidence, b"\x00\x00")               # version 0, type 0 (ABORT)
+        if not keep_index:
+            for f in (evidence / "broker-1" / "orders-0").glob("*.txnindex"):
+                f.unlink()
+        out = tmp_path / f"lost{keep_index}"
+        result = CliRunner().invoke(cli, ["compare", str(evidence), "--no-spark", "--lost-out", str(out)])
+        assert result.exit_code == 1, result.output
+        states = [r["txn_state"] for r in pq.read_table(out / "lost.parquet").to_pylist()]
+        assert states == (["aborted", "aborted"] if keep_index else ["unknown", "unknown"])
+
+
 def _last_batch_position(data: bytes) -> int:
     pos = last = 0
     while pos + 12 <= len(data):
