@@ -388,12 +388,12 @@ def lost_transaction_states(lost: Sequence[Mapping[str, Any]], own: Sequence[Map
         pid, epoch = int(r["producer_id"]), int(r["producer_epoch"])
         indexed = any(a.producer_id == pid and a.first_offset <= offset <= a.last_offset for a in aborted)
         if offset in ended:
-            own = ended[offset]
+            state = ended[offset]
             if indexed:
                 # the .txnindex entry is written with the ABORT marker: it stands in for an
                 # unreadable one, and contradicts a COMMIT
-                own = {"committed": "unknown", "unknown": "aborted"}.get(own, own)
-            out[offset] = own
+                state = {"committed": "unknown", "unknown": "aborted"}.get(state, state)
+            out[offset] = state
             continue
         if indexed:
             out[offset] = "aborted"
