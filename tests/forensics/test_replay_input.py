@@ -180,3 +180,24 @@ def test_the_plan_holds_records_older_than_the_topics_retention():
            for p in plan(rows, retention_ms={"t": 7 * day, "u": -1, "v": 7 * day}, now_ms=now)]
     assert got == [(0, "hold", "older_than_retention"), (1, "produce", "lost"), (2, "produce", "lost"),
                    (3, "produce", "lost")]
+
+
+def test_control_characters_in_a_topic_are_printed_visibly(lost_dir, tmp_path):
+    """A folder whose checksums agree (as a hand-made one would) with a topic holding NUL and
+    U+202E: planned like any record, and the terminal never gets the raw characters."""
+    import hashlib
+
+    copy = _copy(lost_dir, tmp_path)
+    table = pq.read_table(copy / "lost.parquet")
+    topics = pa.array(["or\x00d\u202eers"] * table.num_rows)
+    table = table.set_column(table.schema.get_field_index("topic"), "topic", topics)
+    pq.write_table(table, copy / "lost.parquet")
+    manifest = json.loads((copy / "_SUCCESS").read_text())
+    for name in ("lost.parquet", "lost.ndjson"):
+        data = (copy / name).read_bytes()
+        manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (copy / "_SUCCESS").write_text(json.dumps(manifest))
+    result = CliRunner().invoke(cli, ["replay", str(copy), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "\x00" not in result.output and "\u202e" not in result.output
+    assert "would produce or\\x00d\\u202eers-0" in result.output
