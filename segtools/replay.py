@@ -330,7 +330,7 @@ def replay(lost_dir: str | os.PathLike[str], bootstrap: str | None = None, *, dr
         keys = {(r["topic"], r["partition"], r["key"]) for r in rows if r["key"] is not None}
         targets = sorted({(r["topic"], r["partition"]) for r in rows if not is_internal_topic(r["topic"])})
         present, newer = _cluster_state(bootstrap, targets, timeout, keys)
-        retention = _retention(bootstrap, sorted({t for t, _p in targets}), timeout)
+        retention = _retention(bootstrap, sorted({t for t, _p in targets}), timeout) if targets else {}
         summary.cluster_checked = True
     else:
         retention = {}
