@@ -57,7 +57,8 @@ def replay(lost_dir: str, bootstrap: str | None, dry_run: bool, include_supersed
         if p.action == "produce" and not dry_run:
             continue
         verb = "would produce" if p.action == "produce" else p.action
-        click.echo(f"{verb} {r['topic']}-{r['partition']} offset {r['offset']} epoch {r['leader_epoch']} "
+        topic = str(r["topic"]).encode("unicode_escape").decode("ascii")   # control characters visible
+        click.echo(f"{verb} {topic}-{r['partition']} offset {r['offset']} epoch {r['leader_epoch']} "
                    f"({p.reason}; txn {r.get('txn_state')}): key={r['key']!r} "
                    f"value={(r['value'] or b'')[:60]!r}")
     if plan_out is not None:

@@ -17,6 +17,8 @@ Every record then gets one action and a reason (:func:`plan`), offline, from the
   value for its key: producing the old one would overwrite it in a compacted topic or a table;
   ``include_superseded`` produces it anyway), ``transaction_incomplete`` (another record of its
   transaction is held: a part of a transaction is not replayed);
+- ``hold``, with a cluster: ``older_than_retention`` (its original timestamp is older than
+  the topic's ``retention.ms``: the broker would delete it at its next retention check);
 - ``skip``: ``already_in_cluster`` (with a cluster: an earlier replay wrote it; its header
   ``segtools.replay.source`` = ``topic/partition/offset/leader_epoch`` is there), or
   ``superseded_in_cluster`` (the cluster holds a newer record with its key: a higher leader
@@ -178,10 +180,13 @@ def _txn_group(row: dict[str, Any]) -> tuple[int, int] | None:
 
 def plan(rows: Sequence[dict[str, Any]], *, include_superseded: bool = False,
          present: Iterable[str] = (),
-         newer_in_cluster: dict[tuple[str, int, bytes], int] | None = None) -> list[PlannedRecord]:
+         newer_in_cluster: dict[tuple[str, int, bytes], int] | None = None,
+         retention_ms: dict[str, int] | None = None, now_ms: int = 0) -> list[PlannedRecord]:
     """One :class:`PlannedRecord` per row (see the module doc for the actions and reasons).
     ``present``: replay ids the cluster already holds; ``newer_in_cluster``: per (topic,
-    partition, key) the highest leader epoch of a cluster record with that key (not a replay)."""
+    partition, key) the highest leader epoch of a cluster record with that key (not a replay);
+    ``retention_ms``: per topic, the cluster's ``retention.ms`` (with ``now_ms``)."""
+    retention_ms = retention_ms or {}
     have = set(present)
     seen: set[str] = set()
     out: list[PlannedRecord] = []
@@ -205,6 +210,10 @@ def plan(rows: Sequence[dict[str, Any]], *, include_superseded: bool = False,
         elif (key is not None and newer_in_cluster is not None
               and newer_in_cluster.get((r["topic"], r["partition"], key), -1) > r["leader_epoch"]):
             p = PlannedRecord(r, "skip", "superseded_in_cluster")
+        elif (retention_ms.get(r["topic"], -1) >= 0 and r.get("timestamp_ms") is not None
+              and 0 <= r["timestamp_ms"] < now_ms - retention_ms[r["topic"]]):
+            # its original timestamp is past the topic's retention: the broker would delete it
+            p = PlannedRecord(r, "hold", "older_than_retention")
         elif r.get("superseded_by") is not None and not include_superseded:
             p = PlannedRecord(r, "hold", "superseded")
         elif r.get("superseded_by") is not None:
@@ -283,6 +292,29 @@ def _cluster_state(bootstrap: str, partitions: Iterable[tuple[str, int]], timeou
     return found, newer
 
 
+def _retention(bootstrap: str, topics: Sequence[str], timeout: float) -> dict[str, int]:
+    """``retention.ms`` of each topic (-1: kept forever) as the cluster reports it."""
+    ck = _client()
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    out: dict[str, int] = {}
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics],
+                                     request_timeout=timeout)
+    for resource, fut in futures.items():
+        try:
+            config = fut.result(timeout)
+        except ck.KafkaException as exc:
+            raise ReplayError(f"cannot read the configuration of topic {resource.name} on {bootstrap}: "
+                              f"{exc}") from None
+        stamp, entry = config.get("message.timestamp.type"), config.get("retention.ms")
+        if stamp is not None and stamp.value == "LogAppendTime":
+            continue        # the broker stamps each record now: its original time does not count
+        if entry is not None and entry.value is not None:
+            out[resource.name] = int(entry.value)
+    return out
+
+
 def replay(lost_dir: str | os.PathLike[str], bootstrap: str | None = None, *, dry_run: bool = False,
            include_superseded: bool = False, timeout: float = 60.0) -> ReplaySummary:
     """Plan the records of ``lost_dir`` and, unless ``dry_run``, produce those planned
@@ -298,9 +330,13 @@ def replay(lost_dir: str | os.PathLike[str], bootstrap: str | None = None, *, dr
         keys = {(r["topic"], r["partition"], r["key"]) for r in rows if r["key"] is not None}
         targets = sorted({(r["topic"], r["partition"]) for r in rows if not is_internal_topic(r["topic"])})
         present, newer = _cluster_state(bootstrap, targets, timeout, keys)
+        retention = _retention(bootstrap, sorted({t for t, _p in targets}), timeout) if targets else {}
         summary.cluster_checked = True
+    else:
+        retention = {}
     summary.planned = plan(rows, include_superseded=include_superseded, present=present,
-                           newer_in_cluster=newer)
+                           newer_in_cluster=newer, retention_ms=retention,
+                           now_ms=int(time.time() * 1000))
     summary.already_present = sum(1 for p in summary.planned if p.reason == "already_in_cluster")
     todo = [p.row for p in summary.planned if p.action == "produce"]
     if dry_run or not todo:

@@ -114,17 +114,41 @@ def _rows(spec: Any, offsets: set[int] | None) -> Iterable[dict[str, Any]]:
                     yield row
 
 
-def _marker_rows(spec: Any, start: int, pids: set[int]) -> list[dict[str, Any]]:
+def _marker_rows(spec: Any, start: int, pids: set[int], *,
+                 own_until: dict[int, int] | None = None,
+                 epochs: dict[int, set[int]] | None = None) -> list[dict[str, Any]]:
     """Rows of one replica from ``start`` on, markers included, of the producers ``pids`` only
-    (what pairing a transaction with its marker needs; values are not kept)."""
+    (what pairing a transaction with its marker needs; values are not kept), read only as far
+    as they can decide something, so memory follows the lost records, not the log:
+
+    - ``own_until`` (the lost replica: producer id -> its last lost offset): every row of
+      those producers until each has a marker past its last lost offset;
+    - ``epochs`` (another replica: producer id -> the epochs of its lost records): the
+      producer's markers and its data of other epochs, until each producer has a marker."""
     from segtools.records.columnar import iter_record_batches
 
     cols = ["offset", "producer_id", "producer_epoch", "is_transactional", "is_control", "key"]
+    open_pids = set(pids)
     out: list[dict[str, Any]] = []
     for path, _size in spec.segments:
         for rb in iter_record_batches(path, topic=spec.topic, partition=spec.partition, broker=spec.broker,
                                       include_control=True, start_offset=start):
-            out.extend(r for r in rb.select(cols).to_pylist() if r["producer_id"] in pids)
+            for r in rb.select(cols).to_pylist():
+                pid = r["producer_id"]
+                if pid not in open_pids:
+                    continue
+                if own_until is not None:
+                    out.append(r)
+                    if r["is_control"] and r["offset"] > own_until.get(pid, -1):
+                        open_pids.discard(pid)
+                elif r["is_control"]:
+                    out.append(r)
+                    if r["producer_epoch"] >= min((epochs or {}).get(pid, {0})):
+                        open_pids.discard(pid)      # the marker that decides (older ones do not)
+                elif epochs is not None and r["producer_epoch"] not in epochs.get(pid, ()):
+                    out.append(r)
+                if not open_pids:
+                    return out
     return out
 
 
@@ -151,10 +175,16 @@ def _txn_states(rows: Sequence[dict[str, Any]], holder: Any, specs: Sequence[Any
     pids = {int(r["producer_id"]) for r in rows if r["is_transactional"] and r["producer_id"] >= 0}
     if not pids:
         return {int(r["offset"]): "none" for r in rows}
-    others = [_marker_rows(s, divergence, pids) for s in specs
+    last: dict[int, int] = {}
+    epochs: dict[int, set[int]] = {}
+    for r in rows:
+        if r["is_transactional"] and r["producer_id"] >= 0:
+            last[r["producer_id"]] = max(last.get(r["producer_id"], -1), r["offset"])
+            epochs.setdefault(r["producer_id"], set()).add(r["producer_epoch"])
+    others = [_marker_rows(s, divergence, pids, epochs=epochs) for s in specs
               if (s.topic, s.partition) == (holder.topic, holder.partition) and s is not holder]
-    return lost_transaction_states(rows, _marker_rows(holder, divergence, pids), _aborted_ranges(holder),
-                                   others, divergence)
+    own = _marker_rows(holder, divergence, pids, own_until=last)
+    return lost_transaction_states(rows, own, _aborted_ranges(holder), others, divergence)
 
 
 def _key_digest(key: bytes) -> bytes:

@@ -385,11 +385,17 @@ def lost_transaction_states(lost: Sequence[Mapping[str, Any]], own: Sequence[Map
         if not r["is_transactional"] or int(r["producer_id"]) < 0:
             out[offset] = "none"
             continue
-        if offset in ended:
-            out[offset] = ended[offset]
-            continue
         pid, epoch = int(r["producer_id"]), int(r["producer_epoch"])
-        if any(a.producer_id == pid and a.first_offset <= offset <= a.last_offset for a in aborted):
+        indexed = any(a.producer_id == pid and a.first_offset <= offset <= a.last_offset for a in aborted)
+        if offset in ended:
+            state = ended[offset]
+            if indexed:
+                # the .txnindex entry is written with the ABORT marker: it stands in for an
+                # unreadable one, and contradicts a COMMIT
+                state = {"committed": "unknown", "unknown": "aborted"}.get(state, state)
+            out[offset] = state
+            continue
+        if indexed:
             out[offset] = "aborted"
             continue
         if offset not in still:

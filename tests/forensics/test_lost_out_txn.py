@@ -142,6 +142,32 @@ def test_an_unreadable_marker_makes_the_state_unknown_never_committed(tmp_path):
     shutil.rmtree(evidence)
 
 
+def _damage_marker(evidence: Path, marker_type: bytes) -> None:
+    """Give broker 1's last batch (the marker) a control type Kafka does not know."""
+    seg = next((evidence / "broker-1" / "orders-0").glob("*.log"))
+    data = bytearray(seg.read_bytes())
+    at = bytes(data).index(b"\x00\x00" + marker_type, _last_batch_position(bytes(data)) + 61)
+    data[at + 2:at + 4] = b"\x00\x09"
+    seg.write_bytes(bytes(data))
+
+
+def test_the_txnindex_stands_in_for_an_unreadable_abort_marker(tmp_path):
+    """The ABORT marker's type damaged: broker 1's .txnindex (written with the marker) still
+    lists the aborted range, so the records are `aborted`; without the .txnindex, `unknown`."""
+    for keep_index in (True, False):
+        evidence = tmp_path / f"e{keep_index}"
+        run(parse_scenario(_spec("a", "abort_transaction", None)), evidence)
+        _damage_marker(evidence, b"\x00\x00")               # version 0, type 0 (ABORT)
+        if not keep_index:
+            for f in (evidence / "broker-1" / "orders-0").glob("*.txnindex"):
+                f.unlink()
+        out = tmp_path / f"lost{keep_index}"
+        result = CliRunner().invoke(cli, ["compare", str(evidence), "--no-spark", "--lost-out", str(out)])
+        assert result.exit_code == 1, result.output
+        states = [r["txn_state"] for r in pq.read_table(out / "lost.parquet").to_pylist()]
+        assert states == (["aborted", "aborted"] if keep_index else ["unknown", "unknown"])
+
+
 def _last_batch_position(data: bytes) -> int:
     pos = last = 0
     while pos + 12 <= len(data):
@@ -185,3 +211,76 @@ def test_non_transactional_samples_are_state_none_and_consumer_losses_stay_commi
             assert r["committed"] == r["log_committed"]
             checked += 1
     assert checked >= 5
+
+
+def _random_txn_spec(seed: int) -> tuple[dict, str]:
+    """A transaction on a leader left alone (1 or 2 followers paused out of the ISR), ended
+    before the crash, after the unclean election, or never; sometimes with plain records
+    around it and records of a second producer. Returns the scenario and how it ended."""
+    import random
+
+    rng = random.Random(seed)
+    paused = rng.choice([[2, 3], [2, 3], [3, 2]])
+    n = rng.randint(1, 4)
+    keys = [f"k{rng.randrange(4)}" for _ in range(n)]
+    txn = {"topic": "orders", "partition": 0, "acks": "all", "values": [f"x{i}" for i in range(n)],
+           "keys": keys, "producer": "tx", "batch_size": rng.randint(1, 2)}
+    when = rng.choice(["before", "after", "never"])
+    end = rng.choice(["commit_transaction", "abort_transaction"])
+    steps: list[dict] = [{"produce": {"topic": "orders", "partition": 0, "acks": "all", "values": ["a0"]}}]
+    steps += [{"pause": {"broker": b}} for b in paused] + [{"advance": {"ms": 20000}}]
+    if rng.random() < 0.5:
+        steps.append({"produce": {"topic": "orders", "partition": 0, "acks": "1", "values": ["p0"]}})
+    steps += [{"begin_transaction": {"producer": "tx"}}, {"produce": txn}]
+    if rng.random() < 0.5:
+        steps.append({"produce": {"topic": "orders", "partition": 0, "acks": "all", "values": ["p1"],
+                                  "producer": "idem"}})
+    if when == "before":
+        steps.append({end: {"producer": "tx"}})
+    if rng.random() < 0.5:
+        steps.append({"advance": {"ms": 6000}})     # the HW checkpoint catches up
+    steps += [{"crash": {"broker": 1}}] + [{"resume": {"broker": b}} for b in paused]
+    steps.append({"produce": {"topic": "orders", "partition": 0, "acks": "all", "values": ["after"],
+                              "keys": [rng.choice(["k0", "k9"])]}})
+    if when == "after":
+        steps.append({end: {"producer": "tx"}})
+    steps.append({"advance": {"ms": 5000}})
+    spec = {"name": f"txn-{seed}", "seed": seed,
+            "cluster": {"brokers": [1, 2, 3], "segment_index_bytes": 1024, "replica_lag_time_max_ms": 10000},
+            "topics": [{"name": "orders", "replication_factor": 3, "min_insync_replicas": 1,
+                        "unclean_leader_election": True, "assignment": {0: [1, 2, 3]}}],
+            "producers": [{"name": "tx", "transactional_id": "orders-tx"}, {"name": "idem", "idempotent": True}],
+            "steps": steps}
+    outcome = "never" if when == "never" else ("committed" if end == "commit_transaction" else "aborted")
+    return spec, outcome
+
+
+ALLOWED = {"committed": {"committed", "unknown"}, "aborted": {"aborted", "unknown"},
+           "never": {"open", "unknown"}}
+
+
+def test_random_transactions_never_get_a_state_their_scenario_contradicts(tmp_path):
+    """40 seeded variations; the oracle is the scenario's own end step. Every lost
+    transactional record's state is allowed by it (committed only after a commit, aborted only
+    after an abort), `committed` (a consumer loss) only for a committed transaction, and
+    non-transactional lost records are `none`."""
+    exact = lost_txn = 0
+    for seed in range(40):
+        spec, outcome = _random_txn_spec(seed)
+        evidence = tmp_path / f"s{seed}"
+        run(parse_scenario(spec), evidence)
+        out = tmp_path / f"s{seed}-lost"
+        result = CliRunner().invoke(cli, ["compare", str(evidence), "--no-spark", "--acks",
+                                          str(evidence / "acks.jsonl"), "--lost-out", str(out)])
+        assert result.exit_code in (0, 1), (seed, result.output)
+        for r in pq.read_table(out / "lost.parquet").to_pylist():
+            if not r["is_transactional"]:
+                assert r["txn_state"] == "none", (seed, r)
+                continue
+            lost_txn += 1
+            assert r["value"].startswith(b"x"), (seed, r)
+            assert r["txn_state"] in ALLOWED[outcome], (seed, outcome, r["txn_state"])
+            assert not r["committed"] or outcome == "committed", (seed, r)
+            exact += r["txn_state"] == {"committed": "committed", "aborted": "aborted", "never": "open"}[outcome]
+    assert lost_txn >= 40
+    assert exact == lost_txn      # the model's evidence always holds the marker or its absence

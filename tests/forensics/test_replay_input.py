@@ -164,3 +164,40 @@ def test_the_plan_keeps_transactions_whole_and_never_produces_undecided_ones():
                for p in plan(rows, present={"t/0/2/0"}, newer_in_cluster={("t", 0, b"k"): 1})][:3]
     assert cluster == [(0, "hold", "transaction_incomplete"), (1, "skip", "superseded_in_cluster"),
                        (2, "skip", "already_in_cluster")]
+
+
+def test_the_plan_holds_records_older_than_the_topics_retention():
+    """With a cluster: a record whose original timestamp is past the topic's retention.ms would
+    be deleted by the broker at its next retention check (seen on Kafka 4.3.1:
+    tests/realkafka/test_replay_transactions_kafka.py)."""
+    from segtools.replay import plan
+
+    day = 86_400_000
+    now = 100 * day
+    rows = [_row("t", 0, timestamp_ms=now - 8 * day), _row("t", 1, timestamp_ms=now - 6 * day),
+            _row("u", 2, timestamp_ms=now - 8 * day), _row("v", 3, timestamp_ms=-1)]
+    got = [(p.row["offset"], p.action, p.reason)
+           for p in plan(rows, retention_ms={"t": 7 * day, "u": -1, "v": 7 * day}, now_ms=now)]
+    assert got == [(0, "hold", "older_than_retention"), (1, "produce", "lost"), (2, "produce", "lost"),
+                   (3, "produce", "lost")]
+
+
+def test_control_characters_in_a_topic_are_printed_visibly(lost_dir, tmp_path):
+    """A folder whose checksums agree (as a hand-made one would) with a topic holding NUL and
+    U+202E: planned like any record, and the terminal never gets the raw characters."""
+    import hashlib
+
+    copy = _copy(lost_dir, tmp_path)
+    table = pq.read_table(copy / "lost.parquet")
+    topics = pa.array(["or\x00d\u202eers"] * table.num_rows)
+    table = table.set_column(table.schema.get_field_index("topic"), "topic", topics)
+    pq.write_table(table, copy / "lost.parquet")
+    manifest = json.loads((copy / "_SUCCESS").read_text())
+    for name in ("lost.parquet", "lost.ndjson"):
+        data = (copy / name).read_bytes()
+        manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (copy / "_SUCCESS").write_text(json.dumps(manifest))
+    result = CliRunner().invoke(cli, ["replay", str(copy), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "\x00" not in result.output and "\u202e" not in result.output
+    assert "would produce or\\x00d\\u202eers-0" in result.output
