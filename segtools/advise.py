@@ -164,7 +164,7 @@ class PartitionAdvice:
     def blocking(self) -> list[MissingEvidence]:
         """Missing replicas the controller would elect cleanly (the leader, last ISR or ELR):
         they may hold every record the given ones lack, no given candidate can be recommended."""
-        return [m for m in self.missing if m.broker is not None and m.role != "replica"]
+        return [m for m in self.missing if m.broker is not None and m.role in ("leader", "last ISR", "last ELR")]
 
     @property
     def recommended(self) -> int | None:
@@ -177,9 +177,12 @@ class PartitionAdvice:
         if best is not None:
             n = best.counts()
             at_least = "at least " if best.lower_bound else ""
-            what = (f"{at_least}{n['total']} record(s) ({n['committed']} committed, {n['acked']} acked"
-                    + (f", {n['from_acks']} known only from the acks" if n["from_acks"] else "")
-                    + (f", {n['conflict']} in conflict: same offset and leader epoch, different data"
+            parts = [f"{n[k]} {word}" for k, word in (("committed", "committed"), ("acked", "acked"),
+                                                         ("unacknowledged", "never acknowledged"),
+                                                         ("uncommitted", "uncommitted")) if n[k]]
+            what = (f"{at_least}{n['total']} record(s) ({', '.join(parts)}"
+                    + (f"; {n['from_acks']} known only from the acks" if n["from_acks"] else "")
+                    + (f"; {n['conflict']} in conflict: same offset and leader epoch, different data"
                        if n["conflict"] else "") + ")")
             if self.verdict == SAFE:
                 lines.append(f"verdict: safe: electing broker {best.broker} loses no record "
@@ -314,6 +317,8 @@ class _Replica:
     # offset -> (leader_epoch, producer_id, sequence, content digest)
     records: dict[int, tuple[int, int, int, bytes]]
     control: set[int] = field(default_factory=set)   # offsets of transaction markers
+    #: the newest leader epoch the dir knows (records and leader-epoch-checkpoint)
+    newest_epoch: int = -1
 
 
 def _digest(key: bytes | None, value: bytes | None, headers: Any) -> bytes:
@@ -343,7 +348,8 @@ def _load(spec: Any) -> _Replica:
                     control.add(r["offset"])
     # records below the log start offset were deleted on purpose (retention, DeleteRecords)
     start = max(min(records, default=0), getattr(spec, "log_start_checkpoint", None) or 0)
-    return _Replica(spec.broker, spec.high_watermark, start, records, control)
+    newest = max([-1, *(r[0] for r in records.values()), *(e for e, _o in spec.epoch_checkpoint or ())])
+    return _Replica(spec.broker, spec.high_watermark, start, records, control, newest)
 
 
 def _divergence(follower: _Replica, leader: _Replica) -> int:
@@ -442,6 +448,19 @@ def _missing(topic: str, partition: int, state: MetadataState | None,
                                     "replica has (appended while it led or followed an older epoch)")
         out.append(MissingEvidence(b, role, f"{why}{appended}; with its log dir advise can tell what "
                                             f"each choice loses"))
+    # a leader writes its epoch to its leader-epoch-checkpoint when it takes over: a given dir
+    # whose newest epoch is older than one its broker led is a copy from before that epoch,
+    # or the broker lost what it wrote then (power loss: recovery drops the epoch's entry with
+    # the records). The disk cannot tell which; the first would make any "safe" false.
+    for r in replicas:
+        led = [e for e, leader in state.leaders if leader == r.broker and e > r.newest_epoch]
+        if led:
+            out.append(MissingEvidence(r.broker, "replica, newer than its given dir",
+                                       f"the metadata log has broker {r.broker} lead leader epoch(s) "
+                                       f"{led}, its given dir knows epochs up to {r.newest_epoch} only: "
+                                       f"either the dir was copied before (what it appended then is "
+                                       f"missing) or the broker lost those records (power loss); a "
+                                       f"copy of its dir taken after it last stopped tells which"))
     return out
 
 
