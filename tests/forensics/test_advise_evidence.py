@@ -186,7 +186,7 @@ def test_a_copy_older_than_its_brokers_last_epoch_is_cannot_tell(tmp_path):
     (adv,) = advise(given, metadata_log=root / "controller", acks_path=root / "acks.jsonl")
     assert adv.verdict == CANNOT_TELL
     (m,) = adv.missing
-    assert m.broker == 1 and m.role == "replica, newer than its given dir" and str(newer) in m.decides
+    assert m.broker == 1 and m.role == "given dir behind the metadata log" and str(newer) in m.decides
     # the acked d0 is on no given dir: counted for every candidate, broker 1's copy included
     assert all((d0["offset"], d0["leader_epoch"]) in {(r.offset, r.leader_epoch) for r in c.lost_from_acks}
                for c in adv.candidates)
@@ -299,7 +299,7 @@ def test_degraded_random_evidence_is_never_falsely_safe(tmp_path):
                         # a final dir not knowing an epoch its broker led: here always a
                         # power loss (the runs' dirs are final, not early copies), which the
                         # disk cannot tell from an early copy; counted, never a "safe"
-                        assert m.role == "replica, newer than its given dir", (where, m)
+                        assert m.role == "given dir behind the metadata log", (where, m)
                         newer_than_dir.add((seed, m.broker, tp))
                     else:
                         assert m.broker is None or m.broker in truth["assignment"], (where, m)
