@@ -88,6 +88,8 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
         best = adv.candidates[0]
         if adv.recommended is None:
             click.echo(f"  no recommendation; if it comes to the best given candidate, broker {best.broker}:")
+        elif adv.verdict == "cannot tell":
+            click.echo(f"  the best given candidate, broker {best.broker} (what it loses is a lower bound):")
         else:
             click.echo(f"  elect broker {best.broker}:")
         for line in adv.commands(bootstrap):

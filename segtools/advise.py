@@ -25,6 +25,16 @@ and assignment: a candidate in the last ISR or ELR is elected cleanly (the contr
 when that broker starts, or a preferred election after a reassignment that puts it first);
 any other needs an unclean election, which the controller only makes while no ISR/ELR member
 is alive (PartitionChangeBuilder.electLeader in Kafka's metadata module).
+
+Never optimistic (issue 21): each partition's verdict is ``safe`` only when proven (the
+metadata log names the replica set, every replica's dir is given, the best candidate loses
+nothing), ``lost`` when every replica is given and even the best loses records, else ``cannot
+tell`` naming the missing evidence (a replica's dir, above all the leader's or a last ISR/ELR
+member's, a given dir older than an epoch its broker led, or the metadata log itself); costs
+are then lower bounds. A cost also counts acked records (``--acks``) no given replica holds
+and records at the same offset and leader epoch with different data (a conflict, which
+Kafka's truncation never repairs). Printed reassignments list the whole replica set, or carry
+a placeholder for the replicas a missing metadata log leaves unknown.
 """
 
 from __future__ import annotations
@@ -91,7 +101,9 @@ class MissingEvidence:
     None: no metadata log), and what it would decide."""
 
     broker: int | None
-    role: str          # leader | last ISR | last ELR | replica | replica set
+    #: leader | last ISR | last ELR | replica (not among the inputs) | given dir behind the
+    #: metadata log (given, but older than an epoch its broker led) | replica set (no metadata log)
+    role: str
     decides: str
 
     def describe(self) -> str:
@@ -164,7 +176,7 @@ class PartitionAdvice:
     def blocking(self) -> list[MissingEvidence]:
         """Missing replicas the controller would elect cleanly (the leader, last ISR or ELR):
         they may hold every record the given ones lack, no given candidate can be recommended."""
-        return [m for m in self.missing if m.broker is not None and m.role != "replica"]
+        return [m for m in self.missing if m.broker is not None and m.role in ("leader", "last ISR", "last ELR")]
 
     @property
     def recommended(self) -> int | None:
@@ -177,9 +189,12 @@ class PartitionAdvice:
         if best is not None:
             n = best.counts()
             at_least = "at least " if best.lower_bound else ""
-            what = (f"{at_least}{n['total']} record(s) ({n['committed']} committed, {n['acked']} acked"
-                    + (f", {n['from_acks']} known only from the acks" if n["from_acks"] else "")
-                    + (f", {n['conflict']} in conflict: same offset and leader epoch, different data"
+            parts = [f"{n[k]} {word}" for k, word in (("committed", "committed"), ("acked", "acked"),
+                                                         ("unacknowledged", "never acknowledged"),
+                                                         ("uncommitted", "uncommitted")) if n[k]]
+            what = (f"{at_least}{n['total']} record(s) ({', '.join(parts)}"
+                    + (f"; {n['from_acks']} known only from the acks" if n["from_acks"] else "")
+                    + (f"; {n['conflict']} in conflict: same offset and leader epoch, different data"
                        if n["conflict"] else "") + ")")
             if self.verdict == SAFE:
                 lines.append(f"verdict: safe: electing broker {best.broker} loses no record "
@@ -314,6 +329,8 @@ class _Replica:
     # offset -> (leader_epoch, producer_id, sequence, content digest)
     records: dict[int, tuple[int, int, int, bytes]]
     control: set[int] = field(default_factory=set)   # offsets of transaction markers
+    #: the newest leader epoch the dir knows (records and leader-epoch-checkpoint)
+    newest_epoch: int = -1
 
 
 def _digest(key: bytes | None, value: bytes | None, headers: Any) -> bytes:
@@ -343,7 +360,8 @@ def _load(spec: Any) -> _Replica:
                     control.add(r["offset"])
     # records below the log start offset were deleted on purpose (retention, DeleteRecords)
     start = max(min(records, default=0), getattr(spec, "log_start_checkpoint", None) or 0)
-    return _Replica(spec.broker, spec.high_watermark, start, records, control)
+    newest = max([-1, *(r[0] for r in records.values()), *(e for e, _o in spec.epoch_checkpoint or ())])
+    return _Replica(spec.broker, spec.high_watermark, start, records, control, newest)
 
 
 def _divergence(follower: _Replica, leader: _Replica) -> int:
@@ -409,12 +427,13 @@ def _cost(candidate: _Replica, others: Sequence[_Replica], acked: dict[tuple[int
 
 
 def _missing(topic: str, partition: int, state: MetadataState | None,
-             replicas: Sequence[_Replica]) -> list[MissingEvidence]:
+             replicas: Sequence[_Replica], metadata_read: bool) -> list[MissingEvidence]:
     """The evidence not among the inputs that could change what a choice loses."""
     tp = f"{topic}-{partition}"
     if state is None or not state.replicas:
+        read = f"the metadata log read has no assignment for {tp}; " if metadata_read else ""
         return [MissingEvidence(None, "replica set",
-                                f"which brokers hold replicas of {tp} and which were in its last ISR/ELR; "
+                                f"{read}which brokers hold replicas of {tp} and which were in its last ISR/ELR; "
                                 f"a replica whose log dir is not given may hold records every given "
                                 f"candidate lacks, so no choice can be proven safe")]
     given = {r.broker for r in replicas}
@@ -442,6 +461,19 @@ def _missing(topic: str, partition: int, state: MetadataState | None,
                                     "replica has (appended while it led or followed an older epoch)")
         out.append(MissingEvidence(b, role, f"{why}{appended}; with its log dir advise can tell what "
                                             f"each choice loses"))
+    # a leader writes its epoch to its leader-epoch-checkpoint when it takes over: a given dir
+    # whose newest epoch is older than one its broker led is a copy from before that epoch,
+    # or the broker lost what it wrote then (power loss: recovery drops the epoch's entry with
+    # the records). The disk cannot tell which; the first would make any "safe" false.
+    for r in replicas:
+        led = [e for e, leader in state.leaders if leader == r.broker and e > r.newest_epoch]
+        if led:
+            out.append(MissingEvidence(r.broker, "given dir behind the metadata log",
+                                       f"the metadata log has broker {r.broker} lead leader epoch(s) "
+                                       f"{led}, its given dir knows epochs up to {r.newest_epoch} only: "
+                                       f"either the dir was copied before (what it appended then is "
+                                       f"missing) or the broker lost those records (power loss); a "
+                                       f"copy of its dir taken after it last stopped tells which"))
     return out
 
 
@@ -500,7 +532,7 @@ def advise(paths: Sequence[str | os.PathLike[str]], *, acks_path: str | os.PathL
         costs = [_cost(c, [r for r in replicas if r is not c], acked, acked_all, acks is not None)
                  for c in replicas]
         state = states.get((t, p))
-        missing = _missing(t, p, state, replicas)
+        missing = _missing(t, p, state, replicas, bool(states))
         for c in costs:
             c.election = state.election_for(c.broker) if state else None
             c.lower_bound = bool(missing)

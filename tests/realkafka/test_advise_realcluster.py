@@ -133,9 +133,40 @@ def test_advise_predicts_what_each_real_election_loses(tmp_path):
     # the advice itself: ranked best first (broker 1, clean, loses nothing), commands per state
     for p in (0, 1, 2):
         adv = advice[p]
+        assert adv.verdict == "safe" and adv.missing == [] and adv.recommended == 1
         assert [c.broker for c in adv.candidates] == [1, 2, 3]
         assert [c.election for c in adv.candidates] == ["clean", "unclean", "unclean"]
         assert "no command needed" in adv.commands()[0]
         three = adv.commands(broker=3)
         assert '"replicas": [3, 1, 2]' in three[1] and three[-1].endswith(
             f"--election-type unclean --topic adv --partition {p}")
+
+    # issue 21: the same offline copies without broker 1's dir (the last ISR member, alone
+    # holding the acks=1 records): advise cannot tell, names broker 1, recommends nobody and
+    # counts the acked records only broker 1 held (kafka-dump-log above) in every cost
+    from click.testing import CliRunner
+
+    from segtools.cli.main import cli
+    from segtools.forensics.api import default_metadata_log
+
+    metadata = default_metadata_log([offline])
+    assert metadata is not None
+    given = [offline / "broker-2", offline / "broker-3"]
+    partial = {a.partition: a for a in advise(given, acks_path=out / "acks.jsonl", metadata_log=metadata)
+               if a.topic == "adv"}
+    assert sorted(partial) == [0, 1, 2]
+    for p, adv in partial.items():
+        assert adv.verdict == "cannot tell" and adv.recommended is None
+        assert [(m.broker, m.role) for m in adv.missing] == [(1, "last ISR")]
+        on_1 = disk(offline, 1, p)
+        only_1 = {v for v, _e in on_1.values()} - {v for b in (2, 3) for v, _e in disk(offline, b, p).values()}
+        assert only_1 == {f"p{p}-c0", f"p{p}-c1"}
+        for c in adv.candidates:
+            assert c.lower_bound
+            assert {on_1[r.offset][0] for r in c.lost_from_acks} == only_1, (p, c.broker)
+    for with_acks in (True, False):
+        args = ["advise", *map(str, given), "--metadata-log", metadata, "--topic", "adv"]
+        result = CliRunner().invoke(cli, args + (["--acks", str(out / "acks.jsonl")] if with_acks else []))
+        assert result.exit_code == 1, result.output
+        assert result.output.count("verdict: cannot tell") == 3 and "verdict: safe" not in result.output
+        assert result.output.count("missing: broker 1's log dir (last ISR)") == 3
