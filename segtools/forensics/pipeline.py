@@ -319,7 +319,8 @@ def match_partition(verdict: PartitionVerdict, specs: Mapping[int, ReplicaSpec],
         divergent.setdefault((rng.broker, rng.log_dir), [])
     acked = acks.for_partition(verdict.topic, verdict.partition) if acks is not None else None
     by_ack = acks.committed_for_partition(verdict.topic, verdict.partition) if acks is not None else set()
-    return lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack)
+    sole = (verdict.evidence or {}).get("sole_isr_epochs") or ()
+    return lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack, sole)
 
 
 def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: PartitionHistory | None,
