@@ -2,7 +2,8 @@
 
     import segtools
     report = segtools.compare(["broker-1", "broker-2", "broker-3"])
-    report.exit_code            # 0 clean, 1 findings (CONTRACT.md section 1)
+    report.answer()             # "lost", "safe" (proven) or "cannot_tell" (docs/REPORT.md)
+    report.exit_code            # 0 only when safe, 1 findings or cannot tell (CONTRACT.md 4)
     report.report_json()        # what `segtools compare --report` writes (docs/REPORT.md)
 
 `segtools compare` is a thin layer over this function (argument parsing, printing, exit

@@ -279,7 +279,8 @@ def test_report_md_lists_every_status_and_finding_code():
     from segtools.forensics.findings import INFO_CODES, STATUS_ORDER
 
     text = (REPO / "docs" / "REPORT.md").read_text()
-    for code in [*STATUS_ORDER, *INFO_CODES, "COMMITTED_OFFSETS_LOST", "CLEAN", "PROBLEMS"]:
+    for code in [*STATUS_ORDER, *INFO_CODES, "COMMITTED_OFFSETS_LOST", "ACKED_OFFSETS_LOST", "CLEAN", "PROBLEMS",
+                 "CANNOT_TELL", "cannot_tell", "safe", "lost"]:
         assert f"`{code}`" in text, code
     assert "docs/REPORT.md" in (REPO / "README.md").read_text()
 
@@ -339,3 +340,15 @@ def test_non_utf8_partition_dir_name_no_traceback(tmp_path):
                          capture_output=True, timeout=120)
     assert res.returncode == 2 and b"Traceback" not in res.stderr, res.stderr
     assert b"not UTF-8" in res.stderr and b"starting Spark" not in res.stderr
+
+
+def test_report_md_lists_every_missing_evidence_kind():
+    """Every `evidence` value compare can name is explained in docs/REPORT.md (issue 21)."""
+    import re
+
+    src = (REPO / "segtools" / "forensics" / "answers.py").read_text()
+    kinds = set(re.findall(r'_missing\(\s*"(\w+)"', src))
+    assert kinds >= {"metadata_log", "log_dir", "acks", "untruncated_log", "segments_below_log_start", "intact_copy"}
+    text = (REPO / "docs" / "REPORT.md").read_text()
+    for k in kinds:
+        assert f"`{k}`" in text, k
