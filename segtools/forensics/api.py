@@ -163,6 +163,10 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
         # them: they describe the end of the log, and have no metadata offset)
         report.broker_events = [*getattr(histories, "brokers", []), *unclean_stops_from_log_dirs(report.partitions)]
     report.replicas = list(specs)
+    if histories is not None:
+        # a partition of a compared topic that the metadata log knows and no given dir holds:
+        # its answer is cannot tell, not silence
+        report.note_unseen_partitions(histories)
     report.describe(inputs=check.to_json(), warnings=warnings, runner=runner, legend=check.legend_lines())
     return report
 

@@ -80,6 +80,8 @@ class CompareReport:
     # the replicas compared (collect.ReplicaSpec); not in report.json (compare --lost-out reads them)
     replicas: list[Any] = field(default_factory=list, repr=False)
     acks_given: bool = False
+    #: partitions of compared topics the metadata log knows but no given dir holds (cannot tell)
+    unseen: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self, *, inputs: dict[str, Any] | None, warnings: list[str], runner: str,
                  legend: list[str]) -> None:
@@ -120,6 +122,19 @@ class CompareReport:
                                if replica_problem(p.verdict, r)})
             p.answer = partition_answer(p, acks_given=self.acks_given, problems=problems)
 
+    def note_unseen_partitions(self, histories: Any) -> None:
+        """Partitions of the compared topics that the metadata log lists and no input holds."""
+        topics = {p.verdict.topic for p in self.partitions}
+        seen = {(p.verdict.topic, p.verdict.partition) for p in self.partitions}
+        self.unseen = []
+        for (topic, partition), h in sorted(histories.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if topic in topics and (topic, partition) not in seen:
+                self.unseen.append({"topic": topic, "partition": partition, "missing": [{
+                    "evidence": "log_dir", "brokers": sorted(set(h.isr) | set(h.elr) | set(h.replicas)),
+                    "detail": "no given log dir holds this partition of a compared topic (the metadata log "
+                              f"lists it; assignment {list(h.replicas)}, ISR {list(h.isr)})",
+                    "decides": "whether this partition lost records"}]})
+
     def answer(self) -> str:
         """The report's answer: ``lost`` when any partition lost records, else ``cannot_tell``
         when any partition's evidence falls short, else ``safe`` (an empty input proves nothing)."""
@@ -127,13 +142,14 @@ class CompareReport:
 
         if not self.partitions:
             return CANNOT_TELL
-        return worst([(p.answer or {}).get("value", CANNOT_TELL) for p in self.partitions])
+        values = [(p.answer or {}).get("value", CANNOT_TELL) for p in self.partitions]
+        return worst(values + [CANNOT_TELL] * bool(self.unseen))
 
     def cannot_tell(self) -> list[dict[str, Any]]:
         """Per partition whose answer is not proven: the missing evidence (report.json)."""
-        return [{"topic": p.verdict.topic, "partition": p.verdict.partition, "missing": p.answer["missing"]}
-                for p in sorted(self.partitions, key=lambda p: (p.verdict.topic, p.verdict.partition))
-                if p.answer and p.answer["missing"]]
+        out = [{"topic": p.verdict.topic, "partition": p.verdict.partition, "missing": p.answer["missing"]}
+               for p in self.partitions if p.answer and p.answer["missing"]]
+        return sorted(out + list(self.unseen), key=lambda g: (g["topic"], g["partition"]))
 
     def totals(self) -> dict[str, Any]:
         """Counts for the summary line and report.json's summary block (docs/REPORT.md)."""

@@ -149,3 +149,26 @@ def test_acked_offsets_below_log_start_cannot_tell(quiet, tmp_path):
                                           "ok": True, "acks": "1"}]))
     assert report.answer() == "cannot_tell" and report.exit_code == 1
     assert [m["evidence"] for m in report.partitions[0].answer["missing"]] == ["segments_below_log_start"]
+
+
+def test_a_partition_no_given_dir_holds_cannot_tell(tmp_path):
+    # RF 1 on two partitions: only the broker holding partition 0 is given; the metadata log
+    # lists partition 1 (on broker 2) too
+    text = """\
+name: rf1
+seed: 23
+cluster: {brokers: [1, 2], segment_index_bytes: 1024, metadata_log: true}
+topics:
+  - {name: t, partitions: 2, replication_factor: 1, min_insync_replicas: 1, assignment: {0: [1], 1: [2]}}
+steps:
+  - produce: {topic: t, partition: 0, acks: all, count: 2, value_bytes: 4}
+  - produce: {topic: t, partition: 1, acks: all, count: 2, value_bytes: 4}
+  - advance: {ms: 6000}
+"""
+    out = _simulate(tmp_path, text, "rf1")
+    code, doc, _ = _compare(str(out / "broker-1"), "--metadata-log", str(out / "controller"), tmp_path=tmp_path)
+    assert [p["partition"] for p in doc["partitions"]] == [0]
+    assert doc["partitions"][0]["answer"]["value"] == "safe"
+    assert code == 1 and doc["summary"]["answer"] == "cannot_tell"
+    gap = [g for g in doc["summary"]["missing_evidence"] if g["partition"] == 1]
+    assert gap and gap[0]["missing"][0]["brokers"] == [2]
