@@ -40,7 +40,14 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
             and not (v.topic_id and r.topic_id and r.topic_id != v.topic_id)]
     given = {r.broker: r for r in same}
     ev = v.evidence
-    if ev is None:
+    if v.topic == "__cluster_metadata":
+        # the KRaft log itself: replicated by Raft (a majority of voters), not by an ISR, and
+        # not described by itself; its copies are only compared with each other
+        missing.append(_missing(
+            "raft_voters", "the controller quorum's voters and their logs: __cluster_metadata is replicated "
+            "by Raft, which compare does not check beyond comparing the given copies",
+            "whether entries committed by the quorum were lost"))
+    elif ev is None:
         missing.append(_missing(
             "metadata_log", "no KRaft metadata log (__cluster_metadata-0) covers this partition: which "
             "brokers were its last ISR/ELR and leader is unknown, so a broker whose log dir is not given "
@@ -71,7 +78,7 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
                     "untruncated_log", f"broker {b}'s log as it was before the unclean election of epoch "
                     f"{el['epoch']} (leader {el['leader']}): {why}",
                     f"whether records committed before epoch {el['epoch']} were lost", broker=b, epoch=el["epoch"]))
-    if not acks_given:
+    if not acks_given and v.topic != "__cluster_metadata":
         if ev is not None:
             later = [el for el in ev["elections"] if el["class"] not in ("initial", "offline") and el["leader"] >= 0]
         else:
