@@ -26,7 +26,8 @@ from segtools.primitives.visible import visible, visible_lines
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the JSON report (docs/REPORT.md) to FILE.")
 @click.option("--acks", "acks_path", type=InputPath(exists=True, dir_okay=False),
-              help="Producer acks (acks.jsonl) to mark lost records as acked.")
+              help="Producer acks (acks.jsonl): mark lost records as acked, and check every "
+                   "acknowledged offset against every replica's lineage (on none: lost).")
 @click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
               "or spark-submit's).")
 @click.option("--tables", "tables_dir", type=click.Path(file_okay=False),
@@ -55,8 +56,10 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
             max_rows: int, debug: bool, max_batch_bytes: int | None = None,
             html_path: str | None = None, lost_out: str | None = None) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
-    dirs). Exit 0 when every replica is consistent or a lagging prefix, 1 when anything is
-    lost, diverged or corrupt, 2 when the input cannot be used."""
+    dirs). The answer is lost, safe (proven) or cannot tell (naming the missing evidence:
+    the metadata log, a last-ISR member's dir, --acks, ...). Exit 0 only when nothing lost is
+    proven; 1 when anything is lost, diverged or corrupt, or when the evidence cannot tell;
+    2 when the input cannot be used."""
     from segtools.files.outputs import atomic_write, check_output_file, check_output_location
     from segtools.forensics.api import compare as run
     from segtools.forensics.report import render_summary

@@ -2,7 +2,8 @@
 
     import segtools
     report = segtools.compare(["broker-1", "broker-2", "broker-3"])
-    report.exit_code            # 0 clean, 1 findings (CONTRACT.md section 1)
+    report.answer()             # "lost", "safe" (proven) or "cannot_tell" (docs/REPORT.md)
+    report.exit_code            # 0 only when safe, 1 findings or cannot tell (CONTRACT.md 4)
     report.report_json()        # what `segtools compare --report` writes (docs/REPORT.md)
 
 `segtools compare` is a thin layer over this function (argument parsing, printing, exit
@@ -162,6 +163,10 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
         # them: they describe the end of the log, and have no metadata offset)
         report.broker_events = [*getattr(histories, "brokers", []), *unclean_stops_from_log_dirs(report.partitions)]
     report.replicas = list(specs)
+    if histories is not None:
+        # a partition of a compared topic that the metadata log knows and no given dir holds:
+        # its answer is cannot tell, not silence
+        report.note_unseen_partitions(histories)
     report.describe(inputs=check.to_json(), warnings=warnings, runner=runner, legend=check.legend_lines())
     return report
 

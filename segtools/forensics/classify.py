@@ -108,6 +108,9 @@ class PartitionVerdict:
     metadata_changes: list[dict[str, Any]] = field(default_factory=list)   # PartitionHistory.changes
     #: per-partition transactions on the reference (segtools.forensics.transactions)
     transactions: dict[str, Any] | None = None
+    #: what the metadata log says of the partition at its end (None without one): the
+    #: evidence segtools.forensics.answers needs to prove "nothing lost" (:func:`metadata_evidence`)
+    evidence: dict[str, Any] | None = None
 
     @property
     def problem(self) -> bool:
@@ -406,7 +409,44 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                             reference_log_dir=ref.facts.log_dir,
                             reference_epochs=list(ref.epoch_map.entries),
                             metadata_changes=list(history.changes) if history is not None else [],
-                            transactions=txns if txns.get("transactions") else None)
+                            transactions=txns if txns.get("transactions") else None,
+                            evidence=metadata_evidence(history))
+
+
+def metadata_evidence(history: PartitionHistory | None) -> dict[str, Any] | None:
+    """The metadata log's last word on a partition: leader, ISR, ELR, assignment, and every
+    election after the first (any of them may have truncated records acknowledged with acks=1);
+    and the epochs whose leader was the ISR alone throughout (no HW freeze), whose appended
+    records were committed as they were written."""
+    if history is None:
+        return None
+    before: dict[int, list[int]] = {}        # epoch -> ISR and ELR just before its election
+    prev: set[int] = set()
+    for c in history.changes:
+        e = c.get("leader_epoch")
+        if e is not None and c.get("election") and int(e) not in before:
+            before[int(e)] = sorted(prev)
+        prev = set(c.get("isr") or []) | set(c.get("elr") or [])
+    elections = [{"epoch": e, "leader": el.leader, "class": el.election_class or ("unclean" if el.unclean else "isr"),
+                  "unclean": el.unclean, "previous_isr": before.get(e, [])}
+                 for e, el in sorted(history.elections.items())]
+    by_epoch: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for c in history.changes:
+        if c.get("leader_epoch") is not None:
+            by_epoch[int(c["leader_epoch"])].append(c)
+    sole = sorted(e for e, cs in by_epoch.items()
+                  if cs and all(c.get("leader") is not None and c["leader"] >= 0
+                                and list(c.get("isr") or []) == [c["leader"]] and not c.get("hw_frozen") for c in cs)
+                  and len({c["leader"] for c in cs}) == 1
+                  # KAFKA-15583: below min.insync.replicas the HW stays put; the broker's static
+                  # default is not in the log, so only a min ISR the log sets to 1 proves it
+                  and history.known_min_isr.get(e) == 1)
+    if history.hw_frozen:
+        # an ISR alone under min.insync.replicas with ELR on: the leader's HW stayed put
+        sole = []
+    return {"leader": history.leader, "last_leader": history.last_leader, "leader_epoch": history.leader_epoch,
+            "isr": list(history.isr), "elr": list(history.elr), "last_known_elr": list(history.last_known_elr),
+            "replicas": list(history.replicas), "elections": elections, "sole_isr_epochs": sole}
 
 
 def _epoch_times(batches: Sequence[BatchFacts]) -> list[tuple[int, int, int]]:

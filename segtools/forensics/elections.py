@@ -70,6 +70,9 @@ class PartitionHistory:
     #: Histories.unclean_shutdowns and Histories.brokers (every broker), for causes
     unclean_shutdowns: list[dict[str, Any]] = field(default_factory=list)
     broker_events: list[dict[str, Any]] = field(default_factory=list)
+    #: per leader epoch, min.insync.replicas as ConfigRecords set it at each of its changes
+    #: (None when one change had no such record: the broker's static default is not in the log)
+    known_min_isr: dict[int, int | None] = field(default_factory=dict)
 
     @property
     def expected_leader(self) -> int | None:
@@ -193,6 +196,7 @@ class _Configs:
     def __init__(self) -> None:
         self.topic: dict[str, int] = {}
         self.default = 1       # Kafka's min.insync.replicas default
+        self.default_set = False   # a dynamic cluster-wide value was recorded
 
     def apply(self, data: dict[str, Any]) -> None:
         if _get(data, "name") != "min.insync.replicas":
@@ -209,10 +213,16 @@ class _Configs:
             else:
                 self.topic[rname] = level
         elif rtype == _BROKER_RESOURCE and rname == "" and level is not None:
-            self.default = level
+            self.default, self.default_set = level, True
 
     def min_isr(self, topic: str | None) -> int:
         return self.topic.get(topic or "", self.default)
+
+    def known(self, topic: str | None) -> int | None:
+        """min.insync.replicas when the log itself sets it (a topic or dynamic cluster config)."""
+        if (topic or "") in self.topic:
+            return self.topic[topic or ""]
+        return self.default if self.default_set else None
 
 
 def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
@@ -247,6 +257,10 @@ def replay(records: Iterable[tuple[Any, ...]]) -> Histories:
                 hist = by_id[(topic_id, pid)] = PartitionHistory(None, topic_id, pid)
             removed = _apply_partition(hist, tname, data, meta, out.features,
                                        configs.min_isr(names.get(topic_id)))
+            known = configs.known(names.get(topic_id))
+            seen = hist.known_min_isr.get(hist.leader_epoch, known)
+            hist.known_min_isr[hist.leader_epoch] = (None if known is None or seen is None
+                                                     else max(known, seen))
             # only with ELR on does the controller answer an unclean restart with removals
             # (ReplicationControlManager.handleBrokerShutdown)
             for b in removed if elr_enabled(out.features) else ():

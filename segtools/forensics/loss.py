@@ -106,6 +106,10 @@ class AckIndex:
     def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]:
         return dict(self._acked.get((topic, partition), {}))
 
+    def partitions(self) -> list[tuple[str, int]]:
+        """Every (topic, partition) acks.jsonl names with an offset."""
+        return sorted(self._acked)
+
     def acked(self, topic: str, partition: int, offset: int, epoch: int) -> bool:
         return self._acked.get((topic, partition), {}).get((offset, epoch), False)
 
@@ -114,9 +118,13 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
                  reference: Sequence[RecordFacts],
                  acks: Mapping[tuple[int, int], bool] | None,
                  committed_by_ack: set[tuple[int, int]] | frozenset = frozenset(),
+                 committed_epochs: Iterable[int] = (),
                  ) -> tuple[list[LostRecord], list[Finding]]:
     """Lost records per divergent range (keyed by (broker, log_dir)), with relocation and
-    committed/acked flags; plus RELOCATED / DUPLICATE findings."""
+    committed/acked flags; plus RELOCATED / DUPLICATE findings. ``committed_epochs``: leader
+    epochs whose leader was the ISR alone throughout (the metadata log): every record appended
+    in them was committed at once, whatever the lagging HW checkpoints say."""
+    sole = frozenset(committed_epochs)
     at = {(r.offset, r.leader_epoch) for r in reference}
     by_producer: dict[tuple[int, int, int], int] = {}
     by_content: dict[tuple[Any, ...], list[int]] = defaultdict(list)
@@ -146,7 +154,8 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
             out.append(LostRecord(
                 broker=rng.broker, log_dir=rng.log_dir, offset=rec.offset, leader_epoch=rec.leader_epoch,
                 key=rec.key, value=rec.value,
-                committed=rng.is_committed(rec.offset) or (rec.offset, rec.leader_epoch) in committed_by_ack,
+                committed=(rng.is_committed(rec.offset) or (rec.offset, rec.leader_epoch) in committed_by_ack
+                           or rec.leader_epoch in sole),
                 acked=None if acks is None else acks.get((rec.offset, rec.leader_epoch), False),
                 relocated_to=relocated, producer_id=rec.producer_id, sequence=rec.sequence))
         if moved:
@@ -264,3 +273,75 @@ def committed_offsets_lost(verdict: Any, acks: AckIndex | None = None) -> LostOf
         acked = len({o for (o, _e), ok in acks.for_partition(verdict.topic, verdict.partition).items()
                      if ok and held_to <= o < hw})
     return LostOffsets(held_to, hw, hw_broker, acked)
+
+
+@dataclass(slots=True)
+class AckedLoss:
+    """An offset a producer saw acknowledged (acks.jsonl: offset and leader epoch) that no
+    given replica's lineage holds: every replica holding that offset holds it in another
+    epoch, or ends before it. No copy of the record is left on the given disks, so it is
+    counted from the acks alone."""
+
+    offset: int
+    leader_epoch: int
+    committed: bool            # acks=all, or the leader of its epoch was the ISR alone
+
+    def to_json(self) -> dict[str, Any]:
+        return {"offset": self.offset, "leader_epoch": self.leader_epoch, "committed": self.committed}
+
+
+@dataclass(slots=True)
+class AckReconciliation:
+    """acks.jsonl checked against the lineages of one partition's replicas."""
+
+    lost: list[AckedLoss]
+    #: acknowledged offsets below a replica's log start that no replica holds: deleted by
+    #: retention or DeleteRecords, or lost before; the segments that would tell are gone
+    below_log_start: list[tuple[int, int]]
+    checked: int               # acknowledged (offset, epoch) pairs compared
+
+    def finding(self) -> Finding | None:
+        if not self.lost:
+            return None
+        first = self.lost[0]
+        committed = sum(x.committed for x in self.lost)
+        shown = ", ".join(f"{x.offset} (epoch {x.leader_epoch})" for x in self.lost[:5])
+        more = f" and {len(self.lost) - 5} more" if len(self.lost) > 5 else ""
+        return Finding("ACKED_OFFSETS_LOST",
+                       f"{len(self.lost)} offset(s) acknowledged to producers are held by no replica in "
+                       f"their leader epoch ({committed} committed): {shown}{more}; no copy left on the "
+                       "given log dirs", offset=first.offset)
+
+
+def _epoch_at(epochs: Sequence[Sequence[int]], offset: int) -> int | None:
+    import bisect
+
+    starts = [int(s) for _e, s in epochs]
+    i = bisect.bisect_right(starts, offset)
+    return int(epochs[i - 1][0]) if i > 0 else None
+
+
+def reconcile_acks(verdict: Any, acks: AckIndex | None) -> AckReconciliation | None:
+    """Every offset acks.jsonl shows acknowledged for this partition, checked against each
+    replica's lineage (its leader-epoch runs between log start and log end): held when some
+    replica holds that offset in that epoch (on the surviving lineage, or on a divergent
+    suffix, where stage 3 reports it as a lost record). Otherwise lost, unless some replica's
+    log starts above it (its segments are gone: cannot tell). None without acks."""
+    if acks is None:
+        return None
+    entries = [(o, e) for (o, e), ok in acks.for_partition(verdict.topic, verdict.partition).items() if ok]
+    same = [r for r in verdict.replicas if r.state not in ("delete", "future", "stray")
+            and not (verdict.topic_id and r.topic_id and r.topic_id != verdict.topic_id)]
+    committed_all = acks.committed_for_partition(verdict.topic, verdict.partition)
+    sole = set((verdict.evidence or {}).get("sole_isr_epochs") or ())
+    lost: list[AckedLoss] = []
+    below: list[tuple[int, int]] = []
+    for o, e in sorted(entries):
+        # epoch -1 (no epoch known): held when any replica holds the offset at all
+        if any(r.log_start_offset <= o < r.log_end_offset and (e < 0 or _epoch_at(r.epochs, o) == e) for r in same):
+            continue
+        if any(o < r.log_start_offset for r in same):
+            below.append((o, e))
+            continue
+        lost.append(AckedLoss(o, e, (o, e) in committed_all or e in sole))
+    return AckReconciliation(lost, below, len(entries))

@@ -320,8 +320,9 @@ def match_partition(verdict: PartitionVerdict, specs: Mapping[int, ReplicaSpec],
         divergent.setdefault((rng.broker, rng.log_dir), [])
     acked = acks.for_partition(verdict.topic, verdict.partition) if acks is not None else None
     by_ack = acks.committed_for_partition(verdict.topic, verdict.partition) if acks is not None else set()
-    lost, findings = lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack)
-    # transactions (engineer replay's hook): an aborted transaction lost with its marker is no committed loss
+    sole = (verdict.evidence or {}).get("sole_isr_epochs") or ()
+    lost, findings = lost_records(verdict.divergent_ranges, divergent, reference, acked, by_ack, sole)
+    # an aborted transaction lost together with its marker is no committed loss
     from segtools.forensics.transactions import clear_aborted_commitment
 
     clear_aborted_commitment(lost, divergent)

@@ -7,12 +7,24 @@ from typing import Any
 
 from segtools.forensics.classify import PartitionVerdict
 from segtools.forensics.findings import PROBLEM_STATUSES, STATUS_ORDER
-from segtools.forensics.loss import AckIndex, LostOffsets, LostRecord, committed_offsets_lost
+from segtools.forensics.loss import (
+    AckIndex,
+    AckReconciliation,
+    LostOffsets,
+    LostRecord,
+    committed_offsets_lost,
+    reconcile_acks,
+)
+
+#: report.json's top-level ``schema_version`` (docs/REPORT.md); 2 added the three-valued
+#: ``answer`` and ``acked_offsets_lost``
+SCHEMA_VERSION = 2
 
 #: report.json "summary.verdict" values (docs/REPORT.md)
 VERDICT_CLEAN = "CLEAN"            # exit 0: every replica consistent or a lagging prefix
 VERDICT_LOSS = "COMMITTED_LOSS"    # committed records or committed offsets lost
 VERDICT_PROBLEMS = "PROBLEMS"      # divergence, corruption or unreadable input, nothing committed lost
+VERDICT_CANNOT_TELL = "CANNOT_TELL"   # nothing seen lost, but the evidence cannot prove it (exit 1)
 
 
 def replica_problem(verdict: PartitionVerdict, replica: Any) -> bool:
@@ -31,16 +43,25 @@ class PartitionReport:
     lost: list[LostRecord] = field(default_factory=list)
     extra_findings: list[Any] = field(default_factory=list)
     lost_offsets: LostOffsets | None = None
+    #: acks.jsonl checked against the replicas' lineages (None without --acks)
+    acked_lost: AckReconciliation | None = None
+    #: segtools.forensics.answers.partition_answer: {"value", "lost", "missing"}
+    answer: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         v = self.verdict
+        acked = self.acked_lost.finding() if self.acked_lost is not None else None
         return {
             "topic": v.topic, "partition": v.partition, "topic_id": v.topic_id,
             "reference_broker": v.reference_broker,
             "replicas": [r.to_json() for r in sorted(v.replicas, key=lambda r: (r.broker, r.log_dir))],
             "lost_records": [x.to_json() for x in self.lost],
             "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
-                                                *([self.lost_offsets.finding()] if self.lost_offsets else [])]],
+                                                *([self.lost_offsets.finding()] if self.lost_offsets else []),
+                                                *([acked] if acked else [])]],
+            "answer": self.answer,
+            **({"acked_offsets_lost": [x.to_json() for x in self.acked_lost.lost]}
+               if self.acked_lost is not None else {}),
             **({"metadata_changes": v.metadata_changes} if v.metadata_changes else {}),
             **({"transactions": v.transactions} if getattr(v, "transactions", None) else {}),
         }
@@ -58,6 +79,9 @@ class CompareReport:
     generated_at: str | None = None
     # the replicas compared (collect.ReplicaSpec); not in report.json (compare --lost-out reads them)
     replicas: list[Any] = field(default_factory=list, repr=False)
+    acks_given: bool = False
+    #: partitions of compared topics the metadata log knows but no given dir holds (cannot tell)
+    unseen: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self, *, inputs: dict[str, Any] | None, warnings: list[str], runner: str,
                  legend: list[str]) -> None:
@@ -80,12 +104,52 @@ class CompareReport:
         """1 when anything is lost, diverged or corrupt (a checkpoint or metadata file that
         does not parse included); 0 when clean (CONTRACT.md section 1)."""
         bad = any(replica_problem(p.verdict, r) for p in self.partitions for r in p.verdict.replicas)
-        return 1 if bad or any(p.lost or p.lost_offsets for p in self.partitions) else 0
+        if bad or any(p.lost or p.lost_offsets for p in self.partitions):
+            return 1
+        # exit 0 only when "nothing lost" is proven: "cannot tell" and acked losses exit 1
+        return 0 if self.answer() == "safe" else 1
 
     def attach_lost_offsets(self, acks: AckIndex | None = None) -> None:
-        """Committed offsets that survive on no replica, per partition (both runners)."""
+        """Committed offsets that survive on no replica, acknowledged offsets no lineage holds,
+        and each partition's three-valued answer (both runners end here)."""
+        from segtools.forensics.answers import partition_answer
+
+        self.acks_given = acks is not None
         for p in self.partitions:
             p.lost_offsets = committed_offsets_lost(p.verdict, acks)
+            p.acked_lost = reconcile_acks(p.verdict, acks)
+            problems = sorted({f"broker {r.broker}: {r.status}" for r in p.verdict.replicas
+                               if replica_problem(p.verdict, r)})
+            p.answer = partition_answer(p, acks_given=self.acks_given, problems=problems)
+
+    def note_unseen_partitions(self, histories: Any) -> None:
+        """Partitions of the compared topics that the metadata log lists and no input holds."""
+        topics = {p.verdict.topic for p in self.partitions}
+        seen = {(p.verdict.topic, p.verdict.partition) for p in self.partitions}
+        self.unseen = []
+        for (topic, partition), h in sorted(histories.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if topic in topics and (topic, partition) not in seen:
+                self.unseen.append({"topic": topic, "partition": partition, "missing": [{
+                    "evidence": "log_dir", "brokers": sorted(set(h.isr) | set(h.elr) | set(h.replicas)),
+                    "detail": "no given log dir holds this partition of a compared topic (the metadata log "
+                              f"lists it; assignment {list(h.replicas)}, ISR {list(h.isr)})",
+                    "decides": "whether this partition lost records"}]})
+
+    def answer(self) -> str:
+        """The report's answer: ``lost`` when any partition lost records, else ``cannot_tell``
+        when any partition's evidence falls short, else ``safe`` (an empty input proves nothing)."""
+        from segtools.forensics.answers import CANNOT_TELL, worst
+
+        if not self.partitions:
+            return CANNOT_TELL
+        values = [(p.answer or {}).get("value", CANNOT_TELL) for p in self.partitions]
+        return worst(values + [CANNOT_TELL] * bool(self.unseen))
+
+    def cannot_tell(self) -> list[dict[str, Any]]:
+        """Per partition whose answer is not proven: the missing evidence (report.json)."""
+        out = [{"topic": p.verdict.topic, "partition": p.verdict.partition, "missing": p.answer["missing"]}
+               for p in self.partitions if p.answer and p.answer["missing"]]
+        return sorted(out + list(self.unseen), key=lambda g: (g["topic"], g["partition"]))
 
     def totals(self) -> dict[str, Any]:
         """Counts for the summary line and report.json's summary block (docs/REPORT.md)."""
@@ -105,6 +169,7 @@ class CompareReport:
         acks_known = any(x.acked is not None for p in self.partitions for x in p.lost)
         ranges = [p.lost_offsets for p in self.partitions if p.lost_offsets]
         offsets_acked_known = any(r.acked is not None for r in ranges)
+        acked_lost = [(p, x) for p in self.partitions if p.acked_lost is not None for x in p.acked_lost.lost]
         return {
             "partitions": len(self.partitions),
             "replicas": sum(by_status.values()),
@@ -125,13 +190,20 @@ class CompareReport:
                                 "end_offset": p.lost_offsets.end_offset}
                                for p in self.partitions if p.lost_offsets],
             },
+            "acked_offsets_lost": None if not self.acks_given else {
+                "total": len(acked_lost), "committed": sum(x.committed for _p, x in acked_lost),
+                "partitions": sorted({(p.verdict.topic, p.verdict.partition) for p, _x in acked_lost}),
+            },
         }
 
     def verdict(self) -> str:
         t = self.totals()
-        if t["records_lost"]["committed"] or t["offsets_lost"]["committed"]:
+        acked = t["acked_offsets_lost"] or {}
+        if t["records_lost"]["committed"] or t["offsets_lost"]["committed"] or acked.get("committed"):
             return VERDICT_LOSS
-        return VERDICT_PROBLEMS if self.exit_code else VERDICT_CLEAN
+        if t["records_lost"]["total"] or acked.get("total") or t["replicas_with_problems"]:
+            return VERDICT_PROBLEMS
+        return VERDICT_CANNOT_TELL if self.exit_code else VERDICT_CLEAN
 
     def summary(self, *, inputs: dict[str, Any] | None = None, warnings: list[str] | None = None,
                 runner: str | None = None, generated_at: str | None = None) -> dict[str, Any]:
@@ -147,6 +219,7 @@ class CompareReport:
             "tool": "segtools compare", "version": __version__, "generated_at": generated_at,
             "runner": runner, "inputs": inputs, "warnings": list(warnings or []),
             **_nest_totals(self.totals()), "verdict": self.verdict(), "exit_code": self.exit_code,
+            "answer": self.answer(), "missing_evidence": self.cannot_tell(),
         }
 
     def report_json(self, **summary_kw: Any) -> dict[str, Any]:
@@ -154,7 +227,7 @@ class CompareReport:
         warnings, runner and time are the ones :meth:`describe` recorded unless given."""
         kw = {"inputs": self.inputs, "warnings": self.warnings, "runner": self.runner,
               "generated_at": self.generated_at, **summary_kw}
-        return {"summary": self.summary(**kw), **self.to_json()}
+        return {"schema_version": SCHEMA_VERSION, "summary": self.summary(**kw), **self.to_json()}
 
     def json_text(self) -> str:
         """Exactly the bytes `segtools compare --report FILE` writes (as text)."""
@@ -165,7 +238,11 @@ class CompareReport:
 
 def _nest_totals(t: dict[str, Any]) -> dict[str, Any]:
     counts = {k: t[k] for k in ("partitions", "replicas", "replicas_with_problems", "by_status")}
-    return {"totals": counts, "records_lost": t["records_lost"], "offsets_lost": t["offsets_lost"]}
+    acked = t["acked_offsets_lost"]
+    if acked is not None:
+        acked = {**acked, "partitions": [{"topic": tp, "partition": n} for tp, n in acked["partitions"]]}
+    return {"totals": counts, "records_lost": t["records_lost"], "offsets_lost": t["offsets_lost"],
+            "acked_offsets_lost": acked}
 
 
 def _cause_text(r: Any) -> str:
@@ -221,6 +298,31 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
         acked = "" if off["acked"] is None else f", {off['acked']} acked"
         line += (f"; {off['total']} committed offset(s) lost with no copy on any replica{acked} "
                  f"({where}{more})")
+    ack = t["acked_offsets_lost"]
+    if ack and ack["total"]:
+        where = ", ".join(f"{tp}-{n}" for tp, n in ack["partitions"][:3])
+        line += (f"; {ack['total']} acknowledged offset(s) held by no replica in their epoch, "
+                 f"{ack['committed']} committed ({where})")
     lines.append(line)
+    lines.extend(answer_lines(report))
     return "\n".join(lines)
+
+
+def answer_lines(report: CompareReport, *, max_partitions: int = 5) -> list[str]:
+    """The answer in words: lost, nothing lost (proven), or cannot tell and what is missing."""
+    answer = report.answer()
+    if answer == "safe":
+        return ["answer: safe - nothing lost, proven from the evidence (metadata log, every last ISR/ELR "
+                "member's log dir" + (", acks" if report.acks_given else "") + ")"]
+    head = ("answer: LOST - records were lost (above)" if answer == "lost" else
+            "answer: CANNOT TELL - nothing seen lost, but the evidence cannot prove nothing was (exit 1)")
+    out = [head]
+    gaps = report.cannot_tell()
+    for g in gaps[:max_partitions]:
+        for m in g["missing"]:
+            out.append(f"  {g['topic']}-{g['partition']}: missing {m['evidence']}: {m['detail']}; "
+                       f"would decide {m['decides']}")
+    if len(gaps) > max_partitions:
+        out.append(f"  ... {len(gaps) - max_partitions} more partition(s) with missing evidence (all in --report)")
+    return out
 

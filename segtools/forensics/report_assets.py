@@ -18,6 +18,7 @@ h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:22px 0 8px;border-bottom
 .card .n{font-size:24px;font-weight:600}
 .verdict{font-size:16px;padding:8px 12px;border-radius:6px;margin:8px 0}
 .verdict.bad{background:#fde0dc;border:1px solid #e57373}.verdict.ok{background:#e0f2e9;border:1px solid #81c784}
+.verdict.unknown{background:#fff4d6;border:1px solid #e0b040}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;
 vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;font-weight:600;background:#e0e0e0}

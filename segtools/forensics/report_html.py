@@ -245,17 +245,41 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
     offsets = _offsets_lost(block)
     n_offsets = offsets.get("total") or 0
     verdict = block.get("verdict")
+    # the three-valued answer (docs/REPORT.md "answer"): green only for a proven "safe"; a
+    # report without one (written before schema_version 2) proves nothing
+    answer = block.get("answer")
+    if answer not in ("lost", "safe", "cannot_tell"):
+        answer = "lost" if t["problem"] or n_offsets or verdict not in (None, "CLEAN") else "cannot_tell"
     w('<section id="summary"><h2>Summary</h2>')
-    if t["problem"] or n_offsets or verdict not in (None, "CLEAN"):
+    if answer == "lost" or t["problem"] or n_offsets:
         lost = (f'{t["lost"]} record(s) lost, {t["committed"]} of them committed'
                 + (f', {t["acked"]} acknowledged to producers' if t["acks_known"] else ""))
         if n_offsets:
             lost += f"; {esc(n_offsets)} committed offset(s) lost with no copy on any replica"
-        w(f'<p class="verdict bad" id="verdict">{esc(verdict) + ": " if verdict else ""}'
+        acked_off = (block.get("acked_offsets_lost") or {}).get("total") if isinstance(
+            block.get("acked_offsets_lost"), Mapping) else None
+        if acked_off:
+            lost += f"; {esc(acked_off)} acknowledged offset(s) held by no replica"
+        w(f'<p class="verdict bad" id="verdict" data-answer="lost">{esc(verdict) + ": " if verdict else ""}'
           f'Data was lost or replicas diverged: {lost}.</p>')
+    elif answer == "safe":
+        w('<p class="verdict ok" id="verdict" data-answer="safe">Safe: every replica is consistent (or a '
+          'lagging prefix of the reference) and the evidence proves nothing was lost.</p>')
     else:
-        w('<p class="verdict ok" id="verdict">Every replica is consistent (or a lagging prefix of the '
-          'reference): nothing lost.</p>')
+        w('<p class="verdict unknown" id="verdict" data-answer="cannot_tell">Cannot tell: nothing was seen '
+          'lost, but the evidence given cannot prove that nothing was. Missing evidence is listed below.</p>')
+    gaps = block.get("missing_evidence")
+    if isinstance(gaps, list) and gaps:
+        w('<ul id="missing-evidence">')
+        for g in gaps:
+            if not isinstance(g, Mapping):
+                continue
+            for m in g.get("missing") or []:
+                if isinstance(m, Mapping):
+                    w(f'<li data-evidence="{esc(m.get("evidence"))}"><b>{esc(g.get("topic"))}-'
+                      f'{esc(g.get("partition"))}: missing {esc(m.get("evidence"))}</b> \u2014 '
+                      f'{esc(m.get("detail"))}; would decide {esc(m.get("decides"))}</li>')
+        w("</ul>")
     w('<div class="cards">')
     w(f'<div class="card"><div class="n" id="partition-count">{t["partitions"]}</div>partition(s)</div>')
     w(f'<div class="card"><div class="n" id="lost-count" data-count="{t["lost"]}">{t["lost"]}</div>'
@@ -288,7 +312,10 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
         w("</ul>")
     w('<h3>What to do next</h3><ul id="next-steps">')
     advice = [ADVICE[c] for c in causes if c in ADVICE]
-    if not (t["problem"] or n_offsets):
+    if answer == "cannot_tell" and not (t["problem"] or n_offsets):
+        advice = ["Collect the missing evidence listed above and run compare again: until then nothing "
+                  "is proven safe."]
+    elif not (t["problem"] or n_offsets):
         advice = ["Nothing to recover. Keep the report with the incident notes."]
     elif not advice:
         advice = ["Read the findings of the open partitions below; each links to its evidence."]
@@ -311,7 +338,7 @@ def _cell(v: Any) -> str:
 def _run_block(w: Any, block: Mapping[str, Any]) -> None:
     """compare's summary block (docs/REPORT.md): the run, the broker-id legend, warnings;
     keys this page does not know are shown as they are."""
-    shown = {"records_lost", "offsets_lost", "totals", "verdict", "inputs", "warnings"}
+    shown = {"records_lost", "offsets_lost", "totals", "verdict", "inputs", "warnings", "missing_evidence"}
     w('<h3>Run</h3><table id="run-summary">')
     for k, v in block.items():
         if k not in shown:

@@ -24,7 +24,7 @@ def test_report_shape_and_exit_1_on_loss(tmp_path):
     assert res.exit_code == 1, res.output
     doc = json.loads(report.read_text())
     # "metadata": the broker events of the metadata log (CONTRACT.md section 4)
-    assert set(doc) == {"summary", "partitions", "metadata"}
+    assert set(doc) == {"schema_version", "summary", "partitions", "metadata"}
     part = doc["partitions"][0]
     assert {"topic", "partition", "topic_id", "reference_broker", "replicas", "lost_records"} <= set(part)
     truth = json.loads((sample / "truth.json").read_text())["orders-0"]
@@ -43,11 +43,12 @@ def test_report_shape_and_exit_1_on_loss(tmp_path):
     assert "COMMITTED_LOSS" in lines[1]
 
 
-def test_benign_sample_exits_0_and_acked_is_null_without_acks(tmp_path):
+def test_benign_sample_cannot_tell_without_metadata_log(tmp_path):
     report = tmp_path / "r.json"
     res = CliRunner().invoke(cli, ["compare", str(GENERATED / "S15-delete-records-log-start"), "--no-spark",
                                    "--report", str(report)])
-    assert res.exit_code == 0, res.output
+    # S15 has no metadata log: nothing lost, cannot tell (exit 1, issue 21)
+    assert res.exit_code == 1 and "answer: CANNOT TELL" in res.output, res.output
     doc = json.loads(report.read_text())
     assert {r["status"] for p in doc["partitions"] for r in p["replicas"]} <= {"CONSISTENT", "LAGGING_PREFIX"}
 

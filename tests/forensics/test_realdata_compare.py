@@ -27,4 +27,7 @@ def test_early_vs_final_in_process(realdata):
     src = realdata / "kafka-2.5-zk-first-topic"
     report = compare_in_process([str(src / "early"), str(src / "final")])
     assert {r.status for p in report.partitions for r in p.verdict.replicas} == {"CONSISTENT", "LAGGING_PREFIX"}
-    assert report.exit_code == 0 and not any(p.lost for p in report.partitions)
+    assert not any(p.lost for p in report.partitions)
+    # no metadata log among the real dirs: nothing seen lost, not proven (issue 21)
+    assert report.answer() == "cannot_tell" and report.exit_code == 1
+    assert all(m["evidence"] in ("metadata_log", "acks") for p in report.partitions for m in p.answer["missing"])

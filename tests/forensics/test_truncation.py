@@ -63,3 +63,30 @@ def test_checkpoint_reconcile_keeps_empty_tail_epoch_and_clips_stale():
     assert [c for c, _ in stale.notes] == ["STALE_EPOCH_CKPT"]
     missing = build_epoch_map(bs, 20, [(0, 0)])
     assert [c for c, _ in missing.notes] == ["CKPT_MISSING_EPOCH"]
+
+
+def test_returned_epoch_below_all_of_the_followers_truncates_to_its_first_start():
+    """Issue 21: the leader answers epoch 0 (end 5) for the follower's epoch 1; the follower's
+    cache answers (0, start of its first epoch) for an epoch below all of its own
+    (LeaderEpochFileCache.endOffsetFor), the epochs match, and Kafka truncates to
+    min(5, 0, LEO) = 0 (the broker logs TruncationState(offset=0)). Stopping at the follower's
+    LEO instead left its epoch-1 batches below the fork: a false LOG_MATCHING_VIOLATION."""
+    leader = emap([(0, 0), (2, 5)], 8)
+    follower = emap([(1, 0)], 3)
+    assert fork_offset(leader, follower) == 0
+    # and its log start moved by retention: it truncates to its first (rewritten) start
+    assert fork_offset(leader, emap([(1, 2)], 4)) == 2
+
+
+def test_no_log_matching_violation_when_the_follower_starts_in_another_epoch():
+    from forensics_helpers import replica
+
+    from segtools.forensics.classify import classify_partition
+
+    leader = replica(1, [(0, 4, 0, "a"), (5, 7, 2, "c")], hw=8)
+    follower = replica(2, [(0, 2, 1, "b")], hw=0)
+    v = classify_partition([leader, follower])
+    rv = {r.broker: r for r in v.replicas}
+    assert rv[1].is_reference
+    assert rv[2].status != "LOG_MATCHING_VIOLATION" and rv[2].fork_offset == 0
+    assert rv[2].divergent["records"] == 3

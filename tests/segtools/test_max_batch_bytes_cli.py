@@ -61,7 +61,8 @@ def test_compare_reads_with_the_raised_limit(tmp_path, monkeypatch):
     b1, b2 = _broker(tmp_path, "b1"), _broker(tmp_path, "b2")
     result = CliRunner().invoke(cli, ["compare", "--no-spark", b1, b2,
                                       "--max-batch-bytes", "32MiB"])
-    assert result.exit_code == 0, result.output
+    # read and consistent; no metadata log to prove nothing is missing: cannot tell (exit 1)
+    assert result.exit_code == 1 and "answer: CANNOT TELL" in result.output, result.output
     # both replicas read up to LEO 1 (with the 16 MiB default the batch is not read)
     rows = [line for line in result.output.splitlines() if line.startswith("t-0")]
     assert len(rows) == 2, result.output
@@ -84,5 +85,5 @@ def test_compare_leaves_the_environment_as_it_found_it(tmp_path: Path) -> None:
     sample = Path(__file__).resolve().parents[2] / "samples" / "generated" / "S0-healthy-baseline"
     assert MAX_BATCH_BYTES_ENV not in os.environ
     result = CliRunner().invoke(cli, ["compare", str(sample), "--no-spark", "--max-batch-bytes", "8MiB"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1 and "answer: CANNOT TELL" in result.output, result.output   # no metadata log
     assert MAX_BATCH_BYTES_ENV not in os.environ

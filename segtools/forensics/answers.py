@@ -1,0 +1,112 @@
+"""Three-valued answers of compare: ``lost`` (with the records), ``safe`` (proven from the
+evidence) or ``cannot_tell`` (naming the evidence that is missing and what it would decide).
+
+"Nothing lost" needs proof: the metadata log's last ISR/ELR and last leader all among the
+given log dirs; after an election that could truncate acknowledged records (any election but
+the first), the producers' acks checked against every replica's lineage; after an unclean
+election, the untruncated logs of the ISR it passed over. Anything short of that is
+``cannot_tell``, never ``safe`` (docs/REPORT.md "answer").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LOST, SAFE, CANNOT_TELL = "lost", "safe", "cannot_tell"
+ANSWER_ORDER = (LOST, CANNOT_TELL, SAFE)     # the worst first: a report's answer is its worst
+
+
+def _missing(evidence: str, detail: str, decides: str, **extra: Any) -> dict[str, Any]:
+    return {"evidence": evidence, **extra, "detail": detail, "decides": decides}
+
+
+def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[str, Any]:
+    """The answer for one PartitionReport: {"value", "lost": [...what], "missing": [...]};
+    ``problems``: its replicas with a problem status ("broker N: STATUS")."""
+    v = p.verdict
+    lost: list[str] = []
+    if p.lost:
+        distinct = {(x.offset, x.leader_epoch) for x in p.lost}
+        committed = {(x.offset, x.leader_epoch) for x in p.lost if x.committed}
+        lost.append(f"{len(distinct)} record(s) held only off the surviving lineage ({len(committed)} committed)")
+    if p.lost_offsets is not None:
+        lost.append(f"offsets {p.lost_offsets.first_offset}..{p.lost_offsets.end_offset - 1} committed "
+                    "(high-watermark checkpoint) with no copy on any replica")
+    acked = getattr(p, "acked_lost", None)
+    if acked is not None and acked.lost:
+        lost.append(f"{len(acked.lost)} acknowledged offset(s) held by no replica in their epoch")
+    missing: list[dict[str, Any]] = []
+    same = [r for r in v.replicas if r.state not in ("delete", "future", "stray")
+            and not (v.topic_id and r.topic_id and r.topic_id != v.topic_id)]
+    given = {r.broker: r for r in same}
+    ev = v.evidence
+    if v.topic == "__cluster_metadata":
+        # the KRaft log itself: replicated by Raft (a majority of voters), not by an ISR, and
+        # not described by itself; its copies are only compared with each other
+        missing.append(_missing(
+            "raft_voters", "the controller quorum's voters and their logs: __cluster_metadata is replicated "
+            "by Raft, which compare does not check beyond comparing the given copies",
+            "whether entries committed by the quorum were lost"))
+    elif ev is None:
+        missing.append(_missing(
+            "metadata_log", "no KRaft metadata log (__cluster_metadata-0) covers this partition: which "
+            "brokers were its last ISR/ELR and leader is unknown, so a broker whose log dir is not given "
+            "may hold records the given ones lack",
+            "whether the given log dirs include every in-sync replica and the last leader"))
+    else:
+        need = set(ev["isr"]) | set(ev["elr"]) | set(ev["last_known_elr"])
+        for b in (ev["leader"], ev["last_leader"]):
+            if b is not None and b >= 0:
+                need.add(b)
+        for b in sorted(need - set(given)):
+            missing.append(_missing(
+                "log_dir", f"broker {b}'s log dir for this partition: the metadata log names it in the last "
+                f"ISR/ELR or as the last leader, so it may hold committed records no given dir has",
+                "whether records committed beyond the given replicas' log ends were lost", broker=b))
+        for el in ev["elections"]:
+            if not el.get("unclean"):
+                continue
+            for b in el.get("previous_isr") or []:
+                if b == el["leader"]:
+                    continue
+                r = given.get(b)
+                if r is not None and max((e for e, _s in r.epochs), default=-1) < el["epoch"]:
+                    continue        # its log is from before the election: stage 3 compares it
+                why = ("it is not among the inputs" if r is None
+                       else "the given copy already followed the new leader and truncated")
+                missing.append(_missing(
+                    "untruncated_log", f"broker {b}'s log as it was before the unclean election of epoch "
+                    f"{el['epoch']} (leader {el['leader']}): {why}",
+                    f"whether records committed before epoch {el['epoch']} were lost", broker=b, epoch=el["epoch"]))
+    if not acks_given and v.topic != "__cluster_metadata":
+        if ev is not None:
+            later = [el for el in ev["elections"] if el["class"] not in ("initial", "offline") and el["leader"] >= 0]
+        else:
+            later = [{"epoch": e} for e, _s in v.reference_epochs[1:]]
+        if later:
+            epochs = ", ".join(str(el["epoch"]) for el in later[:5]) + (" ..." if len(later) > 5 else "")
+            missing.append(_missing(
+                "acks", f"the producers' acks (acks.jsonl): {len(later)} leader election(s) after the first "
+                f"(epoch {epochs}) can truncate records acknowledged with acks=1 that no log keeps",
+                "whether acknowledged records were lost (each acknowledged offset is checked against "
+                "every replica's lineage)"))
+    if acked is not None and acked.below_log_start:
+        o, e = acked.below_log_start[0]
+        missing.append(_missing(
+            "segments_below_log_start", f"{len(acked.below_log_start)} acknowledged offset(s) (first {o}, "
+            f"epoch {e}) lie below a replica's log start and on no replica: the segments that held them were "
+            "deleted (retention, DeleteRecords) or never written there",
+            "whether those acknowledged records were in the log before its start moved"))
+    if problems and not lost:
+        missing.append(_missing(
+            "intact_copy", "replicas with problems but no record proven lost: " + ", ".join(problems),
+            "whether the records in the damaged or diverged ranges survive elsewhere"))
+    value = LOST if lost else CANNOT_TELL if missing else SAFE
+    return {"value": value, "lost": lost, "missing": missing}
+
+
+def worst(values: list[str]) -> str:
+    for a in ANSWER_ORDER:
+        if a in values:
+            return a
+    return SAFE

@@ -1,0 +1,64 @@
+"""The HTML report shows compare's three-valued answer (issue 21): "cannot tell" is amber and
+names the missing evidence, never the green "nothing lost"; green only for a proven "safe"."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from segtools.cli.main import cli
+from segtools.forensics.api import compare
+from segtools.forensics.report_html import render_html
+
+QUIET = """\
+name: quiet
+seed: 22
+cluster: {brokers: [1, 2, 3], segment_index_bytes: 1024, metadata_log: true}
+topics:
+  - {name: t, replication_factor: 3, min_insync_replicas: 2, assignment: {0: [1, 2, 3]}}
+steps:
+  - produce: {topic: t, partition: 0, acks: all, count: 5, value_bytes: 4}
+  - advance: {ms: 6000}
+"""
+
+
+def _quiet(tmp_path: Path) -> Path:
+    (tmp_path / "q.yaml").write_text(QUIET)
+    out = tmp_path / "quiet"
+    assert CliRunner().invoke(cli, ["simulate", str(tmp_path / "q.yaml"), "--out", str(out)]).exit_code == 0
+    return out
+
+
+def _verdict(page: str) -> tuple[str, str]:
+    m = re.search(r'<p class="verdict (\w+)" id="verdict" data-answer="(\w+)"', page)
+    assert m, page[:2000]
+    return m.group(1), m.group(2)
+
+
+def test_cannot_tell_is_never_green(tmp_path):
+    src = _quiet(tmp_path)
+    dirs = tmp_path / "no-metadata"
+    for b in (1, 2, 3):
+        shutil.copytree(src / f"broker-{b}", dirs / f"broker-{b}")
+    report = compare([str(dirs)])
+    assert report.answer() == "cannot_tell"
+    page = render_html(report.report_json())
+    assert _verdict(page) == ("unknown", "cannot_tell")
+    assert 'class="verdict ok"' not in page and "nothing lost" not in page
+    assert 'data-evidence="metadata_log"' in page
+
+
+def test_proven_safe_is_green(tmp_path):
+    report = compare([str(_quiet(tmp_path))])
+    assert report.answer() == "safe"
+    assert _verdict(render_html(report.report_json())) == ("ok", "safe")
+
+
+def test_a_report_without_an_answer_is_not_green(tmp_path):
+    doc = compare([str(_quiet(tmp_path))]).report_json()
+    for k in ("answer", "missing_evidence"):
+        doc["summary"].pop(k)
+    assert _verdict(render_html(doc)) == ("unknown", "cannot_tell")
