@@ -156,6 +156,9 @@ def _check_window(win: ReadWindow, pos: int, max_batch_bytes: int) -> tuple[int,
     if step.status != SCAN_BATCH:
         return 0, buf, rel
     if step.size > len(buf) - rel:
+        if step.magic == 2 and not borrows_header(step.size, 2) and (
+                _V2_TAIL.unpack_from(buf, rel + 23)[0] < 0 or _V2_TAIL.unpack_from(buf, rel + 57)[0] < 0):
+            return 0, buf, rel   # the header rules it out: a large batch's bytes are not read
         buf, rel = win.get(pos, step.size)
     return _check(buf, rel, pos, win.size, max_batch_bytes), buf, rel
 
