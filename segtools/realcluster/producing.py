@@ -218,6 +218,15 @@ class ProducerSteps:
         view = self.cluster.describe()
         offline = any(view.get((line.topic, line.partition)) is None
                       or view[(line.topic, line.partition)].leader is None for line in planned)
+        # the scenario's request_timeout_ms, scaled, when the model says the sends time out
+        # (a request that expires before the lag drops the follower: the ISR stays, as the
+        # scenario says); otherwise 8 s of real time, so an ISR shrink the model waits for
+        # is waited for too
+        timed_out = any(getattr(line, "error", None) == "REQUEST_TIMED_OUT" for line in planned)
+        request_ms = 8000
+        if timed_out and a["acks"] == "all":
+            request_ms = max(200, round(self.scenario.cluster.request_timeout_ms / config.time_scale(self.scenario)))
+            request_ms = min(request_ms, 8000)
         conf = {"bootstrap.servers": self.cluster.bootstrap(self._answering()),
                 "acks": "all" if a["acks"] == "all" else a["acks"],
                 "enable.idempotence": False,
@@ -225,9 +234,10 @@ class ProducerSteps:
                 "linger.ms": 0,
                 "max.in.flight.requests.per.connection": 1,
                 "batch.num.messages": a["batch_size"],
-                "request.timeout.ms": 8000,
+                "request.timeout.ms": request_ms,
                 # a partition without a leader fails fast (the model fails it at once)
-                "message.timeout.ms": 1000 if offline else 10000,
+                "message.timeout.ms": 1000 if offline else max(10000 if request_ms == 8000 else 0,
+                                                               request_ms + 100),
                 "log_level": 0}
         named = self._named_producer(a["producer"])
         if named is not None and self._spec(a["producer"]).transactional_id is not None:
