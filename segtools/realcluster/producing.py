@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from segtools.realcluster import config
-from segtools.realcluster.cluster import RealCluster
+from segtools.realcluster.cluster import ClusterError, RealCluster
 from segtools.simulate.controller import NO_LEADER
 from segtools.simulate.scenario import ProducerSpec, Scenario, Step
 
@@ -215,7 +215,10 @@ class ProducerSteps:
         if a["in_flight"]:
             self._produce_in_flight(step)
             return
-        view = self.cluster.describe()
+        try:
+            view = self.cluster.describe()
+        except ClusterError:  # every broker crashed or paused: nobody to send to (the sends
+            view = {}         # time out, as a client's would)
         offline = any(view.get((line.topic, line.partition)) is None
                       or view[(line.topic, line.partition)].leader is None for line in planned)
         # the scenario's request_timeout_ms, scaled, when the model says the sends time out
