@@ -144,7 +144,7 @@ class ProducerSteps:
             return
         producer = self._named_producer(name)
         last = self.txn_last_offsets.pop(name, {})
-        view = self.cluster.describe()
+        view = self._view()
         # the leaders that answer now, and the size of their logs before the marker
         leaders = {tp: v.leader for tp, v in view.items()
                    if tp in last and v.leader is not None and self.cluster._answering(v.leader)}
@@ -215,10 +215,7 @@ class ProducerSteps:
         if a["in_flight"]:
             self._produce_in_flight(step)
             return
-        try:
-            view = self.cluster.describe()
-        except ClusterError:  # every broker crashed or paused: nobody to send to (the sends
-            view = {}         # time out, as a client's would)
+        view = self._view()
         offline = any(view.get((line.topic, line.partition)) is None
                       or view[(line.topic, line.partition)].leader is None for line in planned)
         # the scenario's request_timeout_ms, scaled, when the model says the sends time out
@@ -319,7 +316,7 @@ class ProducerSteps:
         model_prod = self._model_producers()[key]
         new = model_prod.pending[self._pending_before.get(key, 0):]
         named = self._named_producer(key)
-        view = self.cluster.describe()
+        view = self._view()
         touched = set()
         for i, (tp, recs, acks, headers, _base_seq, _batch) in enumerate(new):
             entry: dict[str, Any] = {"tp": tp, "recs": list(recs), "acks": acks, "headers": headers,
@@ -405,7 +402,7 @@ class ProducerSteps:
             results = e["results"]
             if not e["named"]:
                 results = [None] * len(e["recs"])
-                v = self.cluster.describe().get(tp)
+                v = self._view().get(tp)
                 err: str | None = "NOT_LEADER_OR_FOLLOWER"
                 base = -1
                 if v is not None and v.leader is not None and self.cluster._answering(v.leader):
@@ -434,6 +431,14 @@ class ProducerSteps:
                 self.acks.append(line)
                 if res["ok"] and res["offset"] is not None:
                     self.resent.append(line)
+
+    def _view(self) -> dict[tuple[str, int], Any]:
+        """The partitions' leaders and ISRs; none when every broker is crashed or paused
+        (nobody to send to: the sends time out, as a client's would)."""
+        try:
+            return self.cluster.describe()
+        except ClusterError:
+            return {}
 
     def _answering(self) -> list[int]:
         return [b for b, p in self.cluster.brokers.items() if p.alive() and not p.paused] or \
