@@ -32,11 +32,34 @@ MIN_REAL_LAG_MS = 1500
 STEP_OVERHEAD_MS = 1500
 
 
+def _steps_while_paused(scenario: Scenario) -> int:
+    """The most steps other than ``advance`` a broker of ``scenario`` stays paused across:
+    each takes real time the scenario's clock does not count."""
+    since: dict[int, int] = {}
+    most = 0
+    for step in scenario.steps:
+        for b in since:
+            if step.kind != "advance":
+                since[b] += 1
+                most = max(most, since[b])
+        broker = step.args.get("broker")
+        if step.kind == "pause" and broker is not None:
+            since.setdefault(broker, 0)
+        elif step.kind in ("resume", "crash", "shutdown") and broker in since:
+            del since[broker]
+    return most
+
+
 def time_scale(scenario: Scenario) -> float:
     """Scenario milliseconds per real millisecond: ``cluster.time_scale``, else the one that
-    makes the scenario's replica_lag_time_max_ms last REPLICA_LAG_TIME_MAX_MS of real time."""
+    makes the scenario's replica_lag_time_max_ms last REPLICA_LAG_TIME_MAX_MS of real time, or
+    longer when a pause spans steps whose real time would otherwise outlast the lag (a
+    follower would leave the ISR where the scenario's clock has not moved)."""
     spec = scenario.cluster
-    return spec.time_scale or spec.replica_lag_time_max_ms / REPLICA_LAG_TIME_MAX_MS
+    if spec.time_scale:
+        return spec.time_scale
+    real_lag = max(REPLICA_LAG_TIME_MAX_MS, _steps_while_paused(scenario) * STEP_OVERHEAD_MS + 2000)
+    return spec.replica_lag_time_max_ms / real_lag
 
 
 def replica_lag_ms(scenario: Scenario) -> int:

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from segtools.realcluster import config
-from segtools.realcluster.cluster import RealCluster
+from segtools.realcluster.cluster import ClusterError, RealCluster
 from segtools.simulate.controller import NO_LEADER
 from segtools.simulate.scenario import ProducerSpec, Scenario, Step
 
@@ -144,7 +144,7 @@ class ProducerSteps:
             return
         producer = self._named_producer(name)
         last = self.txn_last_offsets.pop(name, {})
-        view = self.cluster.describe()
+        view = self._view()
         # the leaders that answer now, and the size of their logs before the marker
         leaders = {tp: v.leader for tp, v in view.items()
                    if tp in last and v.leader is not None and self.cluster._answering(v.leader)}
@@ -215,9 +215,18 @@ class ProducerSteps:
         if a["in_flight"]:
             self._produce_in_flight(step)
             return
-        view = self.cluster.describe()
+        view = self._view()
         offline = any(view.get((line.topic, line.partition)) is None
                       or view[(line.topic, line.partition)].leader is None for line in planned)
+        # the scenario's request_timeout_ms, scaled, when the model says the sends time out
+        # (a request that expires before the lag drops the follower: the ISR stays, as the
+        # scenario says); otherwise 8 s of real time, so an ISR shrink the model waits for
+        # is waited for too
+        timed_out = any(getattr(line, "error", None) == "REQUEST_TIMED_OUT" for line in planned)
+        request_ms = 8000
+        if timed_out and a["acks"] == "all":
+            request_ms = max(200, round(self.scenario.cluster.request_timeout_ms / config.time_scale(self.scenario)))
+            request_ms = min(request_ms, 8000)
         conf = {"bootstrap.servers": self.cluster.bootstrap(self._answering()),
                 "acks": "all" if a["acks"] == "all" else a["acks"],
                 "enable.idempotence": False,
@@ -225,9 +234,10 @@ class ProducerSteps:
                 "linger.ms": 0,
                 "max.in.flight.requests.per.connection": 1,
                 "batch.num.messages": a["batch_size"],
-                "request.timeout.ms": 8000,
+                "request.timeout.ms": request_ms,
                 # a partition without a leader fails fast (the model fails it at once)
-                "message.timeout.ms": 1000 if offline else 10000,
+                "message.timeout.ms": 1000 if offline else max(10000 if request_ms == 8000 else 0,
+                                                               request_ms + 100),
                 "log_level": 0}
         named = self._named_producer(a["producer"])
         if named is not None and self._spec(a["producer"]).transactional_id is not None:
@@ -306,7 +316,7 @@ class ProducerSteps:
         model_prod = self._model_producers()[key]
         new = model_prod.pending[self._pending_before.get(key, 0):]
         named = self._named_producer(key)
-        view = self.cluster.describe()
+        view = self._view()
         touched = set()
         for i, (tp, recs, acks, headers, _base_seq, _batch) in enumerate(new):
             entry: dict[str, Any] = {"tp": tp, "recs": list(recs), "acks": acks, "headers": headers,
@@ -392,7 +402,7 @@ class ProducerSteps:
             results = e["results"]
             if not e["named"]:
                 results = [None] * len(e["recs"])
-                v = self.cluster.describe().get(tp)
+                v = self._view().get(tp)
                 err: str | None = "NOT_LEADER_OR_FOLLOWER"
                 base = -1
                 if v is not None and v.leader is not None and self.cluster._answering(v.leader):
@@ -421,6 +431,14 @@ class ProducerSteps:
                 self.acks.append(line)
                 if res["ok"] and res["offset"] is not None:
                     self.resent.append(line)
+
+    def _view(self) -> dict[tuple[str, int], Any]:
+        """The partitions' leaders and ISRs; none when every broker is crashed or paused
+        (nobody to send to: the sends time out, as a client's would)."""
+        try:
+            return self.cluster.describe()
+        except ClusterError:
+            return {}
 
     def _answering(self) -> list[int]:
         return [b for b, p in self.cluster.brokers.items() if p.alive() and not p.paused] or \

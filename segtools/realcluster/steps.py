@@ -139,7 +139,7 @@ class StepRunner(ProducerSteps):
 
     def _settle(self, step: Step) -> None:
         """Wait for the leaders and ISRs the step implies. While a broker is paused (SIGSTOP)
-        a step other than ``advance`` only checks (briefly): every second of a pause counts
+        a step other than ``advance`` only looks once: every second of a pause counts
         towards its ISR membership, so nothing is waited for that the model did not say."""
         paused = any(p.paused for p in self.cluster.brokers.values())
         if not any(p.alive() for p in self.cluster.brokers.values()):
@@ -158,8 +158,10 @@ class StepRunner(ProducerSteps):
         # while a broker is paused only an advance waits, and no longer than part of the
         # session: a longer wait would get the paused broker fenced, which a model pause never does
         waits = not paused or step.kind == "advance"
+        # (a step that cannot wait looks once: every second it spent would count towards
+        # the paused follower's lag, which the scenario's clock does not give it)
         timeout = self.wait_s if not paused else \
-            config.session_timeout_ms(self.scenario) * 0.6 / 1000 if waits else 2.0
+            config.session_timeout_ms(self.scenario) * 0.6 / 1000 if waits else 0.0
         expected = self._expected()
         t0 = time.monotonic()
         # a follower the model has fetching may rejoin the ISR a fetch round (a step) earlier
@@ -232,7 +234,7 @@ class StepRunner(ProducerSteps):
 
         t0 = time.monotonic()
         paused = any(p.paused for p in self.cluster.brokers.values())
-        ok = self.cluster.wait_for(lambda: have() == want, 2.0 if paused else REPLICATION_WAIT_S,
+        ok = self.cluster.wait_for(lambda: have() == want, 0.0 if paused else REPLICATION_WAIT_S,
                                    "the replicas' log ends", raise_on_timeout=False)
         entry: dict[str, Any] = {"step": step.index, "kind": step.kind, "reached": ok,
                                  "seconds": round(time.monotonic() - t0, 3), "how": "replica log ends"}

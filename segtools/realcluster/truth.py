@@ -146,12 +146,12 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
             elif "leader" in d:
                 st["leader"] = d["leader"]
                 st["epoch"] += 1
-                # unclean: the controller marks it RECOVERING, or (KIP-966 elections that
-                # do not) the new leader was neither in the ISR nor, with the ISR empty, in
-                # the ELR before this record: Kafka's only clean choices
+                # unclean: the controller marks it RECOVERING, or the new leader was neither
+                # in the ISR nor in the ELR before this record (Kafka's only clean choices; the
+                # ISR may empty in the very record that elects from the ELR)
                 new = d["leader"]
                 unclean = d.get("leaderRecoveryState") == 1 or (
-                    new >= 0 and new not in before_isr and not (not before_isr and new in before_elr))
+                    new >= 0 and new not in before_isr and new not in before_elr)
                 elections[tp].append(_Election(st["epoch"], None if d["leader"] < 0 else d["leader"],
                                                unclean, "", list(st["isr"])))
     _attach_reasons_and_holdings(runner, elections, data)

@@ -258,6 +258,7 @@ class Cluster:
             if ps.leader == NO_LEADER or not self.brokers[ps.leader].alive:
                 continue
             changed = False
+            out_of_sync = []
             for b in list(ps.isr):
                 if b == ps.leader or self._fetching(b):
                     continue
@@ -268,6 +269,13 @@ class Cluster:
                         self.replicas[tp][b].log_end_offset == self.replicas[tp][ps.leader].log_end_offset:
                     continue
                 if self.now - self.replicas[tp][b].last_caught_up_ms > lag:
+                    out_of_sync.append(b)
+            if self.spec.caught_up_stays_in_isr and len(out_of_sync) > 1:
+                # Kafka's leader drops every out-of-sync follower in one AlterPartition
+                # (Partition.maybeShrinkIsr), so the controller writes one record
+                changed = self.controller.remove_many_from_isr(ps, out_of_sync)
+            else:
+                for b in out_of_sync:
                     changed |= self.controller.remove_from_isr(ps, b)
             if changed:
                 shrunk = True

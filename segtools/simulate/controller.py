@@ -219,6 +219,20 @@ class Controller:
         self._record_change(ps, leader_changed=False, isr_changed=True, lrs_changed=False)
         return True
 
+    def remove_many_from_isr(self, ps: PartitionState, brokers: list[int]) -> bool:
+        """One shrink dropping several followers (never the leader; the ISR never gets empty)."""
+        drop = {b for b in brokers if b in ps.isr and b != ps.leader}
+        target = [b for b in ps.isr if b not in drop]
+        if not drop or not target:
+            return False
+        if self.elr_enabled:
+            self.change(ps, target, reason="isr_shrink")
+            return True
+        ps.isr = target
+        ps.partition_epoch += 1
+        self._record_change(ps, leader_changed=False, isr_changed=True, lrs_changed=False)
+        return True
+
     def add_to_isr(self, ps: PartitionState, broker: int) -> None:
         if broker in ps.isr:
             return

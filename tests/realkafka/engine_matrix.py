@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                     + row["lost_differences"][:2]:
                 state += f"\n      {d}"
         print(f"{row['scenario']:40s} {rel:6s} {row.get('seconds', 0):6.1f}s {state}", flush=True)
+        if args.json:  # after every run: a long run stopped early keeps what it measured
+            Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     ran = [r for r in rows if "refused" not in r and "failed" not in r]
     print("\nfigures:")
     print(f"  runs: {len(rows)}  ran: {len(ran)}  refused: {sum('refused' in r for r in rows)}  "

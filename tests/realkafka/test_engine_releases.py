@@ -79,3 +79,17 @@ def test_paused_follower_leaves_the_isr_after_the_scaled_lag(tmp_path):
     assert 3.0 <= produce["seconds"] <= 3.5 * 1.5 + 3
     assert real["orders-0"]["isr"] == model["orders-0"]["isr"] == [1, 2]
     assert lost_view(real) == lost_view(model)
+
+
+def test_acks_all_sends_time_out_before_the_lag_as_the_scenario_says(tmp_path):
+    """S9: request_timeout_ms 1 s against a 30 s lag. The sends to a leader whose followers are
+    paused time out (never acknowledged) and the followers stay in the ISR; the crash of the
+    leader then elects broker 2 cleanly and the leader's unreplicated tail is lost as
+    UNCOMMITTED, not by an unclean election."""
+    real, model, real_dir = run_both(SCENARIOS / "S9-acks-all-uncommitted-tail.yaml", tmp_path,
+                                     kafka_version="4.3.1")
+    _story_checks(real_dir)
+    lost = real["orders-0"]["lost"]
+    assert lost and {(x["acked"], x["cause"]) for x in lost} == {(False, "UNCOMMITTED")}
+    assert [e["unclean"] for e in real["orders-0"]["elections"]] == [False, False]
+    assert lost_view(real) == lost_view(model)

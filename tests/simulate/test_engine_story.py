@@ -214,3 +214,20 @@ def test_cli_a_drifted_run_is_exit_1_with_the_one_line(tmp_path, monkeypatch):
                                    "--out", str(tmp_path / "o"), "--engine", "kafka"])
     assert res.exit_code == 1
     assert res.output.strip().splitlines() == [f"Error: {line}"]
+
+
+@pytest.mark.parametrize("kafka_rule", [False, True])
+def test_followers_out_of_sync_together_leave_in_one_record_under_kafkas_rule(kafka_rule):
+    """Partition.maybeShrinkIsr drops every out-of-sync follower in one AlterPartition."""
+    scenario = parse_scenario({
+        "cluster": {"brokers": [1, 2, 3], "replica_lag_time_max_ms": 10000},
+        "topics": [{"name": "t", "replication_factor": 3, "assignment": {0: [1, 2, 3]}}],
+        "steps": [{"pause": {"broker": 2}}, {"pause": {"broker": 3}},
+                  {"produce": {"topic": "t", "acks": "1", "values": ["a"]}}, {"advance": {"ms": 60000}}]})
+    if kafka_rule:
+        scenario = replace(scenario, cluster=replace(scenario.cluster, caught_up_stays_in_isr=True))
+    c = Cluster(scenario)
+    for step in scenario.steps:
+        c.apply(step)
+    isrs = [d["isr"] for t, _v, d, _time in c.controller.events if t == "PartitionChangeRecord" and "isr" in d]
+    assert isrs == ([[1]] if kafka_rule else [[1, 3], [1]])
