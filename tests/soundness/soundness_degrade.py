@@ -18,7 +18,7 @@ import copy
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ SEGMENT_BYTES = 240
 SAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "scenarios")
 
 KINDS = ("full", "drop_last_leader", "drop_holder", "after_restart", "no_metadata_log", "no_acks",
-         "no_checkpoints", "stale_checkpoints", "retention")
+         "no_checkpoints", "stale_checkpoints", "retention", "bare")
 
 HW_CKPT = "replication-offset-checkpoint"
 EPOCH_CKPT = "leader-epoch-checkpoint"
@@ -112,11 +112,15 @@ def _brokers_in(root: str) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
-def _copy(base: str, target: str, *, drop: Callable[[str], bool] = lambda _rel: False) -> None:
-    """Copy ``base`` to ``target`` leaving out every path (relative to ``base``) ``drop`` names."""
+def _copy(base: str, target: str, *, drop: Collection[str] = (),
+          drop_in_brokers: Collection[str] = ()) -> None:
+    """Copy ``base`` to ``target`` leaving out the paths in ``drop`` (relative to ``base``) and
+    the files named in ``drop_in_brokers`` anywhere under a ``broker-<id>`` dir."""
     def ignore(directory: str, names: list[str]) -> list[str]:
-        rel = os.path.relpath(directory, base)
-        return [n for n in names if drop(os.path.normpath(os.path.join(rel, n)))]
+        rel = os.path.normpath(os.path.relpath(directory, base))
+        in_broker = rel.split(os.sep)[0].startswith("broker-")
+        return [n for n in names if os.path.normpath(os.path.join(rel, n)) in drop
+                or (in_broker and n in drop_in_brokers)]
     shutil.copytree(base, target, ignore=ignore)
 
 
@@ -244,8 +248,19 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
             victim = _last_leader(truth) if kind == "drop_last_leader" else _holder(truth, _last_leader(truth))
             if victim is None or victim not in brokers:
                 continue
-            _copy(base, target, drop=lambda rel, v=victim: rel == f"broker-{v}")
+            dropped = f"broker-{victim}"
+            _copy(base, target, drop={dropped})
             yield _set(name, kind, target, truth, cluster, (f"log_dir:{victim}",))
+        elif kind == "bare":
+            # the barest evidence (issue 21's advise case): the last leader's disk, the acks
+            # and the metadata log all missing
+            leader = _last_leader(truth)
+            if len(brokers) < 2 or leader is None or leader not in brokers:
+                continue
+            gone = {f"broker-{leader}", "acks.jsonl", "controller"}
+            _copy(base, target, drop=gone)
+            yield _set(name, kind, target, truth, cluster,
+                       (f"log_dir:{leader}", "acks", *(("metadata_log",) if has_mlog else ())))
         elif kind == "after_restart":
             extra = _restart_steps(cluster)
             if not extra:
@@ -259,14 +274,13 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
         elif kind == "no_metadata_log":
             if not has_mlog:
                 continue
-            _copy(base, target, drop=lambda rel: rel == "controller")
+            _copy(base, target, drop={"controller"})
             yield _set(name, kind, target, truth, cluster, ("metadata_log",))
         elif kind == "no_acks":
-            _copy(base, target, drop=lambda rel: rel == "acks.jsonl")
+            _copy(base, target, drop={"acks.jsonl"})
             yield _set(name, kind, target, truth, cluster, ("acks",))
         elif kind == "no_checkpoints":
-            _copy(base, target, drop=lambda rel: os.path.basename(rel) in (HW_CKPT, EPOCH_CKPT)
-                  and rel.startswith("broker-"))
+            _copy(base, target, drop_in_brokers=(HW_CKPT, EPOCH_CKPT))
             yield _set(name, kind, target, truth, cluster,
                        tuple(f"hw_checkpoint:{b}" for b in brokers) + ("epoch_checkpoints",))
         elif kind == "stale_checkpoints":

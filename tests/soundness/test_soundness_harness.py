@@ -88,6 +88,9 @@ def test_degradations_remove_what_they_claim(tmp_path):
     # truth: broker 3 leads everything at the end, the stale brokers 1 and 2 hold the lost records
     assert sets["drop_last_leader"].missing == ("log_dir:3",)
     assert sets["drop_holder"].missing[0] in ("log_dir:1", "log_dir:2")
+    bare = sets["bare"]
+    assert bare.missing == ("log_dir:3", "acks", "metadata_log")
+    assert set(bare.brokers) == {1, 2} and bare.acks is None and bare.metadata_log is None
     assert sets["no_acks"].acks is None and not os.path.exists(os.path.join(sets["no_acks"].root, "acks.jsonl"))
     assert sets["no_metadata_log"].metadata_log is None and sets["full"].metadata_log is not None
     assert not os.path.exists(os.path.join(sets["no_metadata_log"].root, "controller"))
