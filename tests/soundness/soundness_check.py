@@ -100,12 +100,20 @@ def advise_answer(entry: dict[str, Any], exit_code: int) -> Answer:
 
 def _evidence_kind(item: Any) -> tuple[str, int | None]:
     """What one named piece of missing evidence is: log_dir (with its broker), metadata_log,
-    acks, checkpoint, segments, or other."""
-    text = json.dumps(item, sort_keys=True).lower() if not isinstance(item, str) else item.lower()
-    broker = item.get("broker") if isinstance(item, dict) and isinstance(item.get("broker"), int) else None
+    acks, checkpoint, segments, or other. A dict is read by its kind field when it has one."""
+    broker = None
+    if isinstance(item, dict):
+        b = item.get("broker", item.get("log_dir"))
+        broker = b if isinstance(b, int) else None
+        named = next((item[k] for k in ("kind", "evidence", "what", "type") if isinstance(item.get(k), str)), None)
+        text = (named if named is not None else json.dumps(item, sort_keys=True)).lower()
+    else:
+        text = str(item).lower()
     if broker is None:
         m = re.search(r"broker[-_ ]?(\d+)", text)
         broker = int(m.group(1)) if m else None
+    if any(w in text for w in ("log dir", "log_dir", "logdir", "disk")):
+        return "log_dir", broker
     if "ack" in text:
         return "acks", None
     if "metadata" in text:
@@ -114,7 +122,7 @@ def _evidence_kind(item: Any) -> tuple[str, int | None]:
         return "checkpoint", broker
     if "log start" in text or "log_start" in text or "segment" in text or "retention" in text:
         return "segments", broker
-    if "log dir" in text or "log_dir" in text or "replica" in text or broker is not None:
+    if "replica" in text or broker is not None:
         return "log_dir", broker
     return "other", None
 

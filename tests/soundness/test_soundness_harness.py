@@ -208,3 +208,16 @@ def test_random_scenarios_sound(tmp_path):
         outs += run_scenario(name, sc, str(tmp_path / name))
     found = {k: _violations(outs, k) for k in VIOLATIONS}
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_missing_evidence_is_read_by_kind(tmp_path):
+    name, sc = next((n, s) for n, s in sample_scenarios() if n == "b-unclean-stale-return")
+    (bare,) = degrade(name, sc, str(tmp_path), ("bare",))
+    starts = log_starts(bare)
+    # broker 3's log dir, the acks and the metadata log are missing; brokers 1 and 2 are there
+    assert justified(bare, "the last ISR member's log dir (broker 3; the metadata log's ISR)", starts) is True
+    assert justified(bare, {"kind": "log_dir", "broker": 2}, starts) is False
+    assert justified(bare, {"evidence": "acks"}, starts) is True
+    assert justified(bare, "metadata log", starts) is True
+    assert justified(bare, "segments below the log start of broker 1", starts) is False
+    assert justified(bare, "a crystal ball", starts) is None
