@@ -10,8 +10,9 @@ for each partition truth says is offline, ``segtools advise`` (the CLI, for its 
   candidate's log holds it);
 - ``false_all_clear``: "safe" / exit 0 where truth has an acked or committed record lost
   (compare), or where the recommended candidate's log lacks an acked or committed record some
-  replica still holds (advise). ``..._traced`` counts those whose evidence set still held a trace
-  of the loss (the record on a given broker dir, or acked in the given acks.jsonl);
+  replica still holds (advise); records of an aborted transaction are no loss to consumers and
+  not counted. ``..._traced`` counts those whose evidence set still held a trace of the loss
+  (the record on a given broker dir, or acked in the given acks.jsonl);
 - ``unjustified_cannot_tell``: "cannot tell" naming evidence the set does have (or naming
   nothing).
 
@@ -239,7 +240,8 @@ def check_compare(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, in
             fb = _final_broker(p)
             floor = starts.get((p["topic"], p["partition"], fb), 0) if fb is not None else 0
             for r in p["lost"]:
-                if (r["acked"] or r["committed"]) and r["relocated_to"] is None and r["offset"] >= floor:
+                if (r["acked"] or r["committed"]) and r["relocated_to"] is None and r["offset"] >= floor \
+                        and (p["topic"], str(r["value"])) not in ev.aborted:
                     serious.append((p, r))
         if serious:
             traced = any(set(r["on_brokers"]) & set(ev.brokers) or (ev.acks is not None and r["acked"])
@@ -287,7 +289,8 @@ def _precious_missing(ev: EvidenceSet, tp: tuple[str, int], broker: int,
     floor = max(starts.get((tp[0], tp[1], broker), 0), mine.log_start_offset)
     out = []
     for rec in ev.cluster.records:
-        if (rec.topic, rec.partition) != tp or not (rec.acked or rec.committed) or rec.offset < floor:
+        if (rec.topic, rec.partition) != tp or not (rec.acked or rec.committed) or rec.offset < floor \
+                or (rec.topic, str(rec.value)) in ev.aborted:
             continue
         if mine.has_record(rec.offset, rec.leader_epoch) or _relocated_in(rec, mine):
             continue

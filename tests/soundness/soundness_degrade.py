@@ -59,6 +59,8 @@ class EvidenceSet:
     truth: dict[str, Any]              # truth.json of the run these files came from
     cluster: Any                       # that run's final model Cluster (records, replicas)
     clean_stops: frozenset[int] = field(default_factory=frozenset)  # brokers stopped cleanly
+    # (topic, value) of records sent inside an aborted transaction: never a loss to consumers
+    aborted: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
     @property
     def broker_dirs(self) -> list[str]:
@@ -132,6 +134,26 @@ def _set(name: str, kind: str, root: str, truth: dict[str, Any], cluster: Any,
                       if r["clean_shutdown"] and not r["alive"])
     return EvidenceSet(name, kind, root, _brokers_in(root), acks if os.path.exists(acks) else None,
                        mlog if os.path.isdir(mlog) else None, missing, truth, cluster, clean)
+
+
+def aborted_values(scenario: dict[str, Any]) -> frozenset[tuple[str, str]]:
+    """(topic, value) of the records produced between a producer's ``begin_transaction`` and
+    its ``abort_transaction`` (produce steps that list their ``values``; the random scenarios'
+    values are unique)."""
+    out: set[tuple[str, str]] = set()
+    pending: dict[str, list[tuple[str, str]]] = {}
+    for step in scenario.get("steps", []):
+        (kind, args), = step.items()
+        args = args or {}
+        if kind == "begin_transaction":
+            pending[args["producer"]] = []
+        elif kind == "produce" and args.get("producer") in pending:
+            pending[args["producer"]] += [(args["topic"], str(v)) for v in args.get("values") or []]
+        elif kind == "abort_transaction":
+            out.update(pending.pop(args["producer"], []))
+        elif kind == "commit_transaction":
+            pending.pop(args["producer"], None)
+    return frozenset(out)
 
 
 def _last_leader(truth: dict[str, Any]) -> int | None:
@@ -232,6 +254,13 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
             kinds: tuple[str, ...] = KINDS) -> Iterator[EvidenceSet]:
     """Run ``scenario`` into ``workdir/base`` and yield one evidence set per applicable kind
     (a kind that would remove nothing from this scenario is left out)."""
+    aborted = aborted_values(scenario)
+    for ev in _degrade(name, scenario, workdir, kinds):
+        ev.aborted = aborted
+        yield ev
+
+
+def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str, ...]) -> Iterator[EvidenceSet]:
     base = os.path.join(workdir, "base")
     result = run(scenario, base)
     truth, cluster = result.truth, result.cluster

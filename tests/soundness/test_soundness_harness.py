@@ -28,6 +28,7 @@ from soundness_degrade import (
     KINDS,
     LOG_START_CKPT,
     _segment_bases,
+    aborted_values,
     degrade,
     sample_scenarios,
     scenarios,
@@ -221,3 +222,14 @@ def test_missing_evidence_is_read_by_kind(tmp_path):
     assert justified(bare, "metadata log", starts) is True
     assert justified(bare, "segments below the log start of broker 1", starts) is False
     assert justified(bare, "a crystal ball", starts) is None
+
+
+def test_aborted_transactions_are_read_from_the_scenario():
+    steps = [{"begin_transaction": {"producer": "tx"}},
+             {"produce": {"topic": "t0", "producer": "tx", "values": ["v1", "v2"]}},
+             {"abort_transaction": {"producer": "tx"}},
+             {"begin_transaction": {"producer": "tx"}},
+             {"produce": {"topic": "t0", "producer": "tx", "values": ["v3"]}},
+             {"commit_transaction": {"producer": "tx"}},
+             {"produce": {"topic": "t0", "values": ["v4"]}}]
+    assert aborted_values({"steps": steps}) == {("t0", "v1"), ("t0", "v2")}
