@@ -66,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     with get_context("fork").Pool(max(1, args.jobs)) as pool:
         for outs in pool.imap(_one, jobs):
             outcomes += outs
+            before = sets
             sets += sum(1 for o in outs if o.kind != "scenario_error")
+            if sets // 100 > before // 100:
+                print(f"... {sets} sets, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
             if sets >= args.cases:
                 pool.terminate()
                 break

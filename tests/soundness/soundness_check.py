@@ -10,8 +10,9 @@ for each partition truth says is offline, ``segtools advise`` (the CLI, for its 
   candidate's log holds it);
 - ``false_all_clear``: "safe" / exit 0 where truth has an acked or committed record lost
   (compare), or where the recommended candidate's log lacks an acked or committed record some
-  replica still holds (advise). ``..._traced`` counts those whose evidence set still held a trace
-  of the loss (the record on a given broker dir, or acked in the given acks.jsonl);
+  replica still holds (advise); records of an aborted transaction are no loss to consumers and
+  not counted. ``..._traced`` counts those whose evidence set still held a trace of the loss
+  (the record on a given broker dir, or acked in the given acks.jsonl);
 - ``unjustified_cannot_tell``: "cannot tell" naming evidence the set does have (or naming
   nothing).
 
@@ -100,12 +101,20 @@ def advise_answer(entry: dict[str, Any], exit_code: int) -> Answer:
 
 def _evidence_kind(item: Any) -> tuple[str, int | None]:
     """What one named piece of missing evidence is: log_dir (with its broker), metadata_log,
-    acks, checkpoint, segments, or other."""
-    text = json.dumps(item, sort_keys=True).lower() if not isinstance(item, str) else item.lower()
-    broker = item.get("broker") if isinstance(item, dict) and isinstance(item.get("broker"), int) else None
+    acks, checkpoint, segments, or other. A dict is read by its kind field when it has one."""
+    broker = None
+    if isinstance(item, dict):
+        b = item.get("broker", item.get("log_dir"))
+        broker = b if isinstance(b, int) else None
+        named = next((item[k] for k in ("kind", "evidence", "what", "type") if isinstance(item.get(k), str)), None)
+        text = (named if named is not None else json.dumps(item, sort_keys=True)).lower()
+    else:
+        text = str(item).lower()
     if broker is None:
         m = re.search(r"broker[-_ ]?(\d+)", text)
         broker = int(m.group(1)) if m else None
+    if any(w in text for w in ("log dir", "log_dir", "logdir", "disk")):
+        return "log_dir", broker
     if "ack" in text:
         return "acks", None
     if "metadata" in text:
@@ -114,7 +123,7 @@ def _evidence_kind(item: Any) -> tuple[str, int | None]:
         return "checkpoint", broker
     if "log start" in text or "log_start" in text or "segment" in text or "retention" in text:
         return "segments", broker
-    if "log dir" in text or "log_dir" in text or "replica" in text or broker is not None:
+    if "replica" in text or broker is not None:
         return "log_dir", broker
     return "other", None
 
@@ -231,7 +240,8 @@ def check_compare(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, in
             fb = _final_broker(p)
             floor = starts.get((p["topic"], p["partition"], fb), 0) if fb is not None else 0
             for r in p["lost"]:
-                if (r["acked"] or r["committed"]) and r["relocated_to"] is None and r["offset"] >= floor:
+                if (r["acked"] or r["committed"]) and r["relocated_to"] is None and r["offset"] >= floor \
+                        and (p["topic"], str(r["value"])) not in ev.aborted:
                     serious.append((p, r))
         if serious:
             traced = any(set(r["on_brokers"]) & set(ev.brokers) or (ev.acks is not None and r["acked"])
@@ -279,7 +289,8 @@ def _precious_missing(ev: EvidenceSet, tp: tuple[str, int], broker: int,
     floor = max(starts.get((tp[0], tp[1], broker), 0), mine.log_start_offset)
     out = []
     for rec in ev.cluster.records:
-        if (rec.topic, rec.partition) != tp or not (rec.acked or rec.committed) or rec.offset < floor:
+        if (rec.topic, rec.partition) != tp or not (rec.acked or rec.committed) or rec.offset < floor \
+                or (rec.topic, str(rec.value)) in ev.aborted:
             continue
         if mine.has_record(rec.offset, rec.leader_epoch) or _relocated_in(rec, mine):
             continue

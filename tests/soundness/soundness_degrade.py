@@ -18,7 +18,7 @@ import copy
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ SEGMENT_BYTES = 240
 SAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "scenarios")
 
 KINDS = ("full", "drop_last_leader", "drop_holder", "after_restart", "no_metadata_log", "no_acks",
-         "no_checkpoints", "stale_checkpoints", "retention")
+         "no_checkpoints", "stale_checkpoints", "retention", "bare")
 
 HW_CKPT = "replication-offset-checkpoint"
 EPOCH_CKPT = "leader-epoch-checkpoint"
@@ -59,6 +59,8 @@ class EvidenceSet:
     truth: dict[str, Any]              # truth.json of the run these files came from
     cluster: Any                       # that run's final model Cluster (records, replicas)
     clean_stops: frozenset[int] = field(default_factory=frozenset)  # brokers stopped cleanly
+    # (topic, value) of records sent inside an aborted transaction: never a loss to consumers
+    aborted: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
     @property
     def broker_dirs(self) -> list[str]:
@@ -112,11 +114,15 @@ def _brokers_in(root: str) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
-def _copy(base: str, target: str, *, drop: Callable[[str], bool] = lambda _rel: False) -> None:
-    """Copy ``base`` to ``target`` leaving out every path (relative to ``base``) ``drop`` names."""
+def _copy(base: str, target: str, *, drop: Collection[str] = (),
+          drop_in_brokers: Collection[str] = ()) -> None:
+    """Copy ``base`` to ``target`` leaving out the paths in ``drop`` (relative to ``base``) and
+    the files named in ``drop_in_brokers`` anywhere under a ``broker-<id>`` dir."""
     def ignore(directory: str, names: list[str]) -> list[str]:
-        rel = os.path.relpath(directory, base)
-        return [n for n in names if drop(os.path.normpath(os.path.join(rel, n)))]
+        rel = os.path.normpath(os.path.relpath(directory, base))
+        in_broker = rel.split(os.sep)[0].startswith("broker-")
+        return [n for n in names if os.path.normpath(os.path.join(rel, n)) in drop
+                or (in_broker and n in drop_in_brokers)]
     shutil.copytree(base, target, ignore=ignore)
 
 
@@ -128,6 +134,26 @@ def _set(name: str, kind: str, root: str, truth: dict[str, Any], cluster: Any,
                       if r["clean_shutdown"] and not r["alive"])
     return EvidenceSet(name, kind, root, _brokers_in(root), acks if os.path.exists(acks) else None,
                        mlog if os.path.isdir(mlog) else None, missing, truth, cluster, clean)
+
+
+def aborted_values(scenario: dict[str, Any]) -> frozenset[tuple[str, str]]:
+    """(topic, value) of the records produced between a producer's ``begin_transaction`` and
+    its ``abort_transaction`` (produce steps that list their ``values``; the random scenarios'
+    values are unique)."""
+    out: set[tuple[str, str]] = set()
+    pending: dict[str, list[tuple[str, str]]] = {}
+    for step in scenario.get("steps", []):
+        (kind, args), = step.items()
+        args = args or {}
+        if kind == "begin_transaction":
+            pending[args["producer"]] = []
+        elif kind == "produce" and args.get("producer") in pending:
+            pending[args["producer"]] += [(args["topic"], str(v)) for v in args.get("values") or []]
+        elif kind == "abort_transaction":
+            out.update(pending.pop(args["producer"], []))
+        elif kind == "commit_transaction":
+            pending.pop(args["producer"], None)
+    return frozenset(out)
 
 
 def _last_leader(truth: dict[str, Any]) -> int | None:
@@ -228,6 +254,13 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
             kinds: tuple[str, ...] = KINDS) -> Iterator[EvidenceSet]:
     """Run ``scenario`` into ``workdir/base`` and yield one evidence set per applicable kind
     (a kind that would remove nothing from this scenario is left out)."""
+    aborted = aborted_values(scenario)
+    for ev in _degrade(name, scenario, workdir, kinds):
+        ev.aborted = aborted
+        yield ev
+
+
+def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str, ...]) -> Iterator[EvidenceSet]:
     base = os.path.join(workdir, "base")
     result = run(scenario, base)
     truth, cluster = result.truth, result.cluster
@@ -244,8 +277,19 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
             victim = _last_leader(truth) if kind == "drop_last_leader" else _holder(truth, _last_leader(truth))
             if victim is None or victim not in brokers:
                 continue
-            _copy(base, target, drop=lambda rel, v=victim: rel == f"broker-{v}")
+            dropped = f"broker-{victim}"
+            _copy(base, target, drop={dropped})
             yield _set(name, kind, target, truth, cluster, (f"log_dir:{victim}",))
+        elif kind == "bare":
+            # the barest evidence (issue 21's advise case): the last leader's disk, the acks
+            # and the metadata log all missing
+            leader = _last_leader(truth)
+            if len(brokers) < 2 or leader is None or leader not in brokers:
+                continue
+            gone = {f"broker-{leader}", "acks.jsonl", "controller"}
+            _copy(base, target, drop=gone)
+            yield _set(name, kind, target, truth, cluster,
+                       (f"log_dir:{leader}", "acks", *(("metadata_log",) if has_mlog else ())))
         elif kind == "after_restart":
             extra = _restart_steps(cluster)
             if not extra:
@@ -259,14 +303,13 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
         elif kind == "no_metadata_log":
             if not has_mlog:
                 continue
-            _copy(base, target, drop=lambda rel: rel == "controller")
+            _copy(base, target, drop={"controller"})
             yield _set(name, kind, target, truth, cluster, ("metadata_log",))
         elif kind == "no_acks":
-            _copy(base, target, drop=lambda rel: rel == "acks.jsonl")
+            _copy(base, target, drop={"acks.jsonl"})
             yield _set(name, kind, target, truth, cluster, ("acks",))
         elif kind == "no_checkpoints":
-            _copy(base, target, drop=lambda rel: os.path.basename(rel) in (HW_CKPT, EPOCH_CKPT)
-                  and rel.startswith("broker-"))
+            _copy(base, target, drop_in_brokers=(HW_CKPT, EPOCH_CKPT))
             yield _set(name, kind, target, truth, cluster,
                        tuple(f"hw_checkpoint:{b}" for b in brokers) + ("epoch_checkpoints",))
         elif kind == "stale_checkpoints":
