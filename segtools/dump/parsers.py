@@ -147,16 +147,20 @@ class ClusterMetadataParser:
     """--cluster-metadata-decoder: never a key; the payload is the metadata record's JSON or
     ``Error at {offset}, skipping. {message}`` (no word "offset", as Kafka)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag_count_checks: bool = False) -> None:
         try:
             from segtools.internal_topics.metadata import format_record
         except ImportError as exc:
             raise InputError(f"the cluster metadata decoder is not available: {exc}") from None
         self._format = format_record
+        self.tag_count_checks = tag_count_checks  # Kafka 4.4's generated readers
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
+        from segtools.internal_topics.protocol import tag_count_checks
+
         try:
-            return None, self._format(record.value, offset=record.offset)
+            with tag_count_checks(self.tag_count_checks):
+                return None, self._format(record.value, offset=record.offset)
         except Exception as exc:  # format_record reports errors itself; this is a last resort
             return None, f"Error at {record.offset}, skipping. {exc}"
 
@@ -208,10 +212,15 @@ class CoordinatorKafka4Parser:
         self._value_json = value_json
         self._raw, self._dumps, self._message_json = Raw, dumps, message_json
         self.note: NoteSink | None = None
+        #: Kafka 4.4's generated readers check tagged-field counts (build_parser sets it)
+        self.tag_count_checks = False
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
+        from segtools.internal_topics.protocol import tag_count_checks
+
         try:
-            return self._parse(record)
+            with tag_count_checks(self.tag_count_checks):
+                return self._parse(record)
         except SegtoolsError:
             raise
         except Exception as exc:  # a decoder bug must still come out as a located error
@@ -381,22 +390,28 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
     from segtools.dump.options import release_tuple
 
     release = release_tuple(kafka_version)
-    if offsets_decoder:
-        if release < (4, 0):
-            return InternalTopicParser("consumer_offsets")
-        return OffsetsKafka4Parser(release)
-    if transaction_log_decoder:
+    checks = release >= (4, 4)
+    coordinator: CoordinatorKafka4Parser | None = None
+    if offsets_decoder and release >= (4, 0):
+        coordinator = OffsetsKafka4Parser(release)
+    elif offsets_decoder:
+        return InternalTopicParser("consumer_offsets")
+    elif transaction_log_decoder and kafka4 and release >= (4, 1):
         # the coordinator JSON since 4.1 (the Scala tool of 4.1/4.2 prints it too)
-        if kafka4 and release >= (4, 1):
-            return TransactionLogJsonParser(status_names=release >= (4, 4))
+        coordinator = TransactionLogJsonParser(status_names=release >= (4, 4))
+    elif share_group_state_decoder and not (transaction_log_decoder or cluster_metadata_decoder
+                                            or remote_log_metadata_decoder):
+        # no 3.x release has this decoder: with --kafka-version 3.9, 4.0's types
+        coordinator = ShareGroupStateKafka4Parser(max(release, (4, 0)))
+    if coordinator is not None:
+        coordinator.tag_count_checks = checks
+        return coordinator
+    if transaction_log_decoder:
         # the Scala TransactionLog of 3.x/4.0 dies on what it cannot read (kafka4=False: the
         # JSON outputs, which report it per record instead)
         return InternalTopicParser("transaction_state", kafka_aborts=kafka4)
     if cluster_metadata_decoder:
-        return ClusterMetadataParser()
+        return ClusterMetadataParser(tag_count_checks=checks)
     if remote_log_metadata_decoder:
         return RemoteLogMetadataParser()
-    if share_group_state_decoder:
-        # no 3.x release has this decoder: with --kafka-version 3.9, 4.0's types
-        return ShareGroupStateKafka4Parser(max(release, (4, 0)))
     return DecoderMessageParser(load_decoder(key_decoder_class), load_decoder(value_decoder_class))
