@@ -1,12 +1,14 @@
 """`--offsets-decoder`, `--share-group-state-decoder` and `--transaction-log-decoder` against the
 real kafka-dump-log on the ``__consumer_offsets``, ``__share_group_state`` and
-``__transaction_state`` files a real Kafka 4.3.1 broker wrote (the last also byte-flipped).
+``__transaction_state`` files a real broker of Kafka 4.4.0, 4.3.1 and 4.0.0 wrote (the last also
+byte-flipped), judged by the real kafka-dump-log of the same release, and the controller's
+``__cluster_metadata-0`` of each fresh cluster.
 
-One KRaft broker (segtools.realcluster, features at 4.3's defaults: share.version=1,
-streams.version=1) serves: a KIP-848 consumer group (confluent-kafka with
+Per release one KRaft broker (segtools.realcluster, features at the release's defaults) serves
+(4.0.0: the consumer group and the transactions only): a KIP-848 consumer group (confluent-kafka with
 ``group.protocol=consumer``, subscribing by regular expression, committing offsets), and a
 share group (Kafka's own ConsoleShareConsumer class from the jars, which acknowledges what it
-reads), and a KIP-1071 streams group (Kafka Streams 4.3.1 with ``group.protocol=streams``,
+reads), and a KIP-1071 streams group (Kafka Streams of the release with ``group.protocol=streams``,
 StreamsGroupDriver.java) whose records are types 17-23, and two transactional producers
 (commits and aborts).
 """
@@ -250,7 +252,7 @@ def test_transaction_log_decoder_on_a_real_coordinator_log_and_its_mutants(
         kafka_dump_log_of, broker_files: Path, tmp_path: Path,
         request: pytest.FixtureRequest) -> None:
     """--transaction-log-decoder (the coordinator-record parser the other decoders use) prints
-    what the real tool prints on the __transaction_state a real 4.3.1 broker wrote, and on
+    what the real tool prints on the __transaction_state a real broker of the release wrote, and on
     copies with one byte of each key or value flipped (unknown versions and record types,
     strings and arrays that overrun, unknown tags)."""
     logs = sorted((broker_files / "__transaction_state-0").glob("*.log"))
