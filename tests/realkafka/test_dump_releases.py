@@ -39,6 +39,11 @@ def _smoke_cases(ws: Path) -> list[h.Case]:
             plain += 1
             if plain % SAMPLE_EVERY == 0:
                 cases.append(case)
+    # a real KRaft metadata log with LEADER_CHANGE control records (decoded from 4.1 on)
+    kraft = "tests/data/realdata/kafka-3.6-kraft-flink-stack/logdir/__cluster_metadata-0/" \
+            "00000000000000000000.log"
+    cases.append(h.Case(f"{kraft} --deep-iteration --print-data-log",
+                        ["--deep-iteration", "--print-data-log", "--files", kraft], "log"))
     return cases
 
 
