@@ -17,6 +17,7 @@ from segtools.dump.options import (
     MAX_BYTES_DEFAULT,
     MAX_MESSAGE_SIZE_DEFAULT,
     DumpOptions,
+    kafka_release,
 )
 
 _STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
@@ -30,6 +31,13 @@ def _files(value: str | None) -> list[str]:
     while parts and parts[-1] == "":
         parts.pop()
     return parts
+
+
+def _kafka_version(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        return kafka_release(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,10 +81,11 @@ def _files(value: str | None) -> list[str]:
               default="text", show_default=True,
               help="text: kafka-dump-log's exact lines; json: one document per file; "
                    "ndjson: one object per batch, record, entry or finding.")
-@click.option("--kafka-version", "kafka_version", type=click.Choice(KAFKA_VERSIONS),
-              default=DEFAULT_KAFKA_VERSION, show_default=True,
-              help="Whose kafka-dump-log text to print: 4.3 (Kafka 4.x, pinned 4.3.1) or 3.9 "
-                   "(the Scala tool of Kafka 3.x); docs/DUMP_LOG.md lists the differences.")
+@click.option("--kafka-version", "kafka_version", default=DEFAULT_KAFKA_VERSION,
+              show_default=True, callback=_kafka_version, metavar="VERSION",
+              help="Whose kafka-dump-log text to print: a Kafka release line "
+                   f"({', '.join(KAFKA_VERSIONS)}) or a full release such as 4.3.1; 3.9 is "
+                   "the Scala tool of Kafka 3.x; docs/DUMP_LOG.md lists the differences.")
 @click.option("--skip-corrupt", is_flag=True,
               help="Print past corrupt byte ranges of a .log (one 'Skipped N corrupt bytes' line "
                    "each) instead of stopping at the first, as segtools salvage reads it.")

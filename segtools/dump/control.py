@@ -35,7 +35,7 @@ def describe_control(key: bytes | None, value: bytes | None,
     """The text Kafka appends to a control record's line (starting with a space) and the same
     facts as a dict for JSON output. Raises CorruptBatchError where Kafka would throw.
 
-    Kafka 4.x decodes LEADER_CHANGE (`` LeaderChange: {json}``); 3.x printed
+    Kafka 4.1+ decodes LEADER_CHANGE (`` LeaderChange: {json}``); 3.x and 4.0 printed
     `` controlType: LEADER_CHANGE(2)``."""
     type_id = decode_control_key(key).type_id
     name = control_type_name(type_id)

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from segtools.dump import text
+from segtools.dump.options import release_tuple
 from segtools.errors import FormatError, IndexCorruptionError, InputError
 from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
@@ -235,10 +236,11 @@ def _dump_index_slots(ctx: DumpContext, path: str, log_path: str, base: int, slo
                 log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
                                                       log_path)
             except FormatError as exc:
-                if unused and opts.kafka4:
+                # (every 4.x release checked against its real tool; 3.9's text kept as it was)
+                if unused and release_tuple(opts.kafka_version) >= (4, 0):
                     # no batch at position 0: the log is empty (a preallocated, never-written
                     # active segment). kafka-dump-log dies here before printing the slot
-                    # (DumpLogSegments.dumpIndex: batches.iterator.next() on an empty log,
+                    # (DumpLogSegments.dumpIndex, Scala and Java alike: the first batch of an empty log,
                     # NoSuchElementException); an empty active segment is healthy: a warning
                     ctx.sink.finding("empty_log_index", {
                         "problem": False, "message": f"{os.path.basename(log_path)} has no "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from segtools.dump import text
 from segtools.dump.control import describe_control
-from segtools.dump.options import MAX_BYTES_DEFAULT
+from segtools.dump.options import MAX_BYTES_DEFAULT, release_tuple
 from segtools.dump.pairs import PairStore
 from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
 from segtools.formats.names import dump_stem_offset
@@ -218,6 +218,8 @@ def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _
     metadata = not opts.skip_record_metadata
     parser = ctx.parser if print_data else None
     kafka4 = opts.kafka4
+    # LEADER_CHANGE is decoded from Kafka 4.1 on (the Scala tool of 4.1/4.2 too, not 4.0)
+    leader_change_json = release_tuple(opts.kafka_version) >= (4, 1)
     non_consecutive = state.non_consecutive
     last_offset = state.last_offset
     prev_batch_last = None
@@ -280,7 +282,7 @@ def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _
                     control = None
                     if is_control and metadata:
                         try:
-                            control = describe_control(record.key, record.value, kafka4)
+                            control = describe_control(record.key, record.value, leader_change_json)
                         except FormatError as exc:
                             ctx.error("corrupt_control_record", exc.located(
                                 path=path, position=batch.position, base_offset=batch.base_offset))

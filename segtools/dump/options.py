@@ -12,10 +12,34 @@ from segtools.dump.pairs import PairStore
 MAX_BYTES_DEFAULT = 2147483647
 MAX_MESSAGE_SIZE_DEFAULT = 5 * 1024 * 1024
 
-#: kafka-dump-log text dialects: "4.3" is the pinned Kafka 4.3.1 (jvm/pom.xml), the default;
-#: "3.9" the Scala tool of Kafka 3.x (docs/DUMP_LOG.md; differences in "Kafka 4.x text")
-KAFKA_VERSIONS = ("4.3", "3.9")
-DEFAULT_KAFKA_VERSION = "4.3"
+#: kafka-dump-log text dialects, one per Kafka release line (docs/DUMP_LOG.md section 10a):
+#: 4.3+ run the Java tool, 4.0-4.2 still the Scala one of 3.x with their own record schemas,
+#: "3.9" the Scala tool of Kafka 3.x. The default follows the newest release.
+KAFKA_VERSIONS = ("4.4", "4.3", "4.2", "4.1", "4.0", "3.9")
+DEFAULT_KAFKA_VERSION = "4.4"
+
+
+def kafka_release(version: str) -> str:
+    """``version`` as one of KAFKA_VERSIONS: "4.4", "4.4.0" and "4.3.1" are accepted (a patch
+    release prints its line's text); ValueError names the accepted ones otherwise."""
+    parts = version.strip().split(".")
+    line = ".".join(parts[:2])
+    if line not in KAFKA_VERSIONS or len(parts) > 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"unknown Kafka version {version!r}: one of {', '.join(KAFKA_VERSIONS)} "
+                         "(or a full release such as 4.4.0)")
+    return line
+
+
+def release_tuple(version: str) -> tuple[int, int]:
+    """(major, minor) of one of KAFKA_VERSIONS."""
+    major, minor = kafka_release(version).split(".")
+    return int(major), int(minor)
+
+
+def java_tool(version: str) -> bool:
+    """Kafka 4.3+ runs the Java DumpLogSegments; 3.x and 4.0-4.2 the Scala one (whose text,
+    summaries and transaction-log lines are 3.x's)."""
+    return release_tuple(version) >= (4, 3)
 
 # exit statuses (CONTRACT.md section 1)
 EXIT_CLEAN = 0
@@ -59,8 +83,9 @@ class DumpOptions:
 
     @property
     def kafka4(self) -> bool:
-        """Kafka 4.x text (the Java DumpLogSegments) rather than 3.x (the Scala one)."""
-        return self.kafka_version != "3.9"
+        """The Java DumpLogSegments' text (Kafka 4.3+) rather than the Scala one's (3.x, and
+        4.0-4.2, which still ran it)."""
+        return java_tool(self.kafka_version)
 
     @property
     def should_print_data_log(self) -> bool:
@@ -145,7 +170,7 @@ class Summaries:
         from segtools.dump.scala_order import java_hashmap_order, scala_hashmap_order
 
         target = getattr(self, name)
-        if self.kafka_version != "3.9":
+        if java_tool(self.kafka_version):
             return [(path, self.ordered_pairs(name, target[path]))
                     for path in java_hashmap_order(self.calls.get(name, []))]
         if name not in ("index_mismatches", "non_consecutive"):

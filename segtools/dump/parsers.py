@@ -120,8 +120,11 @@ class InternalTopicParser:
     returns ``(key_text | None, payload_text | None)`` exactly as Kafka prints them and raises
     SchemaError where Kafka's tool would abort (the dump reports it and goes on)."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, kafka_aborts: bool = False) -> None:
         self.module = module
+        #: where Kafka's tool dies on the record, raise (the dump reports a located error and
+        #: goes on) instead of printing an ``Error at offset`` line Kafka never prints
+        self.kafka_aborts = kafka_aborts
         try:
             mod = importlib.import_module(f"segtools.internal_topics.{module}")
             self._format: Callable[..., tuple[str | None, str | None]] = mod.format_record
@@ -130,6 +133,8 @@ class InternalTopicParser:
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
         try:
+            if self.kafka_aborts:
+                return self._format(record.key, record.value)
             return self._format(record.key, record.value, offset=record.offset)
         except SegtoolsError:
             raise
@@ -142,16 +147,20 @@ class ClusterMetadataParser:
     """--cluster-metadata-decoder: never a key; the payload is the metadata record's JSON or
     ``Error at {offset}, skipping. {message}`` (no word "offset", as Kafka)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag_count_checks: bool = False) -> None:
         try:
             from segtools.internal_topics.metadata import format_record
         except ImportError as exc:
             raise InputError(f"the cluster metadata decoder is not available: {exc}") from None
         self._format = format_record
+        self.tag_count_checks = tag_count_checks  # Kafka 4.4's generated readers
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
+        from segtools.internal_topics.protocol import tag_count_checks
+
         try:
-            return None, self._format(record.value, offset=record.offset)
+            with tag_count_checks(self.tag_count_checks):
+                return None, self._format(record.value, offset=record.offset)
         except Exception as exc:  # format_record reports errors itself; this is a last resort
             return None, f"Error at {record.offset}, skipping. {exc}"
 
@@ -203,10 +212,15 @@ class CoordinatorKafka4Parser:
         self._value_json = value_json
         self._raw, self._dumps, self._message_json = Raw, dumps, message_json
         self.note: NoteSink | None = None
+        #: Kafka 4.4's generated readers check tagged-field counts (build_parser sets it)
+        self.tag_count_checks = False
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
+        from segtools.internal_topics.protocol import tag_count_checks
+
         try:
-            return self._parse(record)
+            with tag_count_checks(self.tag_count_checks):
+                return self._parse(record)
         except SegtoolsError:
             raise
         except Exception as exc:  # a decoder bug must still come out as a located error
@@ -275,26 +289,27 @@ def _note_unknown_tags(note: NoteSink, offset: int, record_type: int, topic: str
 
 
 class OffsetsKafka4Parser(CoordinatorKafka4Parser):
-    """--offsets-decoder of Kafka 4.x over Kafka 4.3's group coordinator record types
-    (``group_schemas.RECORD_TYPES_KAFKA_4_3``); consumer-protocol members of a
+    """--offsets-decoder of Kafka 4.x over the group coordinator record types of ``release``
+    (``group_schemas.record_types_of``; 4.3's by default); consumer-protocol members of a
     GroupMetadataValue are decoded as in 3.x (``consumer_offsets.value_json``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: tuple[int, int] = (4, 3)) -> None:
         from segtools.internal_topics import consumer_offsets as co
-        from segtools.internal_topics.group_schemas import RECORD_TYPES_KAFKA_4_3
+        from segtools.internal_topics.group_schemas import record_types_of
 
-        super().__init__(RECORD_TYPES_KAFKA_4_3, "__consumer_offsets",
-                         lambda t, v, d: co.value_json(t, v, d, RECORD_TYPES_KAFKA_4_3))
+        table = record_types_of(release)
+        super().__init__(table, "__consumer_offsets",
+                         lambda t, v, d: co.value_json(t, v, d, table))
 
 
 class ShareGroupStateKafka4Parser(CoordinatorKafka4Parser):
-    """--share-group-state-decoder of Kafka 4.x (ShareCoordinatorRecordSerde) over
-    ``share_group_state.RECORD_TYPES_KAFKA_4_3``."""
+    """--share-group-state-decoder of Kafka 4.x (ShareCoordinatorRecordSerde) over the share
+    coordinator record types of ``release`` (``share_group_state.record_types_of``)."""
 
-    def __init__(self) -> None:
-        from segtools.internal_topics.share_group_state import RECORD_TYPES_KAFKA_4_3
+    def __init__(self, release: tuple[int, int] = (4, 3)) -> None:
+        from segtools.internal_topics.share_group_state import record_types_of
 
-        super().__init__(RECORD_TYPES_KAFKA_4_3, "__share_group_state")
+        super().__init__(record_types_of(release), "__share_group_state")
 
 
 class RemoteLogMetadataParser:
@@ -338,17 +353,27 @@ class RemoteLogMetadataParser:
 
 
 class TransactionLogJsonParser(CoordinatorKafka4Parser):
-    """--transaction-log-decoder of Kafka 4.x: the coordinator-record parser over
+    """--transaction-log-decoder of Kafka 4.1+: the coordinator-record parser over
     TransactionCoordinatorRecordSerde (record type 0 only), printing ``{"type":"0","data":{...}}``
-    keys and ``{"version":"v","data":{...}}`` values (3.x printed ``transaction_metadata::...``).
-    Kafka 4.x's DumpLogSegments.TransactionLogMessageParser is a CoordinatorRecordMessageParser,
-    so the wording (and our stderr notes) are those of CoordinatorKafka4Parser."""
+    keys and ``{"version":"v","data":{...}}`` values (3.x and 4.0 printed
+    ``transaction_metadata::...``). DumpLogSegments.TransactionLogMessageParser is a
+    CoordinatorRecordMessageParser, so the wording (and our stderr notes) are those of
+    CoordinatorKafka4Parser. ``status_names``: Kafka 4.4 prints ``transactionStatus`` as the
+    state's name (``"Ongoing"``) where 4.1-4.3 print its id."""
 
-    def __init__(self) -> None:
+    def __init__(self, status_names: bool = True) -> None:
         from segtools.internal_topics import transaction_state as ts
+        from segtools.internal_topics.json_render import Raw, dumps, to_node
 
-        super().__init__({0: (ts.TRANSACTION_LOG_KEY, ts.TRANSACTION_LOG_VALUE)},
-                         "__transaction_state")
+        msg = ts.TRANSACTION_LOG_VALUE
+
+        def value_json(record_type: int, version: int, data: dict[str, Any]) -> str:
+            node = to_node(msg, data, version)
+            node["transactionStatus"] = ts.status_json(data["transactionStatus"])
+            return dumps({"version": str(version), "data": Raw(dumps(node))})
+
+        super().__init__({0: (ts.TRANSACTION_LOG_KEY, msg)}, "__transaction_state",
+                         value_json if status_names else None)
 
 
 def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool = False,
@@ -356,23 +381,37 @@ def build_parser(*, offsets_decoder: bool = False, transaction_log_decoder: bool
                  value_decoder_class: str | None = None, kafka4: bool = True,
                  remote_log_metadata_decoder: bool = False,
                  share_group_state_decoder: bool = False,
-                 kafka_version: str = "4.3") -> PayloadParser:
+                 kafka_version: str = "4.4") -> PayloadParser:
     """Kafka's precedence: offsets -> transaction log -> cluster metadata -> remote log
     metadata -> share group state -> decoder classes (DumpLogSegments' parser choice).
-    ``kafka4`` picks 4.x's text; ``kafka_version`` the Kafka whose record types the
-    coordinator decoders know, also in the JSON outputs (which keep 3.x's transaction shape)."""
-    kafka43 = kafka4 or kafka_version != "3.9"
-    if offsets_decoder:
-        return OffsetsKafka4Parser() if kafka43 else InternalTopicParser("consumer_offsets")
+    ``kafka_version`` (one of options.KAFKA_VERSIONS) is the Kafka whose record types and
+    decoder text are printed; ``kafka4=False`` asks for 3.x's transaction text whatever the
+    version (the JSON outputs keep that shape)."""
+    from segtools.dump.options import release_tuple
+
+    release = release_tuple(kafka_version)
+    checks = release >= (4, 4)
+    coordinator: CoordinatorKafka4Parser | None = None
+    if offsets_decoder and release >= (4, 0):
+        coordinator = OffsetsKafka4Parser(release)
+    elif offsets_decoder:
+        return InternalTopicParser("consumer_offsets")
+    elif transaction_log_decoder and kafka4 and release >= (4, 1):
+        # the coordinator JSON since 4.1 (the Scala tool of 4.1/4.2 prints it too)
+        coordinator = TransactionLogJsonParser(status_names=release >= (4, 4))
+    elif share_group_state_decoder and not (transaction_log_decoder or cluster_metadata_decoder
+                                            or remote_log_metadata_decoder):
+        # no 3.x release has this decoder: with --kafka-version 3.9, 4.0's types
+        coordinator = ShareGroupStateKafka4Parser(max(release, (4, 0)))
+    if coordinator is not None:
+        coordinator.tag_count_checks = checks
+        return coordinator
     if transaction_log_decoder:
-        if kafka4:
-            return TransactionLogJsonParser()
-        return InternalTopicParser("transaction_state")
+        # the Scala TransactionLog of 3.x/4.0 dies on what it cannot read (kafka4=False: the
+        # JSON outputs, which report it per record instead)
+        return InternalTopicParser("transaction_state", kafka_aborts=kafka4)
     if cluster_metadata_decoder:
-        return ClusterMetadataParser()
+        return ClusterMetadataParser(tag_count_checks=checks)
     if remote_log_metadata_decoder:
         return RemoteLogMetadataParser()
-    if share_group_state_decoder:
-        # no 3.x release has this decoder: whatever --kafka-version says, 4.x's text and types
-        return ShareGroupStateKafka4Parser()
     return DecoderMessageParser(load_decoder(key_decoder_class), load_decoder(value_decoder_class))

@@ -147,7 +147,7 @@ def run_dump(paths: list[str], options: DumpOptions, *, out: TextIO | None = Non
             key_decoder_class=options.key_decoder_class,
             value_decoder_class=options.value_decoder_class,
             # the JSON outputs keep one shape whatever --kafka-version says (txn_key/txn_value)
-            kafka4=options.kafka4 and options.output == "text",
+            kafka4=options.output == "text",
             remote_log_metadata_decoder=options.remote_log_metadata_decoder,
             share_group_state_decoder=options.share_group_state_decoder,
             kafka_version=options.kafka_version)

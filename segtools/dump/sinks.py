@@ -7,7 +7,7 @@ from itertools import islice
 from typing import Any, TextIO
 
 from segtools.dump import text
-from segtools.dump.options import Summaries
+from segtools.dump.options import Summaries, java_tool
 
 _SUMMARY_CHUNK = 4096  # pair lines formatted at a time
 
@@ -112,9 +112,9 @@ class TextSink(Sink):
             (summaries.ordered("timestamp_mismatches"), text.timestamp_mismatch_lines),
             (summaries.ordered("out_of_order_timestamps"), text.out_of_order_lines),
             (summaries.ordered("offsets_not_found"),
-             # Kafka 4.x names the time index; 3.x did not
+             # the Java tool (4.3+) names the time index; the Scala one did not
              lambda path, pairs: text.offset_not_found_lines(
-                 pairs, None if summaries.kafka_version == "3.9" else path)),
+                 pairs, path if java_tool(summaries.kafka_version) else None)),
             (summaries.ordered("non_consecutive"), text.non_consecutive_lines),
         ]
         flushed = False

@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from segtools.dump import text
+from segtools.dump.options import release_tuple
 from segtools.errors import CheckpointFormatError, FormatError, SnapshotFormatError
 from segtools.formats.producer_snapshot import (
     PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT,
@@ -28,7 +29,9 @@ def dump_producer_snapshot(ctx: DumpContext, path: str) -> None:
         reason = getattr(exc, "reason", str(exc))
         message = reason if reason.startswith("Snapshot") else \
             f"Snapshot failed schema validation: {reason}"
-        if ctx.options.kafka4:
+        # the generated ProducerSnapshot reader of every 4.x release (the Scala tool of
+        # 4.0-4.2 calls it too)
+        if release_tuple(ctx.options.kafka_version) >= (4, 0):
             message = _kafka4_snapshot_message(path) or message
         ctx.flag("corrupt_producer_snapshot", {"message": message, "detail": str(exc)},
                  line=message)

@@ -299,3 +299,60 @@ _register_4_3(23, _key("StreamsGroupTopologyKey", 23, "GroupId"),
                       ]),
                   ]),
               ]))
+
+
+# --------------------------------------------------------------------------------------------
+# The other 4.x releases, as differences from 4.3 (each release's
+# group-coordinator/src/main/resources/common/message/*.json, compared field by field):
+# 4.4 added StreamsGroupMetadataValue's tags 2 and 3; 4.3 added the AssignmentTimestamp tags
+# (types 6, 12, 20) and AssignmentEpochs to type 8's partitions; 4.2 added
+# StreamsGroupMetadataValue's tags 0 and 1 and AssignmentEpochs to type 22's tasks; 4.1 added
+# the streams groups (17-23), LegacyOffsetCommitValue (type 0), OffsetCommitValue's topicId,
+# the MetadataHash of types 3 and 11, InitializingTopics of type 15, and dropped type 9.
+
+_STREAMS_METADATA_4_2 = RECORD_TYPES_KAFKA_4_3[17]
+_STREAMS_CURRENT_ASSIGNMENT_4_2 = RECORD_TYPES_KAFKA_4_3[22]
+
+RECORD_TYPES_KAFKA_4_4: dict[int, tuple[Message, Message]] = dict(RECORD_TYPES_KAFKA_4_3)
+RECORD_TYPES_KAFKA_4_4[17] = (_STREAMS_METADATA_4_2[0], message(
+    "StreamsGroupMetadataValue", 17, "0", "0+", [
+        f("Epoch", "int32"), f("MetadataHash", "int64"),
+        f("ValidatedTopologyEpoch", "int32", default=-1, tag=0),
+        f("LastAssignmentConfigs", "[]LastAssignmentConfig", nullable="0+", tag=1,
+          fields=[f("Key", "string"), f("Value", "string")]),
+        f("StoredDescriptionTopologyEpoch", "int32", default=-1, tag=2),
+        f("FailedDescriptionTopologyEpoch", "int32", default=-1, tag=3),
+    ]))
+
+RECORD_TYPES_KAFKA_4_2: dict[int, tuple[Message, Message]] = dict(RECORD_TYPES_KAFKA_4_3)
+RECORD_TYPES_KAFKA_4_2[6] = RECORD_TYPES[6]
+RECORD_TYPES_KAFKA_4_2[8] = RECORD_TYPES[8]
+RECORD_TYPES_KAFKA_4_2[12] = RECORD_TYPES[12]
+RECORD_TYPES_KAFKA_4_2[20] = (RECORD_TYPES_KAFKA_4_3[20][0], message(
+    "StreamsGroupTargetAssignmentMetadataValue", 20, "0", "0+", [f("AssignmentEpoch", "int32")]))
+
+RECORD_TYPES_KAFKA_4_1: dict[int, tuple[Message, Message]] = dict(RECORD_TYPES_KAFKA_4_2)
+RECORD_TYPES_KAFKA_4_1[17] = (_STREAMS_METADATA_4_2[0], message(
+    "StreamsGroupMetadataValue", 17, "0", "0+", [f("Epoch", "int32"), f("MetadataHash", "int64")]))
+RECORD_TYPES_KAFKA_4_1[22] = (_STREAMS_CURRENT_ASSIGNMENT_4_2[0], message(
+    "StreamsGroupCurrentMemberAssignmentValue", 22, "0", "0+", [
+        f("MemberEpoch", "int32"), f("PreviousMemberEpoch", "int32"), f("State", "int8"),
+    ] + [
+        f(name, "[]TaskIds", fields=_TASK_IDS)
+        for name in ("ActiveTasks", "StandbyTasks", "WarmupTasks", "ActiveTasksPendingRevocation",
+                     "StandbyTasksPendingRevocation", "WarmupTasksPendingRevocation")
+    ]))
+
+#: Kafka 4.0: the 3.x table above plus the consumer-group regular expressions (16)
+RECORD_TYPES_KAFKA_4_0: dict[int, tuple[Message, Message]] = dict(RECORD_TYPES)
+RECORD_TYPES_KAFKA_4_0[16] = RECORD_TYPES_KAFKA_4_3[16]
+
+_BY_RELEASE = {(4, 0): RECORD_TYPES_KAFKA_4_0, (4, 1): RECORD_TYPES_KAFKA_4_1,
+               (4, 2): RECORD_TYPES_KAFKA_4_2, (4, 3): RECORD_TYPES_KAFKA_4_3,
+               (4, 4): RECORD_TYPES_KAFKA_4_4}
+
+
+def record_types_of(release: tuple[int, int]) -> dict[int, tuple[Message, Message]]:
+    """The group coordinator's record types of Kafka ``release`` ((4, 0) to (4, 4); 3.x
+    releases get ``RECORD_TYPES``)."""
+    return _BY_RELEASE.get(release, RECORD_TYPES)

@@ -106,12 +106,14 @@ METADATA_MESSAGES: list[Message] = [
     ]),
     # id 16 RemoveFeatureLevelRecord: early 3.x only (removed 2022); kept for old logs
     message("RemoveFeatureLevelRecord", 16, "0", "0+", [f("Name", "string")]),
-    message("BrokerRegistrationChangeRecord", 17, "0-2", "0+", [
+    message("BrokerRegistrationChangeRecord", 17, "0-3", "0+", [
         f("BrokerId", "int32"),
         f("BrokerEpoch", "int64"),
         f("Fenced", "int8", tag=0),
         f("InControlledShutdown", "int8", "1+", tag=1),
         f("LogDirs", "[]uuid", "2+", tag=2),
+        # since Kafka 4.3 (a real 4.4 broker writes version 3 with an empty list)
+        f("CordonedLogDirs", "[]uuid", "3+", nullable="3+", default=None, tag=3),
     ]),
     message("AccessControlEntryRecord", 18, "0", "0+", [
         f("Id", "uuid"), f("ResourceType", "int8"), f("ResourceName", "string"),

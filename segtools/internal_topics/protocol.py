@@ -21,7 +21,9 @@ from __future__ import annotations
 import base64
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from dataclasses import field as _dc_field
 from typing import Any
@@ -389,6 +391,8 @@ def _read_struct(r: Reader, fields: Sequence[Field], struct_name: str | None, ve
     if flexible:
         unknown: list[tuple[int, bytes]] = []
         count = r.uvarint(_join(path, "_tagged_fields"))
+        if _TAG_COUNT_CHECKS.get():
+            _check_tag_count(count, r.remaining, path)
         for _ in range(count):
             tag = r.uvarint(_join(path, "_tagged_fields"))
             size = r.uvarint(_join(path, "_tagged_fields"))
@@ -409,6 +413,34 @@ def _read_struct(r: Reader, fields: Sequence[Field], struct_name: str | None, ve
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+#: Kafka 4.4's generated readers check the tagged-field count before reading the fields
+#: (4.3 and older read on and fail at the first short field); set by ``tag_count_checks``
+_TAG_COUNT_CHECKS: ContextVar[bool] = ContextVar("tag_count_checks", default=False)
+_MAX_TAGGED_FIELDS = 10000
+
+
+@contextmanager
+def tag_count_checks(on: bool) -> Iterator[None]:
+    """Within the block, reads check the tagged-field count as Kafka 4.4's generated code."""
+    token = _TAG_COUNT_CHECKS.set(on)
+    try:
+        yield
+    finally:
+        _TAG_COUNT_CHECKS.reset(token)
+
+
+def _check_tag_count(count: int, remaining: int, path: str) -> None:
+    where = _join(path, "_tagged_fields")
+    if count < 0:
+        raise _ReadError(f"Invalid negative number of tagged fields {count}", where)
+    if count > remaining:
+        raise _ReadError(f"Tried to read {count} tagged fields, but there are only {remaining} "
+                         "bytes remaining.", where)
+    if count > _MAX_TAGGED_FIELDS:
+        raise _ReadError(f"Tried to read {count} tagged fields, which exceeds the maximum "
+                         f"allowed count of {_MAX_TAGGED_FIELDS}.", where)
 
 
 def read_message(msg: Message, data: bytes | bytearray | memoryview, version: int, *,

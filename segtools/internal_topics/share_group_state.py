@@ -101,3 +101,27 @@ def format_record(key: bytes | bytearray | memoryview | None,
         decoder="share group state topic decoder",
         value_text=lambda rec: dumps({"type": str(rec.version), "data": Raw(
             message_json(rec.value_msg, rec.value, rec.version))}))  # type: ignore[arg-type]
+
+
+#: Kafka 4.1 (share-coordinator's schemas): 4.3's without DeliveryCompleteCount (added in 4.2);
+#: Kafka 4.0 reads the schemas of RECORD_TYPES (uint16 SnapshotEpoch, no timestamps)
+RECORD_TYPES_KAFKA_4_1: dict[int, tuple[Message, Message]] = {
+    0: (RECORD_TYPES[0][0],
+        message("ShareSnapshotValue", 0, "0", "0+", [
+            f("SnapshotEpoch", "int32"), f("StateEpoch", "int32"), f("LeaderEpoch", "int32"),
+            f("StartOffset", "int64"), f("CreateTimestamp", "int64"), f("WriteTimestamp", "int64"),
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+    1: (RECORD_TYPES[1][0],
+        message("ShareUpdateValue", 1, "0", "0+", [
+            f("SnapshotEpoch", "int32"), f("LeaderEpoch", "int32"), f("StartOffset", "int64"),
+            f("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+        ])),
+}
+
+
+def record_types_of(release: tuple[int, int]) -> dict[int, tuple[Message, Message]]:
+    """The share coordinator's record types of Kafka ``release`` (4.2 to 4.4 read 4.3's)."""
+    if release >= (4, 2):
+        return RECORD_TYPES_KAFKA_4_3
+    return RECORD_TYPES_KAFKA_4_1 if release == (4, 1) else RECORD_TYPES

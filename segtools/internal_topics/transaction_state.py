@@ -1,7 +1,8 @@
 """``__transaction_state`` records: decode, encode and kafka-dump-log ``--transaction-log-decoder``.
 
 Key = int16 version (0) + ``TransactionalId``; value = int16 version (0, or 1 = flexible with
-tagged PreviousProducerId/NextProducerId/ClientTransactionVersion) + TransactionLogValue
+tagged PreviousProducerId/NextProducerId/ClientTransactionVersion, and NextProducerEpoch since
+Kafka 4.1) + TransactionLogValue
 (FORMATS.md section 12.4). kafka-dump-log prints (``TransactionLog.formatRecordKeyAndValue``)::
 
     transaction_metadata::transactionalId=my-txn
@@ -45,6 +46,9 @@ TRANSACTION_LOG_VALUE = message("TransactionLogValue", 0, "0-1", "1+", [
     f("PreviousProducerId", "int64", "1+", default=-1, tag=0),
     f("NextProducerId", "int64", "1+", default=-1, tag=1),
     f("ProducerEpoch", "int16"),
+    # since Kafka 4.1 (KIP-890's epoch bump on the transaction's end); the Scala text of 3.x
+    # and 4.0 never printed it
+    f("NextProducerEpoch", "int16", "1+", default=-1, tag=3),
     f("TransactionTimeoutMs", "int32"),
     f("TransactionStatus", "int8"),
     f("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=[
@@ -154,6 +158,12 @@ def scala_hash_set_order(groups: Iterable[Sequence[tuple[str, int]]]) -> list[tu
             size += 1
     mask = length - 1
     return sorted(members, key=lambda tp: (members[tp][0] & mask, members[tp][0], members[tp][1]))
+
+
+def status_json(status: int) -> str:
+    """Kafka 4.4's ``transactionStatus`` in the dump JSON: the state's name, or the id as a
+    string when no state has it (TransactionState.fromId fails, the tool prints the number)."""
+    return TRANSACTION_STATES.get(status, str(status))
 
 
 def format_record(key: bytes | bytearray | memoryview | None,

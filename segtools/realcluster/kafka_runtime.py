@@ -26,14 +26,26 @@ from pathlib import Path
 from segtools.errors import SegtoolsError
 
 #: the default Kafka release (must equal <kafka.version> in jvm/pom.xml; a test checks)
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
 
 #: the Kafka releases segtools runs for real (Maven Central serves each artifact of jvm/pom.xml
 #: for them); users run every 4.x release, tests cover these
 KAFKA_VERSIONS: tuple[str, ...] = ("4.0.0", "4.1.0", "4.2.0", "4.3.1", "4.4.0")
 
-#: main class of kafka-dump-log.sh in Kafka 4.x (it moved from kafka.tools in 3.x)
+#: main class of kafka-dump-log.sh in Kafka 4.3+ (Java); 4.0-4.2 still run the Scala tool of
+#: 3.x (``DUMP_LOG_MAIN_SCALA``): ``dump_log_main`` picks the one of a release
 DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
+DUMP_LOG_MAIN_SCALA = "kafka.tools.DumpLogSegments"
+
+
+def dump_log_main(version: str) -> str:
+    """The main class of kafka-dump-log.sh in Kafka ``version`` ("4.1.0", "4.4", ...)."""
+    parts = version.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return DUMP_LOG_MAIN  # an installed distribution of unknown version: the newest tool
+    return DUMP_LOG_MAIN if (major, minor) >= (4, 3) else DUMP_LOG_MAIN_SCALA
 
 
 

@@ -130,3 +130,24 @@ def test_producer_snapshot_messages_of_4x(tmp_path: Path) -> None:
         assert lines(result.stderr) == [message], name
         assert result.exit_code == 1
         assert lines(run("--kafka-version", "3.9", path).stderr) != [message], name
+
+
+def test_a_release_line_or_a_full_release_and_nothing_else(tmp_path: Path) -> None:
+    """`--kafka-version` names a release line or a full release of it; 4.0-4.2 print the Scala
+    tool's text (the real jars of those releases still run kafka.tools.DumpLogSegments), 4.3+
+    the Java tool's (the non-consecutive block starts with -1 only there)."""
+    log = tmp_path / "00000000000000000005.log"
+    log.write_bytes(v2_batch([(None, b"a", 1)], base_offset=5) + v2_batch([(None, b"b", 2)],
+                                                                           base_offset=9))
+    texts = {}
+    for version in ("4.4", "4.4.0", "4.3.1", "4.3", "4.2.0", "4.1", "4.0.0", "3.9"):
+        result = run("--kafka-version", version, "--deep-iteration", log)
+        assert result.exit_code in (0, 1), (version, result.stderr)
+        texts[version] = lines(result.stderr)
+    assert texts["4.4"] == texts["4.4.0"] == texts["4.3.1"] == texts["4.3"]
+    assert texts["4.2.0"] == texts["4.1"] == texts["4.0.0"] == texts["3.9"]
+    assert "  -1 is followed by 5" in texts["4.4"] and "  -1 is followed by 5" not in texts["3.9"]
+    for bad in ("5.0", "4.5", "4.4.0.1", "4", "latest", "4.x"):
+        result = run("--kafka-version", bad, log)
+        assert result.exit_code == 2, bad
+        assert "unknown Kafka version" in result.stderr

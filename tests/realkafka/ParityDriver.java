@@ -1,5 +1,6 @@
 /*
- * Runs the real kafka-dump-log (org.apache.kafka.tools.DumpLogSegments.main, unmodified) once
+ * Runs the real kafka-dump-log (DumpLogSegments.main, unmodified: org.apache.kafka.tools' in
+ * Kafka 4.3+, kafka.tools' Scala one in 4.0-4.2) once
  * per job inside one JVM, so that a parity run over hundreds of files pays the JVM start-up
  * once. Each job is one line of the job file: the tool's arguments separated by TABs.
  *
@@ -38,10 +39,17 @@ public final class ParityDriver {
         OutputStream frames = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
         PrintStream realOut = System.out;
         PrintStream realErr = System.err;
-        // Kafka's Exit.exit would end the JVM (usage errors): turn it into an exception
-        org.apache.kafka.common.utils.Exit.setExitProcedure((code, message) -> {
-            throw new IllegalStateException("Exit.exit(" + code + ")" + (message == null ? "" : ": " + message));
-        });
+        // Kafka's Exit.exit would end the JVM (usage errors): turn it into an exception. Exit
+        // moved to common.utils.internals in Kafka 4.4, so it is found by name in either place
+        setExitProcedure();
+        // the Java tool of Kafka 4.3+, else the Scala one of 4.0-4.2 (kafka.tools)
+        Class<?> tool;
+        try {
+            tool = Class.forName("org.apache.kafka.tools.DumpLogSegments");
+        } catch (ClassNotFoundException e) {
+            tool = Class.forName("kafka.tools.DumpLogSegments");
+        }
+        java.lang.reflect.Method dumpLogMain = tool.getMethod("main", String[].class);
         for (String job : jobs) {
             if (job.isEmpty()) {
                 continue;
@@ -76,7 +84,11 @@ public final class ParityDriver {
             System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
             System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
             try {
-                org.apache.kafka.tools.DumpLogSegments.main(args);
+                runTool(dumpLogMain, args);
+            } catch (java.lang.reflect.InvocationTargetException t) {
+                StringWriter trace = new StringWriter();
+                t.getCause().printStackTrace(new PrintWriter(trace));
+                exception = trace.toString();
             } catch (Throwable t) {
                 StringWriter trace = new StringWriter();
                 t.printStackTrace(new PrintWriter(trace));
@@ -110,5 +122,68 @@ public final class ParityDriver {
             frames.write(c);
         }
         frames.flush();
+    }
+
+    /**
+     * DumpLogSegments.main(args). The Scala tool of Kafka 4.0-4.2 prints through scala.Console,
+     * whose out/err are bound once (to the System.out of the first use), so it runs inside
+     * Console.withOut/withErr bound to the job's streams; the Java tool of 4.3+ needs none.
+     */
+    private static void runTool(java.lang.reflect.Method main, String[] args) throws Throwable {
+        Class<?> console;
+        try {
+            console = Class.forName("scala.Console");
+        } catch (ClassNotFoundException e) {
+            main.invoke(null, (Object) args);
+            return;
+        }
+        Class<?> function0 = Class.forName("scala.Function0");
+        java.lang.reflect.Method withOut = console.getMethod("withOut", java.io.OutputStream.class, function0);
+        java.lang.reflect.Method withErr = console.getMethod("withErr", java.io.OutputStream.class, function0);
+        Object inner = thunk(function0, () -> main.invoke(null, (Object) args));
+        Object outer = thunk(function0, () -> withErr.invoke(null, System.err, inner));
+        withOut.invoke(null, System.out, outer);
+    }
+
+    interface Body {
+        Object run() throws Throwable;
+    }
+
+    private static Object thunk(Class<?> function0, Body body) {
+        return java.lang.reflect.Proxy.newProxyInstance(
+            function0.getClassLoader(), new Class<?>[] {function0}, (proxy, method, margs) -> {
+                switch (method.getName()) {
+                    case "hashCode": return System.identityHashCode(proxy);
+                    case "equals": return proxy == margs[0];
+                    case "toString": return "<job>";
+                    default:
+                        try {
+                            return body.run();
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                }
+            });
+    }
+
+    private static void setExitProcedure() throws Exception {
+        Class<?> exit;
+        try {
+            exit = Class.forName("org.apache.kafka.common.utils.internals.Exit");
+        } catch (ClassNotFoundException e) {
+            exit = Class.forName("org.apache.kafka.common.utils.Exit");
+        }
+        Class<?> procedure = Class.forName(exit.getName() + "$Procedure");
+        Object throwing = java.lang.reflect.Proxy.newProxyInstance(
+            procedure.getClassLoader(), new Class<?>[] {procedure}, (proxy, method, margs) -> {
+                if (method.getDeclaringClass() == Object.class) {
+                    return method.getName().equals("hashCode") ? System.identityHashCode(proxy)
+                        : method.getName().equals("equals") ? proxy == margs[0] : "ExitProcedure";
+                }
+                Object message = margs.length > 1 ? margs[1] : null;
+                throw new IllegalStateException("Exit.exit(" + margs[0] + ")"
+                    + (message == null ? "" : ": " + message));
+            });
+        exit.getMethod("setExitProcedure", procedure).invoke(null, throwing);
     }
 }

@@ -1,5 +1,6 @@
-"""Fixtures of the real-Kafka parity tests: the real kafka-dump-log (Kafka 4.3.1, resolved by
-segtools.realcluster.kafka_runtime from jvm/pom.xml) and a work directory holding copies of the inputs.
+"""Fixtures of the real-Kafka parity tests: the real kafka-dump-log (the default release,
+segtools.realcluster.kafka_runtime.KAFKA_VERSION, resolved from jvm/pom.xml; ``kafka_dump_log_of``
+gives any other release of KAFKA_VERSIONS) and a work directory holding copies of the inputs.
 
 A missing Java, JDK compiler, Maven or Kafka jar is a FAILURE with the reason, never a skip:
 these tests are the project's evidence that `segtools dump` prints what Kafka prints."""
@@ -7,6 +8,7 @@ these tests are the project's evidence that `segtools dump` prints what Kafka pr
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,14 +19,31 @@ import parity_harness as h  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def kafka_dump_log(tmp_path_factory: pytest.TempPathFactory) -> h.KafkaDumpLog:
+def kafka_dump_log_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], h.KafkaDumpLog]:
+    """The real kafka-dump-log of one release ("4.0.0" ... "4.4.0"), one per session."""
     from segtools.realcluster.kafka_runtime import KafkaUnavailableError
 
-    try:
-        return h.KafkaDumpLog(tmp_path_factory.mktemp("kafka-dump-log"))
-    except (KafkaUnavailableError, h.KafkaUnavailable) as exc:
-        pytest.fail(f"the real kafka-dump-log is unavailable, so dump parity cannot be "
-                    f"checked: {exc}", pytrace=False)
+    tools: dict[str, h.KafkaDumpLog] = {}
+
+    def of(version: str) -> h.KafkaDumpLog:
+        if version not in tools:
+            try:
+                tools[version] = h.KafkaDumpLog(tmp_path_factory.mktemp(f"kafka-dump-log-{version}"),
+                                                version)
+            except (KafkaUnavailableError, h.KafkaUnavailable) as exc:
+                pytest.fail(f"the real kafka-dump-log {version} is unavailable, so dump parity "
+                            f"cannot be checked: {exc}", pytrace=False)
+        return tools[version]
+
+    return of
+
+
+@pytest.fixture(scope="session")
+def kafka_dump_log(kafka_dump_log_of: Callable[[str], h.KafkaDumpLog]) -> h.KafkaDumpLog:
+    """The real kafka-dump-log of the default (newest) release."""
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION
+
+    return kafka_dump_log_of(KAFKA_VERSION)
 
 
 @pytest.fixture(scope="session")

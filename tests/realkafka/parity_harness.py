@@ -1,4 +1,5 @@
-"""`segtools dump` side by side with the real kafka-dump-log (Kafka 4.3.1, jvm/pom.xml).
+"""`segtools dump` side by side with the real kafka-dump-log of one Kafka release (4.0.0-4.4.0;
+the default is the newest, jvm/pom.xml).
 
 Shared by the parity tests (tests/realkafka/test_dump_parity*.py) and the full report
 (tests/realkafka/parity_report.py). Nothing here reads outside the repository or writes
@@ -29,9 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from segtools.realcluster.kafka_runtime import dump_log_main
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER_SOURCE = Path(__file__).with_name("ParityDriver.java")
-DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
 
 #: the file kinds kafka-dump-log reads (anything else: "Ignoring unknown file")
 KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint")
@@ -63,20 +65,23 @@ class KafkaUnavailable(RuntimeError):
 
 
 class KafkaDumpLog:
-    """The real kafka-dump-log of the pinned Kafka (``segtools.realcluster.kafka_runtime``)."""
+    """The real kafka-dump-log of one Kafka release (``segtools.realcluster.kafka_runtime``;
+    default ``KAFKA_VERSION``). ``release`` is the matching ``segtools dump --kafka-version``
+    ("4.4" for 4.4.0), which ``run_ours`` passes when given."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, version: str | None = None) -> None:
         from segtools.realcluster.kafka_runtime import kafka_runtime
 
-        self.runtime = kafka_runtime()
+        self.runtime = kafka_runtime(version=version)
         self.version = self.runtime.version
+        self.release = ".".join(self.version.split(".")[:2])
         self.workdir = Path(workdir)
         self.driver_dir = self._compile_driver()
 
     def _compile_driver(self) -> Path:
         source = DRIVER_SOURCE.read_bytes()
         digest = hashlib.sha256(source + self.runtime.classpath.encode()).hexdigest()[:12]
-        out = self.workdir / f"driver-{digest}"
+        out = self.workdir / f"driver-{self.runtime.version}-{digest}"
         if (out / "ParityDriver.class").is_file():
             return out
         out.mkdir(parents=True, exist_ok=True)
@@ -128,7 +133,7 @@ class KafkaDumpLog:
         created, saved = _inputs_of(args, cwd)
         changes = []
         try:
-            proc = subprocess.run(self._java(DUMP_LOG_MAIN, *args), cwd=cwd,
+            proc = subprocess.run(self._java(dump_log_main(self.version), *args), cwd=cwd,
                                   capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
         finally:
             for path in created:  # the .index the tool creates next to a .timeindex
@@ -191,8 +196,11 @@ def _parse_frames(data: bytes) -> list[Outcome]:
     return outcomes
 
 
-def run_ours(args: Sequence[str], cwd: Path) -> Outcome:
-    """`segtools dump ARGS` in-process (click parses the same argv as the console script)."""
+def run_ours(args: Sequence[str], cwd: Path, release: str | None = None) -> Outcome:
+    """`segtools dump ARGS` in-process (click parses the same argv as the console script);
+    ``release`` adds ``--kafka-version`` (the default is the newest release's text)."""
+    if release is not None:
+        args = ["--kafka-version", release, *args]
     from click.testing import CliRunner
 
     from segtools.cli.dump import dump
@@ -465,8 +473,9 @@ def stage_legacy_message_sets(parent: Path) -> list[Path]:
 def build_transaction_state(parent: Path) -> Path:
     """A ``__transaction_state-0`` partition written with segtools' writer (no real broker
     file of that topic is in the repository): every transaction state, value versions 0
-    and 1 (flexible, with and without tagged fields), several topics and partitions, a
-    tombstone, and one record whose value version is unknown."""
+    and 1 (flexible, with and without tagged fields, NextProducerEpoch included), several
+    topics and partitions, a tombstone, a state id no release knows, and one record whose
+    value version is unknown."""
     from segtools.internal_topics import transaction_state as ts
     from segtools.writer import LogWriter
     from segtools.writer.batch_builder import NewRecord, build_batch
@@ -489,9 +498,16 @@ def build_transaction_state(parent: Path) -> Path:
         if status % 2:
             flexible.update(previousProducerId=900 + status, nextProducerId=-1,
                             clientTransactionVersion=2)
+        if status in (2, 3, 7):  # KIP-890's epoch bump at the end (tag 3, Kafka 4.1+)
+            flexible.update(nextProducerEpoch=status + 10, clientTransactionVersion=2)
         records.append(NewRecord(ts.encode_key(f"txn-flex-{status}"),
                                  ts.encode_value(1, flexible), timestamp=t0 + status))
     records.append(NewRecord(ts.encode_key("txn-gone"), None, timestamp=t0 + 9))
+    # a state id no release knows: 4.4 prints it as the string "9", 4.1-4.3 the number, the
+    # Scala text of 4.0 dies on it
+    unknown = dict(data, transactionStatus=9)
+    records.append(NewRecord(ts.encode_key("txn-state-9"), ts.encode_value(1, unknown),
+                             timestamp=t0 + 9))
     records.append(NewRecord(ts.encode_key("txn-bad"), b"\x00\x07\x00", timestamp=t0 + 10))
     with LogWriter(part) as writer:
         offset = 0

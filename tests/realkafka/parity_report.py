@@ -1,6 +1,11 @@
-"""Full parity report: `segtools dump` against the real kafka-dump-log (Kafka 4.3.1).
+"""Full parity report: `segtools dump --kafka-version X` against the real kafka-dump-log of X.
 
     python tests/realkafka/parity_report.py [--mutants 1200] [--seed 10] [--quick]
+        [--release 4.3.1 | --all-releases]
+
+``--release`` picks the Kafka release (default: the newest, KAFKA_VERSION); ``--all-releases``
+runs the whole matrix (every release of KAFKA_VERSIONS, the same files and mutants each) and
+ends with one line per release.
 
 Compares, with the flag combinations of issue 10, every file the real tool reads under
 tests/data/realdata, samples/generated and samples/dump (plus a __transaction_state
@@ -30,7 +35,7 @@ def run_side_by_side(kafka: h.KafkaDumpLog, cases: list[h.Case], cwd: Path
                      ) -> tuple[list[h.Outcome], list[h.Outcome]]:
     """segtools first, then the real tool: the real tool writes to its inputs (truncates
     indexes, creates a missing .index), which the driver undoes after each of its jobs."""
-    ours = [h.run_ours(c.args, cwd) for c in cases]
+    ours = [h.run_ours(c.args, cwd, kafka.release) for c in cases]
     return kafka.run_jobs([c.args for c in cases], cwd), ours
 
 
@@ -61,7 +66,30 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the real-tool time-index check of logs over 256 KiB")
     ap.add_argument("--extra", action="append", default=[], type=Path,
                     help="another folder of broker dirs to compare (e.g. real-cluster outputs)")
+    ap.add_argument("--release", default=None,
+                    help="the Kafka release whose real tool judges (default: the newest)")
+    ap.add_argument("--all-releases", action="store_true",
+                    help="every release segtools runs, one after the other")
     args = ap.parse_args(argv)
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION, KAFKA_VERSIONS
+
+    releases = list(KAFKA_VERSIONS) if args.all_releases else [args.release or KAFKA_VERSION]
+    summary = []
+    status = 0
+    for release in releases:
+        print(f"\n######## Kafka {release} ########", flush=True)
+        t0 = time.time()
+        code, line = run_release(args, release)
+        summary.append(f"{release}: {line} ({time.time() - t0:.0f} s)")
+        status |= code
+    if len(releases) > 1:
+        print("\n== the matrix ==")
+        for line in summary:
+            print(line)
+    return status
+
+
+def run_release(args: argparse.Namespace, release: str) -> tuple[int, str]:
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="segtools-parity-") as tmp:
         tmpdir = Path(tmp)
@@ -73,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, extra in enumerate(args.extra):
             import shutil
             shutil.copytree(extra, ws / "extra" / f"{i}-{extra.name}")
-        kafka = h.KafkaDumpLog(tmpdir)
+        kafka = h.KafkaDumpLog(tmpdir, release)
         files = h.kafka_files(ws)
         cases = h.cases_for(files, ws)
         if args.quick:
@@ -86,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         multi = multi_file_runs(ws)
         multi_verdicts = []
         for c in multi:
-            b = h.run_ours(c.args, ws)
+            b = h.run_ours(c.args, ws, kafka.release)
             a = kafka.run_cli(c.args, ws)
             multi_verdicts.append((c, _judge(c, a, b)))
 
@@ -119,7 +147,7 @@ def _log_size(ws: Path, case: h.Case) -> int:
     return log.stat().st_size if log.exists() else 0
 
 
-def report(file_verdicts, multi_verdicts, mutant_verdicts, seconds: float) -> int:
+def report(file_verdicts, multi_verdicts, mutant_verdicts, seconds: float) -> tuple[int, str]:
     def tally(verdicts):
         return collections.Counter(v.kind for *_, v in verdicts)
 
@@ -166,7 +194,12 @@ def report(file_verdicts, multi_verdicts, mutant_verdicts, seconds: float) -> in
             print(f"\n-- {len(items)} x {reason}")
             for item in items:
                 print(f"   {item[:1500]}")
-    return 0 if not diffs else 1
+    line = (f"files {len(file_verdicts)}: identical {f[h.IDENTICAL]}, clean error "
+            f"{f[h.CLEAN_ERROR]}, different {f[h.DIFFERENT]}; multi-file {len(multi_verdicts)}: "
+            f"different {mu[h.DIFFERENT]}; mutants {len(per_mutant)} ({len(mutant_verdicts)} "
+            f"comparisons): identical {mc[h.IDENTICAL]}, clean error {mc[h.CLEAN_ERROR]}, "
+            f"different {mc[h.DIFFERENT]} (known classes {sum(n_known.values())})")
+    return (0 if not diffs else 1), line
 
 
 def _reason_class(reason: str) -> str:

@@ -1,4 +1,5 @@
-"""`segtools dump` against the real kafka-dump-log of the pinned Kafka (4.3.1).
+"""`segtools dump` against the real kafka-dump-log of the default (newest) Kafka release, in full;
+the other releases' smoke set is test_dump_releases.py.
 
 Same flags, same files (copies): stdout must be identical, Kafka's stderr lines must be ours,
 and where Kafka dies with a stack trace ours prints a one-line error at the same place.
@@ -56,7 +57,11 @@ def test_real_tool_stderr_is_clean(kafka_dump_log: h.KafkaDumpLog, parity_ws: Pa
     assert out.stderr == ""
     assert out.stdout.startswith("Dumping samples/dump/simple-0/00000000000000000000.log\n"
                                  "Log starting offset: 0\nbaseOffset: 0 lastOffset: 9 ")
-    assert kafka_dump_log.version == "4.3.1"
+    from segtools.dump.options import DEFAULT_KAFKA_VERSION
+    from segtools.realcluster.kafka_runtime import KAFKA_VERSION
+
+    assert kafka_dump_log.version == KAFKA_VERSION
+    assert kafka_dump_log.release == DEFAULT_KAFKA_VERSION  # dump's default text is its text
 
 
 def test_the_real_tool_writes_to_its_inputs_and_the_harness_undoes_it(
