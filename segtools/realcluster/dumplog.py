@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from segtools.realcluster.kafka_runtime import DUMP_LOG_MAIN, KafkaRuntime
+from segtools.realcluster.kafka_runtime import KafkaRuntime, dump_log_main
 from segtools.realcluster.processes import run_tool
 
 _BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?partitionLeaderEpoch: (-?\d+) "
@@ -45,34 +45,8 @@ def _run(runtime: KafkaRuntime, files: list[str], *flags: str) -> str:
     return "".join(_run_one(runtime, c, *flags) for c in chunks if c)
 
 
-#: kafka-dump-log's main class up to Kafka 4.2 (the Scala tool in the core jar); 4.3 has it in
-#: the tools module (DUMP_LOG_MAIN). Which one a classpath holds is looked up in its jars.
-_SCALA_DUMP_LOG_MAIN = "kafka.tools.DumpLogSegments"
-_MAINS: dict[str, str] = {}
-
-
-def dump_log_main(runtime: KafkaRuntime) -> str:
-    """The main class of kafka-dump-log in ``runtime``'s jars."""
-    import zipfile
-
-    if runtime.classpath not in _MAINS:
-        wanted = DUMP_LOG_MAIN.replace(".", "/") + ".class"
-        found = _SCALA_DUMP_LOG_MAIN
-        for jar in runtime.classpath.split(":"):
-            if "kafka-tools" in jar.rpartition("/")[2]:
-                try:
-                    with zipfile.ZipFile(jar) as z:
-                        if wanted in z.namelist():
-                            found = DUMP_LOG_MAIN
-                            break
-                except (OSError, zipfile.BadZipFile):
-                    continue
-        _MAINS[runtime.classpath] = found
-    return _MAINS[runtime.classpath]
-
-
 def _run_one(runtime: KafkaRuntime, files: list[str], *flags: str) -> str:
-    res = run_tool(runtime.command(dump_log_main(runtime), *flags, "--files", ",".join(files), heap="256m"),
+    res = run_tool(runtime.command(dump_log_main(runtime.version), *flags, "--files", ",".join(files), heap="256m"),
                    timeout=300)
     if res.returncode != 0:
         from segtools.realcluster.cluster import ClusterError
