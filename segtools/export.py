@@ -304,6 +304,7 @@ FILE_BYTES = 64 << 20
 #: ROW_GROUP_BYTES of Arrow data, so memory stays bounded whatever the row size.
 ROW_GROUP_ROWS = 65536
 ROW_GROUP_BYTES = 32 << 20
+_MERGE_BATCHES = 256
 
 
 class _FileGroup:
@@ -338,6 +339,9 @@ class _FileGroup:
         self.last = rb.column(self.offset_col)[rb.num_rows - 1].as_py()
         if self._buffered_rows >= ROW_GROUP_ROWS or self._buffered_bytes >= ROW_GROUP_BYTES:
             self._flush()
+        elif len(self._buffer) >= _MERGE_BATCHES:
+            # thousands of one-row batches held as they are cost ~20 KB each (arrays, buffers)
+            self._buffer = [pa.concat_batches(self._buffer)]
 
     def _flush(self) -> None:
         if self._buffer:
