@@ -93,9 +93,10 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
            quiet: bool, debug: bool, max_batch_bytes: int | None = None, where: tuple[str, ...] = ()) -> None:
     """Write PATHS (segments, partition dirs or broker log dirs) to Parquet under --out.
 
-    Files land in OUT/part-<topic>+<partition>+<first offset>.snappy.parquet (one per segment;
-    OUT/replica=broker-<id>/ with --by-broker); record columns start with Spark's Kafka source
-    schema, then the forensic columns. pd.read_parquet(OUT), pyarrow.parquet.read_table(OUT),
+    Files land in OUT/part-<topic>+<partition>+<first offset>.snappy.parquet (one per segment,
+    small consecutive segments together up to 64 MiB; OUT/replica=broker-<id>/ with
+    --by-broker); record columns start with Spark's Kafka source schema, then the forensic
+    columns. pd.read_parquet(OUT), pyarrow.parquet.read_table(OUT),
     DuckDB read_parquet('OUT/**/*.parquet') and spark.read.parquet(OUT) read it as it is.
     OUT/_PARTIAL marks an export that has not finished (interrupted or failed); OUT/_SUCCESS
     one that has.

@@ -71,6 +71,14 @@ def _group_bytes(total: int, sc: Any) -> int:
     return min(max(GROUP_BYTES, -(-total // slots)), 1 << 30)
 
 
+def _weighted_bytes(specs: Sequence[ReplicaSpec]) -> int:
+    """Segment bytes as the scan groups count them (a file weighs at least its open cost), so
+    many small segments make about one task per core too, not one per 128 of them."""
+    from segtools.spark.datasource import OPEN_COST_BYTES
+
+    return sum(max(size, OPEN_COST_BYTES) for s in specs for _p, size in s.segments)
+
+
 def _tasks_df(spark: Any, tasks: Sequence[Any]) -> Any:
     import pyarrow as pa
 
@@ -158,7 +166,8 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
     batches = None
     if any(s.segments for s in specs):
         batches = (spark.read.format("kafka_segments").option("level", "batches").option("errors", "column")
-                   .option("plan", _segment_plan(specs)).option("group_bytes", str(_group_bytes(total, sc)))
+                   .option("plan", _segment_plan(specs))
+                   .option("group_bytes", str(_group_bytes(_weighted_bytes(specs), sc)))
                    .load())
         if tables_dir:
             # the scan stamps the run's replica id in `broker`; the table carries the real one

@@ -3,6 +3,7 @@ segments of every codec and for the real broker files; layout, filters and safet
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 
@@ -105,8 +106,24 @@ def test_generated_segments_match_kafka_python(generated_dir, tmp_path):
         expected += _kp_decode(seg.read_bytes())
     assert summary.rows == len(expected) == 40
     assert _parquet_rows(tmp_path / "out", "payments", 3) == expected
+    # two small consecutive segments share one file, named for its first offset (FILE_BYTES)
+    names = sorted(p.name for p in (tmp_path / "out").glob("*.parquet"))
+    assert names == ["part-payments+3+0000000000.snappy.parquet"]
+    manifest = json.loads((tmp_path / "out" / "_SUCCESS").read_text())
+    assert [Path(s).name for s in manifest["parquet_files"][0]["source_segments"]] == [
+        "00000000000000000000.log", "00000000000000000020.log"]
+
+
+def test_a_segment_of_file_bytes_or_more_gets_its_own_file(generated_dir, tmp_path, monkeypatch):
+    import segtools.export as export_module
+
+    sizes = sorted(p.stat().st_size for p in generated_dir.glob("*.log"))
+    monkeypatch.setattr(export_module, "FILE_BYTES", sizes[0])   # both segments count as large
+    summary = export([generated_dir], str(tmp_path / "out"))
     names = sorted(p.name for p in (tmp_path / "out").glob("*.parquet"))
     assert names == ["part-payments+3+0000000000.snappy.parquet", "part-payments+3+0000000020.snappy.parquet"]
+    assert [len(f.source_segments) for f in summary.files] == [1, 1]
+    assert summary.rows == 40
 
 
 def test_forensic_columns_carry_batch_fields(generated_dir, tmp_path):
@@ -159,8 +176,7 @@ def test_filters(generated_dir, tmp_path):
 def test_batch_level_export(generated_dir, tmp_path):
     export([generated_dir], str(tmp_path / "out"), ExportOptions(level="batches"))
     files = sorted((tmp_path / "out").glob("*.parquet"))
-    assert [f.name for f in files] == ["part-payments+3+0000000000.batches.snappy.parquet",
-                                       "part-payments+3+0000000020.batches.snappy.parquet"]
+    assert [f.name for f in files] == ["part-payments+3+0000000000.batches.snappy.parquet"]
     rows = [r for f in files for r in pq.read_table(f).to_pylist()]
     assert [r["base_offset"] for r in rows] == list(range(0, 40, 4))
     assert [r["compression"] for r in rows[:4]] == ["none", "none", "gzip", "gzip"]
