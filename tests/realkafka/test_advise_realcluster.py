@@ -63,7 +63,9 @@ def test_advise_predicts_what_each_real_election_loses(tmp_path):
     scenario_file = tmp_path / "real-advise.yaml"
     scenario_file.write_text(SCENARIO)
     out = tmp_path / "real"
-    real = run_on_kafka(load_scenario(scenario_file), out)
+    # advise is checked against what this cluster really did (its final logs, its metadata
+    # log); where the cluster's story differs from the model's it is recorded in run.json
+    real = run_on_kafka(load_scenario(scenario_file), out, allow_drift=True)
     assert java_processes_of(out) == []
     assert [w for w in run_log(out)["waits"] if w["reached"] is False] == []
     runtime = kafka_runtime()

