@@ -40,6 +40,7 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
             and not (v.topic_id and r.topic_id and r.topic_id != v.topic_id)]
     given = {r.broker: r for r in same}
     ev = v.evidence
+    lineage_unknown = False
     if v.topic == "__cluster_metadata":
         # the KRaft log itself: replicated by Raft (a majority of voters), not by an ISR, and
         # not described by itself; its copies are only compared with each other
@@ -58,6 +59,10 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         for b in (ev["leader"], ev["last_leader"]):
             if b is not None and b >= 0:
                 need.add(b)
+        # whose log survives: the live leader's; offline, whichever ISR/ELR member or last leader
+        # is elected next. Without that log, records off the given replicas' lineage may be on it
+        leader = ev["leader"] if ev["leader"] is not None and ev["leader"] >= 0 else None
+        lineage_unknown = (leader not in given) if leader is not None else bool(need - set(given))
         for b in sorted(need - set(given)):
             missing.append(_missing(
                 "log_dir", f"broker {b}'s log dir for this partition: the metadata log names it in the last "
@@ -101,6 +106,10 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         missing.append(_missing(
             "intact_copy", "replicas with problems but no record proven lost: " + ", ".join(problems),
             "whether the records in the damaged or diverged ranges survive elsewhere"))
+    if lost and lineage_unknown:
+        # measured against a given replica, not the surviving log: at risk, not proven lost
+        # (the missing broker may hold them); the records stay in lost_records for --lost-out
+        return {"value": CANNOT_TELL, "lost": [], "at_risk": lost, "missing": missing}
     value = LOST if lost else CANNOT_TELL if missing else SAFE
     return {"value": value, "lost": lost, "missing": missing}
 

@@ -76,10 +76,14 @@ def _normalise(value: str | None) -> str | None:
 
 def compare_answer(report: dict[str, Any], exit_code: int) -> Answer:
     summary = report.get("summary", {})
-    value, missing = _verdict_value(summary.get("verdict"))
-    missing += list(summary.get("missing_evidence") or [])
+    # compare's report (schema_version 2): summary.answer, partitions[].answer = {value, missing}
+    value, missing = _verdict_value(summary.get("verdict") or summary.get("answer"))
+    for item in summary.get("missing_evidence") or []:
+        # per partition: {topic, partition, missing: [...]}, read below from the partitions
+        if not (isinstance(item, dict) and "missing" in item):
+            missing.append(item)
     for p in report.get("partitions", []):
-        _v, m = _verdict_value(p.get("verdict"))
+        _v, m = _verdict_value(p.get("verdict") or p.get("answer"))
         missing += m + list(p.get("missing_evidence") or [])
     verdict = _normalise(value) or ("safe" if exit_code == 0 else "problems")
     if exit_code == 0:
@@ -89,7 +93,8 @@ def compare_answer(report: dict[str, Any], exit_code: int) -> Answer:
 
 def advise_answer(entry: dict[str, Any], exit_code: int) -> Answer:
     value, missing = _verdict_value(entry.get("verdict"))
-    missing += list(entry.get("missing_evidence") or [])
+    # advise --json: verdict (a string) and missing: [{broker, role, decides, text}]
+    missing += list(entry.get("missing_evidence") or entry.get("missing") or [])
     verdict = _normalise(value)
     if verdict is None:
         best = entry["candidates"][0] if entry.get("candidates") else None
@@ -103,6 +108,11 @@ def _evidence_kind(item: Any) -> tuple[str, int | None]:
     """What one named piece of missing evidence is: log_dir (with its broker), metadata_log,
     acks, checkpoint, segments, or other. A dict is read by its kind field when it has one."""
     broker = None
+    if isinstance(item, dict) and item.get("role") == "replica set":
+        return "metadata_log", None       # advise without the metadata log: the replica set
+    if isinstance(item, dict) and item.get("role") == "given dir behind the metadata log":
+        # an early copy or a broker that lost its last epoch's records (power loss)
+        return "checkpoint", item.get("broker")
     if isinstance(item, dict):
         b = item.get("broker", item.get("log_dir"))
         broker = b if isinstance(b, int) else None
@@ -113,6 +123,8 @@ def _evidence_kind(item: Any) -> tuple[str, int | None]:
     if broker is None:
         m = re.search(r"broker[-_ ]?(\d+)", text)
         broker = int(m.group(1)) if m else None
+    if "untruncated" in text or "intact_copy" in text:
+        return "untruncated_log", broker
     if any(w in text for w in ("log dir", "log_dir", "logdir", "disk")):
         return "log_dir", broker
     if "ack" in text:
@@ -169,6 +181,10 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
         return (not _has_files(ev, "replication-offset-checkpoint", False)
                 or not _has_files(ev, "leader-epoch-checkpoint", True)
                 or ev.kind == "stale_checkpoints" or not set(ev.brokers) <= ev.clean_stops)
+    if kind == "untruncated_log":
+        # a copy from before the truncation is missing when truth has lost records no given
+        # replica holds any more (the final copies all followed the new leader)
+        return any(not r["on_brokers"] for p in ev.truth.values() for r in p["lost"])
     if kind == "segments":
         return any(v > 0 for (_t, _p, b), v in starts.items() if broker is None or b == broker)
     return None
@@ -215,7 +231,14 @@ def check_compare(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, in
     truth_lost = {(p["topic"], p["partition"], r["offset"], r["leader_epoch"])
                   for p in ev.truth.values() for r in p["lost"]}
     # (a) every record reported lost is lost in truth
+    at_risk = set()
     for part in report.get("partitions", []):
+        ans = part.get("answer")
+        if isinstance(ans, dict) and ans.get("value") == "cannot_tell" and ans.get("at_risk"):
+            # a partition whose surviving log is missing: its lost_records are reported as at
+            # risk (answer cannot_tell naming that log), not as lost
+            at_risk.add((part["topic"], part["partition"]))
+            continue
         for rec in part.get("lost_records", []):
             if rec.get("relocated_to") is not None:
                 continue
@@ -224,6 +247,8 @@ def check_compare(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, in
                 out.flag("compare", "false_loss", f"compare: {key[0]}-{key[1]} offset {key[2]} epoch {key[3]} "
                                        f"(on broker {rec.get('broker')}) survived")
     for rng in report.get("summary", {}).get("offsets_lost", {}).get("partitions", []):
+        if (rng["topic"], rng["partition"]) in at_risk:
+            continue
         p = ev.truth.get(f"{rng['topic']}-{rng['partition']}")
         fb = _final_broker(p) if p else None
         if p is None or fb is None:
