@@ -204,20 +204,12 @@ def collect(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str
     plan: list[tuple[str, str]] = []        # (source log dir, bundle dir name)
     taken: set[str] = set()
     seen: set[str] = set()
-    for raw in named:
+    for raw, prefix in [*((r, "broker") for r in named), *((r, "controller") for r in meta_named)]:
         for log_dir in _broker_dirs(raw):
             real = os.path.realpath(log_dir)
-            if real in seen:
-                continue
-            seen.add(real)
-            plan.append((log_dir, _bundle_name(log_dir, taken, "broker")))
-    for raw in meta_named:
-        for log_dir in _broker_dirs(raw):
-            real = os.path.realpath(log_dir)
-            if real in seen:
-                continue
-            seen.add(real)
-            plan.append((log_dir, _bundle_name(log_dir, taken, "controller")))
+            if real not in seen:      # the same dir named twice (or through a link): once
+                seen.add(real)
+                plan.append((log_dir, _bundle_name(log_dir, taken, prefix)))
     root = prepare_output_dir(out, [*named, *meta_named])
     result = CollectResult(bundle=str(root))
     with partial_run(root, command="segtools collect") as run:
