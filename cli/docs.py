@@ -19,6 +19,7 @@ GUIDE: tuple[tuple[str, str], ...] = (
     ("DUMP_LOG", "kafka-dump-log's flags and text, per Kafka release"),
     ("FORENSICS", "how loss is decided: replication semantics, scenarios, detection rules"),
     ("FORMATS", "the byte layouts of every file in a Kafka log dir"),
+    ("ENGINES", "simulate's two engines (model, real Kafka): releases, time, checks, differences"),
     ("SCALE", "sizes, memory and runners"),
     ("ARCHITECTURE", "how the code is laid out"),
     ("CONVENTIONS", "the project's coding decisions"),

@@ -306,21 +306,36 @@ def dump_txn_index(ctx: DumpContext, path: str) -> None:
     from segtools.files.indexes import read_txn_index
 
     base_offset_of(path)  # Kafka parses it (and fails on a bad name) before reading
+    # Kafka 4.4 reads the version as the int16 it is and accepts 0 only, stopping at the first
+    # other one; earlier releases read its first byte and reject only positive ones
+    whole_version = release_tuple(ctx.options.kafka_version) >= (4, 4)
     previous_last = None
-    for i, txn in enumerate(read_txn_index(path, strict=False)):
-        version, last = txn.version, txn.last_offset
-        if version > 0:
-            ctx.error("txn_index_version", FormatError(
-                f"Unexpected aborted transaction version {version}", path=path,
-                position=i * 34, field="version"))
-        if previous_last is not None and last <= previous_last:
-            ctx.flag("txn_index_not_increasing",
-                     {"position": i * 34, "last_offset": last,
-                      "previous_last_offset": previous_last})
-        previous_last = last
-        ctx.sink.entry("aborted_txn",
-                       text.txn_index_line(version, txn.producer_id, txn.first_offset, last,
-                                           txn.last_stable_offset),
-                       {"version": version, "producer_id": txn.producer_id,
-                        "first_offset": txn.first_offset, "last_offset": last,
-                        "last_stable_offset": txn.last_stable_offset})
+    with open(path, "rb") as fh:
+        for i, txn in enumerate(read_txn_index(path, strict=False)):
+            version, last = txn.version, txn.last_offset
+            if whole_version:
+                fh.seek(i * 34)
+                version = int.from_bytes(fh.read(2), "big", signed=True)
+                if version != 0:
+                    ctx.error("txn_index_version", FormatError(
+                        f"Unexpected aborted transaction version {version} in transaction index {path}, "
+                        "supported version range is 0 to 0", path=path, position=i * 34, field="version"))
+                    return
+            elif version > 0:
+                ctx.error("txn_index_version", FormatError(
+                    f"Unexpected aborted transaction version {version}", path=path,
+                    position=i * 34, field="version"))
+            _txn_entry(ctx, i, txn, version, last, previous_last)
+            previous_last = last
+
+
+def _txn_entry(ctx: DumpContext, i: int, txn: Any, version: int, last: int, previous_last: int | None) -> None:
+    if previous_last is not None and last <= previous_last:
+        ctx.flag("txn_index_not_increasing",
+                 {"position": i * 34, "last_offset": last, "previous_last_offset": previous_last})
+    ctx.sink.entry("aborted_txn",
+                   text.txn_index_line(version, txn.producer_id, txn.first_offset, last,
+                                       txn.last_stable_offset),
+                   {"version": version, "producer_id": txn.producer_id,
+                    "first_offset": txn.first_offset, "last_offset": last,
+                    "last_stable_offset": txn.last_stable_offset})

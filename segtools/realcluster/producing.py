@@ -44,6 +44,12 @@ def log_end_offset(pdir: str) -> int:
     offset + 1, else the newest segment's base offset; -1 when there is no segment."""
     import struct
 
+    from segtools.formats.record_batch import (
+        LAST_OFFSET_DELTA_OFFSET,
+        LOG_OVERHEAD,
+        LOG_PREFIX_STRUCT_FORMAT,
+    )
+
     try:
         names = sorted(e.name for e in os.scandir(pdir) if e.name.endswith(".log"))
     except OSError:
@@ -58,13 +64,14 @@ def log_end_offset(pdir: str) -> int:
         return -1
     end = int(newest[:-len(".log")])
     pos = 0
-    while pos + 27 <= len(data):
-        base, length = struct.unpack_from(">qi", data, pos)
-        if length <= 0 or pos + 12 + length > len(data):
+    while pos + LAST_OFFSET_DELTA_OFFSET + 4 <= len(data):
+        base, length = struct.unpack_from(LOG_PREFIX_STRUCT_FORMAT, data, pos)
+        if length <= 0 or pos + LOG_OVERHEAD + length > len(data):
             break  # a batch still being written
-        (delta,) = struct.unpack_from(">i", data, pos + 23)
+        delta = int.from_bytes(data[pos + LAST_OFFSET_DELTA_OFFSET:pos + LAST_OFFSET_DELTA_OFFSET + 4], "big",
+                               signed=True)
         end = base + delta + 1
-        pos += 12 + length
+        pos += LOG_OVERHEAD + length
     return end
 
 

@@ -30,7 +30,7 @@ TXN_SCENARIO = """\
 name: real-transactions
 seed: 5
 cluster: {brokers: [1, 2], segment_index_bytes: 1024, replica_lag_time_max_ms: 3500,
-          metadata_log: true}
+          metadata_log: true, kafka_features: {eligible_leader_replicas: false}}
 topics:
   - {name: orders, replication_factor: 2, min_insync_replicas: 1, unclean_leader_election: true,
      assignment: {0: [1, 2]}}

@@ -30,6 +30,7 @@ import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from soundness_degrade import LOG_START_CKPT, EvidenceSet, _partition_dirs, _segment_bases
@@ -78,10 +79,14 @@ def compare_answer(report: dict[str, Any], exit_code: int) -> Answer:
     summary = report.get("summary", {})
     # compare's report (schema_version 2): summary.answer, partitions[].answer = {value, missing}
     value, missing = _verdict_value(summary.get("verdict") or summary.get("answer"))
+    listed = {(p.get("topic"), p.get("partition")) for p in report.get("partitions", [])}
     for item in summary.get("missing_evidence") or []:
-        # per partition: {topic, partition, missing: [...]}, read below from the partitions
+        # per partition: {topic, partition, missing: [...]}; those of listed partitions are read
+        # below, a partition no given dir holds (the metadata log names it) only here
         if not (isinstance(item, dict) and "missing" in item):
             missing.append(item)
+        elif (item.get("topic"), item.get("partition")) not in listed:
+            missing += list(item["missing"])
     for p in report.get("partitions", []):
         _v, m = _verdict_value(p.get("verdict") or p.get("answer"))
         missing += m + list(p.get("missing_evidence") or [])
@@ -182,12 +187,28 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
                 or not _has_files(ev, "leader-epoch-checkpoint", True)
                 or ev.kind == "stale_checkpoints" or not set(ev.brokers) <= ev.clean_stops)
     if kind == "untruncated_log":
-        # a copy from before the truncation is missing when truth has lost records no given
-        # replica holds any more (the final copies all followed the new leader)
-        return any(not r["on_brokers"] for p in ev.truth.values() for r in p["lost"])
+        # a copy of that broker from before the unclean election: missing when the broker's dir
+        # is not given, or when its given dir already knows a later epoch (it followed the new
+        # leader, which is what truncates)
+        epoch = item.get("epoch") if isinstance(item, dict) else None
+        if broker is None or broker not in ev.brokers or epoch is None:
+            return broker is not None and broker not in ev.brokers or None
+        return _latest_epoch(ev, broker) >= epoch
     if kind == "segments":
         return any(v > 0 for (_t, _p, b), v in starts.items() if broker is None or b == broker)
     return None
+
+
+def _latest_epoch(ev: EvidenceSet, broker: int) -> int:
+    """The newest leader epoch any leader-epoch-checkpoint of ``broker``'s given dir names."""
+    bdir = ev.broker_dirs[ev.brokers.index(broker)]
+    latest = -1
+    for ckpt in Path(bdir).glob("*/leader-epoch-checkpoint"):
+        for line in ckpt.read_text().splitlines()[2:]:
+            parts = line.split()
+            if len(parts) == 2 and parts[0].lstrip("-").isdigit():
+                latest = max(latest, int(parts[0]))
+    return latest
 
 
 # -- the checks -----------------------------------------------------------------------------------

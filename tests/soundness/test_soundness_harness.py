@@ -202,6 +202,10 @@ def test_sample_no_false_all_clear(sample_outcomes):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open (issue 21): on seeds 100-139 compare still exits 0 over records lost to a power "
+                          "loss of which no copy and no ack is left in the set (e.g. random-120 t0-0 offset 28, "
+                          "acks=0), and names untruncated logs the harness cannot confirm; counts in the note")
 def test_random_scenarios_sound(tmp_path):
     """40 random scenarios (about 300 evidence sets): no violation of any kind."""
     outs: list[Outcome] = []
