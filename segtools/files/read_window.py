@@ -37,7 +37,7 @@ def check_not_pseudo_file(fd: int, st: os.stat_result, path: str) -> None:
         return
     if probe and os.fstat(fd).st_size != 0:
         # it grew between the stat and the read: a file being rewritten, not a pseudo-file
-        raise FileChangedError(f"{display_path(path)}: changed while it was read (its size was 0, now "
+        raise FileChangedError(f"{display_path(path)}: file changed while reading (its size was 0, now "
                                f"{os.fstat(fd).st_size} bytes)")
     if probe:
         raise InputError(f"{display_path(path)}: its size is 0 by stat but reading it gives bytes "
