@@ -4,9 +4,10 @@ so a scenario runs in seconds (every value here is written to OUT/kafka/*.proper
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from segtools.simulate.scenario import Scenario
+from segtools.simulate.scenario import Scenario, Step
 
 #: Kafka 4.x refuses segment.bytes below 1 MiB (LogConfig's validator); smaller scenario
 #: values are raised to it (segments then roll later than in the model: records are the same)
@@ -32,22 +33,27 @@ MIN_REAL_LAG_MS = 1500
 STEP_OVERHEAD_MS = 1500
 
 
+def _longest_pause(scenario: Scenario, cost: Callable[[Step], float]) -> float:
+    """The largest total ``cost`` of the steps a broker of ``scenario`` stays paused across
+    (from its ``pause`` to its ``resume``, ``crash`` or ``shutdown``)."""
+    since: dict[int, float] = {}
+    longest = 0.0
+    for step in scenario.steps:
+        for b in since:
+            since[b] += cost(step)
+            longest = max(longest, since[b])
+        broker = step.args.get("broker")
+        if step.kind == "pause" and broker is not None:
+            since.setdefault(broker, 0.0)
+        elif step.kind in ("resume", "crash", "shutdown") and broker in since:
+            del since[broker]
+    return longest
+
+
 def _steps_while_paused(scenario: Scenario) -> int:
     """The most steps other than ``advance`` a broker of ``scenario`` stays paused across:
     each takes real time the scenario's clock does not count."""
-    since: dict[int, int] = {}
-    most = 0
-    for step in scenario.steps:
-        for b in since:
-            if step.kind != "advance":
-                since[b] += 1
-                most = max(most, since[b])
-        broker = step.args.get("broker")
-        if step.kind == "pause" and broker is not None:
-            since.setdefault(broker, 0)
-        elif step.kind in ("resume", "crash", "shutdown") and broker in since:
-            del since[broker]
-    return most
+    return int(_longest_pause(scenario, lambda step: 0 if step.kind == "advance" else 1))
 
 
 def time_scale(scenario: Scenario) -> float:
@@ -71,18 +77,10 @@ def longest_pause_ms(scenario: Scenario) -> int:
     """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): its scenario
     time scaled, plus each step's overhead."""
     scale = time_scale(scenario)
-    since: dict[int, float] = {}
-    longest = 0.0
-    for step in scenario.steps:
-        for b in since:
-            since[b] += STEP_OVERHEAD_MS + (step.args["ms"] / scale if step.kind == "advance" else 0)
-            longest = max(longest, since[b])
-        broker = step.args.get("broker")
-        if step.kind == "pause" and broker is not None:
-            since.setdefault(broker, 0.0)
-        elif step.kind in ("resume", "crash", "shutdown") and broker in since:
-            del since[broker]
-    return round(longest)
+    return round(_longest_pause(
+        scenario,
+        lambda step: STEP_OVERHEAD_MS + (step.args["ms"] / scale if step.kind == "advance" else 0),
+    ))
 
 
 def session_timeout_ms(scenario: Scenario) -> int:
