@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from segtools.records import batches as _batches
+
 REPO = Path(__file__).resolve().parent.parent
 # Copies of real brokers' files, kept in the repository (provenance: tests/data/realdata/README.md).
 REALDATA = REPO / "tests" / "data" / "realdata"
 SAMPLES = REPO / "samples"
+_PRODUCTION_SETTLE = _batches._SETTLE_SECONDS
 
 
 @pytest.fixture(scope="session")
@@ -50,15 +53,31 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_settle_wait():
+    """A read that looks damaged waits ~150 ms once per file for a writer in mid-rewrite to
+    show (segtools.records.batches._SETTLE_*). No test file is written while read except in
+    the race tests, which ask for ``real_settle_wait``; elsewhere the wait only slows the suite
+    (the fuzz campaigns spent 95 % of their time in it)."""
+    _batches._SETTLE_SECONDS = 0.0
+    yield
+    _batches._SETTLE_SECONDS = _PRODUCTION_SETTLE
+
+
+@pytest.fixture
+def real_settle_wait():
+    """The production settle wait, for tests that change a file while it is read."""
+    _batches._SETTLE_SECONDS = _PRODUCTION_SETTLE
+    yield
+    _batches._SETTLE_SECONDS = 0.0
+
+
 # The fast tier, `pytest -m fast` (under 3 minutes on 2 cores, for everyday work): every test
 # except those that start a JVM (real Kafka, Spark), an S3 server or a browser, and the long
 # fuzz campaigns. CI runs everything. New heavy tests belong in those folders or carry `slow`.
 _NOT_FAST_DIRS = frozenset({"realkafka", "spark", "objectstore", "html"})
 _NOT_FAST_MARKS = frozenset({"spark", "realkafka", "slow"})
 _LONG_FUZZ = frozenset({
-    "test_fuzz_reader.py::test_truncations_raise_only_segtools_errors",
-    "test_fuzz_reader.py::test_bit_flips_raise_only_segtools_errors",
-    "test_fuzz_reader.py::test_overwritten_int_fields_raise_only_segtools_errors",
     "test_columnar.py::test_hypothesis_hostile_bytes_only_segtools_errors",
     "test_columnar.py::test_mutated_bytes_give_only_segtools_errors_and_engines_agree",
     "test_hostile_limits.py::test_every_reader_stops_every_bomb_with_the_same_error_under_a_memory_cap",
@@ -66,6 +85,14 @@ _LONG_FUZZ = frozenset({
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `long`: runs that repeat what the suite already covers on another release, or an open
+    # problem's known failure; they stay out of the 20-minute CI suite and run when asked for
+    # (`pytest -m long`, or the long-run scripts). Deselected, never skipped-as-passed.
+    if "long" not in (config.getoption("markexpr") or ""):
+        kept = [i for i in items if not i.get_closest_marker("long")]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("long")])
+            items[:] = kept
     for item in items:
         path = Path(str(item.fspath))
         in_heavy_dir = bool(_NOT_FAST_DIRS.intersection(path.relative_to(REPO).parts[1:-1]))

@@ -31,7 +31,8 @@ def _story_checks(real_dir):
     return log
 
 
-@pytest.mark.parametrize("release", ["4.3.1", "4.4.0"])
+# 4.3.1 has the same ELR default as 4.4.0: `long` (pytest -m long) keeps the suite in budget
+@pytest.mark.parametrize("release", [pytest.param("4.3.1", marks=pytest.mark.long), "4.4.0"])
 def test_elr_clean_election_with_the_releases_defaults(tmp_path, release):
     from segtools.advise import advise
     from segtools.forensics.elections import load_histories

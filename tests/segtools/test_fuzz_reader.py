@@ -16,6 +16,7 @@ from pathlib import Path
 import crc32c as crc32c_lib
 import pytest
 import zstandard
+from fuzz_budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -142,7 +143,7 @@ def test_corpus_reads_cleanly():
         assert sum(1 for b in batches for _ in b.records()) > 0
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_truncations_raise_only_segtools_errors(data):
     sample = data.draw(st.sampled_from(CORPUS))
@@ -150,7 +151,7 @@ def test_truncations_raise_only_segtools_errors(data):
     _exercise(sample[:cut])
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_bit_flips_raise_only_segtools_errors(data):
     sample = bytearray(data.draw(st.sampled_from(CORPUS)))
@@ -161,7 +162,7 @@ def test_bit_flips_raise_only_segtools_errors(data):
     _exercise(bytes(sample))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_overwritten_int_fields_raise_only_segtools_errors(data):
     """Length/count-like fields replaced by extreme 32-bit values anywhere in the file."""

@@ -279,6 +279,7 @@ def _healthy_segment(path: Path, n: int = 400) -> bytes:
     return data
 
 
+@pytest.mark.usefixtures("real_settle_wait")  # a file changes while read: the wait is part of it
 def test_a_file_rewritten_while_read_is_reported_as_changed_never_as_corrupt(tmp_path):
     seg = tmp_path / "00000000000000000000.log"
     healthy = _healthy_segment(seg)
@@ -319,6 +320,7 @@ def test_file_changed_is_an_input_error_not_a_finding():
     assert issubclass(FileChangedError, InputError)
 
 
+@pytest.mark.usefixtures("real_settle_wait")  # a file changes while read: the wait is part of it
 def test_a_batch_changed_between_two_reads_is_detected(tmp_path, monkeypatch):
     # deterministic form of the race: the file shrinks under a reader (the file is larger
     # than one read window, so later bytes are read after the change)

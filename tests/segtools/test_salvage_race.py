@@ -24,6 +24,9 @@ from segtools.files.read_window import ReadWindow
 
 N_BATCHES = 20000
 
+# these tests change files while they are read: the production settle wait is part of it
+pytestmark = pytest.mark.usefixtures("real_settle_wait")
+
 
 def _segment(n_batches: int = N_BATCHES) -> tuple[bytes, list[int]]:
     """kafka-python's v2 batches of one record each, offsets 0.. in order; and the batch ends."""
