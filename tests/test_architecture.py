@@ -239,3 +239,21 @@ def test_every_module_is_on_the_map():
         if not any(form in text for form in (str(rel), inner, f"`{path.stem}`", path.name)):
             unnamed.append(str(rel))
     assert unnamed == [], f"modules docs/ARCHITECTURE.md does not name: {unnamed}"
+
+
+def test_fixed_layouts_are_derived_not_written_twice():
+    """Issue 24: a struct format beside a construct declaration is computed from it at import
+    (formats.primitives.struct_format). Before: 21 literal `*_STRUCT_FORMAT` strings in formats/;
+    after: 16 (the index entries, control key, end-txn marker and producer entry are derived)."""
+    import re
+
+    literal = [(path.name, line) for path in sorted((REPO / "formats").glob("*.py"))
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if re.match(r"[A-Z_]+_STRUCT_FORMAT\s*=\s*[\"']", line)]
+    assert len(literal) <= 16, literal
+    derived = ("OFFSET_INDEX_ENTRY_STRUCT_FORMAT", "TIME_INDEX_ENTRY_STRUCT_FORMAT",
+               "ABORTED_TXN_STRUCT_FORMAT", "CONTROL_KEY_STRUCT_FORMAT",
+               "END_TXN_MARKER_STRUCT_FORMAT", "PRODUCER_ENTRY_STRUCT_FORMAT")
+    assert not [line for _, line in literal if line.split("=")[0].strip() in derived]
+    reader = (REPO / "segtools" / "files" / "indexes.py").read_text(encoding="utf-8")
+    assert '">i4"' not in reader and '">i8"' not in reader   # the reader's dtypes come from formats/
