@@ -11,8 +11,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"\]\(([^)#\s]+)")
 
-pytestmark = pytest.mark.fast
-
 
 def test_the_readme_stays_a_front_door():
     size = len((REPO / "README.md").read_bytes())
