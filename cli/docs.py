@@ -13,7 +13,10 @@ from segtools.cli.errors import TroubleError, handle_errors
 
 #: the order a new user reads them in, with what each answers
 GUIDE: tuple[tuple[str, str], ...] = (
+    ("README", "the map: every document below, as guide, reference and spec"),
     ("RUNBOOK", "an incident step by step: collect, verify, compare, advise, replay, salvage"),
+    ("USAGE", "set-up, every command's examples and outputs, Spark, the Python API"),
+    ("SIMULATOR", "the samples, and scenarios on a real Kafka cluster"),
     ("CONTRACT", "every command, flag, file format, JSON field and exit code"),
     ("REPORT", "compare's report: every status, finding code and field"),
     ("DUMP_LOG", "kafka-dump-log's flags and text, per Kafka release"),

@@ -27,7 +27,13 @@ from enum import IntEnum
 
 from construct import Int16sb, Int16ub, Int32sb, Int64sb, Struct, Terminated
 
-from segtools.formats.primitives import CompactArray, CompactString, TaggedFields, UuidBytes
+from segtools.formats.primitives import (
+    CompactArray,
+    CompactString,
+    TaggedFields,
+    UuidBytes,
+    struct_format,
+)
 
 __all__ = [
     "ControlRecordType", "ControlRecordKey", "EndTxnMarker", "LeaderChangeMessage",
@@ -65,10 +71,6 @@ CONTROL_KEY_SIZE = 4
 END_TXN_MARKER_SIZE = 6
 CURRENT_CONTROL_KEY_VERSION = 0
 CURRENT_END_TXN_MARKER_VERSION = 0
-#: ``struct`` formats: control record key (version, type), end-transaction marker value
-#: (version, coordinator epoch)
-CONTROL_KEY_STRUCT_FORMAT = ">hh"
-END_TXN_MARKER_STRUCT_FORMAT = ">hi"
 
 ControlRecordKey = Struct(
     "version" / Int16sb,
@@ -80,6 +82,11 @@ EndTxnMarker = Struct(
     "version" / Int16sb,
     "coordinator_epoch" / Int32sb,
 )
+
+#: ``struct`` formats of the two declarations above, derived from them: control record key
+#: (version, type), end-transaction marker value (version, coordinator epoch)
+CONTROL_KEY_STRUCT_FORMAT = struct_format(ControlRecordKey)
+END_TXN_MARKER_STRUCT_FORMAT = struct_format(EndTxnMarker)
 
 _LeaderChangeVoter = Struct(
     "voter_id" / Int32sb,

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from construct import GreedyRange, Int16sb, Int32sb, Int64sb, Struct
 
+from segtools.formats.primitives import numpy_dtype, struct_format
+
 __all__ = [
     "OffsetIndexEntry", "TimeIndexEntry", "AbortedTxnEntry", "OffsetIndex", "TimeIndex",
     "TransactionIndex", "OFFSET_INDEX_ENTRY_SIZE", "TIME_INDEX_ENTRY_SIZE", "ABORTED_TXN_SIZE",
@@ -25,21 +27,6 @@ __all__ = [
     "CURRENT_ABORTED_TXN_VERSION",
     "OFFSET_INDEX_ENTRY_STRUCT_FORMAT", "TIME_INDEX_ENTRY_STRUCT_FORMAT", "ABORTED_TXN_STRUCT_FORMAT",
 ]
-
-OFFSET_INDEX_ENTRY_SIZE = 8
-TIME_INDEX_ENTRY_SIZE = 12
-ABORTED_TXN_SIZE = 34
-#: ``struct`` formats of the entries below (hot path; tested against the declarations)
-OFFSET_INDEX_ENTRY_STRUCT_FORMAT = ">ii"
-TIME_INDEX_ENTRY_STRUCT_FORMAT = ">qi"
-ABORTED_TXN_STRUCT_FORMAT = ">hqqqq"
-CURRENT_ABORTED_TXN_VERSION = 0
-#: segment.index.bytes default (10 MiB): preallocated length before rounding down to entry size
-DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
-
-#: numpy dtype descriptions (big-endian) of the fixed entries, for ``numpy.frombuffer``
-OFFSET_INDEX_DTYPE = [("relative_offset", ">i4"), ("position", ">i4")]
-TIME_INDEX_DTYPE = [("timestamp", ">i8"), ("relative_offset", ">i4")]
 
 OffsetIndexEntry = Struct(
     "relative_offset" / Int32sb,
@@ -58,6 +45,21 @@ AbortedTxnEntry = Struct(
     "last_offset" / Int64sb,
     "last_stable_offset" / Int64sb,
 )
+
+# Everything the hot paths need is derived from the declarations above, never written twice.
+OFFSET_INDEX_ENTRY_SIZE: int = OffsetIndexEntry.sizeof()
+TIME_INDEX_ENTRY_SIZE: int = TimeIndexEntry.sizeof()
+ABORTED_TXN_SIZE: int = AbortedTxnEntry.sizeof()
+#: ``struct`` formats of the entries (hot path)
+OFFSET_INDEX_ENTRY_STRUCT_FORMAT = struct_format(OffsetIndexEntry)
+TIME_INDEX_ENTRY_STRUCT_FORMAT = struct_format(TimeIndexEntry)
+ABORTED_TXN_STRUCT_FORMAT = struct_format(AbortedTxnEntry)
+#: numpy dtype descriptions (big-endian) of the fixed entries, for ``numpy.frombuffer``
+OFFSET_INDEX_DTYPE = numpy_dtype(OffsetIndexEntry)
+TIME_INDEX_DTYPE = numpy_dtype(TimeIndexEntry)
+CURRENT_ABORTED_TXN_VERSION = 0
+#: segment.index.bytes default (10 MiB): preallocated length before rounding down to entry size
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 
 #: whole files (untrimmed: zero tail included); for specs and tests, not for big files
 OffsetIndex = GreedyRange(OffsetIndexEntry)

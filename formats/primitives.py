@@ -43,6 +43,7 @@ __all__ = [
     "KafkaVarint", "Varint", "Varlong", "UnsignedVarint", "NullableBytes", "VarintString",
     "CompactArray", "CompactString", "CompactNullableString", "CompactBytes", "TaggedFields",
     "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "greedy",
+    "struct_format", "numpy_dtype",
 ]
 
 
@@ -328,3 +329,42 @@ def parse_located(
 def greedy(con: Construct) -> Construct:
     """Entries back to back until the data ends (index files, line files)."""
     return GreedyRange(con)
+
+
+# --------------------------------------------------------------- layouts derived for hot paths
+# The hot paths read fixed-size entries with ``struct`` and ``numpy.frombuffer``; their formats
+# are computed from the construct declaration once, at import, so a layout is written once.
+
+#: construct's integer codes -> the one ``struct`` code we use (``l``/``L`` are ``i``/``I``
+#: under standard sizes) and numpy's
+_STRUCT_CODES = {"b": "b", "B": "B", "h": "h", "H": "H", "l": "i", "L": "I", "i": "i",
+                 "I": "I", "q": "q", "Q": "Q"}
+_NUMPY_CODES = {"b": "i1", "B": "u1", "h": "i2", "H": "u2", "i": "i4", "I": "u4",
+                "q": "i8", "Q": "u8"}
+
+
+def _fixed_fields(layout: Construct) -> list[tuple[str, str]]:
+    """(field name, struct code) of a construct ``Struct`` of big-endian integers only."""
+    fields = []
+    for field in getattr(layout, "subcons", ()):
+        fmt = getattr(getattr(field, "subcon", None), "fmtstr", None)
+        if not field.name or not isinstance(fmt, str) or len(fmt) != 2 or fmt[0] != ">" \
+                or fmt[1] not in _STRUCT_CODES:
+            raise TypeError(f"field {field.name!r} is not a big-endian integer: "
+                            "only fixed integer layouts have a struct format")
+        fields.append((field.name, _STRUCT_CODES[fmt[1]]))
+    if not fields:
+        raise TypeError("not a construct Struct of fields")
+    return fields
+
+
+def struct_format(layout: Construct) -> str:
+    """The ``struct`` format of a fixed layout declared with construct, e.g. ``">ii"``."""
+    return ">" + "".join(code for _, code in _fixed_fields(layout))
+
+
+def numpy_dtype(layout: Construct) -> list[tuple[str, str]]:
+    """The numpy dtype description (big-endian, the declaration's field names) of a fixed
+    layout, for ``numpy.frombuffer``."""
+    return [(name, ">" + _NUMPY_CODES[code]) for name, code in _fixed_fields(layout)]
+

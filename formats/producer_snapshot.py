@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from construct import Int16sb, Int32sb, Int32ub, Int64sb, PrefixedArray, Struct
 
+from segtools.formats.primitives import struct_format
+
 __all__ = [
     "ProducerSnapshotEntry", "ProducerSnapshot", "PRODUCER_SNAPSHOT_VERSION",
     "VERSION_OFFSET", "CRC_OFFSET", "PRODUCER_ENTRIES_OFFSET", "PRODUCER_ENTRY_SIZE",
@@ -39,8 +41,6 @@ PRODUCER_ENTRIES_OFFSET = 6
 PRODUCER_ENTRY_SIZE = 46
 #: version + crc + entry count
 PRODUCER_SNAPSHOT_HEADER_SIZE = 10
-#: one entry for ``struct.Struct``
-PRODUCER_ENTRY_STRUCT_FORMAT = ">qhiqiqiq"
 #: version int16, crc uint32, entry count int32
 PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT = ">hIi"
 #: the version field alone, version + crc, and the entry count (the CRC covers count + entries)
@@ -58,6 +58,8 @@ ProducerSnapshotEntry = Struct(
     "coordinator_epoch" / Int32sb,
     "current_txn_first_offset" / Int64sb,
 )
+#: one entry for ``struct.Struct``, derived from the declaration above
+PRODUCER_ENTRY_STRUCT_FORMAT = struct_format(ProducerSnapshotEntry)
 
 ProducerSnapshot = Struct(
     "version" / Int16sb,

@@ -175,3 +175,85 @@ def test_v2_field_offsets_match_the_header_layout():
                              rb.MAX_TIMESTAMP_OFFSET, rb.PRODUCER_ID_OFFSET,
                              rb.PRODUCER_EPOCH_OFFSET, rb.BASE_SEQUENCE_OFFSET,
                              rb.RECORDS_COUNT_OFFSET]
+
+
+# ---------------------------------------------------------------- issue 24: the map is the code
+
+_ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
+
+
+def _stale_names(doc: Path) -> list[str]:
+    """Every dotted `segtools.x.y` (module or attribute) and every repository path `doc` names
+    that does not exist."""
+    import importlib
+    import re
+    import warnings
+
+    text = doc.read_text(encoding="utf-8")
+    dotted = set(re.findall(r"\bsegtools(?:\.[A-Za-z_]\w*)+", text))
+    paths = set(re.findall(r"\b((?:segtools|formats|cli|spark|tests)/[\w/]+\.py)\b", text))
+    stale = [p for p in sorted(paths) if not (REPO / p).is_file()]
+    for name in sorted(dotted):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj: object = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)   # old names still resolve
+                    for attr in parts[cut:]:
+                        obj = getattr(obj, attr)
+            except AttributeError:
+                stale.append(name)
+            break
+    return stale
+
+
+def test_every_name_in_architecture_md_exists():
+    """A stale name on the map costs the next engineer an afternoon."""
+    assert "segtools.files.indexes" in _ARCHITECTURE.read_text(encoding="utf-8")
+    stale = _stale_names(_ARCHITECTURE)
+    assert stale == [], f"docs/ARCHITECTURE.md names what does not exist: {stale}"
+
+
+def test_the_map_check_catches_a_stale_name(tmp_path):
+    fake = tmp_path / "ARCHITECTURE.md"
+    fake.write_text("`segtools.records.no_such_module`, `segtools.files.indexes.no_such_function`,"
+                    " `segtools.files.indexes` and `segtools/no_such_file.py`\n")
+    assert sorted(_stale_names(fake)) == ["segtools.files.indexes.no_such_function",
+                                          "segtools.records.no_such_module",
+                                          "segtools/no_such_file.py"]
+
+
+def test_every_module_is_on_the_map():
+    """Each module of segtools/ is named in docs/ARCHITECTURE.md (path, file name or `stem`)."""
+    text = _ARCHITECTURE.read_text(encoding="utf-8")
+    unnamed = []
+    for path in sorted((REPO / "segtools").rglob("*.py")):
+        if path.name == "__init__.py" or "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(REPO)
+        inner = "/".join(rel.parts[1:])
+        if not any(form in text for form in (str(rel), inner, f"`{path.stem}`", path.name)):
+            unnamed.append(str(rel))
+    assert unnamed == [], f"modules docs/ARCHITECTURE.md does not name: {unnamed}"
+
+
+def test_fixed_layouts_are_derived_not_written_twice():
+    """Issue 24: a struct format beside a construct declaration is computed from it at import
+    (formats.primitives.struct_format). Before: 21 literal `*_STRUCT_FORMAT` strings in formats/;
+    after: 16 (the index entries, control key, end-txn marker and producer entry are derived)."""
+    import re
+
+    literal = [(path.name, line) for path in sorted((REPO / "formats").glob("*.py"))
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if re.match(r"[A-Z_]+_STRUCT_FORMAT\s*=\s*[\"']", line)]
+    assert len(literal) <= 16, literal
+    derived = ("OFFSET_INDEX_ENTRY_STRUCT_FORMAT", "TIME_INDEX_ENTRY_STRUCT_FORMAT",
+               "ABORTED_TXN_STRUCT_FORMAT", "CONTROL_KEY_STRUCT_FORMAT",
+               "END_TXN_MARKER_STRUCT_FORMAT", "PRODUCER_ENTRY_STRUCT_FORMAT")
+    assert not [line for _, line in literal if line.split("=")[0].strip() in derived]
+    reader = (REPO / "segtools" / "files" / "indexes.py").read_text(encoding="utf-8")
+    assert '">i4"' not in reader and '">i8"' not in reader   # the reader's dtypes come from formats/

@@ -25,6 +25,8 @@ from segtools.formats.indexes import (
     TIME_INDEX_ENTRY_SIZE,
     TIME_INDEX_ENTRY_STRUCT_FORMAT,
 )
+from segtools.formats.indexes import OFFSET_INDEX_DTYPE as _OFFSET_INDEX_LAYOUT
+from segtools.formats.indexes import TIME_INDEX_DTYPE as _TIME_INDEX_LAYOUT
 from segtools.formats.names import SEGMENT_FILE_RE
 
 __all__ = [
@@ -36,8 +38,9 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 
-OFFSET_INDEX_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
-TIME_INDEX_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+# derived from the construct declarations in formats/indexes.py, not written twice
+OFFSET_INDEX_DTYPE = np.dtype(_OFFSET_INDEX_LAYOUT)
+TIME_INDEX_DTYPE = np.dtype(_TIME_INDEX_LAYOUT)
 
 _OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)
 _TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)

@@ -91,8 +91,8 @@ def test_threshold_is_documented_with_its_measurement():
     help_text = _run("--help").output
     gib = f"{cmd.IN_PROCESS_MAX_BYTES / 2**30:g} GiB"
     assert gib in " ".join(help_text.split())
-    readme = (REPO / "README.md").read_text()
-    assert "segtools compare`: runner" in readme and gib in readme
+    usage = (REPO / "docs" / "USAGE.md").read_text()
+    assert "segtools compare`: runner" in usage and gib in usage
 
 
 def _no_java_env(tmp_path: Path, script: str | None) -> dict[str, str]:
