@@ -125,7 +125,9 @@ def _partition_dir(path: str) -> str:
                         "metadata.log.dir or its __cluster_metadata-0 directory)")
 
 
-def _control(node: ControllerNode, batch: Any, source: str) -> None:
+def _control(node: ControllerNode, batch: Any, source: str, at: int | None) -> None:
+    """Collect LEADER_CHANGE and VotersRecord; ``at`` places a snapshot's records at the
+    snapshot's end offset (the state they describe), None keeps log offsets."""
     for rec in batch.records():
         try:
             key = decode_control_key(rec.key)
@@ -147,10 +149,12 @@ def _control(node: ControllerNode, batch: Any, source: str) -> None:
         else:
             vs = tuple((int(v["voterId"]), str(v["voterDirectoryId"]))
                        for v in value.get("voters") or ())  # type: ignore[attr-defined]
-            node.voter_sets.append(VoterSet(rec.offset, source, vs, node.name))
+            node.voter_sets.append(VoterSet(rec.offset if at is None else at, source, vs,
+                                            node.name))
 
 
-def _read_file(node: ControllerNode, path: str, source: str, keep: bool) -> None:
+def _read_file(node: ControllerNode, path: str, source: str, at: int | None) -> None:
+    keep = at is None
     try:
         with SegmentReader(path) as reader:
             for batch in reader:
@@ -162,7 +166,7 @@ def _read_file(node: ControllerNode, path: str, source: str, keep: bool) -> None
                         node.problems.append(f"{path}: byte {batch.position}, offset "
                                              f"{batch.base_offset}: CRC mismatch")
                 if batch.is_control:
-                    _control(node, batch, source)
+                    _control(node, batch, source, at)
             tail = reader.file_size - reader.valid_bytes
             if tail > 0:
                 node.problems.append(f"{path}: byte {reader.valid_bytes}: {tail} trailing bytes "
@@ -190,19 +194,22 @@ def load_node(path: str) -> ControllerNode:
             break
     part = open_partition_dir(pdir)
     node.problems.extend(f"{pdir}: {p}" for p in part.problems)
-    if part.quorum_state is not None:
-        node.quorum_state = part.quorum_state
-    elif not os.path.exists(os.path.join(pdir, "quorum-state")):
-        node.problems.append(f"{pdir}: quorum-state is missing")
+    node.quorum_state = part.quorum_state
     for snap in sorted(part.kraft_snapshots, key=lambda s: (s.end_offset, s.epoch)):
         if snap.suffix:
             continue
         node.snapshots.append(Snapshot(snap.end_offset, snap.epoch, snap.path))
         before = len(node.voter_sets)
-        _read_file(node, snap.path, f"snapshot {os.path.basename(snap.path)}", keep=False)
+        _read_file(node, snap.path, f"snapshot {os.path.basename(snap.path)}", snap.end_offset)
         if snap.end_offset == 0 and snap.epoch == 0 and len(node.voter_sets) > before:
             node.bootstrap_voters = node.voter_sets[-1].voters
     for seg in part.segments:
         if seg.log_path is not None:
-            _read_file(node, seg.log_path, "log", keep=True)
+            _read_file(node, seg.log_path, "log", None)
+    # Kafka writes quorum-state when the node first starts: a dir only formatted has none
+    started = node.log_end > 0 or any(s.end_offset > 0 for s in node.snapshots)
+    if (node.quorum_state is None and started
+            and not os.path.exists(os.path.join(pdir, "quorum-state"))):
+        node.problems.append(f"{pdir}: quorum-state is missing (the node has run: its log or "
+                             "snapshots hold records)")
     return node
