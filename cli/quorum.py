@@ -38,6 +38,8 @@ def quorum(dirs: tuple[str, ...], as_json: bool, debug: bool) -> None:
                        f"{len(n.snapshots)} snapshots, quorum-state epoch "
                        f"{qs.get('leaderEpoch', '?')} leader {qs.get('leaderId', '?')} "
                        f"voted {qs.get('votedId', '?')}")
+        for fp in result.fingerprints:
+            click.echo(f"release of {fp.node}: {fp.note}")
         for d in result.divergences:
             where = (f"differ from offset {d.offset} (epoch {d.epoch_a} vs {d.epoch_b}; stale "
                      f"suffix on {d.stale or 'cannot tell'})" if d.offset is not None

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from segtools.quorum.fingerprint import Fingerprint, fingerprint
 from segtools.quorum.nodes import BatchInfo, ControllerNode, LeaderChange, VoterSet
 
 
@@ -75,6 +76,7 @@ class QuorumAudit:
     committed_reason: str = ""
     voter_history: list[VoterSet] = field(default_factory=list)
     survivors: list[SurvivorChoice] = field(default_factory=list)
+    fingerprints: list[Fingerprint] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +92,7 @@ class QuorumAudit:
                                "voters": [[i, d] for i, d in v.voters]}
                               for v in self.voter_history],
             "survivors": [s.to_json() for s in self.survivors],
+            "fingerprints": [f.to_json() for f in self.fingerprints],
         }
 
 
@@ -204,6 +207,7 @@ def committed_end(nodes: Sequence[ControllerNode],
 def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
     """Run every check over the given controllers."""
     out = QuorumAudit(list(nodes))
+    out.fingerprints = [fingerprint(n) for n in nodes]   # before problems become findings
     for n in nodes:
         out.findings.extend(Finding("evidence", p, (n.name,)) for p in n.problems)
     # --- formatting: cluster ids and bootstrap voters

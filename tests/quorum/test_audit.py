@@ -101,3 +101,17 @@ def test_cli_exit_codes_and_json(tmp_path: object) -> None:
     assert '"proven_below": 10' in res.output
     res = runner.invoke(cli, ["quorum", str(tmp_path)])
     assert res.exit_code == 2 and "no __cluster_metadata-0" in res.output
+
+
+def test_fingerprint_from_feature_level_record(tmp_path: object) -> None:
+    from segtools.internal_topics.metadata import encode_record
+    from segtools.writer import NewRecord, build_batch
+
+    # level 14 is what a real Kafka 3.6 controller wrote (a 3.6 cluster's snapshot)
+    value = encode_record("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version",
+                                                      "featureLevel": 14})
+    b = [leader_change(0, 1, 1, [1], [1]),
+         build_batch([NewRecord(None, value, (), 1)], base_offset=1, partition_leader_epoch=1)]
+    c1 = controller(str(tmp_path), "c1", 1, b, quorum_state=qs(1, 1))
+    (fp,) = audit_dirs([c1]).fingerprints
+    assert fp.release_min == "3.6" and "or later" in fp.note

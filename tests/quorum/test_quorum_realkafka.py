@@ -73,3 +73,28 @@ def test_split_quorum_at_formatting_is_reported(formatted: tuple[list[str], dict
     # inputs are evidence: nothing written
     assert {p: p.stat().st_mtime_ns for d in dirs for p in Path(d).rglob("*")} == before
     assert not any(os.path.basename(p) == "quorum-state" for p in before)
+
+
+@pytest.mark.parametrize("release", ["4.0.0", "4.1.0", "4.2.0", "4.3.1", "4.4.0"])
+def test_fingerprint_of_a_formatted_dir_contains_the_release(
+        release: str, tmp_path: Path) -> None:
+    from segtools.quorum.fingerprint import RELEASE_MAX_LEVEL
+    from segtools.realcluster.kafka_runtime import kafka_runtime
+    from segtools.realcluster.processes import run_tool
+
+    rt = kafka_runtime(version=release)
+    d = tmp_path / "c1"
+    d.mkdir()
+    props = tmp_path / "c1.properties"
+    props.write_text("process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+                     f"listeners=CONTROLLER://127.0.0.1:19191\nmetadata.log.dir={d}\n"
+                     f"log.dirs={d}\ncontroller.quorum.bootstrap.servers=127.0.0.1:19191\n")
+    res = run_tool(rt.command("kafka.tools.StorageTool", "format", "-t", _uuid(), "-c", str(props),
+                              "--standalone", heap="128m"), timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (fp,) = audit_dirs([str(d)]).fingerprints
+    true = ".".join(release.split(".")[:2])
+    order = [r for r, _ in RELEASE_MAX_LEVEL]
+    # the range [release_min, newest) contains the true release, and is tight for a fresh format
+    assert fp.release_min == true, fp.note
+    assert order.index(fp.release_min) <= order.index(true)
