@@ -14,9 +14,17 @@ from segtools.cli.errors import handle_errors
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the audit as one JSON document.")
+@click.option("--image-at", "image_at", default=None, metavar="OFFSET|@TIME_MS",
+              help="Time travel: print the cluster image (JSON) of the first DIR at metadata "
+                   "OFFSET (exclusive), or at the last record stamped at or before @TIME_MS, "
+                   "instead of the audit. 'end' is the log end.")
+@click.option("--diff-from", "diff_from", default=None, metavar="OFFSET",
+              help="With --image-at: print only the entities that differ between the image at "
+                   "OFFSET and the one at --image-at.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def quorum(dirs: tuple[str, ...], as_json: bool, debug: bool) -> None:
+def quorum(dirs: tuple[str, ...], as_json: bool, image_at: str | None, diff_from: str | None,
+           debug: bool) -> None:
     """Audit the controllers' metadata dirs DIRS together (each a metadata.log.dir or its
     __cluster_metadata-0): Log Matching across them (first divergence per pair and which node
     holds the stale suffix), one leader per epoch (split brain), quorum-state votes against
@@ -28,6 +36,11 @@ def quorum(dirs: tuple[str, ...], as_json: bool, debug: bool) -> None:
     """
     from segtools.quorum import audit_dirs
 
+    if diff_from is not None and image_at is None:
+        raise click.UsageError("--diff-from needs --image-at")
+    if image_at is not None:
+        _time_travel(dirs[0], image_at, diff_from)
+        return
     result = audit_dirs(list(dirs))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=1))
@@ -57,3 +70,29 @@ def quorum(dirs: tuple[str, ...], as_json: bool, debug: bool) -> None:
         for f in result.findings:
             click.echo(f"FINDING {f.kind}: {f.message}")
     sys.exit(1 if result.findings else 0)
+
+
+def _point(text: str) -> dict[str, int | None]:
+    try:
+        if text == "end":
+            return {}
+        if text.startswith("@"):
+            return {"time_ms": int(text[1:])}
+        return {"offset": int(text)}
+    except ValueError:
+        raise click.UsageError(f"not an offset, @time_ms or 'end': {text!r}") from None
+
+
+def _time_travel(path: str, at: str, since: str | None) -> None:
+    from segtools.quorum.image import diff, image_at, image_json
+    from segtools.quorum.nodes import load_node
+
+    node = load_node(path)
+    img = image_at(node, **_point(at))
+    if since is None:
+        click.echo(json.dumps(image_json(img), indent=1, default=str))
+        return
+    old = image_at(node, **_point(since))
+    rows = [{"kind": k[0], "id": k[1], "before": a, "after": b} for k, a, b in diff(old, img)]
+    click.echo(json.dumps({"from": old.offset, "to": img.offset, "changes": rows}, indent=1,
+                          default=str))

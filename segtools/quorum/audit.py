@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from segtools.errors import SegtoolsError
 from segtools.quorum.fingerprint import Fingerprint, fingerprint
+from segtools.quorum.image import SnapshotCheck, check_snapshots
 from segtools.quorum.nodes import BatchInfo, ControllerNode, LeaderChange, VoterSet
 
 
@@ -77,6 +79,7 @@ class QuorumAudit:
     voter_history: list[VoterSet] = field(default_factory=list)
     survivors: list[SurvivorChoice] = field(default_factory=list)
     fingerprints: list[Fingerprint] = field(default_factory=list)
+    snapshot_checks: list[tuple[str, SnapshotCheck]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,13 @@ class QuorumAudit:
                               for v in self.voter_history],
             "survivors": [s.to_json() for s in self.survivors],
             "fingerprints": [f.to_json() for f in self.fingerprints],
+            "snapshot_replay": [{"node": n, "snapshot": c.path, "end_offset": c.end_offset,
+                                 "entities": c.entities, "checked": c.checked,
+                                 "reason": c.reason, "reproduced": c.checked and
+                                 c.first_difference is None,
+                                 "first_difference": None if c.first_difference is None
+                                 else repr(c.first_difference)}
+                                for n, c in self.snapshot_checks],
         }
 
 
@@ -204,10 +214,37 @@ def committed_end(nodes: Sequence[ControllerNode],
     return best, why, held
 
 
+def _snapshot_oracle(n: ControllerNode, out: QuorumAudit) -> None:
+    """Each snapshot reproduced by replay, and its epoch equal to the log's at its offset."""
+    logs = sorted({b.path for b in n.batches})
+    try:
+        checks = check_snapshots([(s.path, s.end_offset) for s in n.snapshots], logs,
+                                 n.log_start)
+    except SegtoolsError as exc:
+        n.problems.append(f"snapshot replay stopped: {exc}")
+        return
+    for c in checks:
+        out.snapshot_checks.append((n.name, c))
+        if c.checked and c.first_difference is not None:
+            key, want, got = c.first_difference[0], c.first_difference[2], c.first_difference[1]
+            out.findings.append(Finding(
+                "snapshot-mismatch", f"{c.path}: replaying the previous image and the log to "
+                f"offset {c.end_offset} does not reproduce it; first entity differing: {key}: "
+                f"snapshot {want}, replay {got}", (n.name,), c.end_offset))
+    for s in n.snapshots:
+        e = n.epoch_at(s.end_offset - 1) if s.end_offset > 0 else None
+        if e is not None and e != s.epoch:
+            out.findings.append(Finding(
+                "snapshot-mismatch", f"{s.path}: snapshot epoch {s.epoch}, but the log's batch "
+                f"at offset {s.end_offset - 1} has epoch {e}", (n.name,), s.end_offset))
+
+
 def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
     """Run every check over the given controllers."""
     out = QuorumAudit(list(nodes))
     out.fingerprints = [fingerprint(n) for n in nodes]   # before problems become findings
+    for n in nodes:
+        _snapshot_oracle(n, out)
     for n in nodes:
         out.findings.extend(Finding("evidence", p, (n.name,)) for p in n.problems)
     # --- formatting: cluster ids and bootstrap voters
