@@ -170,10 +170,11 @@ def committed_end(nodes: Sequence[ControllerNode],
 
     Two proofs. (1) A snapshot ending at X holds only committed records: X-1 is committed.
     (2) A majority of the voter set in force holds byte-identical batches through an offset
-    whose batch epoch equals the highest epoch any given node shows (log, snapshots,
-    quorum-state): a current-epoch entry on a majority is committed, and so is all before it
-    (Raft section 5.4.2; a majority-held entry of an older epoch alone proves nothing, a later
-    leader may overwrite it). Nodes not given count as not holding anything.
+    whose batch epoch is the highest epoch of any batch given: every later leader needs a vote
+    from that majority, so its log holds the prefix (Raft 5.4). When a voter is not given it
+    may hold batches of a newer epoch (Raft figure 8), so the proof then also needs every
+    holder's quorum-state to know no epoch newer than that. Nodes not given count as holding
+    nothing.
     """
     best, why, held = 0, "nothing proven committed", tuple[str, ...]()
     for n in nodes:
@@ -182,14 +183,17 @@ def committed_end(nodes: Sequence[ControllerNode],
                 best, why, held = s.end_offset, f"snapshot {s.path} ends at {s.end_offset}", ()
     # a snapshot's own node applied (so holds, if its log reaches there) only committed records
     held = tuple(n.name for n in nodes if any(s.end_offset >= best for s in n.snapshots)) if best else ()
-    top = max((n.max_epoch() for n in nodes), default=-1)
+    # highest epoch on disk (batches, snapshots) and the highest any node knows (+quorum-state)
+    top_log = max((max([b.epoch for b in n.batches] + [s.epoch for s in n.snapshots],
+                       default=-1) for n in nodes), default=-1)
+    top_known = max((n.max_epoch() for n in nodes), default=-1)
     ids = {n.node_id: n for n in nodes if n.node_id is not None}
     common: dict[tuple[str, str], int] = {}
     for i, a in enumerate(nodes):
         for b in nodes[i + 1:]:
             c = diverge(a, b)[0].common_end
             common[(a.name, b.name)] = common[(b.name, a.name)] = c
-    cand = sorted({b.last_offset for n in nodes for b in n.batches if b.epoch == top},
+    cand = sorted({b.last_offset for n in nodes for b in n.batches if b.epoch == top_log},
                   reverse=True)
     for end in cand:
         if end + 1 <= best:
@@ -197,19 +201,27 @@ def committed_end(nodes: Sequence[ControllerNode],
         voters, src = voters_at(history, nodes, end)
         if not voters:
             continue
-        holders = [ids[v] for v in voters if v in ids and ids[v].epoch_at(end) == top]
+        holders = [ids[v] for v in voters if v in ids and ids[v].epoch_at(end) == top_log]
         for n in holders:
             same = [m for m in holders if m is n or common[(n.name, m.name)] > end]
             if 2 * len(same) <= len(voters):
                 continue
-            blind = [m.name for m in same if m.quorum_state is None]
-            if blind:
-                # without quorum-state a holder may already follow a newer leader unseen here
-                why += f"; cannot tell past it: {', '.join(blind)} have no quorum-state"
-                return best, why, held
+            absent = sorted(v for v in voters if v not in ids)
+            if absent:
+                # a voter not given may hold a newer epoch's batches (Raft figure 8): only
+                # the holders' quorum-state can rule out a newer leader
+                blind = [m.name for m in same if m.quorum_state is None]
+                if blind:
+                    return best, why + (f"; cannot tell past it: voters {absent} not given "
+                                        f"and {', '.join(blind)} have no quorum-state"), held
+                if top_known > top_log:
+                    return best, why + (f"; cannot tell past it: voters {absent} not given "
+                                        f"and a quorum-state knows epoch {top_known}, newer "
+                                        f"than any batch ({top_log})"), held
             return end + 1, (f"{len(same)} of {len(voters)} voters ({src}: "
                              f"{', '.join(m.name for m in same)}) hold identical batches "
-                             f"through offset {end} of epoch {top}, the highest epoch shown"), \
+                             f"through offset {end} of epoch {top_log}, the highest epoch "
+                             + ("on any voter's disk" if not absent else "shown")), \
                 tuple(m.name for m in same)
     return best, why, held
 
