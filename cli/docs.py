@@ -20,6 +20,7 @@ GUIDE: tuple[tuple[str, str], ...] = (
     ("CONTRACT", "every command, flag, file format, JSON field and exit code"),
     ("REPORT", "compare's report: every status, finding code and field"),
     ("DUMP_LOG", "kafka-dump-log's flags and text, per Kafka release"),
+    ("QUORUM", "segtools quorum: the controllers' metadata logs audited together"),
     ("FORENSICS", "how loss is decided: replication semantics, scenarios, detection rules"),
     ("FORMATS", "the byte layouts of every file in a Kafka log dir"),
     ("ENGINES", "simulate's two engines (model, real Kafka): releases, time, checks, differences"),

@@ -72,6 +72,14 @@ Examples:
   segtools advise b1/ b2/ b3/ --metadata-log controller/__cluster_metadata-0
 \b
 Docs: docs/CONTRACT.md section 11.""",
+    "quorum": """\
+\b
+Examples:
+  segtools quorum controller-1/ controller-2/ controller-3/
+  segtools quorum c1/__cluster_metadata-0 c2/__cluster_metadata-0 --json
+  segtools quorum controller-1/ --image-at end --diff-from 1500
+\b
+Docs: docs/QUORUM.md (the rules and what each answer proves), docs/CONTRACT.md.""",
     "collect": """\
 \b
 Examples:

@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "salvage": "segtools.cli.salvage:salvage",
     "replay": "segtools.cli.replay:replay",
     "advise": "segtools.cli.advise:advise",
+    "quorum": "segtools.cli.quorum:quorum",
     "collect": "segtools.cli.bundle:collect",
     "verify": "segtools.cli.bundle:verify",
     "docs": "segtools.cli.docs:docs",
@@ -78,6 +79,7 @@ def cli() -> None:
     salvage   rebuild a corrupt segment's intact batches into a new folder
     replay    produce the records of compare --lost-out back to a live cluster, once
     advise    which replica to elect for an offline partition, and what each choice loses
+    quorum    audit the controllers' metadata logs: divergence, split brain, committed prefix
     collect   copy brokers' evidence into a sealed bundle before anything restarts
     verify    check a bundle against its SHA-256 manifest
     docs      the documentation, offline (start with: segtools docs RUNBOOK)
