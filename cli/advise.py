@@ -10,12 +10,13 @@ import sys
 import click
 
 from segtools.cli.errors import handle_errors
+from segtools.cli.options import ACKS_HELP, AcksPath
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
-              help="Producer acks (acks.jsonl): split lost records into acked and never acknowledged, "
+@click.option("--acks", "acks_path", type=AcksPath(exists=True, dir_okay=False),
+              help=ACKS_HELP + "Split lost records into acked and never acknowledged, "
                    "and count acked records that no given replica holds.")
 @click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it): the partition's last ISR, "

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
-from segtools.cli.options import InputPath, max_batch_bytes_option
+from segtools.cli.options import ACKS_HELP, AcksPath, InputPath, max_batch_bytes_option
 from segtools.errors import display_path
 
 # the runner threshold and the metadata-log lookup live with segtools.compare(); kept here
@@ -25,8 +25,8 @@ from segtools.primitives.visible import visible, visible_lines
 @click.argument("dirs", nargs=-1, required=True, type=InputPath(exists=True, file_okay=False))
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the JSON report (docs/REPORT.md) to FILE.")
-@click.option("--acks", "acks_path", type=InputPath(exists=True, dir_okay=False),
-              help="Producer acks (acks.jsonl): mark lost records as acked, and check every "
+@click.option("--acks", "acks_path", type=AcksPath(exists=True, dir_okay=False),
+              help=ACKS_HELP + "Mark lost records as acked, and check every "
                    "acknowledged offset against every replica's lineage (on none: lost).")
 @click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
               "or spark-submit's).")
