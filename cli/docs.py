@@ -16,6 +16,7 @@ GUIDE: tuple[tuple[str, str], ...] = (
     ("RUNBOOK", "an incident step by step: collect, verify, compare, advise, replay, salvage"),
     ("CONTRACT", "every command, flag, file format, JSON field and exit code"),
     ("REPORT", "compare's report: every status, finding code and field"),
+    ("ACKS", "producer truth for --acks: client logs, CSV, kcat -J, console-consumer; what each proves"),
     ("DUMP_LOG", "kafka-dump-log's flags and text, per Kafka release"),
     ("FORENSICS", "how loss is decided: replication semantics, scenarios, detection rules"),
     ("FORMATS", "the byte layouts of every file in a Kafka log dir"),
