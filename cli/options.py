@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -57,3 +59,13 @@ class AcksPath(InputPath):
 
 ACKS_HELP = ("Producer truth (docs/ACKS.md): acks.jsonl or any NDJSON/CSV of topic,partition,offset"
              "[,leader_epoch,...], kcat -J output, or console-consumer:TOPIC:FILE. ")
+
+
+#: an output path that means standard output (``--report -``, ``--json -``)
+STDOUT = "-"
+
+
+def human_output(json_to_stdout: bool) -> contextlib.AbstractContextManager[Any]:
+    """Where the text for people goes: stdout, or stderr while stdout carries the JSON (so
+    ``segtools compare ... --report - | jq`` reads one JSON document)."""
+    return contextlib.redirect_stdout(sys.stderr) if json_to_stdout else contextlib.nullcontext()
