@@ -59,6 +59,27 @@ class LostRecord:
         return out
 
 
+class PartitionAcks(dict[tuple[int, int], bool]):
+    """One partition's (offset, epoch) -> acknowledged, carrying the offsets acknowledged
+    without an epoch (``no_epoch``: offset -> committed) so a lost record at such an offset is
+    marked acked unknown (None), not "not acknowledged"."""
+
+    def __init__(self, acked: Mapping[tuple[int, int], bool], no_epoch: Mapping[int, bool]) -> None:
+        super().__init__(acked)
+        self.no_epoch = dict(no_epoch)
+
+    def __reduce__(self) -> Any:   # pickled to Spark's workers with its no_epoch
+        return (PartitionAcks, (dict(self), self.no_epoch))
+
+
+def acked_flag(acks: Mapping[tuple[int, int], bool], offset: int, epoch: int) -> bool | None:
+    """Whether the record at (offset, epoch) was acknowledged: None when its offset was
+    acknowledged in an unknown epoch (it may be this record or one it replaced)."""
+    if acks.get((offset, epoch), False):
+        return True
+    return None if offset in getattr(acks, "no_epoch", {}) else False
+
+
 class AckIndex:
     """Producer-side acknowledgements (CONTRACT.md section 3; the formats in forensics/acks.py).
     Entries with a leader epoch identify a record; entries without one only an offset."""
@@ -106,7 +127,7 @@ class AckIndex:
             raise InputError(f"{os.fspath(path)}: malformed ack entry ({exc})") from None
 
     def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]:
-        return dict(self._acked.get((topic, partition), {}))
+        return PartitionAcks(self._acked.get((topic, partition), {}), self._no_epoch.get((topic, partition), {}))
 
     def partitions(self) -> list[tuple[str, int]]:
         """Every (topic, partition) acks.jsonl names with an offset."""
@@ -158,7 +179,7 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
                 key=rec.key, value=rec.value,
                 committed=(rng.is_committed(rec.offset) or (rec.offset, rec.leader_epoch) in committed_by_ack
                            or rec.leader_epoch in sole),
-                acked=None if acks is None else acks.get((rec.offset, rec.leader_epoch), False),
+                acked=None if acks is None else acked_flag(acks, rec.offset, rec.leader_epoch),
                 relocated_to=relocated, producer_id=rec.producer_id, sequence=rec.sequence))
         if moved:
             findings.append(Finding("RELOCATED", f"broker {rng.broker}: {moved} divergent record(s) "

@@ -130,3 +130,41 @@ def test_console_epoch_is_used(tmp_path):
     p.write_text("CreateTime:5\tPartition:2\tOffset:7\tEpoch:3\tk\tv\n")
     assert read_acks(f"console-consumer:t:{p}") == [{"topic": "t", "partition": 2, "offset": 7, "leader_epoch": 3,
                                                      "ok": True, "acks": "consumed", "timestamp": "5"}]
+
+
+# RF 2: broker 2 stops; broker 1 alone takes two acks=1 records (epoch 0, offsets 2-3) and
+# stops; broker 2 is elected uncleanly and writes offset 2 again. Broker 1 stays down, so its
+# dir still holds the two records the surviving lineage lost.
+DIVERGED = """\
+name: diverged
+seed: 26
+cluster: {brokers: [1, 2], segment_index_bytes: 1024, metadata_log: true}
+topics:
+  - {name: t, replication_factor: 2, min_insync_replicas: 1, unclean_leader_election: true,
+     assignment: {0: [1, 2]}}
+steps:
+  - produce: {topic: t, partition: 0, acks: all, count: 2, value_bytes: 4}
+  - crash: {broker: 2}
+  - produce: {topic: t, partition: 0, acks: 1, count: 2, value_bytes: 4}
+  - crash: {broker: 1}
+  - restart: {broker: 2}
+  - produce: {topic: t, partition: 0, acks: 1, count: 1, value_bytes: 4}
+  - advance: {ms: 6000}
+"""
+
+
+def test_lost_record_at_an_epochless_acked_offset_is_acked_unknown(tmp_path):
+    # with epochs the lost records are acked (the oracle: acks.jsonl has their offset and
+    # epoch); without epochs the same offset was also acknowledged for the new leader's record,
+    # so "acked" is unknown (null) -- never false
+    run = _simulate(tmp_path, DIVERGED, "div")
+    acked = [e for e in _acks(run) if e.get("ok") and e.get("offset") is not None]
+    dirs = (str(run / "broker-1"), str(run / "broker-2"))
+    _, with_epochs, _ = _compare(*dirs, "--acks", str(run / "acks.jsonl"), tmp_path=tmp_path)
+    lost = {(x["offset"], x["leader_epoch"]): x["acked"] for x in with_epochs["partitions"][0]["lost_records"]}
+    truth = {(e["offset"], e["leader_epoch"]) for e in acked}
+    assert lost and all(k in truth and v is True for k, v in lost.items())
+    code, doc, _ = _compare(*dirs, "--acks", _write(tmp_path, "csv", acked), tmp_path=tmp_path)
+    assert code == 1 and doc["partitions"][0]["answer"]["value"] == "lost"
+    assert {(x["offset"], x["leader_epoch"]): x["acked"] for x in doc["partitions"][0]["lost_records"]} == \
+        dict.fromkeys(lost, None)
