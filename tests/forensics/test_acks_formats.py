@@ -168,3 +168,20 @@ def test_lost_record_at_an_epochless_acked_offset_is_acked_unknown(tmp_path):
     assert code == 1 and doc["partitions"][0]["answer"]["value"] == "lost"
     assert {(x["offset"], x["leader_epoch"]): x["acked"] for x in doc["partitions"][0]["lost_records"]} == \
         dict.fromkeys(lost, None)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "kcat"])
+def test_advise_with_epochless_acks_is_never_safe(fac, quiet, tmp_path, fmt):
+    # advise matches acks to candidates by (offset, epoch); without epochs it cannot, so no
+    # partition is called safe and the missing evidence is named (with acks.jsonl's epochs, the
+    # quiet cluster is safe: the oracle that only the epochs changed)
+    ok = CliRunner().invoke(cli, ["advise", str(quiet), "--acks", str(quiet / "acks.jsonl"), "--json", "-"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)[0]["verdict"] == "safe"
+    for run in (fac, quiet):
+        acked = [e for e in _acks(run) if e.get("ok") and e.get("offset") is not None]
+        res = CliRunner().invoke(cli, ["advise", *[str(p) for p in sorted(run.glob("broker-*"))],
+                                       "--acks", _write(tmp_path, fmt, acked), "--json", "-"])
+        assert res.exit_code == 1, res.output
+        doc = json.loads(res.stdout)[0]
+        assert doc["verdict"] == "cannot tell"
+        assert any(m["role"] == "ack leader epochs" for m in doc["missing"])
