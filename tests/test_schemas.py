@@ -76,3 +76,21 @@ def test_collect_manifest_and_verify_validate(runs, tmp_path):
     doc = json.loads(bad.stdout)
     assert doc["problems"]
     _check(doc, "verify")
+
+
+def test_replay_plan_to_stdout_validates(tmp_path):
+    from tests.forensics.test_acks_formats import DIVERGED
+
+    run = _simulate(tmp_path, DIVERGED, "div")
+    lost = tmp_path / "lost"
+    res = CliRunner().invoke(cli, ["compare", str(run / "broker-1"), str(run / "broker-2"), "--no-spark",
+                                   "--lost-out", str(lost)])
+    assert res.exit_code == 1, res.output
+    plan = CliRunner().invoke(cli, ["replay", str(lost), "--dry-run", "--plan-out", "-"])
+    assert plan.exit_code in (0, 1), plan.output
+    doc = json.loads(plan.stdout)           # stdout is the plan alone; the text went to stderr
+    assert "lost records:" in plan.stderr and not (tmp_path / "-").exists()
+    _check(doc, "replay-plan")
+    # the two records the stale replica holds and the surviving lineage lost (truth.json)
+    truth = json.loads((run / "truth.json").read_text())["t-0"]
+    assert doc["records"] == len({(x["offset"], x["leader_epoch"]) for x in truth["lost"]}) > 0

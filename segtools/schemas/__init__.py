@@ -1,5 +1,5 @@
 """JSON Schemas (draft 2020-12) of segtools' JSON outputs, shipped in the wheel:
-``compare-report``, ``advise``, ``bundle-manifest``, ``verify``. ``load(name)`` reads one."""
+``compare-report``, ``advise``, ``bundle-manifest``, ``verify``, ``replay-plan``. ``load(name)`` reads one."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from importlib import resources
 from typing import Any
 
-NAMES = ("compare-report", "advise", "bundle-manifest", "verify")
+NAMES = ("compare-report", "advise", "bundle-manifest", "verify", "replay-plan")
 
 
 def load(name: str) -> dict[str, Any]:
