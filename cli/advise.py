@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
 from segtools.cli.errors import handle_errors
+from segtools.cli.options import ACKS_HELP, STDOUT, AcksPath, human_output
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--acks", "acks_path", type=click.Path(exists=True, dir_okay=False),
-              help="Producer acks (acks.jsonl): split lost records into acked and never acknowledged, "
+@click.option("--acks", "acks_path", type=AcksPath(exists=True, dir_okay=False),
+              help=ACKS_HELP + "Split lost records into acked and never acknowledged, "
                    "and count acked records that no given replica holds.")
 @click.option("--metadata-log", "metadata_log", type=click.Path(exists=True, file_okay=False),
               help="KRaft __cluster_metadata-0 (or a dir holding it): the partition's last ISR, "
@@ -28,8 +30,9 @@ from segtools.cli.errors import handle_errors
 @click.option("--partition", type=int, default=None, help="Only this partition.")
 @click.option("--bootstrap-server", "bootstrap", default="BROKER:9092", show_default=True,
               help="Put into the printed kafka-* commands.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False),
-              help="Also write the advice as JSON to FILE (every candidate and lost record).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write the advice as JSON to FILE (every candidate and lost record); "
+                   "'-': to stdout (the text then goes to stderr).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | None,
@@ -54,13 +57,29 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
     Exit status: 0 every partition safe, 1 a partition lost or cannot tell, 2 unusable input
     or usage error.
     """
-    from segtools.advise import advise as run
     from segtools.files.outputs import atomic_write, check_output_file
+
+    to_stdout = json_path == STDOUT
+    if json_path and not to_stdout:
+        check_output_file(json_path, list(dirs), flag="--json")
+    with human_output(to_stdout):
+        worst, result = _advise_text(list(dirs), acks_path, metadata_log, no_metadata_log, topic, partition,
+                                     bootstrap)
+    doc = json.dumps([a.to_json(bootstrap) for a in result], indent=1)
+    if to_stdout:
+        click.echo(doc)
+    elif json_path:
+        atomic_write(json_path, doc + "\n")
+    sys.exit(worst)
+
+
+def _advise_text(dirs: list[str], acks_path: str | None, metadata_log: str | None, no_metadata_log: bool,
+                 topic: str | None, partition: int | None, bootstrap: str) -> tuple[int, list[Any]]:
+    """Run advise and print its text; (exit status, the advice per partition)."""
+    from segtools.advise import advise as run
     from segtools.primitives.visible import visible
 
-    if json_path:
-        check_output_file(json_path, list(dirs), flag="--json")
-    result = run(list(dirs), acks_path=acks_path, topic=topic, partition=partition,
+    result = run(dirs, acks_path=acks_path, topic=topic, partition=partition,
                  metadata_log=metadata_log, find_metadata_log=not no_metadata_log,
                  on_note=lambda text: click.echo(visible(text), err=True))
     worst = 0
@@ -94,6 +113,4 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
             click.echo(f"  elect broker {best.broker}:")
         for line in adv.commands(bootstrap):
             click.echo(visible(f"    {line}"))
-    if json_path:
-        atomic_write(json_path, json.dumps([a.to_json(bootstrap) for a in result], indent=1) + "\n")
-    sys.exit(worst)
+    return worst, result

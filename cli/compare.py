@@ -12,7 +12,7 @@ from typing import Any, Literal
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
-from segtools.cli.options import InputPath, max_batch_bytes_option
+from segtools.cli.options import ACKS_HELP, STDOUT, AcksPath, InputPath, human_output, max_batch_bytes_option
 from segtools.errors import display_path
 
 # the runner threshold and the metadata-log lookup live with segtools.compare(); kept here
@@ -23,10 +23,11 @@ from segtools.primitives.visible import visible, visible_lines
 
 @click.command("compare")
 @click.argument("dirs", nargs=-1, required=True, type=InputPath(exists=True, file_okay=False))
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the JSON report (docs/REPORT.md) to FILE.")
-@click.option("--acks", "acks_path", type=InputPath(exists=True, dir_okay=False),
-              help="Producer acks (acks.jsonl): mark lost records as acked, and check every "
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+              help="Write the JSON report (docs/REPORT.md) to FILE; '-': to stdout (the summary then "
+                   "goes to stderr).")
+@click.option("--acks", "acks_path", type=AcksPath(exists=True, dir_okay=False),
+              help=ACKS_HELP + "Mark lost records as acked, and check every "
                    "acknowledged offset against every replica's lineage (on none: lost).")
 @click.option("--master", default=None, help="Spark master URL (implies --spark; default local[*], "
               "or spark-submit's).")
@@ -70,7 +71,8 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     paths = list(dirs)
     if tables_dir:
         check_output_location(tables_dir, paths, flag="--tables")
-    if report_path:
+    to_stdout = report_path == STDOUT
+    if report_path and not to_stdout:
         # inside an input, or an input file itself (a hard link to a checkpoint): refused
         check_output_file(report_path, paths, flag="--report")
     if html_path:
@@ -92,9 +94,12 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
                      in_process_max_bytes=IN_PROCESS_MAX_BYTES)
     finally:
         signal.signal(signal.SIGINT, previous)
-    click.echo(visible_lines(display_path(render_summary(report, max_rows=max_rows))))
-    click.echo(visible_lines(display_path("\n".join(report.legend))))
-    if report_path:
+    with human_output(to_stdout):
+        click.echo(visible_lines(display_path(render_summary(report, max_rows=max_rows))))
+        click.echo(visible_lines(display_path("\n".join(report.legend))))
+    if to_stdout:
+        click.echo(json.dumps(_mirror().rewrite_json(report.report_json()), indent=1))
+    elif report_path:
         # temporary file + rename: never half a report, and a link at the path keeps its bytes
         atomic_write(report_path, json.dumps(_mirror().rewrite_json(report.report_json()), indent=1) + "\n")
     if lost_out:   # segtools/forensics/lost_out.py

@@ -19,6 +19,7 @@ GUIDE: tuple[tuple[str, str], ...] = (
     ("SIMULATOR", "the samples, and scenarios on a real Kafka cluster"),
     ("CONTRACT", "every command, flag, file format, JSON field and exit code"),
     ("REPORT", "compare's report: every status, finding code and field"),
+    ("ACKS", "producer truth for --acks: client logs, CSV, kcat -J, console-consumer; what each proves"),
     ("DUMP_LOG", "kafka-dump-log's flags and text, per Kafka release"),
     ("QUORUM", "segtools quorum: the controllers' metadata logs audited together"),
     ("FORENSICS", "how loss is decided: replication semantics, scenarios, detection rules"),

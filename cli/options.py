@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -38,3 +40,32 @@ class InputPath(click.Path):
         if isinstance(value, str) and is_uri(value):
             return value
         return super().convert(value, param, ctx)
+
+
+class AcksPath(InputPath):
+    """``--acks``: a file (NDJSON, CSV, kcat -J) or ``console-consumer:TOPIC:FILE``, whose
+    FILE part is checked as InputPath checks a path or URI (docs/ACKS.md)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from segtools.forensics.acks import CONSOLE_PREFIX
+
+        if isinstance(value, str) and value.startswith(CONSOLE_PREFIX):
+            topic, sep, path = value[len(CONSOLE_PREFIX):].partition(":")
+            if not sep or not topic or not path:
+                self.fail(f"{value!r}: console-consumer output is given as console-consumer:TOPIC:FILE", param, ctx)
+            return f"{CONSOLE_PREFIX}{topic}:{super().convert(path, param, ctx)}"
+        return super().convert(value, param, ctx)
+
+
+ACKS_HELP = ("Producer truth (docs/ACKS.md): acks.jsonl or any NDJSON/CSV of topic,partition,offset"
+             "[,leader_epoch,...], kcat -J output, or console-consumer:TOPIC:FILE. ")
+
+
+#: an output path that means standard output (``--report -``, ``--json -``)
+STDOUT = "-"
+
+
+def human_output(json_to_stdout: bool) -> contextlib.AbstractContextManager[Any]:
+    """Where the text for people goes: stdout, or stderr while stdout carries the JSON (so
+    ``segtools compare ... --report - | jq`` reads one JSON document)."""
+    return contextlib.redirect_stdout(sys.stderr) if json_to_stdout else contextlib.nullcontext()

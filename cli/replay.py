@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 import click
 
 from segtools.cli.errors import TroubleError, handle_errors
+from segtools.cli.options import STDOUT, human_output
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,7 +25,8 @@ from segtools.cli.errors import TroubleError, handle_errors
               help="Produce records whose key has a newer value in the surviving log too "
                    "(held back by default: the lost value would overwrite the newer one).")
 @click.option("--plan-out", "plan_out", default=None, metavar="FILE",
-              help="Write the plan as JSON to FILE (refused if FILE exists).")
+              help="Write the plan as JSON to FILE (refused if FILE exists); '-': to stdout (the text "
+                   "then goes to stderr).")
 @click.option("--timeout", type=float, default=60.0, show_default=True,
               help="Seconds to wait for the cluster (reading what is there, confirming writes).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -48,10 +51,26 @@ def replay(lost_dir: str, bootstrap: str | None, dry_run: bool, include_supersed
 
     if bootstrap is None and not dry_run:
         raise click.UsageError("give --bootstrap-server to produce, or --dry-run to plan offline")
-    if plan_out is not None and os.path.lexists(plan_out):
+    to_stdout = plan_out == STDOUT
+    if plan_out is not None and not to_stdout and os.path.lexists(plan_out):
         raise TroubleError(f"--plan-out {plan_out} exists: not overwritten")
     summary = run(lost_dir, bootstrap, dry_run=dry_run, include_superseded=include_superseded,
                   timeout=timeout)
+    with human_output(to_stdout):
+        _print_plan(summary, dry_run)
+    if to_stdout:
+        click.echo(json.dumps(summary.to_json(os.path.abspath(lost_dir)), indent=1))
+    elif plan_out is not None:
+        from segtools.files.outputs import atomic_file
+
+        with atomic_file(plan_out, "w") as fh:
+            json.dump(summary.to_json(os.path.abspath(lost_dir)), fh, indent=1)
+            fh.write("\n")
+    if summary.count("hold") or summary.count("refuse"):
+        sys.exit(1)
+
+
+def _print_plan(summary: Any, dry_run: bool) -> None:
     for p in summary.planned:
         r = p.row
         if p.action == "produce" and not dry_run:
@@ -61,16 +80,8 @@ def replay(lost_dir: str, bootstrap: str | None, dry_run: bool, include_supersed
         click.echo(f"{verb} {topic}-{r['partition']} offset {r['offset']} epoch {r['leader_epoch']} "
                    f"({p.reason}; txn {r.get('txn_state')}): key={r['key']!r} "
                    f"value={(r['value'] or b'')[:60]!r}")
-    if plan_out is not None:
-        from segtools.files.outputs import atomic_file
-
-        with atomic_file(plan_out, "w") as fh:
-            json.dump(summary.to_json(os.path.abspath(lost_dir)), fh, indent=1)
-            fh.write("\n")
     counts = ", ".join(f"{summary.count(a)} {a}" for a in ("produce", "skip", "hold", "refuse"))
     where = "" if summary.cluster_checked else " (offline: not checked against a cluster)"
     verb = f"would produce {summary.count('produce')}" if dry_run else f"produced {summary.produced}"
     click.echo(f"{summary.records} lost records: {summary.already_present} already in the cluster, "
                f"{verb}; plan: {counts}{where}")
-    if summary.count("hold") or summary.count("refuse"):
-        sys.exit(1)

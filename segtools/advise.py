@@ -95,6 +95,10 @@ class LostByElection:
                 "class": self.klass, "source": self.source, "conflict": self.conflict}
 
 
+#: MissingEvidence.role of acks given without leader epochs (segtools/forensics/acks.py)
+ACK_EPOCHS = "ack leader epochs"
+
+
 @dataclass
 class MissingEvidence:
     """A replica whose log dir is not among the inputs, or the replica set itself (``broker``
@@ -107,6 +111,8 @@ class MissingEvidence:
     decides: str
 
     def describe(self) -> str:
+        if self.role == ACK_EPOCHS:
+            return f"the leader epochs of the acknowledgements (docs/ACKS.md): {self.decides}"
         if self.broker is None:
             return f"the controller's metadata log (__cluster_metadata-0): {self.decides}"
         return f"broker {self.broker}'s log dir ({self.role}): {self.decides}"
@@ -533,6 +539,13 @@ def advise(paths: Sequence[str | os.PathLike[str]], *, acks_path: str | os.PathL
                  for c in replicas]
         state = states.get((t, p))
         missing = _missing(t, p, state, replicas, bool(states))
+        no_epoch = acks.without_epoch(t, p) if acks else {}
+        if no_epoch:
+            # an offset is no identity across elections: which candidate holds the acknowledged
+            # record cannot be matched without the epoch, so no choice is proven safe
+            missing.append(MissingEvidence(None, ACK_EPOCHS, (
+                f"{len(no_epoch)} acknowledged offset(s) (first {min(no_epoch)}) came without a leader epoch: "
+                "which candidate holds those records, and whether any was lost, cannot be matched")))
         for c in costs:
             c.election = state.election_for(c.broker) if state else None
             c.lower_bound = bool(missing)

@@ -49,6 +49,8 @@ __all__ = ["ACTIONS", "PlannedRecord", "ReplayError", "ReplaySummary", "is_inter
 
 #: the actions of a plan, in the order the summary lists them
 ACTIONS = ("produce", "skip", "hold", "refuse")
+#: the plan JSON's schema_version (--plan-out; segtools/schemas/replay-plan.schema.json)
+PLAN_SCHEMA_VERSION = 1
 
 
 class ReplayError(SegtoolsError):
@@ -100,7 +102,8 @@ class ReplaySummary:
         return out
 
     def to_json(self, lost_dir: str) -> dict[str, Any]:
-        return {"lost_dir": lost_dir, "records": self.records, "dry_run": self.dry_run,
+        return {"schema_version": PLAN_SCHEMA_VERSION, "lost_dir": lost_dir, "records": self.records,
+                "dry_run": self.dry_run,
                 "cluster_checked": self.cluster_checked, "produced": self.produced,
                 "counts": {a: self.count(a) for a in ACTIONS}, "reasons": self.reasons(),
                 "plan": [p.to_json() for p in self.planned]}

@@ -41,6 +41,7 @@ class DumpContext:
         if isinstance(exc, FormatError):
             details.update(position=exc.position, base_offset=exc.base_offset, field=exc.field)
         details.update(fields)
+        self.tally.problem(self.current_file or "", kind, details)
         self.sink.finding(kind, details, line=f"Error: {exc}", stream="err")
         if self.options.debug:
             traceback.print_exception(exc, file=self.err)
@@ -53,6 +54,7 @@ class DumpContext:
             message = f"cannot read {exc.filename}: {exc.strerror or exc}"
         else:
             message = str(exc)
+        self.tally.problem(self.current_file or "", "unusable_input", {})
         self.sink.finding("unusable_input", {"problem": True, "message": message},
                           line=f"Error: {visible(message)}",   # ours: one visible line
                           stream="err")
@@ -67,6 +69,7 @@ class DumpContext:
             self.tally.crc_invalid += 1
         else:
             self.tally.errors += 1
+        self.tally.problem(self.current_file or "", kind, fields)
         self.sink.finding(kind, {"problem": True, **fields}, line=line, stream=stream)
 
     def deferred(self, kind: str, fields: dict[str, Any], is_problem: bool = True) -> None:

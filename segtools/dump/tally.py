@@ -48,6 +48,18 @@ class RunTally:
     benign: int = 0
     # file -> (description key) -> group, in discovery order
     groups: dict[str, dict[tuple[str, str], _Group]] = field(default_factory=dict)
+    # file -> finding kind -> group of the errors printed inline (CRC-invalid batches,
+    # unreadable tails, corrupt or unusable files), so the summary names each file with one
+    problems: dict[str, dict[str, _Group]] = field(default_factory=dict)
+
+    def problem(self, path: str, kind: str, fields: dict[str, Any]) -> None:
+        group = self.problems.setdefault(path, {}).setdefault(kind, _Group())
+        group.count += 1
+        if len(group.samples) < _SAMPLES:
+            where = [f"{k.replace('_', ' ')} {fields[k]}" for k in ("offset", "base_offset", "position")
+                     if fields.get(k) is not None]
+            if where:
+                group.samples.append(" ".join(where[:2]))
 
     def deferred(self, path: str, kind: str, fields: dict[str, Any], is_problem: bool) -> None:
         skipped = fields.get("skipped_ranges")
@@ -95,6 +107,11 @@ class RunTally:
         from segtools.dump.text import java_absolute_path
 
         out = []
+        for path, kinds in self.problems.items():
+            shown = visible(java_absolute_path(path)) if path else "(no file)"
+            what = ", ".join(f"{g.count} {_problem_name(kind, g.count)}" + (f" ({_quote(g)})" if g.samples else "")
+                             for kind, g in kinds.items())
+            out.append(f"{PREFIX}{shown}: {what}; a problem (exit {2 if 'unusable_input' in kinds else 1})")
         for path, groups in self.groups.items():
             shown = visible(java_absolute_path(path))   # our line: a newline in a name stays inside it
             for (kind, reason), group in groups.items():
@@ -105,6 +122,17 @@ class RunTally:
             f"{_n(self.index_mismatches, 'index mismatch', 'index mismatches')}, "
             f"{_n(self.benign, 'benign note')}; exit {status}")
         return out
+
+
+_PROBLEMS = {"crc_invalid": ("CRC-invalid batch", "CRC-invalid batches"),
+             "invalid_bytes": ("run of invalid trailing bytes", "runs of invalid trailing bytes"),
+             "corrupt_file": ("corrupt structure", "corrupt structures"),
+             "unusable_input": ("unreadable or unusable file", "unreadable or unusable files")}
+
+
+def _problem_name(kind: str, count: int) -> str:
+    one, many = _PROBLEMS.get(kind, (kind.replace("_", " "), kind.replace("_", " ")))
+    return one if count == 1 else many
 
 
 def _or_unknown(value: Any) -> str:

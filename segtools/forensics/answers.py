@@ -83,12 +83,21 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
                     "untruncated_log", f"broker {b}'s log as it was before the unclean election of epoch "
                     f"{el['epoch']} (leader {el['leader']}): {why}",
                     f"whether records committed before epoch {el['epoch']} were lost", broker=b, epoch=el["epoch"]))
-    if not acks_given and v.topic != "__cluster_metadata":
+    # acknowledged offsets given without a leader epoch that a replica holds decide nothing:
+    # after an election the same offset may hold another record (forensics/acks.py)
+    unknown = list(getattr(acked, "epoch_unknown", None) or []) if acked is not None else []
+    if (not acks_given or unknown) and v.topic != "__cluster_metadata":
         if ev is not None:
             later = [el for el in ev["elections"] if el["class"] not in ("initial", "offline") and el["leader"] >= 0]
         else:
             later = [{"epoch": e} for e, _s in v.reference_epochs[1:]]
-        if later:
+        if later and acks_given:
+            missing.append(_missing(
+                "ack_leader_epoch", f"{len(unknown)} acknowledged offset(s) (first {unknown[0]}) came without a "
+                "leader epoch and a replica holds that offset, but an election after the first can have "
+                "rewritten it with another record",
+                "whether the acknowledged records at those offsets are the ones the replicas hold"))
+        elif later:
             epochs = ", ".join(str(el["epoch"]) for el in later[:5]) + (" ..." if len(later) > 5 else "")
             missing.append(_missing(
                 "acks", f"the producers' acks (acks.jsonl): {len(later)} leader election(s) after the first "

@@ -10,11 +10,10 @@ FORENSICS.md S10. Acks come from the producer's own log (``acks.jsonl``), never 
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from segtools.errors import InputError
@@ -60,20 +59,51 @@ class LostRecord:
         return out
 
 
+class PartitionAcks(dict[tuple[int, int], bool]):
+    """One partition's (offset, epoch) -> acknowledged, carrying the offsets acknowledged
+    without an epoch (``no_epoch``: offset -> committed) so a lost record at such an offset is
+    marked acked unknown (None), not "not acknowledged"."""
+
+    def __init__(self, acked: Mapping[tuple[int, int], bool], no_epoch: Mapping[int, bool]) -> None:
+        super().__init__(acked)
+        self.no_epoch = dict(no_epoch)
+
+    def __reduce__(self) -> Any:   # pickled to Spark's workers with its no_epoch
+        return (PartitionAcks, (dict(self), self.no_epoch))
+
+
+def acked_flag(acks: Mapping[tuple[int, int], bool], offset: int, epoch: int) -> bool | None:
+    """Whether the record at (offset, epoch) was acknowledged: None when its offset was
+    acknowledged in an unknown epoch (it may be this record or one it replaced)."""
+    if acks.get((offset, epoch), False):
+        return True
+    return None if offset in getattr(acks, "no_epoch", {}) else False
+
+
 class AckIndex:
-    """Producer-side acknowledgements from ``acks.jsonl`` (CONTRACT.md section 3)."""
+    """Producer-side acknowledgements (CONTRACT.md section 3; the formats in forensics/acks.py).
+    Entries with a leader epoch identify a record; entries without one only an offset."""
 
     def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
         # per (topic, partition): (offset, epoch) -> ok, and the (offset, epoch) acked under acks=all
         self._acked: dict[tuple[str, int], dict[tuple[int, int], bool]] = {}
         self._acked_all: dict[tuple[str, int], set[tuple[int, int]]] = {}
+        # per (topic, partition): offset -> committed (acks=all, or read by a consumer), epoch unknown
+        self._no_epoch: dict[tuple[str, int], dict[int, bool]] = {}
         for e in entries:
-            if e.get("offset") is None or e.get("leader_epoch") is None:
+            if e.get("offset") is None or int(e["offset"]) < 0:
                 continue
-            tp, k = (str(e["topic"]), int(e["partition"])), (int(e["offset"]), int(e["leader_epoch"]))
+            tp = (str(e["topic"]), int(e["partition"]))
+            if e.get("leader_epoch") is None or int(e["leader_epoch"]) < 0:
+                if e.get("ok"):
+                    seen = self._no_epoch.setdefault(tp, {})
+                    o = int(e["offset"])
+                    seen[o] = seen.get(o, False) or str(e.get("acks")) in ("all", "-1", "consumed")
+                continue
+            k = (int(e["offset"]), int(e["leader_epoch"]))
             acked = self._acked.setdefault(tp, {})
             acked[k] = acked.get(k, False) or bool(e.get("ok"))
-            if e.get("ok") and str(e.get("acks")) in ("all", "-1"):
+            if e.get("ok") and str(e.get("acks")) in ("all", "-1", "consumed"):
                 self._acked_all.setdefault(tp, set()).add(k)
 
     def committed_for_partition(self, topic: str, partition: int) -> set[tuple[int, int]]:
@@ -81,34 +111,27 @@ class AckIndex:
         passed them, so they were committed whatever the (lagging) HW checkpoints say."""
         return set(self._acked_all.get((topic, partition), ()))
 
+    def without_epoch(self, topic: str, partition: int) -> dict[int, bool]:
+        """Acknowledged offsets whose leader epoch the source did not give -> committed."""
+        return dict(self._no_epoch.get((topic, partition), {}))
+
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> AckIndex:
-        entries = []
-        try:
-            with open(path, "rb") as fh:
-                for lineno, raw in enumerate(fh, 1):
-                    if not raw.strip():
-                        continue
-                    try:
-                        entry = json.loads(raw)
-                        if not isinstance(entry, dict):
-                            raise ValueError("not an object")
-                        entries.append(entry)
-                    except ValueError as exc:
-                        raise InputError(f"{path}: line {lineno} is not a JSON object: {exc}") from None
-        except OSError as exc:
-            raise InputError(f"cannot read acks file {path}: {exc.strerror or exc}") from exc
+        """``path``: NDJSON, CSV, kcat -J output, or ``console-consumer:TOPIC:FILE``."""
+        from segtools.forensics.acks import read_acks
+
+        entries = read_acks(path)
         try:
             return cls(entries)
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"{path}: malformed ack entry ({exc})") from None
+            raise InputError(f"{os.fspath(path)}: malformed ack entry ({exc})") from None
 
     def for_partition(self, topic: str, partition: int) -> dict[tuple[int, int], bool]:
-        return dict(self._acked.get((topic, partition), {}))
+        return PartitionAcks(self._acked.get((topic, partition), {}), self._no_epoch.get((topic, partition), {}))
 
     def partitions(self) -> list[tuple[str, int]]:
         """Every (topic, partition) acks.jsonl names with an offset."""
-        return sorted(self._acked)
+        return sorted(set(self._acked) | set(self._no_epoch))
 
     def acked(self, topic: str, partition: int, offset: int, epoch: int) -> bool:
         return self._acked.get((topic, partition), {}).get((offset, epoch), False)
@@ -156,7 +179,7 @@ def lost_records(ranges: Sequence[DivergentRange], divergent: Mapping[tuple[int,
                 key=rec.key, value=rec.value,
                 committed=(rng.is_committed(rec.offset) or (rec.offset, rec.leader_epoch) in committed_by_ack
                            or rec.leader_epoch in sole),
-                acked=None if acks is None else acks.get((rec.offset, rec.leader_epoch), False),
+                acked=None if acks is None else acked_flag(acks, rec.offset, rec.leader_epoch),
                 relocated_to=relocated, producer_id=rec.producer_id, sequence=rec.sequence))
         if moved:
             findings.append(Finding("RELOCATED", f"broker {rng.broker}: {moved} divergent record(s) "
@@ -283,7 +306,7 @@ class AckedLoss:
     counted from the acks alone."""
 
     offset: int
-    leader_epoch: int
+    leader_epoch: int | None   # None: the ack source gave no epoch (no replica holds the offset)
     committed: bool            # acks=all, or the leader of its epoch was the ISR alone
 
     def to_json(self) -> dict[str, Any]:
@@ -299,13 +322,17 @@ class AckReconciliation:
     #: retention or DeleteRecords, or lost before; the segments that would tell are gone
     below_log_start: list[tuple[int, int]]
     checked: int               # acknowledged (offset, epoch) pairs compared
+    #: acknowledged offsets without a leader epoch that a replica holds: whether it holds the
+    #: acknowledged record or another one written there after an unclean election needs the epoch
+    epoch_unknown: list[int] = field(default_factory=list)
 
     def finding(self) -> Finding | None:
         if not self.lost:
             return None
         first = self.lost[0]
         committed = sum(x.committed for x in self.lost)
-        shown = ", ".join(f"{x.offset} (epoch {x.leader_epoch})" for x in self.lost[:5])
+        shown = ", ".join(f"{x.offset} (epoch {'unknown' if x.leader_epoch is None else x.leader_epoch})"
+                          for x in self.lost[:5])
         more = f" and {len(self.lost) - 5} more" if len(self.lost) > 5 else ""
         return Finding("ACKED_OFFSETS_LOST",
                        f"{len(self.lost)} offset(s) acknowledged to producers are held by no replica in "
@@ -344,4 +371,16 @@ def reconcile_acks(verdict: Any, acks: AckIndex | None) -> AckReconciliation | N
             below.append((o, e))
             continue
         lost.append(AckedLoss(o, e, (o, e) in committed_all or e in sole))
-    return AckReconciliation(lost, below, len(entries))
+    # no epoch: held proves nothing (an unclean election rewrites the same offsets), but an
+    # offset no replica holds at all is lost on every lineage
+    unknown: list[int] = []
+    no_epoch = acks.without_epoch(verdict.topic, verdict.partition) if hasattr(acks, "without_epoch") else {}
+    for o, committed in sorted(no_epoch.items()):
+        if any(r.log_start_offset <= o < r.log_end_offset for r in same):
+            unknown.append(o)
+        elif any(o < r.log_start_offset for r in same):
+            below.append((o, -1))
+        else:
+            lost.append(AckedLoss(o, None, committed))
+    lost.sort(key=lambda x: x.offset)
+    return AckReconciliation(lost, below, len(entries) + len(no_epoch), unknown)

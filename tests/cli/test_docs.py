@@ -40,3 +40,8 @@ def test_the_wheel_carries_the_docs(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name, _ in GUIDE:
         assert f"segtools/docs/{name}.md" in names
+    # and the JSON Schemas of the outputs (issue 26)
+    from segtools import schemas
+
+    for name in schemas.NAMES:
+        assert f"segtools/schemas/{name}.schema.json" in names
