@@ -128,6 +128,8 @@ def _evidence_kind(item: Any) -> tuple[str, int | None]:
     if broker is None:
         m = re.search(r"broker[-_ ]?(\d+)", text)
         broker = int(m.group(1)) if m else None
+    if "unflushed" in text:
+        return "unflushed_tail", broker
     if "untruncated" in text or "intact_copy" in text:
         return "untruncated_log", broker
     if any(w in text for w in ("log dir", "log_dir", "logdir", "disk")):
@@ -194,13 +196,20 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
         if broker is None or broker not in ev.brokers or epoch is None:
             return broker is not None and broker not in ev.brokers or None
         return _latest_epoch(ev, broker) >= epoch
+    if kind == "unflushed_tail":
+        # what a power loss of that broker took is on no file: justified when the broker is
+        # given (its unclean stop is read from its dir) and the run really crashed it
+        return broker is not None and broker in ev.brokers and broker in ev.crashed
     if kind == "segments":
         return any(v > 0 for (_t, _p, b), v in starts.items() if broker is None or b == broker)
     return None
 
 
 def _latest_epoch(ev: EvidenceSet, broker: int) -> int:
-    """The newest leader epoch any leader-epoch-checkpoint of ``broker``'s given dir names."""
+    """The newest leader epoch ``broker``'s given dir knows: named by a leader-epoch-checkpoint,
+    or stamped on a batch of its segments (partitionLeaderEpoch, bytes 12-16 of a v2 batch
+    header). The batches count too: a copy whose checkpoints were deleted or cut still holds
+    the records it fetched from a later leader (the harness judged those sets wrongly before)."""
     bdir = ev.broker_dirs[ev.brokers.index(broker)]
     latest = -1
     for ckpt in Path(bdir).glob("*/leader-epoch-checkpoint"):
@@ -208,6 +217,14 @@ def _latest_epoch(ev: EvidenceSet, broker: int) -> int:
             parts = line.split()
             if len(parts) == 2 and parts[0].lstrip("-").isdigit():
                 latest = max(latest, int(parts[0]))
+    for seg in Path(bdir).glob("*/*.log"):
+        data, pos = seg.read_bytes(), 0
+        while pos + 17 <= len(data):
+            length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+            if length < 14 or data[pos + 16] != 2:
+                break
+            latest = max(latest, int.from_bytes(data[pos + 12:pos + 16], "big", signed=True))
+            pos += 12 + length
     return latest
 
 

@@ -61,6 +61,9 @@ class EvidenceSet:
     clean_stops: frozenset[int] = field(default_factory=frozenset)  # brokers stopped cleanly
     # (topic, value) of records sent inside an aborted transaction: never a loss to consumers
     aborted: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # brokers the scenario crashed (a ``crash`` step): the only stops that can lose an
+    # unflushed tail, so the only ones an "unflushed tail" answer may name
+    crashed: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def broker_dirs(self) -> list[str]:
@@ -123,7 +126,21 @@ def _copy(base: str, target: str, *, drop: Collection[str] = (),
         in_broker = rel.split(os.sep)[0].startswith("broker-")
         return [n for n in names if os.path.normpath(os.path.join(rel, n)) in drop
                 or (in_broker and n in drop_in_brokers)]
-    shutil.copytree(base, target, ignore=ignore)
+    shutil.copytree(base, target, ignore=ignore, copy_function=_sparse_copy)
+
+
+def _sparse_copy(src: str, dst: str) -> None:
+    """copy2 keeping holes: the model's .index/.timeindex files are preallocated (10 MiB,
+    sparse); copied densely, the ten sets of one scenario took up to 1.5 GB and filled the
+    shared /tmp."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        while chunk := fin.read(1 << 20):
+            if chunk.count(0) == len(chunk):
+                fout.seek(len(chunk), os.SEEK_CUR)
+            else:
+                fout.write(chunk)
+        fout.truncate()
+    shutil.copystat(src, dst)
 
 
 def _set(name: str, kind: str, root: str, truth: dict[str, Any], cluster: Any,
@@ -255,8 +272,10 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
     """Run ``scenario`` into ``workdir/base`` and yield one evidence set per applicable kind
     (a kind that would remove nothing from this scenario is left out)."""
     aborted = aborted_values(scenario)
+    crashed = frozenset(int(next(iter(step.values()))["broker"]) for step in scenario.get("steps", [])
+                        if "crash" in step)
     for ev in _degrade(name, scenario, workdir, kinds):
-        ev.aborted = aborted
+        ev.aborted, ev.crashed = aborted, crashed
         yield ev
 
 

@@ -189,10 +189,6 @@ def test_sample_reaches_every_degradation_without_tracebacks(sample_outcomes):
     assert not _violations(sample_outcomes, "unjustified_cannot_tell")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="random-19 bare (no metadata log, the last leader's dir missing): without the metadata "
-                          "log compare cannot know that the surviving log is on a broker not given, and measures "
-                          "loss against the newest given replica; t0-2 offset 0 epoch 0 survived on broker 1")
 def test_sample_no_false_loss(sample_outcomes):
     assert _violations(sample_outcomes, "false_loss") == []
 
