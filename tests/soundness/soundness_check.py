@@ -78,7 +78,9 @@ def _normalise(value: str | None) -> str | None:
 def compare_answer(report: dict[str, Any], exit_code: int) -> Answer:
     summary = report.get("summary", {})
     # compare's report (schema_version 2): summary.answer, partitions[].answer = {value, missing}
-    value, missing = _verdict_value(summary.get("verdict") or summary.get("answer"))
+    # the three-valued answer first: summary.verdict is the older CLEAN/PROBLEMS/COMMITTED_LOSS,
+    # still written beside it (reading it first counted every answered 'lost' as 'problems')
+    value, missing = _verdict_value(summary.get("answer") or summary.get("verdict"))
     listed = {(p.get("topic"), p.get("partition")) for p in report.get("partitions", [])}
     for item in summary.get("missing_evidence") or []:
         # per partition: {topic, partition, missing: [...]}; those of listed partitions are read
@@ -88,7 +90,7 @@ def compare_answer(report: dict[str, Any], exit_code: int) -> Answer:
         elif (item.get("topic"), item.get("partition")) not in listed:
             missing += list(item["missing"])
     for p in report.get("partitions", []):
-        _v, m = _verdict_value(p.get("verdict") or p.get("answer"))
+        _v, m = _verdict_value(p.get("answer") or p.get("verdict"))
         missing += m + list(p.get("missing_evidence") or [])
     verdict = _normalise(value) or ("safe" if exit_code == 0 else "problems")
     if exit_code == 0:
@@ -197,9 +199,14 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
             return broker is not None and broker not in ev.brokers or None
         return _latest_epoch(ev, broker) >= epoch
     if kind == "unflushed_tail":
-        # what a power loss of that broker took is on no file: justified when the broker is
-        # given (its unclean stop is read from its dir) and the run really crashed it
-        return broker is not None and broker in ev.brokers and broker in ev.crashed
+        # what a power loss of that broker took is on no file: justified for a given broker
+        # the run really crashed, or whose given dir holds no proof of a clean last stop (no
+        # .kafka_cleanshutdown: a restart deletes it, and without ELR the metadata log does
+        # not record how a broker stopped)
+        if broker is None or broker not in ev.brokers:
+            return False
+        bdir = ev.broker_dirs[ev.brokers.index(broker)]
+        return broker in ev.crashed or not os.path.exists(os.path.join(bdir, ".kafka_cleanshutdown"))
     if kind == "segments":
         return any(v > 0 for (_t, _p, b), v in starts.items() if broker is None or b == broker)
     return None
@@ -430,14 +437,15 @@ def check(ev: EvidenceSet) -> Outcome:
 # -- running and counting -------------------------------------------------------------------------
 
 def run_scenario(name: str, scenario: dict[str, Any], workdir: str,
-                 kinds: tuple[str, ...] | None = None) -> list[Outcome]:
-    """Every degradation of one scenario, checked. A scenario the model refuses is one
-    ``scenario_error`` outcome (not a case)."""
+                 kinds: tuple[str, ...] | None = None, engine: str = "model") -> list[Outcome]:
+    """Every degradation of one scenario, checked. A scenario the engine refuses (or, on the
+    real engine, whose story drifted from the model's) is one ``scenario_error`` outcome (not
+    a case)."""
     from soundness_degrade import KINDS, degrade
 
     outs: list[Outcome] = []
     try:
-        for ev in degrade(name, scenario, workdir, kinds or KINDS):
+        for ev in degrade(name, scenario, workdir, kinds or KINDS, engine):
             outs.append(check(ev))
     except SegtoolsError as exc:
         bad = Outcome("scenario_error", name)

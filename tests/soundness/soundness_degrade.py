@@ -268,21 +268,41 @@ def _restart_steps(cluster: Any) -> list[dict[str, Any]]:
 
 
 def degrade(name: str, scenario: dict[str, Any], workdir: str,
-            kinds: tuple[str, ...] = KINDS) -> Iterator[EvidenceSet]:
+            kinds: tuple[str, ...] = KINDS, engine: str = "model") -> Iterator[EvidenceSet]:
     """Run ``scenario`` into ``workdir/base`` and yield one evidence set per applicable kind
-    (a kind that would remove nothing from this scenario is left out)."""
+    (a kind that would remove nothing from this scenario is left out). ``engine="kafka"``:
+    the run is a real cluster's (``segtools.realcluster.run_on_kafka``), its truth the real
+    one; ``after_restart`` is left out there (it would need a second cluster run)."""
     aborted = aborted_values(scenario)
     crashed = frozenset(int(next(iter(step.values()))["broker"]) for step in scenario.get("steps", [])
                         if "crash" in step)
-    for ev in _degrade(name, scenario, workdir, kinds):
+    for ev in _degrade(name, scenario, workdir, kinds, engine):
         ev.aborted, ev.crashed = aborted, crashed
         yield ev
 
 
-def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str, ...]) -> Iterator[EvidenceSet]:
+def _run(scenario: dict[str, Any], out: str, engine: str) -> tuple[dict[str, Any], Any]:
+    """(truth, a model Cluster of the run's final state) of one run."""
+    if engine == "model":
+        result = run(scenario, out)
+        return result.truth, result.cluster
+    if engine != "kafka":
+        raise ValueError(f"unknown engine {engine!r}")
+    from segtools.realcluster import run_on_kafka
+    from segtools.simulate.scenario import parse_scenario
+
+    # the copies taken after each step stay (kafka/steps): what a broker held before it
+    # truncated, for the truncation check
+    result = run_on_kafka(parse_scenario(scenario), out, keep_step_copies=True)
+    # the real engine fails a run whose story differs from its lockstep model's, so that
+    # model's replicas and records stand for the real ones (advise's checks read them)
+    return result.truth, result.cluster.model
+
+
+def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str, ...],
+             engine: str = "model") -> Iterator[EvidenceSet]:
     base = os.path.join(workdir, "base")
-    result = run(scenario, base)
-    truth, cluster = result.truth, result.cluster
+    truth, cluster = _run(scenario, base, engine)
     has_mlog = os.path.isdir(os.path.join(base, "controller"))
     brokers = _brokers_in(base)
     for kind in kinds:
@@ -311,7 +331,7 @@ def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str
                        (f"log_dir:{leader}", "acks", *(("metadata_log",) if has_mlog else ())))
         elif kind == "after_restart":
             extra = _restart_steps(cluster)
-            if not extra:
+            if not extra or engine != "model":
                 continue
             later = copy.deepcopy(scenario)
             later["steps"] = [*later["steps"], *extra]
