@@ -200,13 +200,14 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
         return _latest_epoch(ev, broker) >= epoch
     if kind == "unflushed_tail":
         # what a power loss of that broker took is on no file: justified for a given broker
-        # the run really crashed, or whose given dir holds no proof of a clean last stop (no
-        # .kafka_cleanshutdown: a restart deletes it, and without ELR the metadata log does
-        # not record how a broker stopped)
+        # the run really crashed, or one whose stops no file can prove clean: restarted (Kafka
+        # deletes .kafka_cleanshutdown at startup, and without ELR the metadata log does not
+        # record how a broker stopped) or without .kafka_cleanshutdown in its given dir
         if broker is None or broker not in ev.brokers:
             return False
         bdir = ev.broker_dirs[ev.brokers.index(broker)]
-        return broker in ev.crashed or not os.path.exists(os.path.join(bdir, ".kafka_cleanshutdown"))
+        return broker in ev.crashed or broker in ev.restarted \
+            or not os.path.exists(os.path.join(bdir, ".kafka_cleanshutdown"))
     if kind == "segments":
         return any(v > 0 for (_t, _p, b), v in starts.items() if broker is None or b == broker)
     return None

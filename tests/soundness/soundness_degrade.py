@@ -64,6 +64,9 @@ class EvidenceSet:
     # brokers the scenario crashed (a ``crash`` step): the only stops that can lose an
     # unflushed tail, so the only ones an "unflushed tail" answer may name
     crashed: frozenset[int] = field(default_factory=frozenset)
+    # brokers the run restarted: Kafka deletes .kafka_cleanshutdown at startup, so no file
+    # of the set can prove how such a broker's earlier stops went
+    restarted: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def broker_dirs(self) -> list[str]:
@@ -276,8 +279,13 @@ def degrade(name: str, scenario: dict[str, Any], workdir: str,
     aborted = aborted_values(scenario)
     crashed = frozenset(int(next(iter(step.values()))["broker"]) for step in scenario.get("steps", [])
                         if "crash" in step)
+    restarted = frozenset(int(step["restart"]["broker"]) for step in scenario.get("steps", [])
+                          if "restart" in step)
     for ev in _degrade(name, scenario, workdir, kinds, engine):
         ev.aborted, ev.crashed = aborted, crashed
+        # after_restart's own restarts come on top of the scenario's
+        ev.restarted = restarted | frozenset(int(m.rpartition(":")[2]) for m in ev.missing
+                                             if m.startswith("pre_restart_log_dir:"))
         yield ev
 
 
