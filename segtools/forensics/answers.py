@@ -83,6 +83,18 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
                     "untruncated_log", f"broker {b}'s log as it was before the unclean election of epoch "
                     f"{el['epoch']} (leader {el['leader']}): {why}",
                     f"whether records committed before epoch {el['epoch']} were lost", broker=b, epoch=el["epoch"]))
+    for b in sorted(need & set(given)) if ev is not None else []:
+        # a power loss of a broker whose log is (or may become) the surviving one takes its
+        # unflushed tail off every copy: committed records appended after its last flush leave
+        # no trace but a high-watermark checkpoint or an ack written after them
+        how = _unclean_stop(b, given[b].shutdown or {}, v.metadata_changes or [])
+        if how is not None:
+            missing.append(_missing(
+                "unflushed_tail", f"broker {b} may have stopped uncleanly ({how}) and the metadata log names it "
+                "in the last ISR/ELR or as the last leader: records it appended after its last flush may be "
+                "gone from every copy, and no given file records them",
+                "whether committed records above its log end at the stop were lost (an ack or a high-watermark "
+                "checkpoint written after them would show them)", broker=b))
     # acknowledged offsets given without a leader epoch that a replica holds decide nothing:
     # after an election the same offset may hold another record (forensics/acks.py)
     unknown = list(getattr(acked, "epoch_unknown", None) or []) if acked is not None else []
@@ -115,12 +127,37 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         missing.append(_missing(
             "intact_copy", "replicas with problems but no record proven lost: " + ", ".join(problems),
             "whether the records in the damaged or diverged ranges survive elsewhere"))
+    if ev is None and v.topic != "__cluster_metadata" and lost:
+        # without the metadata log the reference is only the given replica with the newest
+        # epoch: the surviving log may be on a broker not given, under a later epoch, and hold
+        # what the given ones lack (random-19: broker 1, not given, kept offset 0 of epoch 0,
+        # the given broker 4 had it in epoch 3; a high-watermark checkpoint's offsets no given
+        # replica holds may be on it too)
+        lineage_unknown = True
     if lost and lineage_unknown:
         # measured against a given replica, not the surviving log: at risk, not proven lost
         # (the missing broker may hold them); the records stay in lost_records for --lost-out
         return {"value": CANNOT_TELL, "lost": [], "at_risk": lost, "missing": missing}
     value = LOST if lost else CANNOT_TELL if missing else SAFE
     return {"value": value, "lost": lost, "missing": missing}
+
+
+def _unclean_stop(broker: int, shutdown: dict[str, Any], changes: list[dict[str, Any]]) -> str | None:
+    """How the evidence shows (or cannot exclude) a stop of ``broker`` that could lose its
+    unflushed tail; None when it shows none."""
+    if shutdown.get("last_stop") == "unclean":
+        return "it is down and its log dir has no .kafka_cleanshutdown"
+    if shutdown.get("unclean_restarts"):
+        return "the controller dropped it from ISR/ELR when it registered again after an unclean stop"
+    for i, c in enumerate(changes):
+        # offline with it the only ISR member, then it leads again: it stopped and restarted
+        # while it alone held the committed tail. Without ELR the controller writes nothing
+        # about how a broker stopped, and the restart deleted .kafka_cleanshutdown
+        if c.get("leader") == -1 and list(c.get("isr") or []) == [broker] and c.get("elr") is None \
+                and any(d.get("leader") == broker for d in changes[i + 1:]):
+            return (f"the partition went offline with it the only ISR member (metadata offset {c.get('offset')}) "
+                    "and it led again later; without ELR the metadata log does not say whether that stop was clean")
+    return None
 
 
 def worst(values: list[str]) -> str:

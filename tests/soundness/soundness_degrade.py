@@ -61,6 +61,12 @@ class EvidenceSet:
     clean_stops: frozenset[int] = field(default_factory=frozenset)  # brokers stopped cleanly
     # (topic, value) of records sent inside an aborted transaction: never a loss to consumers
     aborted: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # brokers the scenario crashed (a ``crash`` step): the only stops that can lose an
+    # unflushed tail, so the only ones an "unflushed tail" answer may name
+    crashed: frozenset[int] = field(default_factory=frozenset)
+    # brokers the run restarted: Kafka deletes .kafka_cleanshutdown at startup, so no file
+    # of the set can prove how such a broker's earlier stops went
+    restarted: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def broker_dirs(self) -> list[str]:
@@ -123,7 +129,21 @@ def _copy(base: str, target: str, *, drop: Collection[str] = (),
         in_broker = rel.split(os.sep)[0].startswith("broker-")
         return [n for n in names if os.path.normpath(os.path.join(rel, n)) in drop
                 or (in_broker and n in drop_in_brokers)]
-    shutil.copytree(base, target, ignore=ignore)
+    shutil.copytree(base, target, ignore=ignore, copy_function=_sparse_copy)
+
+
+def _sparse_copy(src: str, dst: str) -> None:
+    """copy2 keeping holes: the model's .index/.timeindex files are preallocated (10 MiB,
+    sparse); copied densely, the ten sets of one scenario took up to 1.5 GB and filled the
+    shared /tmp."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        while chunk := fin.read(1 << 20):
+            if chunk.count(0) == len(chunk):
+                fout.seek(len(chunk), os.SEEK_CUR)
+            else:
+                fout.write(chunk)
+        fout.truncate()
+    shutil.copystat(src, dst)
 
 
 def _set(name: str, kind: str, root: str, truth: dict[str, Any], cluster: Any,
@@ -251,19 +271,46 @@ def _restart_steps(cluster: Any) -> list[dict[str, Any]]:
 
 
 def degrade(name: str, scenario: dict[str, Any], workdir: str,
-            kinds: tuple[str, ...] = KINDS) -> Iterator[EvidenceSet]:
+            kinds: tuple[str, ...] = KINDS, engine: str = "model") -> Iterator[EvidenceSet]:
     """Run ``scenario`` into ``workdir/base`` and yield one evidence set per applicable kind
-    (a kind that would remove nothing from this scenario is left out)."""
+    (a kind that would remove nothing from this scenario is left out). ``engine="kafka"``:
+    the run is a real cluster's (``segtools.realcluster.run_on_kafka``), its truth the real
+    one; ``after_restart`` is left out there (it would need a second cluster run)."""
     aborted = aborted_values(scenario)
-    for ev in _degrade(name, scenario, workdir, kinds):
-        ev.aborted = aborted
+    crashed = frozenset(int(next(iter(step.values()))["broker"]) for step in scenario.get("steps", [])
+                        if "crash" in step)
+    restarted = frozenset(int(step["restart"]["broker"]) for step in scenario.get("steps", [])
+                          if "restart" in step)
+    for ev in _degrade(name, scenario, workdir, kinds, engine):
+        ev.aborted, ev.crashed = aborted, crashed
+        # after_restart's own restarts come on top of the scenario's
+        ev.restarted = restarted | frozenset(int(m.rpartition(":")[2]) for m in ev.missing
+                                             if m.startswith("pre_restart_log_dir:"))
         yield ev
 
 
-def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str, ...]) -> Iterator[EvidenceSet]:
+def _run(scenario: dict[str, Any], out: str, engine: str) -> tuple[dict[str, Any], Any]:
+    """(truth, a model Cluster of the run's final state) of one run."""
+    if engine == "model":
+        result = run(scenario, out)
+        return result.truth, result.cluster
+    if engine != "kafka":
+        raise ValueError(f"unknown engine {engine!r}")
+    from segtools.realcluster import run_on_kafka
+    from segtools.simulate.scenario import parse_scenario
+
+    # the copies taken after each step stay (kafka/steps): what a broker held before it
+    # truncated, for the truncation check
+    result = run_on_kafka(parse_scenario(scenario), out, keep_step_copies=True)
+    # the real engine fails a run whose story differs from its lockstep model's, so that
+    # model's replicas and records stand for the real ones (advise's checks read them)
+    return result.truth, result.cluster.model
+
+
+def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str, ...],
+             engine: str = "model") -> Iterator[EvidenceSet]:
     base = os.path.join(workdir, "base")
-    result = run(scenario, base)
-    truth, cluster = result.truth, result.cluster
+    truth, cluster = _run(scenario, base, engine)
     has_mlog = os.path.isdir(os.path.join(base, "controller"))
     brokers = _brokers_in(base)
     for kind in kinds:
@@ -292,7 +339,7 @@ def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str
                        (f"log_dir:{leader}", "acks", *(("metadata_log",) if has_mlog else ())))
         elif kind == "after_restart":
             extra = _restart_steps(cluster)
-            if not extra:
+            if not extra or engine != "model":
                 continue
             later = copy.deepcopy(scenario)
             later["steps"] = [*later["steps"], *extra]

@@ -37,10 +37,6 @@ from soundness_degrade import (
 import segtools
 from segtools.files.checkpoints import read_offset_checkpoint
 
-PENDING = ("issue 21, pending the three-valued compare/advise (branches `sound`, `advise`): today "
-           "compare exits 0 'CLEAN' when acks.jsonl shows acked records no replica holds, and advise "
-           "says 'loses 0' without the last ISR member's log dir")
-
 # the CI sample: three sample scenarios (unclean return of a stale replica, an empty disk
 # elected, a power loss of the last replica) and three random ones (0: an offline partition
 # whose last leader's dir matters to advise; 1: the issue's stale-replica-truncated case;
@@ -189,10 +185,6 @@ def test_sample_reaches_every_degradation_without_tracebacks(sample_outcomes):
     assert not _violations(sample_outcomes, "unjustified_cannot_tell")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="random-19 bare (no metadata log, the last leader's dir missing): without the metadata "
-                          "log compare cannot know that the surviving log is on a broker not given, and measures "
-                          "loss against the newest given replica; t0-2 offset 0 epoch 0 survived on broker 1")
 def test_sample_no_false_loss(sample_outcomes):
     assert _violations(sample_outcomes, "false_loss") == []
 
@@ -202,10 +194,6 @@ def test_sample_no_false_all_clear(sample_outcomes):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="open (issue 21): on seeds 100-139 compare still exits 0 over records lost to a power "
-                          "loss of which no copy and no ack is left in the set (e.g. random-120 t0-0 offset 28, "
-                          "acks=0), and names untruncated logs the harness cannot confirm; counts in the note")
 def test_random_scenarios_sound(tmp_path):
     """40 random scenarios (about 300 evidence sets): no violation of any kind."""
     outs: list[Outcome] = []

@@ -1,0 +1,94 @@
+"""The soundness harness on the real engine (issue 21), lean: one real Kafka cluster run
+(``run_on_kafka``, what ``segtools simulate --engine kafka`` runs), degraded into evidence sets
+and judged by the real cluster's truth; and Kafka's truncation rule checked against what the
+real broker did. The long run is ``benchmarks/soundness.py --engine kafka``.
+
+The story: the follower (broker 2) stops, the leader (broker 1) appends acks=1 records alone and
+stops too, broker 2 comes back and is elected uncleanly, appends in its new epoch, then broker 1
+returns and, as a follower, truncates its divergent tail. The broker's own log line
+``Truncating partition t-0 with TruncationState(offset=N, ...) due to leader epoch`` is the
+oracle for the truncation point compare predicts from the copies taken just before broker 1
+returned."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from soundness_check import VIOLATIONS, Outcome, check
+from soundness_degrade import degrade
+
+import segtools
+
+pytestmark = pytest.mark.realkafka
+
+SCENARIO = yaml.safe_load("""\
+name: follower-truncates-on-rejoin
+seed: 2101
+cluster: {brokers: [1, 2], metadata_log: true}
+topics:
+  - {name: t, replication_factor: 2, min_insync_replicas: 1, unclean_leader_election: true,
+     assignment: {0: [1, 2]}}
+steps:
+  - produce: {topic: t, partition: 0, acks: all, values: [a0, a1, a2]}
+  - crash: {broker: 2}
+  - produce: {topic: t, partition: 0, acks: '1', values: [b3, b4]}
+  - crash: {broker: 1}
+  - restart: {broker: 2}
+  - produce: {topic: t, partition: 0, acks: '1', values: [c3]}
+  - restart: {broker: 1}
+  - advance: {ms: 6000}
+""")
+
+_TRUNCATED = re.compile(r"Truncating partition t-0 with TruncationState\(offset=(\d+), completed=\w+\) "
+                        r"due to leader epoch")
+
+
+@pytest.fixture(scope="module")
+def real_sets(tmp_path_factory):
+    from segtools.realcluster.kafka_runtime import KafkaUnavailableError, kafka_runtime
+
+    try:
+        kafka_runtime()
+    except KafkaUnavailableError as exc:
+        pytest.fail(f"real Kafka is needed for this test: {exc}")
+    work = tmp_path_factory.mktemp("real-soundness")
+    sets = list(degrade(SCENARIO["name"], SCENARIO, str(work), engine="kafka"))
+    return work, sets
+
+
+def test_real_engine_sets_are_judged_sound(real_sets):
+    _work, sets = real_sets
+    outs: list[Outcome] = [check(ev) for ev in sets]
+    assert len(outs) >= 6, [o.kind for o in outs]            # a handful of cases, one cluster run
+    # the truth is the real cluster's: broker 1's acks=1 tail (b3, b4) is lost
+    full = next(ev for ev in sets if ev.kind == "full")
+    assert {r["value"] for r in full.truth["t-0"]["lost"]} >= {"b3", "b4"}
+    found = {k: [d for o in outs for d in o.details if f": {k}: " in d] for k in VIOLATIONS}
+    assert {k: v for k, v in found.items() if v} == {}
+    # and the full set's answer is the loss, not an all-clear
+    full_out = next(o for o in outs if o.kind == "full")
+    assert full_out.answers["compare:lost"] == 1, (full_out.answers, full_out.details)
+
+
+def test_predicted_truncation_point_is_what_kafka_did(real_sets):
+    work, _sets = real_sets
+    base = Path(work) / "base"
+    done = [int(m.group(1)) for m in _TRUNCATED.finditer((base / "kafka" / "broker-1.log").read_text())]
+    assert done, "broker 1 never truncated t-0 by leader epoch on its return"
+    # the copies taken after each step (both brokers' logs): the last one in which broker 1
+    # still holds its divergent tail is the state Kafka's truncation started from
+    predicted = None
+    for copy in sorted(p for p in (base / "kafka" / "steps").iterdir() if (p / "broker-1" / "t-0").is_dir()):
+        if not (copy / "broker-2" / "t-0").is_dir():
+            continue
+        report = segtools.compare([copy / "broker-1", copy / "broker-2"], find_metadata_log=False,
+                                  progress=False).report_json()
+        (part,) = [p for p in report["partitions"] if p["topic"] == "t"]
+        reps = {r["broker"]: r for r in part["replicas"]}
+        if reps[1]["log_end_offset"] == 5 and part["reference_broker"] == 2:
+            predicted = reps[1]["fork_offset"]
+    assert predicted is not None, "no step copy holds broker 1's untruncated tail under broker 2's new epoch"
+    assert done[-1] == predicted, (done, predicted)
