@@ -85,6 +85,7 @@ class Replica:
     local_start: int
     log_end: int
     leader_epochs: dict[int, int]
+    segments: tuple[str, ...] = ()
 
 
 @dataclass
@@ -153,7 +154,7 @@ def _replica(p: PartitionSource) -> Replica | None:
     for batch in read_batches(p.segments[-1]):
         log_end = batch.last_offset + 1
     return Replica(p.broker, p.partition_dir, p.topic, p.partition, topic_id, local_start,
-                   log_end, chain)
+                   log_end, chain, p.segments)
 
 
 def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
@@ -291,7 +292,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             max((s.end_offset for s in finished), default=None), leo))
 
     if remote_root is not None:
-        findings.extend(_objects(remote_root, segments))
+        findings.extend(_objects(remote_root, segments, replicas))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
     return TierReport(ordered, summaries, findings, present)
 
@@ -316,7 +317,59 @@ def _coverage(name: str, part: int, finished: list[RemoteSegment], rep: Replica
     return out
 
 
-def _objects(root: str, segments: dict[str, RemoteSegment]) -> list[Finding]:
+def _batches(paths: Iterable[str], lo: int, hi: int) -> dict[int, tuple[int, int]]:
+    """base offset -> (last offset, CRC) of the batches overlapping [lo, hi]."""
+    out: dict[int, tuple[int, int]] = {}
+    for path in paths:
+        for b in read_batches(path):
+            if b.last_offset >= lo and b.base_offset <= hi:
+                out[b.base_offset] = (b.last_offset, b.crc)
+    return out
+
+
+def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> list[Finding]:
+    """The remote .log against the metadata's offsets and, where a replica still holds the
+    same offsets locally, batch by batch (base offset, last offset, CRC)."""
+    out: list[Finding] = []
+    try:
+        remote = _batches([log_path], seg.start_offset, seg.end_offset)
+    except SegtoolsError as e:
+        return [Finding("unreadable_object", f"{log_path}: {e}", seg.topic, seg.partition,
+                        seg.segment_id)]
+    first = min(remote, default=None)
+    last = max((v[0] for v in remote.values()), default=None)
+    if (first, last) != (seg.start_offset, seg.end_offset):
+        out.append(Finding(
+            "object_offsets_mismatch",
+            f"{log_path}: holds offsets {first}..{last}, metadata says "
+            f"{seg.start_offset}..{seg.end_offset}", seg.topic, seg.partition, seg.segment_id,
+            seg.broker, seg.start_offset, seg.end_offset))
+    for rep in reps:
+        lo, hi = max(seg.start_offset, rep.local_start), min(seg.end_offset, rep.log_end - 1)
+        if lo > hi:
+            continue
+        try:
+            local = _batches(rep.segments, lo, hi)
+        except SegtoolsError as e:
+            out.append(Finding("unreadable_replica", f"{rep.path}: {e}", seg.topic,
+                               seg.partition, broker=rep.broker))
+            continue
+        differ = sorted(b for b in set(local) | set(remote)
+                        if b in local and b in remote and local[b] != remote[b]
+                        or (b in local) != (b in remote) and lo <= b <= hi)
+        if differ:
+            out.append(Finding(
+                "overlap_mismatch",
+                f"{seg.topic}-{seg.partition} segment {seg.segment_id}: offsets [{lo}, {hi}] are "
+                f"both remote and local on broker {rep.broker}, and the batches at "
+                f"{', '.join(map(str, differ[:5]))} differ (base/last offset or CRC): a consumer "
+                "is served different records depending on the tier", seg.topic, seg.partition,
+                seg.segment_id, rep.broker, lo, hi))
+    return out
+
+
+def _objects(root: str, segments: dict[str, RemoteSegment],
+             replicas: dict[tuple[str, int], list[Replica]]) -> list[Finding]:
     out: list[Finding] = []
     try:
         objs = remote_layout.scan(root)
@@ -339,6 +392,10 @@ def _objects(root: str, segments: dict[str, RemoteSegment]) -> list[Finding]:
                 "object_size_mismatch",
                 f"{obj.log_path}: {os.path.getsize(obj.log_path)} bytes, metadata says {seg.size}",
                 seg.topic, seg.partition, sid, seg.broker, seg.start_offset, seg.end_offset))
+        if obj is not None and obj.log_path is not None and not missing:
+            reps = [r for r in replicas.get((seg.topic, seg.partition), [])
+                    if r.topic_id in (None, seg.topic_id)]
+            out.extend(_compare_object(seg, obj.log_path, reps))
     for sid, obj in objs.items():
         known = segments.get(sid)
         if known is None or known.state == states.DELETE_FINISHED:

@@ -38,13 +38,14 @@ def _tip(p: int = 0) -> dict[str, object]:
     return {"name": "t", "id": TOPIC_ID, "partition": p}
 
 
-def start(n: int, lo: int, hi: int, epochs: dict[int, int], broker: int = 1) -> bytes:
+def start(n: int, lo: int, hi: int, epochs: dict[int, int], broker: int = 1,
+          size: int = 100) -> bytes:
     return encode_record(0, 0, {
         "remoteLogSegmentId": {"topicIdPartition": _tip(), "id": _sid(n)},
         "startOffset": lo, "endOffset": hi, "brokerId": broker, "maxTimestampMs": 1,
         "eventTimestampMs": 1, "segmentLeaderEpochs": [
             {"leaderEpoch": e, "offset": o} for e, o in epochs.items()],
-        "segmentSizeInBytes": 100, "customMetadata": None, "remoteLogSegmentState": 0,
+        "segmentSizeInBytes": size, "customMetadata": None, "remoteLogSegmentState": 0,
         "txnIndexEmpty": True})
 
 
@@ -55,12 +56,23 @@ def update(n: int, state: int, broker: int = 1) -> bytes:
         "remoteLogSegmentState": state})
 
 
-def _write_log(part_dir: Path, base: int, values: list[bytes | None], epoch: int = 0) -> None:
-    part_dir.mkdir(parents=True, exist_ok=True)
-    data = b"".join(build_batch([NewRecord(None, v)], base_offset=base + i,
+def _log_bytes(base: int, values: list[bytes | None], epoch: int = 0) -> bytes:
+    return b"".join(build_batch([NewRecord(None, v)], base_offset=base + i,
                                 partition_leader_epoch=epoch, base_timestamp=1)
                     for i, v in enumerate(values))
-    (part_dir / f"{base:020d}.log").write_bytes(data)
+
+
+def _write_log(part_dir: Path, base: int, values: list[bytes | None], epoch: int = 0) -> None:
+    part_dir.mkdir(parents=True, exist_ok=True)
+    (part_dir / f"{base:020d}.log").write_bytes(_log_bytes(base, values, epoch))
+
+
+def remote_object(root: Path, n: int, lo: int, data: bytes) -> None:
+    """One remote segment in LocalTieredStorage's layout (RemoteLogSegmentFileset names)."""
+    d = root / f"t-0-{TOPIC_ID}"
+    d.mkdir(parents=True, exist_ok=True)
+    for suffix in (".log", ".index", ".timeindex", ".leader_epoch_checkpoint", ".snapshot"):
+        (d / f"{lo}-{_sid(n)}{suffix}").write_bytes(data if suffix == ".log" else b"")
 
 
 def broker_dir(root: Path, metadata: list[bytes], *, local_start: int, log_end: int,
@@ -174,13 +186,12 @@ def test_metadata_partition_missing_is_cannot_tell(tmp_path: Path) -> None:
 
 
 def test_remote_objects_missing_and_leaked(tmp_path: Path) -> None:
-    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0}), update(1, 1)]
+    seg0 = _log_bytes(0, [b"x"] * 10)
+    md = [start(0, 0, 9, {0: 0}, size=len(seg0)), update(0, 1), start(1, 10, 19, {0: 0}),
+          update(1, 1)]
     d = broker_dir(tmp_path, md, local_start=20, log_end=30, epochs={0: 0})
-    remote = tmp_path / "tiered" / f"t-0-{TOPIC_ID}"
-    remote.mkdir(parents=True)
-    for n, lo in ((0, 0), (5, 40)):      # segment 1's objects are absent; 5 is unknown
-        for suffix in (".log", ".index", ".timeindex", ".leader_epoch_checkpoint", ".snapshot"):
-            (remote / f"{lo}-{_sid(n)}{suffix}").write_bytes(b"\0" * (100 if suffix == ".log" else 0))
+    remote_object(tmp_path / "tiered", 0, 0, seg0)
+    remote_object(tmp_path / "tiered", 5, 40, _log_bytes(40, [b"y"]))  # 1 absent, 5 unknown
     r = audit([str(d)], remote_root=str(tmp_path / "tiered"))
     assert kinds(r) == ["metadata_without_objects", "object_without_metadata"]
     assert {f.segment_id for f in r.findings} == {_sid(1), _sid(5)}
@@ -202,3 +213,24 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     os.makedirs(empty)
     res = runner.invoke(cli, ["tier", str(empty)])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_remote_object_against_metadata_and_local_overlap(tmp_path: Path) -> None:
+    # segment 0 covers [0, 9] remotely; the replica still holds [5, 19] locally. The remote
+    # object's batch at 7 carries another value than the local one (a CRC differs), and
+    # segment 1's object holds [10, 13] where the metadata says [10, 14]
+    remote0 = _log_bytes(0, [b"x"] * 7 + [b"other"] + [b"x"] * 2)
+    remote1 = _log_bytes(10, [b"x"] * 4)
+    md = [start(0, 0, 9, {0: 0}, size=len(remote0)), update(0, 1),
+          start(1, 10, 14, {0: 0}, size=len(remote1)), update(1, 1)]
+    d = broker_dir(tmp_path, md, local_start=5, log_end=20, epochs={0: 0})
+    remote_object(tmp_path / "tiered", 0, 0, remote0)
+    remote_object(tmp_path / "tiered", 1, 10, remote1)
+    r = audit([str(d)], remote_root=str(tmp_path / "tiered"))
+    # segment 1's missing offset 14 is also a difference inside its overlap [10, 14]
+    assert kinds(r) == ["object_offsets_mismatch", "overlap_mismatch", "overlap_mismatch"]
+    o0, o1 = sorted((f for f in r.findings if f.kind == "overlap_mismatch"),
+                    key=lambda f: f.segment_id)
+    assert o0.segment_id == _sid(0) and (o0.start_offset, o0.end_offset) == (5, 9)
+    assert "at 7 differ" in o0.message
+    assert o1.segment_id == _sid(1) and "at 14 differ" in o1.message
