@@ -341,7 +341,9 @@ def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> l
     if (first, last) != (seg.start_offset, seg.end_offset):
         out.append(Finding(
             "object_offsets_mismatch",
-            f"{log_path}: holds offsets {first}..{last}, metadata says "
+            f"{log_path}: holds "
+            + ("no complete batch" if first is None else f"offsets {first}..{last}")
+            + ", metadata says "
             f"{seg.start_offset}..{seg.end_offset}", seg.topic, seg.partition, seg.segment_id,
             seg.broker, seg.start_offset, seg.end_offset))
     for rep in reps:

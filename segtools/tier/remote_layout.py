@@ -1,6 +1,7 @@
-"""Kafka's test plugin ``LocalTieredStorage``: one folder per partition,
-``<topic>-<partition>-<topicId>/``, holding ``<startOffset>-<segmentId>.<suffix>`` per
-remote segment (suffixes of ``RemoteLogSegmentFileset``; the .txnindex is optional)."""
+"""Kafka's test plugin ``LocalTieredStorage``: under its ``dir``, a ``kafka-tiered-storage/``
+folder with one folder per partition, ``<topic>-<partition>-<topicId>/``, holding
+``<startOffset, 20 digits>-<segmentId>.<suffix>`` per remote segment (suffixes of
+``RemoteLogSegmentFileset``; the .txnindex is optional). Seen so on a real 4.3.1 cluster."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ class RemoteObjects:
 def scan(root: str) -> dict[str, RemoteObjects]:
     """segment id -> its objects, for every partition folder under ``root`` (read only)."""
     out: dict[str, RemoteObjects] = {}
+    inner = os.path.join(root, "kafka-tiered-storage")
+    if os.path.isdir(inner):  # the plugin's ``dir`` was given, not its storage folder
+        root = inner
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         m = _DIR.match(entry.name)
         if not entry.is_dir() or m is None:

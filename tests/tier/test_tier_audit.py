@@ -69,10 +69,10 @@ def _write_log(part_dir: Path, base: int, values: list[bytes | None], epoch: int
 
 def remote_object(root: Path, n: int, lo: int, data: bytes) -> None:
     """One remote segment in LocalTieredStorage's layout (RemoteLogSegmentFileset names)."""
-    d = root / f"t-0-{TOPIC_ID}"
+    d = root / "kafka-tiered-storage" / f"t-0-{TOPIC_ID}"
     d.mkdir(parents=True, exist_ok=True)
     for suffix in (".log", ".index", ".timeindex", ".leader_epoch_checkpoint", ".snapshot"):
-        (d / f"{lo}-{_sid(n)}{suffix}").write_bytes(data if suffix == ".log" else b"")
+        (d / f"{lo:020d}-{_sid(n)}{suffix}").write_bytes(data if suffix == ".log" else b"")
 
 
 def broker_dir(root: Path, metadata: list[bytes], *, local_start: int, log_end: int,
