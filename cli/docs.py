@@ -25,6 +25,7 @@ GUIDE: tuple[tuple[str, str], ...] = (
     ("FORENSICS", "how loss is decided: replication semantics, scenarios, detection rules"),
     ("FORMATS", "the byte layouts of every file in a Kafka log dir"),
     ("ENGINES", "simulate's two engines (model, real Kafka): releases, time, checks, differences"),
+    ("TIER", "tiered storage audit: remote segment states, lineage, coverage, findings"),
     ("SCALE", "sizes, memory and runners"),
     ("ARCHITECTURE", "how the code is laid out"),
     ("CONVENTIONS", "the project's coding decisions"),

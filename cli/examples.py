@@ -5,6 +5,13 @@ and every document named here ships in the repository (tests/cli/test_commands.p
 from __future__ import annotations
 
 EXAMPLES: dict[str, str] = {
+    "tier": """\
+\b
+Examples:
+  segtools tier broker-1/ broker-2/ broker-3/
+  segtools tier broker-*/ --remote /var/lib/kafka/tiered --json > tier.json
+\b
+Docs: docs/TIER.md (every finding kind), docs/CONTRACT.md "segtools tier".""",
     "dump": """\
 \b
 Examples:

@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "collect": "segtools.cli.bundle:collect",
     "verify": "segtools.cli.bundle:verify",
     "docs": "segtools.cli.docs:docs",
+    "tier": "segtools.cli.tier:tier",
 }
 
 
@@ -82,6 +83,7 @@ def cli() -> None:
     quorum    audit the controllers' metadata logs: divergence, split brain, committed prefix
     collect   copy brokers' evidence into a sealed bundle before anything restarts
     verify    check a bundle against its SHA-256 manifest
+    tier      audit tiered storage: remote segment states, lineage, coverage
     docs      the documentation, offline (start with: segtools docs RUNBOOK)
 
     `segtools COMMAND --help` shows each command's options and examples. The docs ship with

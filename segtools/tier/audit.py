@@ -1,0 +1,410 @@
+"""The tier audit: from the ``__remote_log_metadata`` partitions on the evidence, the local
+replicas of tiered partitions and optionally a LocalTieredStorage root, the findings an SRE
+needs (docs/TIER.md lists every kind and what it means).
+
+Every answer is a finding or evidence-backed: a segment history with no later state is
+reported (it may be an upload still running, never silently "fine"), and a partition whose
+metadata partition is not on the evidence is a ``cannot_tell`` finding, not an all-clear.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from segtools.errors import InputError, SegtoolsError
+from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
+from segtools.files.sources import PartitionSource, resolve
+from segtools.internal_topics.remote_log_metadata import decode_record
+from segtools.records.batches import read_batches
+from segtools.tier import remote_layout, states
+from segtools.tier.lineage import within_leader_epochs
+from segtools.tier.partitioner import metadata_partition
+
+METADATA_TOPIC = "__remote_log_metadata"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong, or one thing the evidence cannot decide (kind ``cannot_tell``)."""
+
+    kind: str
+    message: str
+    topic: str = ""
+    partition: int = -1
+    segment_id: str = ""
+    broker: int | None = None
+    start_offset: int | None = None
+    end_offset: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class RemoteSegment:
+    """What ``__remote_log_metadata`` says about one remote segment."""
+
+    segment_id: str
+    topic: str
+    topic_id: str
+    partition: int
+    start_offset: int = -1
+    end_offset: int = -1
+    broker: int = -1
+    size: int = 0
+    leader_epochs: dict[int, int] = field(default_factory=dict)
+    #: (state, broker, event time ms, metadata partition, offset) in metadata-log order
+    history: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    #: the state Kafka holds: an illegal transition is refused (its metadata cache throws),
+    #: so it stays in ``history`` but does not change this
+    state: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"segment_id": self.segment_id, "topic": self.topic, "partition": self.partition,
+                "start_offset": self.start_offset, "end_offset": self.end_offset,
+                "broker": self.broker, "size": self.size,
+                "leader_epochs": {str(k): v for k, v in sorted(self.leader_epochs.items())},
+                "state": None if self.state is None else states.NAMES.get(self.state, str(self.state)),
+                "history": [{"state": states.NAMES.get(s, str(s)), "broker": b, "time_ms": t,
+                             "metadata_partition": p, "offset": o}
+                            for s, b, t, p, o in self.history]}
+
+
+@dataclass
+class Replica:
+    """One local replica of a tiered partition."""
+
+    broker: int | None
+    path: str
+    topic: str
+    partition: int
+    topic_id: str | None
+    local_start: int
+    log_end: int
+    leader_epochs: dict[int, int]
+    segments: tuple[str, ...] = ()
+
+
+@dataclass
+class PartitionSummary:
+    topic: str
+    partition: int
+    topic_id: str
+    metadata_partition: int
+    earliest_offset: int | None        # first offset of the log, remote or local
+    earliest_local_offset: int | None
+    latest_tiered_offset: int | None   # highest end offset of a FINISHED remote segment
+    log_end_offset: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TierReport:
+    segments: list[RemoteSegment]
+    partitions: list[PartitionSummary]
+    findings: list[Finding]
+    metadata_partitions: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metadata_partitions": self.metadata_partitions,
+                "partitions": [p.to_json() for p in self.partitions],
+                "segments": [s.to_json() for s in self.segments],
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def _metadata_records(parts: Iterable[PartitionSource], findings: list[Finding]
+                      ) -> tuple[dict[int, dict[int, bytes | None]], list[int]]:
+    """metadata partition -> offset -> value, merged over replicas (a committed offset holds
+    the same record on every replica)."""
+    by_part: dict[int, dict[int, bytes | None]] = {}
+    for p in parts:
+        got = by_part.setdefault(p.partition, {})
+        try:
+            for seg in p.segments:
+                for batch in read_batches(seg):
+                    if batch.is_control:
+                        continue
+                    for rec in batch.records():
+                        got.setdefault(rec.offset, rec.value)
+        except SegtoolsError as e:
+            findings.append(Finding("unreadable_metadata",
+                                    f"{METADATA_TOPIC}-{p.partition} on broker {p.broker}: {e}",
+                                    METADATA_TOPIC, p.partition, broker=p.broker))
+    return by_part, sorted(by_part)
+
+
+def _replica(p: PartitionSource) -> Replica | None:
+    if not p.segments or p.partition_dir is None:
+        return None
+    topic_id = None
+    meta = os.path.join(p.partition_dir, "partition.metadata")
+    if os.path.isfile(meta):
+        topic_id = read_partition_metadata(meta).topic_id
+    chain: dict[int, int] = {}
+    lec = os.path.join(p.partition_dir, "leader-epoch-checkpoint")
+    if os.path.isfile(lec):
+        chain = {e.epoch: e.start_offset for e in read_leader_epoch_checkpoint(lec)}
+    local_start = int(os.path.basename(p.segments[0]).split(".")[0])
+    log_end = int(os.path.basename(p.segments[-1]).split(".")[0])
+    for batch in read_batches(p.segments[-1]):
+        log_end = batch.last_offset + 1
+    return Replica(p.broker, p.partition_dir, p.topic, p.partition, topic_id, local_start,
+                   log_end, chain, p.segments)
+
+
+def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
+          metadata_partitions: int = 50) -> TierReport:
+    """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is a
+    LocalTieredStorage folder whose objects are checked against the metadata."""
+    res = resolve(paths)
+    parts = [p for p in (q for r in res.inputs for q in r.all_partitions)]
+    meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
+    if not meta_parts:
+        raise InputError(f"no {METADATA_TOPIC} partition under the inputs: nothing tells what "
+                         "was tiered (give the brokers' log dirs)")
+    findings: list[Finding] = []
+    records, present = _metadata_records(meta_parts, findings)
+    segments: dict[str, RemoteSegment] = {}
+    deleted: dict[tuple[str, int], tuple[int, int]] = {}  # (topic id, partition) -> state, ts
+    names: dict[tuple[str, int], str] = {}
+    for mp in present:
+        for offset in sorted(records[mp]):
+            try:
+                api_key, _, d = decode_record(records[mp][offset])
+            except SegtoolsError as e:
+                findings.append(Finding("unreadable_metadata",
+                                        f"{METADATA_TOPIC}-{mp} offset {offset}: {e}",
+                                        METADATA_TOPIC, mp))
+                continue
+            if api_key == 2:
+                tip = d["topicIdPartition"]
+                key = (tip["id"], tip["partition"])
+                names[key] = tip["name"]
+                deleted[key] = (d["remotePartitionDeleteState"], d["eventTimestampMs"])
+                continue
+            if api_key not in (0, 1):
+                continue  # snapshots live in the brokers' files, not in the topic
+            sid = d["remoteLogSegmentId"]
+            tip = sid["topicIdPartition"]
+            key = (tip["id"], tip["partition"])
+            names[key] = tip["name"]
+            seg = segments.setdefault(sid["id"], RemoteSegment(
+                sid["id"], tip["name"], tip["id"], tip["partition"]))
+            if api_key == 0:
+                seg.start_offset, seg.end_offset = d["startOffset"], d["endOffset"]
+                seg.broker, seg.size = d["brokerId"], d["segmentSizeInBytes"]
+                seg.leader_epochs = {e["leaderEpoch"]: e["offset"]
+                                     for e in d["segmentLeaderEpochs"]}
+            state = d["remoteLogSegmentState"]
+            where = (f"{tip['name']}-{tip['partition']} segment {sid['id']} "
+                     f"({METADATA_TOPIC}-{mp} offset {offset})")
+            if not states.is_valid_transition(seg.state, state):
+                findings.append(Finding(
+                    "illegal_transition",
+                    f"{where}: {states.NAMES.get(seg.state, 'no state') if seg.state is not None else 'no state'}"
+                    f" -> {states.NAMES.get(state, str(state))}, which Kafka refuses",
+                    seg.topic, seg.partition, seg.segment_id, d["brokerId"]))
+            else:
+                seg.state = state
+            if key in deleted:
+                findings.append(Finding(
+                    "after_partition_delete",
+                    f"{where}: segment event after the partition's remote delete was marked",
+                    seg.topic, seg.partition, seg.segment_id, d["brokerId"]))
+            seg.history.append((state, d["brokerId"], d["eventTimestampMs"], mp, offset))
+
+    replicas: dict[tuple[str, int], list[Replica]] = {}
+    for p in parts:
+        if p.topic == METADATA_TOPIC or p.topic.startswith("__") or p.state:
+            continue
+        try:
+            rep = _replica(p)
+        except SegtoolsError as e:
+            findings.append(Finding("unreadable_replica", f"{p.partition_dir}: {e}", p.topic,
+                                    p.partition, broker=p.broker))
+            continue
+        if rep is not None:
+            replicas.setdefault((p.topic, p.partition), []).append(rep)
+
+    for seg in segments.values():
+        where = f"{seg.topic}-{seg.partition} segment {seg.segment_id} [{seg.start_offset}, {seg.end_offset}]"
+        if seg.state == states.STARTED:
+            findings.append(Finding(
+                "dangling_started",
+                f"{where}: copy started by broker {seg.history[-1][1]} and never finished "
+                "(an upload that died, or one still running when the evidence was taken)",
+                seg.topic, seg.partition, seg.segment_id, seg.history[-1][1],
+                seg.start_offset, seg.end_offset))
+        elif seg.state == states.DELETE_STARTED:
+            findings.append(Finding(
+                "unfinished_delete",
+                f"{where}: delete started by broker {seg.history[-1][1]} and never finished "
+                "(remote objects may remain)", seg.topic, seg.partition, seg.segment_id,
+                seg.history[-1][1], seg.start_offset, seg.end_offset))
+        if seg.start_offset < 0:
+            findings.append(Finding(
+                "missing_start_record",
+                f"{seg.topic}-{seg.partition} segment {seg.segment_id}: updates with no "
+                "RemoteLogSegmentMetadata record (its offsets are unknown)",
+                seg.topic, seg.partition, seg.segment_id))
+
+    summaries: list[PartitionSummary] = []
+    for (tid, part), name in sorted(names.items(), key=lambda kv: (kv[1], kv[0][1])):
+        if (tid, part) in deleted:
+            continue
+        segs = [s for s in segments.values() if s.topic_id == tid and s.partition == part]
+        finished = sorted((s for s in segs if s.state == states.FINISHED and s.start_offset >= 0),
+                          key=lambda s: (s.start_offset, s.end_offset))
+        reps = [r for r in replicas.get((name, part), []) if r.topic_id in (None, tid)]
+        mp = metadata_partition(tid, part, metadata_partitions)
+        if mp not in present:
+            findings.append(Finding(
+                "cannot_tell", f"{name}-{part}: its history lives in {METADATA_TOPIC}-{mp}, "
+                "which is not on the evidence", name, part))
+        for rep in reps:
+            for s in finished:
+                why = within_leader_epochs(s.leader_epochs, s.end_offset, rep.log_end,
+                                           rep.leader_epochs)
+                if why is not None:
+                    findings.append(Finding(
+                        "out_of_lineage",
+                        f"{name}-{part} segment {s.segment_id} [{s.start_offset}, "
+                        f"{s.end_offset}] (uploaded by broker {s.broker}) against broker "
+                        f"{rep.broker}'s leader-epoch chain: {why}",
+                        name, part, s.segment_id, rep.broker, s.start_offset, s.end_offset))
+            findings.extend(_coverage(name, part, finished, rep))
+        if not reps:
+            findings.append(Finding(
+                "cannot_tell", f"{name}-{part}: no local replica on the evidence, so its "
+                "log end and leader epochs are unknown", name, part))
+        earliest_local = min((r.local_start for r in reps), default=None)
+        leo = max((r.log_end for r in reps), default=None)
+        starts = [s.start_offset for s in finished]
+        if earliest_local is not None:
+            starts.append(earliest_local)
+        summaries.append(PartitionSummary(
+            name, part, tid, mp, min(starts) if starts else None, earliest_local,
+            max((s.end_offset for s in finished), default=None), leo))
+
+    if remote_root is not None:
+        findings.extend(_objects(remote_root, segments, replicas))
+    ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
+    return TierReport(ordered, summaries, findings, present)
+
+
+def _coverage(name: str, part: int, finished: list[RemoteSegment], rep: Replica
+              ) -> list[Finding]:
+    """Gaps in [first offset, log end) of one replica: FINISHED remote segments, then the
+    local segments from the replica's first local offset."""
+    out: list[Finding] = []
+    ranges = [(s.start_offset, s.end_offset + 1) for s in finished]
+    ranges.append((rep.local_start, rep.log_end))
+    ranges.sort()
+    reach = ranges[0][0]
+    for lo, hi in ranges:
+        if lo > reach:
+            out.append(Finding(
+                "coverage_gap",
+                f"{name}-{part} on broker {rep.broker}: offsets [{reach}, {lo}) are neither in "
+                "a FINISHED remote segment nor in a local segment (lost in tiering)",
+                name, part, broker=rep.broker, start_offset=reach, end_offset=lo - 1))
+        reach = max(reach, hi)
+    return out
+
+
+def _batches(paths: Iterable[str], lo: int, hi: int) -> dict[int, tuple[int, int]]:
+    """base offset -> (last offset, CRC) of the batches overlapping [lo, hi]."""
+    out: dict[int, tuple[int, int]] = {}
+    for path in paths:
+        for b in read_batches(path):
+            if b.last_offset >= lo and b.base_offset <= hi:
+                out[b.base_offset] = (b.last_offset, b.crc)
+    return out
+
+
+def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> list[Finding]:
+    """The remote .log against the metadata's offsets and, where a replica still holds the
+    same offsets locally, batch by batch (base offset, last offset, CRC)."""
+    out: list[Finding] = []
+    try:
+        remote = _batches([log_path], seg.start_offset, seg.end_offset)
+    except SegtoolsError as e:
+        return [Finding("unreadable_object", f"{log_path}: {e}", seg.topic, seg.partition,
+                        seg.segment_id)]
+    first = min(remote, default=None)
+    last = max((v[0] for v in remote.values()), default=None)
+    if (first, last) != (seg.start_offset, seg.end_offset):
+        out.append(Finding(
+            "object_offsets_mismatch",
+            f"{log_path}: holds "
+            + ("no complete batch" if first is None else f"offsets {first}..{last}")
+            + ", metadata says "
+            f"{seg.start_offset}..{seg.end_offset}", seg.topic, seg.partition, seg.segment_id,
+            seg.broker, seg.start_offset, seg.end_offset))
+    for rep in reps:
+        lo, hi = max(seg.start_offset, rep.local_start), min(seg.end_offset, rep.log_end - 1)
+        if lo > hi:
+            continue
+        try:
+            local = _batches(rep.segments, lo, hi)
+        except SegtoolsError as e:
+            out.append(Finding("unreadable_replica", f"{rep.path}: {e}", seg.topic,
+                               seg.partition, broker=rep.broker))
+            continue
+        differ = sorted(b for b in set(local) | set(remote)
+                        if b in local and b in remote and local[b] != remote[b]
+                        or (b in local) != (b in remote) and lo <= b <= hi)
+        if differ:
+            out.append(Finding(
+                "overlap_mismatch",
+                f"{seg.topic}-{seg.partition} segment {seg.segment_id}: offsets [{lo}, {hi}] are "
+                f"both remote and local on broker {rep.broker}, and the batches at "
+                f"{', '.join(map(str, differ[:5]))} differ (base/last offset or CRC): a consumer "
+                "is served different records depending on the tier", seg.topic, seg.partition,
+                seg.segment_id, rep.broker, lo, hi))
+    return out
+
+
+def _objects(root: str, segments: dict[str, RemoteSegment],
+             replicas: dict[tuple[str, int], list[Replica]]) -> list[Finding]:
+    out: list[Finding] = []
+    try:
+        objs = remote_layout.scan(root)
+    except OSError as e:
+        raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
+    for sid, seg in segments.items():
+        if seg.state != states.FINISHED:
+            continue
+        obj = objs.get(sid)
+        missing = [s for s in remote_layout.REQUIRED if obj is None or s not in obj.files]
+        if missing:
+            out.append(Finding(
+                "metadata_without_objects",
+                f"{seg.topic}-{seg.partition} segment {sid} [{seg.start_offset}, "
+                f"{seg.end_offset}] is FINISHED but {root} lacks its {', '.join(missing)}",
+                seg.topic, seg.partition, sid, seg.broker, seg.start_offset, seg.end_offset))
+        elif obj is not None and obj.log_path is not None \
+                and os.path.getsize(obj.log_path) != seg.size:
+            out.append(Finding(
+                "object_size_mismatch",
+                f"{obj.log_path}: {os.path.getsize(obj.log_path)} bytes, metadata says {seg.size}",
+                seg.topic, seg.partition, sid, seg.broker, seg.start_offset, seg.end_offset))
+        if obj is not None and obj.log_path is not None and not missing:
+            reps = [r for r in replicas.get((seg.topic, seg.partition), [])
+                    if r.topic_id in (None, seg.topic_id)]
+            out.extend(_compare_object(seg, obj.log_path, reps))
+    for sid, obj in objs.items():
+        known = segments.get(sid)
+        if known is None or known.state == states.DELETE_FINISHED:
+            out.append(Finding(
+                "object_without_metadata",
+                f"{os.path.dirname(next(iter(obj.files.values())))}: objects of segment {sid} "
+                + ("that the metadata says were deleted" if known else
+                   "that no metadata record names (a leak)"),
+                obj.topic, obj.partition, sid, start_offset=obj.start_offset))
+    return out
