@@ -299,7 +299,8 @@ def next_commands(report: Mapping[str, Any]) -> list[tuple[str, str]]:
                     "show what would be re-produced, and where, before producing anything"))
     elif answer == "cannot_tell":
         out.append((f"segtools collect {dirs} --out bundle/",
-                    "copy and seal the evidence before any broker restarts; then add what is missing above"))
+                    "copy and seal the evidence before any broker restarts; then add the missing "
+                    "evidence listed below"))
     return out
 
 
@@ -319,9 +320,9 @@ def _first_screen(w: Any, report: Mapping[str, Any], parts: Sequence[Mapping[str
                  if c.get("election") and c.get("election") != "initial"]
     w('<div id="incident-window"><h3>Incident window</h3><ul>')
     if not forks and not elections:
-        w("<li>No replica leaves the surviving log and the metadata log shows no election after the "
-          "initial ones" + ("" if _metadata_dir(report) else " (no metadata log given: elections unknown)")
-          + ".</li>")
+        w("<li>No replica leaves the surviving log; " + (
+            "the metadata log shows no election after the initial ones." if _metadata_dir(report)
+            else "no metadata log given: elections and their times unknown.") + "</li>")
     for p, r, first in forks[:4]:
         w(f'<li class="fork">first divergence: <b>{esc(p.get("topic"))}-{esc(p.get("partition"))}</b> broker '
           f'{esc(r.get("broker"))} from offset <b>{esc(first)}</b> ({code(r.get("status"))}) '
