@@ -147,7 +147,10 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
         "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
         "committed": sum(1 for c, _ in distinct.values() if c),
         "acked": sum(1 for _, a in distinct.values() if a),
-        "acks_known": any(a is not None for _, a in distinct.values()),
+        # --acks given: summary.acked_offsets_lost is an object (null without, docs/REPORT.md),
+        # also when no record was lost to mark
+        "acks_known": any(a is not None for _, a in distinct.values())
+        or isinstance((report.get("summary") or {}).get("acked_offsets_lost"), Mapping),
         "causes": dict(causes),
         "problem": any(s in PROBLEM_STATUSES for s in by_status) or bool(distinct),
     }

@@ -65,3 +65,11 @@ def test_codes_explained_on_hover_and_in_legend(browser, tmp_path):
     assert statuses and all(title for _, title in statuses)
     legend = set(page.evaluate("[...document.querySelectorAll('#codes dt')].map(d => d.textContent)"))
     assert {s for s, _ in statuses} <= legend and {"HWC", "LAGGING_PREFIX", "BENIGN_EPOCH_GAPS"} <= legend
+
+
+@pytest.mark.parametrize("acks", [True, False])
+def test_acks_card_says_no_acks_only_without_acks(acks):
+    from segtools.forensics.report_html import render_html
+
+    page = render_html(compare_sample("S0-healthy-baseline", acks=acks))
+    assert ("(no --acks)" in page) == (not acks)
