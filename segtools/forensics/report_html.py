@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -607,9 +608,17 @@ def _replica_table(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
 
 def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     rows = []
+    dirs = {r.get("broker"): _replica_dir(p, r) for r in p.get("replicas") or []}
     ref_dir = next((_replica_dir(p, r) for r in p.get("replicas") or [] if r.get("reference")), None)
     for f in p.get("findings") or []:
-        rows.append(("partition", f, ref_dir))       # no segment named: the reference's partition dir
+        # the broker the finding is about (its field, or the first "broker N" its detail names
+        # that holds a replica here); else the reference's partition dir
+        named = f.get("broker")
+        if named not in dirs:
+            named = next((int(m) for m in re.findall(r"\bbroker (\d+)\b", str(f.get("detail") or ""))
+                          if int(m) in dirs), None)
+        rows.append(("partition" if named is None else f"partition (broker {named})", f,
+                     dirs.get(named) or ref_dir))
     for r in p.get("replicas") or []:
         for f in r.get("findings") or []:
             rows.append((f"broker {r.get('broker')}", f, _replica_dir(p, r)))
@@ -618,8 +627,8 @@ def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     w('<table class="findings"><tr><th>where</th><th>code</th><th>offset</th><th>detail</th>'
       '<th>evidence</th></tr>')
     for where, f, pdir in rows:
-        code = str(f.get("code") or "")
-        kind = "info" if code in INFO_CODES else "problem"
+        name = str(f.get("code") or "")
+        kind = "info" if name in INFO_CODES else "problem"
         if f.get("segment") and pdir:
             seg = os.path.join(pdir, str(f["segment"]))
             link = ev.link(seg, f.get("position"), _tail(seg, 3))
@@ -627,8 +636,8 @@ def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
             link = ev.link(pdir, label=_tail(pdir))
         else:
             link = ""
-        w(f'<tr class="finding" data-code="{esc(code)}"><td>{esc(where)}</td>'
-          f'<td><span class="badge {kind}">{esc(code)}</span></td><td class="num">{esc(f.get("offset"))}</td>'
+        w(f'<tr class="finding" data-code="{esc(name)}"><td>{esc(where)}</td>'
+          f'<td>{code(name, "badge " + kind)}</td><td class="num">{esc(f.get("offset"))}</td>'
           f'<td>{esc(f.get("detail"))}</td><td>{link}</td></tr>')
     w("</table>")
 

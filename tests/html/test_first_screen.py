@@ -73,3 +73,25 @@ def test_acks_card_says_no_acks_only_without_acks(acks):
 
     page = render_html(compare_sample("S0-healthy-baseline", acks=acks))
     assert ("(no --acks)" in page) == (not acks)
+
+
+def test_partition_finding_links_the_broker_it_names(tmp_path):
+    """S7's UNCLEAN_SHUTDOWN names broker 1 (truth: broker 1 crashed); its evidence link goes
+    to broker 1's partition dir, not the reference broker's."""
+    import re
+
+    from segtools.forensics.report_html import render_html
+
+    t = truth("S7-simple-unclean-election")["orders-0"]
+    crashed = [int(b) for b, r in t["replicas"].items() if not r["clean_shutdown"]]
+    report = compare_sample("S7-simple-unclean-election")
+    assert report["partitions"][0]["reference_broker"] not in crashed or len(crashed) > 1
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[2])       # where the report's relative paths start
+    page = render_html(report, html_dir=repo, cwd=repo)
+    rows = re.findall(r'<tr class="finding" data-code="UNCLEAN_SHUTDOWN"><td>partition \(broker (\d+)\)</td>'
+                      r'.*?<a class="evidence" href="([^"]*)"', page)
+    assert rows
+    for broker, href in rows:
+        assert int(broker) in crashed and f"broker-{broker}/orders-0" in href, (broker, href)
