@@ -49,13 +49,16 @@ from segtools.primitives.visible import visible, visible_lines
               help="Write every lost record (key, value, headers, timestamp, offset, epoch, broker) "
                    "as lost.ndjson and lost.parquet under DIR, for segtools replay (docs/CONTRACT.md 10).")
 @click.option("--max-rows", default=200, show_default=True, help="Summary rows to print.")
+@click.option("--all", "all_rows", is_flag=True,
+              help="Print a row for every replica; by default partitions with no findings are "
+                   "summarised in one line after the problems.")
 @max_batch_bytes_option()
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | None, master: str | None,
             tables_dir: str | None, metadata_log: str | None, use_spark: bool | None, strict: bool,
             max_rows: int, debug: bool, max_batch_bytes: int | None = None,
-            html_path: str | None = None, lost_out: str | None = None) -> None:
+            html_path: str | None = None, lost_out: str | None = None, all_rows: bool = False) -> None:
     """Compare the log dirs of several brokers (one DIR per broker, or a folder of broker-*
     dirs). The answer is lost, safe (proven) or cannot tell (naming the missing evidence:
     the metadata log, a last-ISR member's dir, --acks, ...). Exit 0 only when nothing lost is
@@ -95,7 +98,7 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
     finally:
         signal.signal(signal.SIGINT, previous)
     with human_output(to_stdout):
-        click.echo(visible_lines(display_path(render_summary(report, max_rows=max_rows))))
+        click.echo(visible_lines(display_path(render_summary(report, max_rows=max_rows, all_rows=all_rows))))
         click.echo(visible_lines(display_path("\n".join(report.legend))))
     if to_stdout:
         click.echo(json.dumps(_mirror().rewrite_json(report.report_json()), indent=1))

@@ -256,12 +256,31 @@ def _cause_text(r: Any) -> str:
     return str(r.cause)
 
 
-def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
-    """One row per partition and replica, problems first."""
+def _quiet(p: Any) -> bool:
+    """A partition with nothing to look at: no replica with a problem status, no lost record
+    or offset, an answer other than lost. Not a claim of safety: missing evidence is still
+    named by :func:`answer_lines`, which says what is proven."""
+    if p.lost or (p.answer or {}).get("value") == "lost" or p.lost_offsets is not None:
+        return False
+    if p.acked_lost is not None and p.acked_lost.finding() is not None:
+        return False
+    return not any(r.status in PROBLEM_STATUSES or replica_problem(p.verdict, r) for r in p.verdict.replicas)
+
+
+def render_summary(report: CompareReport, *, max_rows: int | None = 200, all_rows: bool = False) -> str:
+    """One row per partition and replica, problems first. Unless ``all_rows``, partitions with
+    nothing to look at (:func:`_quiet`) are summarised in one line after the table."""
     rank = {s: i for i, s in enumerate(STATUS_ORDER)}
     rows = []
+    quiet: dict[str, int] = {}
+    quiet_parts = 0
     for p in report.partitions:
         v = p.verdict
+        if not all_rows and _quiet(p):
+            quiet_parts += 1
+            for r in v.replicas:
+                quiet[r.status] = quiet.get(r.status, 0) + 1
+            continue
         lost_by: dict[int, int] = {}
         acked_by: dict[int, int] = {}
         for x in p.lost:
@@ -286,6 +305,11 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200) -> str:
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in shown]
     if max_rows is not None and len(rows) > max_rows:
         lines.append(f"... {len(rows) - max_rows} more replica rows (all in --report)")
+    if quiet_parts:
+        by_rank = sorted(quiet.items(), key=lambda kv: (rank.get(kv[0], 99), kv[0]))
+        counts = ", ".join(f"{n} {status}" for status, n in by_rank)
+        lines.append(f"{quiet_parts} partition(s) with no findings not listed ({sum(quiet.values())} replica(s): "
+                     f"{counts}; answer below); --all prints every row")
     t = report.totals()
     rec, off = t["records_lost"], t["offsets_lost"]
     held = f" (on {rec['replica_copies']} replica copies)" if rec["replica_copies"] != rec["total"] else ""

@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -147,7 +148,10 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
         "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
         "committed": sum(1 for c, _ in distinct.values() if c),
         "acked": sum(1 for _, a in distinct.values() if a),
-        "acks_known": any(a is not None for _, a in distinct.values()),
+        # --acks given: summary.acked_offsets_lost is an object (null without, docs/REPORT.md),
+        # also when no record was lost to mark
+        "acks_known": any(a is not None for _, a in distinct.values())
+        or isinstance((report.get("summary") or {}).get("acked_offsets_lost"), Mapping),
         "causes": dict(causes),
         "problem": any(s in PROBLEM_STATUSES for s in by_status) or bool(distinct),
     }
@@ -205,8 +209,9 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     w(f'<header><h1>Incident report</h1><p class="sub">segtools {esc(__version__)} \u00b7 written {now}'
       + (f" \u00b7 from {esc(source)}" if source else "") + "</p></header>")
-    _summary(w, t, parts, report.get("summary"))
+    _summary(w, t, parts, report.get("summary"), report, ev)
     _legend(w)
+    _codes_legend(w)
     ctx = _Ctx(brokers, ev, [], lost_offset_ranges(report.get("summary")))
     lazy = ctx.lazy
     _partitions(w, parts, ctx)
@@ -240,7 +245,136 @@ def lost_offset_ranges(block: Any) -> dict[tuple[Any, Any], tuple[int, int]]:
     return out
 
 
-def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], block: Any) -> None:
+#: What each status and common finding code means, for hover titles and the legend.
+CODES: dict[str, str] = {
+    "LOG_MATCHING_VIOLATION": "two replicas hold different records under the same offset and leader epoch",
+    "COMMITTED_LOSS": "this replica holds committed records the surviving log does not: they were lost",
+    "CRC_INVALID": "a batch fails its CRC check: corrupt bytes on this disk",
+    "NON_MONOTONIC_OFFSETS": "offsets go backwards inside the log: corrupt or foreign segment",
+    "EPOCH_REGRESSION": "leader epochs go backwards inside the log",
+    "TRUNCATED_BELOW_HW": "the log ends below its own high-watermark checkpoint: committed records lost on this disk",
+    "DIVERGED_UNCOMMITTED": "this replica holds uncommitted records the surviving log dropped",
+    "NOT_COMPARABLE": "no common ground with the reference (e.g. different topic id)",
+    "LAGGING_PREFIX": "a prefix of the reference log: this replica is behind, nothing of its own",
+    "CONSISTENT": "the same records as the reference over the offsets both hold",
+    "HWC": "high-watermark checkpoint: the committed offset the broker last wrote to disk",
+    "BENIGN_EPOCH_GAPS": "leader epochs with no records between two that have some: normal after quick elections",
+    "UNCLEAN_SHUTDOWN": "no .kafka_cleanshutdown marker: the broker crashed or was copied while running",
+    "UNCLEAN_ELECTION": "a replica outside the ISR was elected leader",
+}
+
+ANSWER_TEXT = {"lost": "LOST", "safe": "SAFE (proven)", "cannot_tell": "CANNOT TELL"}
+
+
+def code(name: Any, cls: str = "code") -> str:
+    """A code with its meaning on hover (CODES)."""
+    title = CODES.get(str(name))
+    return (f'<abbr class="{cls}" title="{esc(title)}">{esc(name)}</abbr>' if title
+            else f'<span class="{cls}">{esc(name)}</span>')
+
+
+def _metadata_dir(report: Mapping[str, Any]) -> str | None:
+    """The metadata log dir the report read (from its evidence file names), or None."""
+    for p in report.get("partitions") or []:
+        for c in p.get("metadata_changes") or []:
+            f = str(c.get("file") or "")
+            if "__cluster_metadata-0" in f:
+                return f[:f.index("__cluster_metadata-0") + len("__cluster_metadata-0")]
+    return None
+
+
+def next_commands(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(command, why) with this incident's inputs filled in."""
+    import shlex
+
+    inputs = ((report.get("summary") or {}).get("inputs") or {}).get("paths") or []
+    if not inputs:      # an older report: the replicas' log dirs
+        inputs = sorted({str(r["log_dir"]) for p in report.get("partitions") or []
+                         for r in p.get("replicas") or [] if r.get("log_dir")})
+    dirs = " ".join(shlex.quote(str(x)) for x in inputs) or "BROKER_DIR..."
+    meta = _metadata_dir(report)
+    ml = f" --metadata-log {shlex.quote(meta)}" if meta else ""
+    answer = (report.get("summary") or {}).get("answer")
+    out = [(f"segtools advise {dirs}{ml}", "what to do per partition, with the evidence behind it")]
+    if answer == "lost":
+        out.append((f"segtools compare {dirs}{ml} --lost-out lost/",
+                    "write every lost record (key, value, headers, timestamp) to lost/ for replay"))
+        out.append(("segtools replay lost/ --dry-run",
+                    "show what would be re-produced, and where, before producing anything"))
+    elif answer == "cannot_tell":
+        out.append((f"segtools collect {dirs} --out bundle/",
+                    "copy and seal the evidence before any broker restarts; then add the missing "
+                    "evidence listed below"))
+    return out
+
+
+def _first_screen(w: Any, report: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:
+    """Incident window, the first lost records and the next commands: what an on-call
+    engineer needs before scrolling."""
+    # incident window: where each partition's replicas first leave the surviving log, and
+    # the elections (with times) from the metadata log
+    forks = []
+    for p in parts:
+        for r in p.get("replicas") or []:
+            d = r.get("divergent") or {}
+            first = d.get("first_offset", r.get("fork_offset"))
+            if first is not None:
+                forks.append((p, r, first))
+    elections = [(p, c) for p in parts for c in p.get("metadata_changes") or []
+                 if c.get("election") and c.get("election") != "initial"]
+    w('<div id="incident-window"><h3>Incident window</h3><ul>')
+    if not forks and not elections:
+        w("<li>No replica leaves the surviving log; " + (
+            "the metadata log shows no election after the initial ones." if _metadata_dir(report)
+            else "no metadata log given: elections and their times unknown.") + "</li>")
+    for p, r, first in forks[:4]:
+        w(f'<li class="fork">first divergence: <b>{esc(p.get("topic"))}-{esc(p.get("partition"))}</b> broker '
+          f'{esc(r.get("broker"))} from offset <b>{esc(first)}</b> ({code(r.get("status"))}) '
+          f'{ev.link(_replica_dir(p, r), label="evidence")}</li>')
+    if len(forks) > 4:
+        w(f"<li>\u2026 {len(forks) - 4} more diverged replica(s) below</li>")
+    for p, c in elections[:4]:
+        kind = str(c.get("election_class") or c.get("election"))
+        w(f'<li class="election">{esc(iso_ms(c.get("timestamp_ms")))} election of '
+          f'<b>{esc(p.get("topic"))}-{esc(p.get("partition"))}</b>: leader {esc(c.get("leader"))}, epoch '
+          f'{esc(c.get("leader_epoch"))}, ISR {esc(c.get("isr"))}, {code(kind.upper() if "unclean" in kind else kind)} '
+          f'{ev.link(c.get("file"), c.get("position"), label="metadata log")}</li>')
+    if len(elections) > 4:
+        w(f"<li>\u2026 {len(elections) - 4} more election(s) below</li>")
+    w("</ul></div>")
+    rows = [(p, x) for p in parts for x in p.get("lost_records") or []]
+    w('<div id="first-lost"><h3>Lost records</h3>')
+    if rows:
+        w('<table class="first-lost"><tr><th>partition</th><th>offset</th><th>timestamp</th><th>key</th>'
+          '<th>acked</th><th>committed</th><th>transaction</th><th>broker</th></tr>')
+        for p, x in rows[:5]:
+            acked = {True: "yes", False: "no"}.get(x.get("acked"), "? (no --acks)")
+            w(f'<tr><td>{esc(p.get("topic"))}-{esc(p.get("partition"))}</td><td class="num">{esc(x.get("offset"))}'
+              f'</td><td>{esc(iso_ms(x.get("timestamp")) or "not in report")}</td>'
+              f'<td>{esc(_preview(x.get("key"), 40) or "null")}</td><td>{acked}</td>'
+              f'<td>{"yes" if x.get("committed") else "no"}</td>'
+              f'<td>{esc(x.get("transaction") or x.get("txn_state") or "not in report")}</td>'
+              f'<td>{esc(x.get("broker"))}</td></tr>')
+        w("</table>")
+        w(f'<p><a href="#lost">all {len(rows)} lost record copies \u2193</a></p>')
+    else:
+        w("<p>None seen on the given log dirs.</p>")
+    w("</div>")
+    w('<div id="next-commands"><h3>Next commands</h3><ol>')
+    for cmd, why in next_commands(report):
+        w(f"<li><code>{esc(visible(cmd))}</code> \u2014 {esc(why)}</li>")
+    w("</ol></div>")
+
+
+def _codes_legend(w: Any) -> None:
+    w('<dl id="codes">')
+    for k, v in CODES.items():
+        w(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>")
+    w("</dl>")
+
+
+def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], block: Any,
+             report: Mapping[str, Any] | None = None, ev: _Evidence | None = None) -> None:
     block = block if isinstance(block, Mapping) else {}
     offsets = _offsets_lost(block)
     n_offsets = offsets.get("total") or 0
@@ -268,6 +402,8 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
     else:
         w('<p class="verdict unknown" id="verdict" data-answer="cannot_tell">Cannot tell: nothing was seen '
           'lost, but the evidence given cannot prove that nothing was. Missing evidence is listed below.</p>')
+    if report is not None and ev is not None:
+        _first_screen(w, report, parts, ev)
     gaps = block.get("missing_evidence")
     if isinstance(gaps, list) and gaps:
         w('<ul id="missing-evidence">')
@@ -298,7 +434,7 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
     w('<table id="by-status"><tr><th>status</th><th>partitions</th></tr>')
     for status, n in sorted(t["by_status"].items(), key=lambda kv: _rank(kv[0])):
         cls = "problem" if status in PROBLEM_STATUSES else "ok"
-        w(f'<tr data-status="{esc(status)}"><td><span class="badge {cls}">{esc(status)}</span></td>'
+        w(f'<tr data-status="{esc(status)}"><td>{code(status, "badge " + cls)}</td>'
           f'<td class="num">{n}</td></tr>')
     w("</table>")
     causes = dict(t["causes"])
@@ -472,9 +608,17 @@ def _replica_table(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
 
 def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     rows = []
+    dirs = {r.get("broker"): _replica_dir(p, r) for r in p.get("replicas") or []}
     ref_dir = next((_replica_dir(p, r) for r in p.get("replicas") or [] if r.get("reference")), None)
     for f in p.get("findings") or []:
-        rows.append(("partition", f, ref_dir))       # no segment named: the reference's partition dir
+        # the broker the finding is about (its field, or the first "broker N" its detail names
+        # that holds a replica here); else the reference's partition dir
+        named = f.get("broker")
+        if named not in dirs:
+            named = next((int(m) for m in re.findall(r"\bbroker (\d+)\b", str(f.get("detail") or ""))
+                          if int(m) in dirs), None)
+        rows.append(("partition" if named is None else f"partition (broker {named})", f,
+                     dirs.get(named) or ref_dir))
     for r in p.get("replicas") or []:
         for f in r.get("findings") or []:
             rows.append((f"broker {r.get('broker')}", f, _replica_dir(p, r)))
@@ -483,8 +627,8 @@ def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     w('<table class="findings"><tr><th>where</th><th>code</th><th>offset</th><th>detail</th>'
       '<th>evidence</th></tr>')
     for where, f, pdir in rows:
-        code = str(f.get("code") or "")
-        kind = "info" if code in INFO_CODES else "problem"
+        name = str(f.get("code") or "")
+        kind = "info" if name in INFO_CODES else "problem"
         if f.get("segment") and pdir:
             seg = os.path.join(pdir, str(f["segment"]))
             link = ev.link(seg, f.get("position"), _tail(seg, 3))
@@ -492,8 +636,8 @@ def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
             link = ev.link(pdir, label=_tail(pdir))
         else:
             link = ""
-        w(f'<tr class="finding" data-code="{esc(code)}"><td>{esc(where)}</td>'
-          f'<td><span class="badge {kind}">{esc(code)}</span></td><td class="num">{esc(f.get("offset"))}</td>'
+        w(f'<tr class="finding" data-code="{esc(name)}"><td>{esc(where)}</td>'
+          f'<td>{code(name, "badge " + kind)}</td><td class="num">{esc(f.get("offset"))}</td>'
           f'<td>{esc(f.get("detail"))}</td><td>{link}</td></tr>')
     w("</table>")
 
