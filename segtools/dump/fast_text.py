@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from segtools.formats import record_batch as _rb
+from segtools.primitives import codecs as _codecs
 from segtools.primitives.crc import crc32c
 from segtools.primitives.java_utf8 import java_utf8_replace
 
@@ -45,6 +46,11 @@ _V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 # baseOffset, length, leaderEpoch, magic, crc, attributes: the v2 header up to lastOffsetDelta
 _FRAME = struct.Struct(_rb.HEADER_STRUCT_FORMAT[:7])
 _INT32_MAX = 2**31 - 1
+_CODEC_MASK = 0x07
+_CONTROL_FLAG = 0x20
+#: decompressed record bytes of one window beyond its first batch: past this the window ends
+#: early, so a highly compressed window keeps the columns' memory bounded as for plain ones
+_DECOMPRESSED_WINDOW = WINDOW
 _INT64_MAX = np.iinfo(np.int64).max
 
 #: DefaultRecordBatch header fields after the frame (big-endian, at their byte offsets)
@@ -90,6 +96,7 @@ def _lit(text: str) -> Any:
 
 _TS_TYPES = _strings(["CreateTime", "LogAppendTime"])
 _BOOLS = _strings(["false", "true"])
+_CODECS = _strings([_codecs.COMPRESSION_NAMES[c] for c in range(5)])
 
 
 def usable(out: Any) -> bool:
@@ -102,6 +109,11 @@ def usable(out: Any) -> bool:
 
 class _Unusual(Exception):
     """Internal: the batch at this index needs the object reader."""
+
+
+class _WindowFull(Exception):
+    """Internal: the window's decompressed records reached _DECOMPRESSED_WINDOW before the
+    batch at this index; the fast path goes on from it in the next window."""
 
 
 class FastLogText:
@@ -121,6 +133,8 @@ class FastLogText:
         self.print_data = print_data
         self.kafka4 = kafka4
         self.resume_at = 0
+        self.window_full = False
+        self._inflated: dict[int, Any] = {}
         self._buf = bytearray(WINDOW + _PAD)
         self._np = np.frombuffer(self._buf, dtype=np.uint8)
         self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -169,7 +183,8 @@ class FastLogText:
                 total = size + 12
                 # legacy or unknown magic, a frame below the v2 header, a batch over the limit
                 # or the window, compression, control: the object reader's
-                if magic != 2 or total < _V2_OVERHEAD or total > limit or attributes & 0x27:
+                if (magic != 2 or total < _V2_OVERHEAD or total > limit
+                        or attributes & _CONTROL_FLAG or (attributes & _CODEC_MASK) > 4):
                     stop = True
                     break
                 if p + total > got:
@@ -184,8 +199,12 @@ class FastLogText:
                 p += total
             done = self._batches(np.array(starts, dtype=np.int64),
                                  np.array(sizes, dtype=np.int64), pos, state)
-            if done < len(starts):
+            if done < len(starts) and not self.window_full:
                 return pos + starts[done], False
+            if done < len(starts):  # decompressed records filled the window: go on from there
+                pos += starts[done]
+                want = max(want, need)
+                continue
             if stop or (not starts and want >= min(WINDOW, end - pos)):
                 return pos + p, end - (pos + p) <= _HEADER_UP_TO_MAGIC
             pos += p
@@ -196,39 +215,87 @@ class FastLogText:
     def _batches(self, starts: np.ndarray, sizes: np.ndarray, file_pos: int, state: Any) -> int:
         """Print the leading run of plain batches of this window; returns how many."""
         nb = len(starts)
+        self.window_full = False
         if nb == 0:
             return 0
-        while True:
-            # the checks run one kind after another, so a batch found unusual is not always
-            # the first one: retry on the batches before it until they all pass
-            try:
-                cols = self._decode(starts[:nb], sizes[:nb])
-                break
-            except _Unusual as exc:
-                nb = exc.args[0]
-                if nb == 0:
-                    return 0
+        self._inflated = {}
+        try:
+            while True:
+                # the checks run one kind after another, so a batch found unusual is not always
+                # the first one: retry on the batches before it until they all pass
+                try:
+                    cols = self._decode(starts[:nb], sizes[:nb])
+                    break
+                except _WindowFull as exc:
+                    nb = exc.args[0]
+                    self.window_full = True
+                except _Unusual as exc:
+                    nb = exc.args[0]
+                    self.window_full = False
+                    if nb == 0:
+                        return 0
+        finally:
+            self._inflated = {}
         self._emit(cols, starts[:nb], sizes[:nb], file_pos, state)
         return nb
 
+    def _records(self, head: np.ndarray, starts: np.ndarray,
+                 sizes: np.ndarray) -> tuple[bytearray, np.ndarray, np.ndarray]:
+        """The records sections of the window's batches: the window itself when no batch is
+        compressed, else one buffer with every batch's records, compressed ones decompressed
+        through the object reader's codecs (segtools.primitives.codecs, bounded by
+        max_batch_bytes). A batch the object reader would refuse or fail on is _Unusual."""
+        codec = head["attributes"].astype(np.int64) & _CODEC_MASK
+        rstart = starts + _V2_OVERHEAD
+        rend = starts + sizes
+        if not codec.any():
+            return self._buf, rstart, rend
+        mv = memoryview(self._buf)
+        parts: list[Any] = []
+        out_start = np.empty_like(rstart)
+        out_end = np.empty_like(rend)
+        at = 0
+        for b, (c, s, e, n) in enumerate(zip(codec.tolist(), rstart.tolist(), rend.tolist(),
+                                             head["records_count"].tolist())):
+            if c == 0 or n == 0:  # an empty batch is not decompressed (DefaultRecordBatch.iterator)
+                part: Any = mv[s:e] if n else b""
+            else:
+                if n > self.max_batch_bytes // 7:  # check_v2_batch's refusal: the object reader's
+                    raise _Unusual(b)
+                part = self._inflated.get(s)  # decompressed once per window, also on a retry
+                if part is None:
+                    try:
+                        part = _codecs.decompress(c, mv[s:e], magic=2,
+                                                  max_size=self.max_batch_bytes)
+                    except Exception:  # corrupt or over the limit: the object reader reports it
+                        raise _Unusual(b) from None
+                    self._inflated[s] = part
+            if b and at + len(part) > _DECOMPRESSED_WINDOW:
+                raise _WindowFull(b)
+            parts.append(part)
+            out_start[b] = at
+            at += len(part)
+            out_end[b] = at
+        parts.append(bytes(_PAD))
+        return bytearray(b"".join(parts)), out_start, out_end
+
     def _decode(self, starts: np.ndarray, sizes: np.ndarray) -> dict[str, Any]:
-        w = self._np
-        buf = self._buf
         nb = len(starts)
-        head = w[starts[:, None] + np.arange(_V2_OVERHEAD)].reshape(-1).view(_HEADER)
+        head = self._np[starts[:, None] + np.arange(_V2_OVERHEAD)].reshape(-1).view(_HEADER)
         counts = head["records_count"].astype(np.int64)
         base_seq = head["base_sequence"].astype(np.int64)
         bad = (counts < 0) | (base_seq < -1) | (head["last_offset_delta"] < 0)
         if bad.any():
             raise _Unusual(int(np.argmax(bad)))
+        buf, rec_start, rec_end = self._records(head, starts, sizes)
+        w = self._np if buf is self._buf else np.frombuffer(buf, dtype=np.uint8)
 
         # the records' length prefixes: sequential within a batch (DefaultRecord.readFrom)
         body: list[int] = []
         lens: list[int] = []
         put_body = body.append
         put_len = lens.append
-        ends = (starts + sizes).tolist()
-        for b, (p, e, c) in enumerate(zip((starts + _V2_OVERHEAD).tolist(), ends,
+        for b, (p, e, c) in enumerate(zip(rec_start.tolist(), rec_end.tolist(),
                                           counts.tolist())):
             for _ in range(c):
                 if p >= e:
@@ -394,7 +461,8 @@ class FastLogText:
             _optional_long(base_ts, horizon),
             " position: ", s(starts + file_pos), " ", _TS_TYPES.take(_arrow(log_append)),
             ": ", s(max_ts), " size: ", s(sizes),
-            " magic: 2 compresscodec: none crc: ", s(head["crc"].astype(np.int64)),
+            " magic: 2 compresscodec: ", _CODECS.take(_arrow(attributes & _CODEC_MASK)),
+            " crc: ", s(head["crc"].astype(np.int64)),
             " isvalid: true\n",
         ])
 

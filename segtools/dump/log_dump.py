@@ -301,7 +301,7 @@ def _object_batches(ctx: DumpContext, path: str, reader: SegmentReader, state: _
                 ctx.error("corrupt_records", exc.located(
                     path=path, position=batch.position, base_offset=batch.base_offset))
             if (plain_stops and batch.magic == 2 and batch.crc_valid and not batch.is_control
-                    and batch.compression_id == 0):
+                    and batch.compression_id <= 4):
                 return False, True
     finally:
         state.last_offset = last_offset
