@@ -106,7 +106,11 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
         _wait(lambda: int(_state(dirs[leader]).get("leaderEpoch", 0)) > old_epoch, 60,
               "the old leader following the new epoch")
         time.sleep(3)
-        for i in (1, 2, 3):
+        # the leader stops last: stopping it first makes the others elect a new leader whose
+        # LEADER_CHANGE may reach only its own disk before they stop, and then no prefix can
+        # be proven committed (Raft's figure 8) -- a true answer, but not the story tested here
+        last = int(_state(dirs[others[0]]).get("leaderId", -1))
+        for i in sorted((1, 2, 3), key=lambda i: i == last):
             procs[i].terminate(20.0)
         yield {"leader": leader, "before": before, "dirs": dirs, "others": others,
                "old_epoch": old_epoch}
