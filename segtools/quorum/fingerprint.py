@@ -13,9 +13,8 @@ import os
 from dataclasses import dataclass
 
 from segtools.errors import SegtoolsError
-from segtools.internal_topics.metadata import decode_record
+from segtools.quorum.image import metadata_records
 from segtools.quorum.nodes import ControllerNode
-from segtools.records.batches import SegmentReader
 
 #: newest production metadata.version level of each release, as each release's own
 #: ``kafka-storage version-mapping --release-version R`` prints it (measured with the Kafka
@@ -49,19 +48,9 @@ class Fingerprint:
 
 
 def _levels(path: str) -> list[int]:
-    out = []
-    with SegmentReader(path) as reader:
-        for batch in reader:
-            if batch.is_control:
-                continue
-            for rec in batch.records():
-                try:
-                    name, _v, data = decode_record(rec.value)
-                except SegtoolsError:
-                    continue       # unreadable records are the audit's findings, not ours
-                if name == "FEATURE_LEVEL_RECORD" and data.get("name") == "metadata.version":
-                    out.append(int(data["featureLevel"]))
-    return out
+    # unreadable records are the audit's findings, not the fingerprint's
+    return [int(data["featureLevel"]) for _o, _t, name, data in metadata_records(path, skip_unreadable=True)
+            if name == "FEATURE_LEVEL_RECORD" and data.get("name") == "metadata.version"]
 
 
 def fingerprint(node: ControllerNode) -> Fingerprint:

@@ -132,8 +132,10 @@ def _norm(v: Any) -> Any:
     return list(v) if isinstance(v, (list, tuple)) else v
 
 
-def _records(path: str) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
-    """(offset, timestamp, type name, data) of the metadata records of one file."""
+def metadata_records(path: str, *, skip_unreadable: bool = False
+                     ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
+    """(offset, timestamp, type name, data) of the metadata records of one file; a record
+    that does not decode raises, or is passed over with ``skip_unreadable``."""
     with SegmentReader(path) as reader:
         for batch in reader:
             if batch.is_control:
@@ -142,6 +144,8 @@ def _records(path: str) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
                 try:
                     name, _v, data = decode_record(rec.value)
                 except SegtoolsError as e:
+                    if skip_unreadable:
+                        continue
                     raise SegtoolsError(f"{path}: byte {batch.position}, offset {rec.offset}: "
                                         f"metadata record unreadable: {e}") from None
                 yield rec.offset, rec.timestamp, name, data
@@ -150,7 +154,7 @@ def _records(path: str) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
 def image_from_snapshot(path: str, end_offset: int) -> Image:
     """The image a ``.checkpoint`` snapshot holds."""
     img = Image(offset=end_offset)
-    for _o, _t, name, data in _records(path):
+    for _o, _t, name, data in metadata_records(path):
         img.apply(name, data)
     return img
 
@@ -162,7 +166,7 @@ def replay(start: Image, logs: Iterable[str], *, until_offset: int | None = None
     img = Image(dict((k, dict(v)) for k, v in start.entities.items()), start.offset,
                 start.time_ms)
     for path in logs:
-        for offset, ts, name, data in _records(path):
+        for offset, ts, name, data in metadata_records(path):
             if offset < img.offset:
                 continue
             if until_offset is not None and offset >= until_offset:
