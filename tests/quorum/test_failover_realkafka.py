@@ -19,17 +19,11 @@ import pytest
 from segtools.quorum import audit_dirs
 from segtools.quorum.audit import diverge
 from segtools.quorum.nodes import load_node
+from tests.quorum.real_controllers import controller_properties, format_controller, kafka_uuid
 
 pytestmark = pytest.mark.realkafka
 
 RELEASE = "4.3.1"
-
-
-def _uuid() -> str:
-    import base64
-    import uuid
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 def _state(d: Path) -> dict[str, object]:
@@ -52,31 +46,25 @@ def _wait(cond: object, timeout: float, what: str) -> None:
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     from segtools.realcluster import config
     from segtools.realcluster.kafka_runtime import kafka_runtime
-    from segtools.realcluster.processes import JvmProcess, run_tool
+    from segtools.realcluster.processes import JvmProcess
 
     rt = kafka_runtime(version=RELEASE)
     root = tmp_path_factory.mktemp("quorum-failover")
     (root / "log4j2.properties").write_text(config.LOG4J2)
     ports = {i: config.free_port() for i in (1, 2, 3)}
-    dids = {i: _uuid() for i in (1, 2, 3)}
-    cid = _uuid()
+    dids = {i: kafka_uuid() for i in (1, 2, 3)}
+    cid = kafka_uuid()
     boot = ",".join(f"127.0.0.1:{ports[i]}" for i in (1, 2, 3))
     initial = ",".join(f"{i}@127.0.0.1:{ports[i]}:{dids[i]}" for i in (1, 2, 3))
     dirs, props = {}, {}
     for i in (1, 2, 3):
         d = root / f"c{i}"
         d.mkdir()
-        p = root / f"c{i}.properties"
-        p.write_text(
-            f"process.roles=controller\nnode.id={i}\ncontroller.listener.names=CONTROLLER\n"
-            f"listeners=CONTROLLER://127.0.0.1:{ports[i]}\n"
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT\n"
-            f"metadata.log.dir={d}\nlog.dirs={d}\ncontroller.quorum.bootstrap.servers={boot}\n"
+        p = controller_properties(
+            root / f"c{i}.properties", i, ports[i], d, boot,
             "metadata.max.idle.interval.ms=100\ncontroller.quorum.election.timeout.ms=1000\n"
             "controller.quorum.fetch.timeout.ms=2000\n")
-        res = run_tool(rt.command("kafka.tools.StorageTool", "format", "-t", cid, "-c", str(p),
-                                  "--initial-controllers", initial, heap="128m"), timeout=120)
-        assert res.returncode == 0, res.stdout + res.stderr
+        format_controller(rt, cid, p, "--initial-controllers", initial)
         dirs[i], props[i] = d, p
     procs: dict[int, JvmProcess] = {}
 

@@ -5,52 +5,41 @@ the directory ids the test generated. Formatting only: no JVM is left running.""
 
 from __future__ import annotations
 
-import base64
 import os
-import uuid
 from pathlib import Path
 
 import pytest
 
 from segtools.quorum import audit_dirs
+from tests.quorum.real_controllers import controller_properties, format_controller, kafka_uuid
 
 pytestmark = pytest.mark.realkafka
 
 RELEASE = "4.3.1"
 
 
-def _uuid() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-
-
 @pytest.fixture(scope="module")
 def formatted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[int, str]]:
     from segtools.realcluster.kafka_runtime import KafkaUnavailableError, kafka_runtime
-    from segtools.realcluster.processes import run_tool
 
     try:
         rt = kafka_runtime(version=RELEASE)
     except KafkaUnavailableError as exc:
         pytest.fail(f"Kafka {RELEASE} is unavailable: {exc}", pytrace=False)
     root = tmp_path_factory.mktemp("quorum-format")
-    cluster_id, dir_ids = _uuid(), {i: _uuid() for i in (1, 2, 3)}
+    cluster_id, dir_ids = kafka_uuid(), {i: kafka_uuid() for i in (1, 2, 3)}
     ports = {1: 19191, 2: 19192, 3: 19193}     # written into the dirs only, never bound
     dirs = []
     for i in (1, 2, 3):
         d = root / f"c{i}"
         d.mkdir()
-        props = root / f"c{i}.properties"
-        props.write_text(
-            f"process.roles=controller\nnode.id={i}\ncontroller.listener.names=CONTROLLER\n"
-            f"listeners=CONTROLLER://127.0.0.1:{ports[i]}\nmetadata.log.dir={d}\nlog.dirs={d}\n"
-            f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[1]},127.0.0.1:{ports[2]}\n")
+        props = controller_properties(root / f"c{i}.properties", i, ports[i], d,
+                                      f"127.0.0.1:{ports[1]},127.0.0.1:{ports[2]}")
         how = (["--initial-controllers", ",".join(f"{j}@127.0.0.1:{ports[j]}:{dir_ids[j]}"
                                                   for j in (1, 2))]
                if i in (1, 2) else ["--standalone"])
-        res = run_tool(rt.command("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                  "-c", str(props), *how, heap="128m"), timeout=120)
         # Kafka 4.3.1 still formats all three (KAFKA-19489 is not refused at format time)
-        assert res.returncode == 0, res.stdout + res.stderr
+        format_controller(rt, cluster_id, props, *how)
         dirs.append(str(d))
     return dirs, dir_ids
 
@@ -80,18 +69,12 @@ def test_fingerprint_of_a_formatted_dir_contains_the_release(
         release: str, tmp_path: Path) -> None:
     from segtools.quorum.fingerprint import RELEASE_MAX_LEVEL
     from segtools.realcluster.kafka_runtime import kafka_runtime
-    from segtools.realcluster.processes import run_tool
 
     rt = kafka_runtime(version=release)
     d = tmp_path / "c1"
     d.mkdir()
-    props = tmp_path / "c1.properties"
-    props.write_text("process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
-                     f"listeners=CONTROLLER://127.0.0.1:19191\nmetadata.log.dir={d}\n"
-                     f"log.dirs={d}\ncontroller.quorum.bootstrap.servers=127.0.0.1:19191\n")
-    res = run_tool(rt.command("kafka.tools.StorageTool", "format", "-t", _uuid(), "-c", str(props),
-                              "--standalone", heap="128m"), timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
+    props = controller_properties(tmp_path / "c1.properties", 1, 19191, d, "127.0.0.1:19191")
+    format_controller(rt, kafka_uuid(), props, "--standalone")
     (fp,) = audit_dirs([str(d)]).fingerprints
     true = ".".join(release.split(".")[:2])
     order = [r for r, _ in RELEASE_MAX_LEVEL]
