@@ -310,23 +310,19 @@ def dump_txn_index(ctx: DumpContext, path: str) -> None:
     # other one; earlier releases read its first byte and reject only positive ones
     whole_version = release_tuple(ctx.options.kafka_version) >= (4, 4)
     previous_last = None
-    with open(path, "rb") as fh:
-        for i, txn in enumerate(read_txn_index(path, strict=False)):
-            version, last = txn.version, txn.last_offset
-            if whole_version:
-                fh.seek(i * 34)
-                version = int.from_bytes(fh.read(2), "big", signed=True)
-                if version != 0:
-                    ctx.error("txn_index_version", FormatError(
-                        f"Unexpected aborted transaction version {version} in transaction index {path}, "
-                        "supported version range is 0 to 0", path=path, position=i * 34, field="version"))
-                    return
-            elif version > 0:
-                ctx.error("txn_index_version", FormatError(
-                    f"Unexpected aborted transaction version {version}", path=path,
-                    position=i * 34, field="version"))
-            _txn_entry(ctx, i, txn, version, last, previous_last)
-            previous_last = last
+    for i, txn in enumerate(read_txn_index(path, strict=False)):
+        version, last = (txn.version_int16 if whole_version else txn.version), txn.last_offset
+        if whole_version and version != 0:
+            ctx.error("txn_index_version", FormatError(
+                f"Unexpected aborted transaction version {version} in transaction index {path}, "
+                "supported version range is 0 to 0", path=path, position=i * 34, field="version"))
+            return
+        if version > 0:
+            ctx.error("txn_index_version", FormatError(
+                f"Unexpected aborted transaction version {version}", path=path,
+                position=i * 34, field="version"))
+        _txn_entry(ctx, i, txn, version, last, previous_last)
+        previous_last = last
 
 
 def _txn_entry(ctx: DumpContext, i: int, txn: Any, version: int, last: int, previous_last: int | None) -> None:

@@ -50,13 +50,15 @@ _TXN_ENTRY = struct.Struct(ABORTED_TXN_STRUCT_FORMAT)
 @dataclass(frozen=True, slots=True)
 class AbortedTxn:
     """One ``.txnindex`` entry. ``version`` is the first byte only, read as a signed Java byte,
-    as Kafka reports it."""
+    as Kafka up to 4.3 reports it; ``version_int16`` is the whole int16 field, as Kafka 4.4
+    reads it."""
 
     version: int
     producer_id: int
     first_offset: int
     last_offset: int
     last_stable_offset: int
+    version_int16: int
 
 
 def index_base_offset(path: PathLike) -> int:
@@ -167,14 +169,15 @@ def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:
                 chunk = fh.read(ABORTED_TXN_SIZE)
                 if len(chunk) < ABORTED_TXN_SIZE:
                     break
-                _, producer_id, first_offset, last_offset, lso = _TXN_ENTRY.unpack(chunk)
+                version_int16, producer_id, first_offset, last_offset, lso = _TXN_ENTRY.unpack(chunk)
                 version = chunk[0] - 256 if chunk[0] > 127 else chunk[0]  # Java byte: signed
                 if strict and version > CURRENT_ABORTED_TXN_VERSION:
                     raise IndexCorruptionError(
                         f"Unexpected aborted transaction version {version}", path=path,
                         position=position, field="version",
                         expected=CURRENT_ABORTED_TXN_VERSION, actual=version)
-                out.append(AbortedTxn(version, producer_id, first_offset, last_offset, lso))
+                out.append(AbortedTxn(version, producer_id, first_offset, last_offset, lso,
+                                      version_int16))
                 position += ABORTED_TXN_SIZE
     except OSError as exc:
         raise InputError(f"cannot read transaction index {display_path(path)}: {exc.strerror or exc}") from exc

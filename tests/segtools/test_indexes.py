@@ -167,9 +167,10 @@ def test_entry_builders_match_spec_examples() -> None:
 def test_txn_index(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.txnindex"
     entries = [struct.pack(">hqqqq", 0, 7, 0, 5, 6), struct.pack(">hqqqq", 1, 8, 10, 15, 16)]
-    # second entry: int16 version 1 = bytes 00 01; Kafka reads only byte 0 -> version 0, accepted
+    # second entry: int16 version 1 = bytes 00 01; Kafka up to 4.3 reads only byte 0 -> version 0,
+    # accepted; Kafka 4.4 reads the int16 (1) and stops there
     path.write_bytes(b"".join(entries) + b"\x00" * 20)          # + partial trailing entry
-    assert read_txn_index(path) == [AbortedTxn(0, 7, 0, 5, 6), AbortedTxn(0, 8, 10, 15, 16)]
+    assert read_txn_index(path) == [AbortedTxn(0, 7, 0, 5, 6, 0), AbortedTxn(0, 8, 10, 15, 16, 1)]
     bad = tmp_path / "00000000000000000001.txnindex"
     bad.write_bytes(entries[0] + struct.pack(">hqqqq", 0x0100, 9, 20, 25, 26))
     with pytest.raises(IndexCorruptionError) as info:
@@ -183,7 +184,7 @@ def test_txn_index_version_byte_is_signed_like_java(tmp_path: Path) -> None:
     # is accepted (kafka-dump-log prints "version: -1")
     path = tmp_path / "00000000000000000000.txnindex"
     path.write_bytes(struct.pack(">hqqqq", -1, 7, 0, 5, 6) + struct.pack(">hqqqq", -32768, 8, 10, 15, 16))
-    assert read_txn_index(path) == [AbortedTxn(-1, 7, 0, 5, 6), AbortedTxn(-128, 8, 10, 15, 16)]
+    assert read_txn_index(path) == [AbortedTxn(-1, 7, 0, 5, 6, -1), AbortedTxn(-128, 8, 10, 15, 16, -32768)]
 
 
 def test_sanity_checks(realdata: Path, tmp_path: Path) -> None:
