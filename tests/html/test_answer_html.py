@@ -7,29 +7,13 @@ import re
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from segtools.cli.main import cli
 from segtools.forensics.api import compare
 from segtools.forensics.report_html import render_html
-
-QUIET = """\
-name: quiet
-seed: 22
-cluster: {brokers: [1, 2, 3], segment_index_bytes: 1024, metadata_log: true}
-topics:
-  - {name: t, replication_factor: 3, min_insync_replicas: 2, assignment: {0: [1, 2, 3]}}
-steps:
-  - produce: {topic: t, partition: 0, acks: all, count: 5, value_bytes: 4}
-  - advance: {ms: 6000}
-"""
+from tests.forensics.test_answers import QUIET, _simulate
 
 
 def _quiet(tmp_path: Path) -> Path:
-    (tmp_path / "q.yaml").write_text(QUIET)
-    out = tmp_path / "quiet"
-    assert CliRunner().invoke(cli, ["simulate", str(tmp_path / "q.yaml"), "--out", str(out)]).exit_code == 0
-    return out
+    return _simulate(tmp_path, QUIET, "quiet")
 
 
 def _verdict(page: str) -> tuple[str, str]:
