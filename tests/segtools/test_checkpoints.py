@@ -160,7 +160,7 @@ def test_non_ascii_checkpoint_positions_in_linear_time(tmp_path: Path) -> None:
     # every line: a 2.4 MB file of such lines took minutes before reporting the first error.
     # Work is counted, not timed: the characters the line splitter slices out of the text
     # must stay linear in the text's length (the quadratic version sliced n^2/2).
-    from segtools.files import checkpoints
+    from segtools.formats.text_lines import kafka_lines
 
     class CountingStr(str):
         sliced = 0
@@ -171,7 +171,7 @@ def test_non_ascii_checkpoint_positions_in_linear_time(tmp_path: Path) -> None:
             return piece
 
     text = CountingStr("0\n20000\n" + "\u00e9t\u00e9 0 1\n" * 20_000)
-    lines = checkpoints._lines(text)
+    lines = kafka_lines(text)
     assert len(lines) == 20_002
     assert lines[-1][1] == len(b"0\n20000\n") + 19_999 * len("\u00e9t\u00e9 0 1\n".encode())
     assert CountingStr.sliced <= 3 * len(text)
