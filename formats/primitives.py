@@ -44,7 +44,7 @@ __all__ = [
     "CompactArray", "CompactString", "CompactNullableString", "CompactBytes", "TaggedFields",
     "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "greedy",
     "struct_format", "numpy_dtype", "LocatedError",
-    "context_value",
+    "context_value", "construct_field",
 ]
 
 
@@ -299,7 +299,7 @@ class _UuidAdapter(Adapter):  # type: ignore[misc]  # construct ships no annotat
 UuidBytes = _UuidAdapter(Bytes(16))
 
 
-def _field_from_path(path: str | None) -> str | None:
+def construct_field(path: str | None) -> str | None:
     """construct paths look like ``(parsing) -> header -> base_timestamp``; keep the fields."""
     if not path:
         return None
@@ -343,11 +343,11 @@ def parse_located(
     except LocatedError as exc:
         where = None if position is None or exc.position is None else position + exc.position
         raise error(exc.reason, path=path, position=where, base_offset=base_offset,
-                    field=exc.field or _field_from_path(exc.path), expected=exc.expected,
+                    field=exc.field or construct_field(exc.path), expected=exc.expected,
                     actual=exc.actual) from None
     except ConstructError as exc:
         reached = stream.last_start if isinstance(exc, StreamError) else stream.tell()
-        field = _field_from_path(getattr(exc, "path", None))
+        field = construct_field(getattr(exc, "path", None))
         text = str(exc)
         msg = text.split("\n", 1)[-1].strip() if "\n" in text else text
         where = None if position is None else position + reached
@@ -381,7 +381,10 @@ def _fixed_fields(layout: Construct) -> list[tuple[str, str]]:
     """(field name, struct code) of a construct ``Struct`` of big-endian integers only."""
     fields = []
     for field in getattr(layout, "subcons", ()):
-        fmt = getattr(getattr(field, "subcon", None), "fmtstr", None)
+        inner = getattr(field, "subcon", None)
+        while isinstance(inner, Adapter):   # a rule over the value keeps the layout
+            inner = inner.subcon
+        fmt = getattr(inner, "fmtstr", None)
         if not field.name or not isinstance(fmt, str) or len(fmt) != 2 or fmt[0] != ">" \
                 or fmt[1] not in _STRUCT_CODES:
             raise TypeError(f"field {field.name!r} is not a big-endian integer: "
