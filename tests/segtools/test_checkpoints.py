@@ -129,6 +129,10 @@ def test_real_quorum_state(realdata: Path, tmp_path: Path) -> None:
     ("0\n1\nfoo 0 5_0\n", 3, "Malformed line"),
     ("0\n3\nfoo 0 5\nbar 1 7\n", 4, "Expected [3] entries in checkpoint file"),
     ("0\n1\nfoo 0 5\nbar 1 7\n", 4, "Expected [1] entries"),
+    # entry lines are parsed one by one before the count is compared: kafka-storage 4.3.1's
+    # OffsetCheckpointFile.read on this file throws NumberFormatException for "x" (run by hand),
+    # not "Expected [3] entries"
+    ("0\n3\nfoo x 5\nbar 1 7\n", 3, "Malformed line in checkpoint file"),
 ])
 def test_malformed_offset_checkpoint(tmp_path: Path, text: str, line: int, message: str) -> None:
     path = tmp_path / "replication-offset-checkpoint"
