@@ -83,7 +83,9 @@ _TEXT = {"int", "split", "rsplit", "splitlines", "partition", "parse_java_int", 
 _BINARY = {"unpack", "unpack_from", "iter_unpack", "from_bytes", "read_uvarint", "read_varint",
            "urlsafe_b64encode", "urlsafe_b64decode", "decode", "frombuffer"}
 READERS = {"segtools/files/checkpoints.py": _TEXT, "segtools/files/snapshots.py": _BINARY,
-           "segtools/records/control.py": _BINARY}
+           "segtools/records/control.py": _BINARY,
+           # dump's Kafka 4.x wording of a rejected snapshot reads the header again
+           "segtools/dump/state_dump.py": _BINARY}
 #: unpacking with a format derived from a declaration (formats.primitives.struct_format) is
 #: allowed where construct is too slow: the snapshot entry array, the fixed control key and
 #: end-transaction marker (one per transaction)
