@@ -14,7 +14,6 @@ write ``<name>.tmp``, fsync, rename over the target.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid as _uuid
@@ -239,5 +238,6 @@ def write_meta_properties(path: PathLike, props: Mapping[str, str], *,
 
 
 def write_quorum_state(path: PathLike, state: Mapping[str, Any]) -> None:
-    """Write ``quorum-state`` as compact JSON (key order kept), atomically."""
-    atomic_write(path, json.dumps(dict(state), separators=(",", ":")).encode("utf-8"))
+    """Write ``quorum-state`` as compact JSON (key order kept, non-ASCII as UTF-8 as Jackson
+    writes it), atomically."""
+    atomic_write(path, JsonObjectDocument.build(dict(state)))
