@@ -8,7 +8,9 @@ KRaftVersionRecord,VotersRecord}.json``)::
     EndTxnMarker (ABORT 0 / COMMIT 1) => version int16 (0), coordinator_epoch int32
 
 KRaft control values (types 2-6) are flexible message bodies -- compact strings/arrays and a
-tagged-field section, no frame prefix -- and Kafka always reads them with schema version 0::
+tagged-field section, no frame prefix -- and Kafka always reads them with schema version 0
+(bytes after the message are ignored, as the generated readers do; a null array or string
+where the schema has none is an error, as there)::
 
     LeaderChangeMessage => version int16, leader_id int32, voters [voter_id int32 _tagged],
                            granting_voters [voter_id int32 _tagged], _tagged
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from construct import Int16sb, Int16ub, Int32sb, Int64sb, Struct, Terminated
+from construct import Int16sb, Int16ub, Int32sb, Int64sb, Struct
 
 from segtools.formats.primitives import (
     CompactArray,
@@ -99,27 +101,23 @@ LeaderChangeMessage = Struct(
     "voters" / CompactArray(_LeaderChangeVoter),
     "granting_voters" / CompactArray(_LeaderChangeVoter),
     "_tagged_fields" / TaggedFields,
-    Terminated,
 )
 
 SnapshotHeaderRecord = Struct(
     "version" / Int16sb,
     "last_contained_log_timestamp" / Int64sb,
     "_tagged_fields" / TaggedFields,
-    Terminated,
 )
 
 SnapshotFooterRecord = Struct(
     "version" / Int16sb,
     "_tagged_fields" / TaggedFields,
-    Terminated,
 )
 
 KRaftVersionRecord = Struct(
     "version" / Int16sb,
     "kraft_version" / Int16sb,
     "_tagged_fields" / TaggedFields,
-    Terminated,
 )
 
 _VoterEndpoint = Struct(
@@ -147,7 +145,6 @@ VotersRecord = Struct(
     "version" / Int16sb,
     "voters" / CompactArray(_Voter),
     "_tagged_fields" / TaggedFields,
-    Terminated,
 )
 
 #: value schema per control type (ABORT/COMMIT share EndTxnMarker)

@@ -43,8 +43,34 @@ __all__ = [
     "KafkaVarint", "Varint", "Varlong", "UnsignedVarint", "NullableBytes", "VarintString",
     "CompactArray", "CompactString", "CompactNullableString", "CompactBytes", "TaggedFields",
     "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "greedy",
-    "struct_format", "numpy_dtype",
+    "struct_format", "numpy_dtype", "LocatedError",
+    "context_value", "construct_field",
 ]
+
+
+class LocatedError(ExplicitError):  # type: ignore[misc]  # construct ships no annotations
+    """A reader rule of Kafka broken: Kafka's own message, the byte position (from the start of
+    the parsed data) and the field, kept apart so :func:`parse_located` passes them on as they
+    are instead of prefixing them."""
+
+    def __init__(self, message: str, *, path: str | None = None, position: int | None = None,
+                 field: str | None = None, expected: Any = None, actual: Any = None) -> None:
+        super().__init__(message, path=path)
+        self.reason = message
+        self.position = position
+        self.field = field
+        self.expected = expected
+        self.actual = actual
+
+
+def context_value(context: Any, key: str, default: Any) -> Any:
+    """A keyword given to ``parse(...)`` (e.g. the file name a Kafka message quotes), looked up
+    through nested contexts."""
+    while context is not None:
+        if key in context:
+            return context[key]
+        context = context.get("_")
+    return default
 
 
 class VarintError(ExplicitError):  # type: ignore[misc]  # construct ships no annotations
@@ -273,7 +299,7 @@ class _UuidAdapter(Adapter):  # type: ignore[misc]  # construct ships no annotat
 UuidBytes = _UuidAdapter(Bytes(16))
 
 
-def _field_from_path(path: str | None) -> str | None:
+def construct_field(path: str | None) -> str | None:
     """construct paths look like ``(parsing) -> header -> base_timestamp``; keep the fields."""
     if not path:
         return None
@@ -301,19 +327,27 @@ def parse_located(
     position: int | None = None,
     base_offset: int | None = None,
     what: str = "structure",
+    **context: Any,
 ) -> Any:
     """Parse ``data`` with ``con``; turn any construct/decoding failure into ``error``.
 
     The raised error names the failing field (construct's path) and, as ``position``, the byte
     position in the file (``position`` is where ``data`` starts): where the field that ran
-    short starts, or how far the parser had got for other failures.
+    short starts, or how far the parser had got for other failures. A :class:`LocatedError`
+    (a Kafka reader rule) keeps its own message, position and field. ``context`` goes to the
+    construct context (e.g. the file name a Kafka message quotes).
     """
     stream = _TrackingStream(bytes(data))
     try:
-        return con.parse_stream(stream)
+        return con.parse_stream(stream, **context)
+    except LocatedError as exc:
+        where = None if position is None or exc.position is None else position + exc.position
+        raise error(exc.reason, path=path, position=where, base_offset=base_offset,
+                    field=exc.field or construct_field(exc.path), expected=exc.expected,
+                    actual=exc.actual) from None
     except ConstructError as exc:
         reached = stream.last_start if isinstance(exc, StreamError) else stream.tell()
-        field = _field_from_path(getattr(exc, "path", None))
+        field = construct_field(getattr(exc, "path", None))
         text = str(exc)
         msg = text.split("\n", 1)[-1].strip() if "\n" in text else text
         where = None if position is None else position + reached
@@ -347,7 +381,10 @@ def _fixed_fields(layout: Construct) -> list[tuple[str, str]]:
     """(field name, struct code) of a construct ``Struct`` of big-endian integers only."""
     fields = []
     for field in getattr(layout, "subcons", ()):
-        fmt = getattr(getattr(field, "subcon", None), "fmtstr", None)
+        inner = getattr(field, "subcon", None)
+        while isinstance(inner, Adapter):   # a rule over the value keeps the layout
+            inner = inner.subcon
+        fmt = getattr(inner, "fmtstr", None)
         if not field.name or not isinstance(fmt, str) or len(fmt) != 2 or fmt[0] != ">" \
                 or fmt[1] not in _STRUCT_CODES:
             raise TypeError(f"field {field.name!r} is not a big-endian integer: "

@@ -10,10 +10,6 @@ from typing import TYPE_CHECKING
 from segtools.dump import text
 from segtools.dump.options import release_tuple
 from segtools.errors import CheckpointFormatError, FormatError, SnapshotFormatError
-from segtools.formats.producer_snapshot import (
-    PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT,
-    PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT,
-)
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
@@ -61,12 +57,13 @@ def _kafka4_snapshot_message(path: str) -> str | None:
     read is a BufferUnderflowException (message ``null``), a negative entry count
     "non-nullable field producerEntries was serialized as null", a count above the bytes left
     "Tried to allocate a collection of size N, but there are only R bytes remaining."."""
-    import struct
+    from construct import ConstructError, StreamError
 
+    from segtools.formats.primitives import LocatedError
     from segtools.formats.producer_snapshot import (
         PRODUCER_ENTRY_SIZE,
         PRODUCER_SNAPSHOT_HEADER_SIZE,
-        PRODUCER_SNAPSHOT_VERSION,
+        ProducerSnapshotHeader,
     )
 
     prefix = "Snapshot failed schema validation: "
@@ -77,13 +74,14 @@ def _kafka4_snapshot_message(path: str) -> str | None:
         return None
     if len(data) < 2:
         return prefix + "null"
-    version = struct.unpack_from(PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT, data)[0]
-    if version != PRODUCER_SNAPSHOT_VERSION:
-        return None  # same words as 3.x
-    if len(data) < PRODUCER_SNAPSHOT_HEADER_SIZE:
-        return prefix + "null"
-    count = struct.unpack_from(PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT, data,
-                               PRODUCER_SNAPSHOT_HEADER_SIZE - 4)[0]
+    try:    # the header through its declaration: the version is checked before the rest
+        count = ProducerSnapshotHeader.parse(data[:PRODUCER_SNAPSHOT_HEADER_SIZE]).producer_entries
+    except LocatedError:
+        return None  # an unknown version: same words as 3.x
+    except StreamError:
+        return prefix + "null"    # version 1, header cut short
+    except ConstructError:
+        return None
     remaining = len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE
     if count < 0:
         return prefix + "non-nullable field producerEntries was serialized as null"

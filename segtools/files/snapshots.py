@@ -1,6 +1,8 @@
 """Producer state snapshots ``<offset>.snapshot`` (FORMATS.md section 8).
 
-Layout declared in :mod:`segtools.formats.producer_snapshot`. The reader reports a CRC mismatch
+Layout declared in :mod:`segtools.formats.producer_snapshot`: the header decodes through its
+construct declaration, the fixed-size entries through the ``struct`` format derived from the
+entry declaration (construct would be ~6x slower on 100,000 entries). The reader reports a CRC mismatch
 (``crc_valid=False``) instead of failing, so a damaged snapshot can still be inspected; layout
 problems raise :class:`SnapshotFormatError` with the byte position and field.
 """
@@ -10,21 +12,25 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from construct import ConstructError, StreamError
 
 from segtools.errors import SnapshotFormatError, input_path, os_input_error
 from segtools.files.checkpoints import atomic_write
+from segtools.formats.primitives import LocatedError, construct_field
 from segtools.formats.producer_snapshot import (
     CRC_OFFSET,
     PRODUCER_ENTRIES_OFFSET,
+    PRODUCER_ENTRY_FIELDS,
     PRODUCER_ENTRY_SIZE,
     PRODUCER_ENTRY_STRUCT_FORMAT,
     PRODUCER_SNAPSHOT_COUNT_STRUCT_FORMAT,
     PRODUCER_SNAPSHOT_HEADER_SIZE,
-    PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT,
     PRODUCER_SNAPSHOT_VERSION,
     PRODUCER_SNAPSHOT_VERSION_CRC_STRUCT_FORMAT,
-    PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT,
+    ProducerSnapshotHeader,
 )
 from segtools.primitives.crc import crc32c
 from segtools.primitives.java_numbers import java_int
@@ -34,9 +40,6 @@ __all__ = ["ProducerSnapshotEntry", "ProducerSnapshot", "read_producer_snapshot"
 
 PathLike = str | os.PathLike[str]
 _ENTRY = struct.Struct(PRODUCER_ENTRY_STRUCT_FORMAT)
-_HEADER = struct.Struct(PRODUCER_SNAPSHOT_HEADER_STRUCT_FORMAT)
-_FIELDS = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp",
-           "coordinator_epoch", "current_txn_first_offset")
 #: refuse larger files: a real snapshot holds one 46-byte entry per live producer
 MAX_SNAPSHOT_BYTES = 1 << 30
 
@@ -99,7 +102,7 @@ def read_producer_snapshot(path: PathLike) -> ProducerSnapshot:
             # 1 GiB file is mostly a hole) only feeds the CRC, never held whole
             data = fh.read(PRODUCER_SNAPSHOT_HEADER_SIZE)
             computed = crc32c(memoryview(data)[PRODUCER_ENTRIES_OFFSET:])
-            count = (_HEADER.unpack_from(data, 0)[2]
+            count = (_header(path, data).producer_entries
                      if len(data) >= PRODUCER_SNAPSHOT_HEADER_SIZE else 0)
             want = max(0, min(count, (size - len(data)) // PRODUCER_ENTRY_SIZE))
             entries_bytes = fh.read(want * PRODUCER_ENTRY_SIZE)
@@ -121,25 +124,34 @@ def read_producer_snapshot(path: PathLike) -> ProducerSnapshot:
 _READ_STEP = 4 << 20
 
 
-def _parse(path: str, data: bytes, total: int, computed: int) -> ProducerSnapshot:
-    """Entries from ``data`` (header + declared entries); ``total`` is the file size read
-    and ``computed`` the CRC-32C over all bytes after the CRC field."""
-    if len(data) < 2:
-        raise SnapshotFormatError("Snapshot failed schema validation: truncated version field",
-                                  path=path, position=0, field="version")
-    version = struct.unpack_from(PRODUCER_SNAPSHOT_VERSION_STRUCT_FORMAT, data, 0)[0]
-    if version != PRODUCER_SNAPSHOT_VERSION:
-        raise SnapshotFormatError(
-            f"Snapshot failed schema validation: Snapshot contained an unknown file version {version}",
-            path=path, position=0, field="version", expected=PRODUCER_SNAPSHOT_VERSION,
-            actual=version)
-    if len(data) < PRODUCER_SNAPSHOT_HEADER_SIZE:
-        field_name = "crc" if len(data) < PRODUCER_ENTRIES_OFFSET else "producer_entries"
+def _header(path: str, data: bytes) -> Any:
+    """The header through :data:`ProducerSnapshotHeader`; construct's errors become
+    :class:`SnapshotFormatError` with Kafka's wording, the byte position and the field."""
+    try:
+        return ProducerSnapshotHeader.parse(data[:PRODUCER_SNAPSHOT_HEADER_SIZE])
+    except LocatedError as exc:
+        raise SnapshotFormatError(f"Snapshot failed schema validation: {exc.reason}", path=path,
+                                  position=exc.position, field=exc.field,
+                                  expected=exc.expected, actual=exc.actual) from None
+    except StreamError as exc:
+        field_name = construct_field(exc.path) or "version"
+        if field_name == "version":
+            raise SnapshotFormatError("Snapshot failed schema validation: truncated version field",
+                                      path=path, position=0, field="version") from None
         raise SnapshotFormatError(
             "Snapshot failed schema validation: file ends inside the header",
             path=path, position=len(data), field=field_name,
-            expected=PRODUCER_SNAPSHOT_HEADER_SIZE, actual=len(data))
-    _, crc, count = _HEADER.unpack_from(data, 0)
+            expected=PRODUCER_SNAPSHOT_HEADER_SIZE, actual=len(data)) from None
+    except ConstructError as exc:   # not reachable with fixed-size integers; never escapes
+        raise SnapshotFormatError(f"Snapshot failed schema validation: {exc}", path=path,
+                                  position=0, field=construct_field(exc.path)) from None
+
+
+def _parse(path: str, data: bytes, total: int, computed: int) -> ProducerSnapshot:
+    """Entries from ``data`` (header + declared entries); ``total`` is the file size read
+    and ``computed`` the CRC-32C over all bytes after the CRC field."""
+    header = _header(path, data)
+    count = header.producer_entries
     available = (total - PRODUCER_SNAPSHOT_HEADER_SIZE) // PRODUCER_ENTRY_SIZE
     if count < 0 or count > available:
         raise SnapshotFormatError(
@@ -147,10 +159,13 @@ def _parse(path: str, data: bytes, total: int, computed: int) -> ProducerSnapsho
             f"{total - PRODUCER_SNAPSHOT_HEADER_SIZE} bytes after the header",
             path=path, position=PRODUCER_ENTRIES_OFFSET, field="producer_entries",
             expected=f"0..{available}", actual=count)
-    entries = [ProducerSnapshotEntry(*_ENTRY.unpack_from(data, PRODUCER_SNAPSHOT_HEADER_SIZE + i * PRODUCER_ENTRY_SIZE))
-               for i in range(count)]
+    # the entry array through the struct format derived from ProducerSnapshotEntry
+    body = memoryview(data)[PRODUCER_SNAPSHOT_HEADER_SIZE:
+                            PRODUCER_SNAPSHOT_HEADER_SIZE + count * PRODUCER_ENTRY_SIZE]
+    entries = [ProducerSnapshotEntry(*values) for values in _ENTRY.iter_unpack(body)]
     trailing = total - PRODUCER_SNAPSHOT_HEADER_SIZE - count * PRODUCER_ENTRY_SIZE
-    return ProducerSnapshot(version, crc, crc == computed, computed, entries, trailing)
+    return ProducerSnapshot(header.version, header.crc, header.crc == computed, computed,
+                            entries, trailing)
 
 
 def producer_snapshot_bytes(entries: Iterable[ProducerSnapshotEntry | tuple[int, ...]]) -> bytes:
@@ -158,7 +173,7 @@ def producer_snapshot_bytes(entries: Iterable[ProducerSnapshotEntry | tuple[int,
     body = bytearray()
     n = 0
     for entry in entries:
-        values = tuple(getattr(entry, f) for f in _FIELDS) if isinstance(entry, ProducerSnapshotEntry) \
+        values = tuple(getattr(entry, f) for f in PRODUCER_ENTRY_FIELDS) if isinstance(entry, ProducerSnapshotEntry) \
             else tuple(entry)
         try:
             body += _ENTRY.pack(*values)
@@ -176,4 +191,6 @@ def write_producer_snapshot(path: PathLike,
     atomic_write(path, producer_snapshot_bytes(entries))
 
 
-assert CRC_OFFSET == 2 and _HEADER.size == PRODUCER_SNAPSHOT_HEADER_SIZE
+assert CRC_OFFSET == 2
+# the dataclass is built positionally from the declaration's entries: same names, same order
+assert tuple(f.name for f in fields(ProducerSnapshotEntry)) == PRODUCER_ENTRY_FIELDS

@@ -3,22 +3,28 @@
 Key (4 bytes): ``version int16`` (negative is invalid; others parse as v0) + ``type int16``.
 COMMIT/ABORT values are ``EndTxnMarker``: ``version int16`` + ``coordinator_epoch int32``.
 The KRaft types are flexible (compact, tagged-field) generated messages, always read with
-schema version 0. Decoded values are dicts keyed by Kafka's JSON (camelCase) field names, in
+schema version 0, decoded through their construct declarations in ``segtools.formats.control``
+(errors name the field by construct's path); the fixed-size key and end-transaction marker
+(one per transaction, on the hot path) through the ``struct`` formats derived from theirs.
+Decoded values are dicts keyed by Kafka's JSON (camelCase) field names, in
 schema order, so ``json.dumps(value, separators=(",", ":"))`` matches Kafka's JsonConverter;
 uuids are rendered as base64url without padding, as ``Uuid.toString()`` does.
 """
 
 from __future__ import annotations
 
-import base64
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias, TypedDict, TypeVar
+from typing import Any, TypeAlias, TypedDict
 
-from segtools.errors import CorruptBatchError, FormatError
-from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
-from segtools.primitives.varint import read_uvarint
+from segtools.errors import CorruptBatchError
+from segtools.formats.control import (
+    CONTROL_KEY_STRUCT_FORMAT,
+    CONTROL_VALUE_SCHEMAS,
+    END_TXN_MARKER_STRUCT_FORMAT,
+    ControlRecordType,
+)
+from segtools.formats.primitives import parse_located
 
 __all__ = [
     "CONTROL_TYPE_NAMES",
@@ -43,18 +49,17 @@ __all__ = [
     "control_type_name",
 ]
 
-ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = (
-    range(7))
+# the type ids and names are formats.control.ControlRecordType's (one table)
+ABORT = int(ControlRecordType.ABORT)
+COMMIT = int(ControlRecordType.COMMIT)
+LEADER_CHANGE = int(ControlRecordType.LEADER_CHANGE)
+SNAPSHOT_HEADER = int(ControlRecordType.SNAPSHOT_HEADER)
+SNAPSHOT_FOOTER = int(ControlRecordType.SNAPSHOT_FOOTER)
+KRAFT_VERSION = int(ControlRecordType.KRAFT_VERSION)
+KRAFT_VOTERS = int(ControlRecordType.KRAFT_VOTERS)
 
 CONTROL_TYPE_NAMES: dict[int, str] = {
-    ABORT: "ABORT",
-    COMMIT: "COMMIT",
-    LEADER_CHANGE: "LEADER_CHANGE",
-    SNAPSHOT_HEADER: "SNAPSHOT_HEADER",
-    SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
-    KRAFT_VERSION: "KRAFT_VERSION",
-    KRAFT_VOTERS: "KRAFT_VOTERS",
-}
+    int(t): t.name for t in ControlRecordType if t is not ControlRecordType.UNKNOWN}
 
 
 def control_type_name(type_id: int) -> str:
@@ -182,141 +187,32 @@ def decode_end_txn_marker(value: bytes | bytearray | memoryview | None) -> EndTx
     return {"version": version, "coordinatorEpoch": coordinator_epoch}
 
 
-_T = TypeVar("_T")
-
-
-class _FlexReader:
-    """Reader for flexible-version generated messages (FORMATS.md section 12.1)."""
-
-    def __init__(self, buf: bytes, what: str) -> None:
-        self.buf = buf
-        self.pos = 0
-        self.what = what
-
-    def _need(self, n: int, field: str) -> None:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise _error(f"{self.what}: field {field} needs {n} bytes at value byte {self.pos}, "
-                         f"only {len(self.buf) - self.pos} left", f"control.value.{field}")
-
-    def fixed(self, fmt: str, field: str) -> Any:
-        s = struct.calcsize(fmt)
-        self._need(s, field)
-        (v,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += s
-        return v
-
-    def uvarint(self, field: str) -> int:
-        try:
-            v, self.pos = read_uvarint(self.buf, self.pos)
-        except FormatError:  # too long, or the value ends inside the varint
-            raise _error(f"{self.what}: bad unsigned varint at value byte {self.pos}",
-                         f"control.value.{field}") from None
-        return v
-
-    def uuid(self, field: str) -> str:
-        self._need(16, field)
-        raw = self.buf[self.pos:self.pos + 16]
-        self.pos += 16
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-    def compact_string(self, field: str) -> str | None:
-        n = self.uvarint(field) - 1
-        if n < 0:
-            return None
-        self._need(n, field)
-        s = self.buf[self.pos:self.pos + n].decode("utf-8", "replace")
-        self.pos += n
-        return s
-
-    def compact_array(self, field: str, item: Callable[[_FlexReader], _T]) -> list[_T] | None:
-        n = self.uvarint(field) - 1
-        if n < 0:
-            return None
-        if n > len(self.buf) - self.pos:  # every element takes at least one byte
-            raise _error(f"{self.what}: array {field} claims {n} elements with only "
-                         f"{len(self.buf) - self.pos} bytes left", f"control.value.{field}")
-        return [item(self) for _ in range(n)]
-
-    def tagged_fields(self) -> None:
-        """Skip a tagged-field section (none of these v0 schemas defines tagged fields)."""
-        count = self.uvarint("_tagged_fields")
-        for _ in range(count):
-            self.uvarint("_tagged_fields.tag")
-            size = self.uvarint("_tagged_fields.size")
-            self._need(size, "_tagged_fields")
-            self.pos += size
-
-
-def _voter_v0(r: _FlexReader) -> Voter:
-    voter: Voter = {"voterId": r.fixed(">i", "voterId")}
-    r.tagged_fields()
-    return voter
-
-
-def _leader_change(r: _FlexReader) -> LeaderChangeMessage:
-    out: LeaderChangeMessage = {
-        "version": r.fixed(">h", "version"),
-        "leaderId": r.fixed(">i", "leaderId"),
-        "voters": r.compact_array("voters", _voter_v0),
-        "grantingVoters": r.compact_array("grantingVoters", _voter_v0),
-    }
-    r.tagged_fields()
-    return out
-
-
-def _snapshot_header(r: _FlexReader) -> SnapshotHeaderRecord:
-    out: SnapshotHeaderRecord = {"version": r.fixed(">h", "version"),
-           "lastContainedLogTimestamp": r.fixed(">q", "lastContainedLogTimestamp")}
-    r.tagged_fields()
-    return out
-
-
-def _snapshot_footer(r: _FlexReader) -> SnapshotFooterRecord:
-    out: SnapshotFooterRecord = {"version": r.fixed(">h", "version")}
-    r.tagged_fields()
-    return out
-
-
-def _kraft_version(r: _FlexReader) -> KRaftVersionRecord:
-    out: KRaftVersionRecord = {"version": r.fixed(">h", "version"), "kRaftVersion": r.fixed(">h", "kRaftVersion")}
-    r.tagged_fields()
-    return out
-
-
-def _endpoint(r: _FlexReader) -> Endpoint:
-    out: Endpoint = {"name": r.compact_string("name"), "host": r.compact_string("host"),
-           "port": r.fixed(">H", "port")}
-    r.tagged_fields()
-    return out
-
-
-def _voter_full(r: _FlexReader) -> VoterWithEndpoints:
-    voter_id: int = r.fixed(">i", "voterId")
-    directory_id = r.uuid("voterDirectoryId")
-    endpoints = r.compact_array("endpoints", _endpoint)
-    feature: KRaftVersionFeature = {"minSupportedVersion": r.fixed(">h", "minSupportedVersion"),
-               "maxSupportedVersion": r.fixed(">h", "maxSupportedVersion")}
-    r.tagged_fields()  # of the KRaftVersionFeature struct
-    r.tagged_fields()  # of the Voter struct
-    # keys in the schema's field order (the JSON output follows it)
-    return {"voterId": voter_id, "voterDirectoryId": directory_id, "endpoints": endpoints,
-            "kRaftVersionFeature": feature}
-
-
-def _voters(r: _FlexReader) -> VotersRecord:
-    out: VotersRecord = {"version": r.fixed(">h", "version"),
-                         "voters": r.compact_array("voters", _voter_full)}
-    r.tagged_fields()
-    return out
-
-
-_KRAFT_DECODERS: dict[int, tuple[str, Callable[[_FlexReader], ControlValue]]] = {
-    LEADER_CHANGE: ("LeaderChangeMessage", _leader_change),
-    SNAPSHOT_HEADER: ("SnapshotHeaderRecord", _snapshot_header),
-    SNAPSHOT_FOOTER: ("SnapshotFooterRecord", _snapshot_footer),
-    KRAFT_VERSION: ("KRaftVersionRecord", _kraft_version),
-    KRAFT_VOTERS: ("VotersRecord", _voters),
+#: the declaration of each KRaft control value (formats.control), with Kafka's message name
+_KRAFT_SCHEMAS: dict[int, tuple[str, Any]] = {
+    type_id: (name, CONTROL_VALUE_SCHEMAS[ControlRecordType(type_id)])
+    for type_id, name in ((LEADER_CHANGE, "LeaderChangeMessage"),
+                          (SNAPSHOT_HEADER, "SnapshotHeaderRecord"),
+                          (SNAPSHOT_FOOTER, "SnapshotFooterRecord"),
+                          (KRAFT_VERSION, "KRaftVersionRecord"),
+                          (KRAFT_VOTERS, "VotersRecord"))
 }
+
+
+def _json_name(name: str) -> str:
+    """A declaration's field name as Kafka's JSON spells it (``leader_id`` -> ``leaderId``,
+    ``kraft_version`` -> ``kRaftVersion``)."""
+    words = ["kRaft" if w == "kraft" else w for w in name.split("_")]
+    return words[0] + "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def _json_value(obj: Any) -> Any:
+    """A parsed declaration as Kafka's JSON: camelCase keys in schema order, the (always
+    empty at v0) tagged-field sections left out."""
+    if isinstance(obj, dict):
+        return {_json_name(k): _json_value(v) for k, v in obj.items() if not k.startswith("_")}
+    if isinstance(obj, list):
+        return [_json_value(v) for v in obj]
+    return obj
 
 
 def decode_control_value(type_id: int,
@@ -324,10 +220,17 @@ def decode_control_value(type_id: int,
     """Decode the value of a control record of ``type_id``; None for UNKNOWN types."""
     if type_id in (ABORT, COMMIT):
         return decode_end_txn_marker(value)
-    entry = _KRAFT_DECODERS.get(type_id)
+    entry = _KRAFT_SCHEMAS.get(type_id)
     if entry is None:
         return None
-    name, decoder = entry
+    name, schema = entry
     if value is None:
         raise _error(f"{name}: null value", "control.value")
-    return decoder(_FlexReader(bytes(value), name))
+    try:
+        parsed = parse_located(schema, value, error=CorruptBatchError, what=name)
+    except CorruptBatchError as exc:
+        # construct's path names the field; the batch reader adds file, position and offset
+        field = "control.value" + (f".{exc.field}" if exc.field else "")
+        raise _error(exc.reason, field) from None
+    decoded: ControlValue = _json_value(parsed)
+    return decoded

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segtools.errors import CorruptBatchError, FormatError
-from segtools.formats.checkpoints import OffsetCheckpointFile
+from segtools.formats.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
 from segtools.formats.control import (
     ControlRecordKey,
     EndTxnMarker,
@@ -18,13 +18,22 @@ from segtools.formats.control import (
 )
 from segtools.formats.legacy import LegacyLogEntry
 from segtools.formats.primitives import parse_located
-from segtools.formats.producer_snapshot import ProducerSnapshot
+from segtools.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotHeader
 from segtools.formats.record_batch import Record, RecordBatch, RecordBatchHeader
-from segtools.formats.root_files import JsonDocument, PartitionMetadataText
+from segtools.formats.root_files import (
+    CleanShutdownDocument,
+    JsonDocument,
+    JsonObjectDocument,
+    PartitionMetadataText,
+    PropertiesFile,
+)
 
 DECLARATIONS = [RecordBatchHeader, RecordBatch, Record, LegacyLogEntry, ControlRecordKey,
                 EndTxnMarker, LeaderChangeMessage, SnapshotHeaderRecord, VotersRecord,
-                ProducerSnapshot, OffsetCheckpointFile, PartitionMetadataText, JsonDocument]
+                ProducerSnapshot, OffsetCheckpointFile, PartitionMetadataText, JsonDocument,
+                # the production readers' declarations (Kafka's reading rules)
+                ProducerSnapshotHeader, LeaderEpochCheckpointFile, PropertiesFile,
+                JsonObjectDocument, CleanShutdownDocument]
 
 
 @settings(max_examples=150, deadline=None)
