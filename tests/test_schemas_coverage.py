@@ -149,3 +149,17 @@ def test_code_enums_are_the_codes_the_product_writes() -> None:
     causes = schemas.load("truth")["additionalProperties"]["properties"]["lost"]["items"]["properties"]["cause"]
     assert set(causes["enum"]) == {truth.UNCLEAN_ELECTION, truth.LEADER_CRASH_ACKS_1, truth.UNCOMMITTED,
                                    truth.POWER_LOSS, truth.TRUNCATED}
+
+
+def test_json_is_only_used_as_json_dot_name() -> None:
+    """The guard above looks for ``json.dump``/``json.dumps``: an aliased module or a name imported
+    from json (``from json import dumps``) would hide a site from it."""
+    hidden = []
+    for top in PRODUCT:
+        for path in sorted((REPO / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module == "json":
+                    hidden.append(f"{path.relative_to(REPO)}:{node.lineno}")
+                if isinstance(node, ast.Import) and any(a.name == "json" and a.asname for a in node.names):
+                    hidden.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert hidden == []
