@@ -184,7 +184,19 @@ def test_export_and_collect_success_validate(tmp_path: Path) -> None:
     out = tmp_path / "parquet"
     res = CliRunner().invoke(cli, ["export", str(ZK20), "--out", str(out), "-q"])
     assert res.exit_code == 0, res.output
-    _check(json.loads((out / "_SUCCESS").read_text()), "success")
+    doc = json.loads((out / "_SUCCESS").read_text())
+    _check(doc, "success")
+    # the rows are the records kafka-python reads from the same segments, one Parquet file each
+    from kafka.record.memory_records import MemoryRecords
+
+    segments = sorted(ZK20.glob("*/*.log"))
+    records = 0
+    for seg in segments:
+        batches = MemoryRecords(seg.read_bytes())
+        while (batch := batches.next_batch()) is not None:
+            records += sum(1 for _ in batch)
+    assert doc["rows"] == records > 0 and len(doc["parquet_files"]) == doc["files"] == len(segments)
+    _rejects({k: v for k, v in doc.items() if k != "parquet_files"}, "success")
     bundle = tmp_path / "bundle"
     res = CliRunner().invoke(cli, ["collect", str(ZK20), "--out", str(bundle)])
     assert res.exit_code == 0, res.output
