@@ -61,8 +61,17 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return part
 
 
+META = KRAFT / "__cluster_metadata-0"
+
+
+# the KRaft case: every kind of file but the 1.2 MB metadata log itself (its snapshot is a
+# records file of the same shape), so the validation stays a few seconds
 @pytest.mark.parametrize("inputs", [[ZK25], [ZK20], [KRAFT / "__consumer_offsets-0", KRAFT / "connect-offsets-14",
-                                                     KRAFT / "__cluster_metadata-0", KRAFT / "bootstrap.checkpoint",
+                                                     META / "00000000000000007752-0000000001.checkpoint",
+                                                     META / "00000000000000000000.index",
+                                                     META / "00000000000000000000.timeindex",
+                                                     META / "quorum-state", META / "partition.metadata",
+                                                     META / "leader-epoch-checkpoint", KRAFT / "bootstrap.checkpoint",
                                                      KRAFT / "meta.properties",
                                                      KRAFT / "replication-offset-checkpoint"]],
                          ids=["zk25-broker", "zk20-broker", "kraft-files"])
@@ -78,6 +87,11 @@ def test_dump_json_and_ndjson_validate_on_real_brokers(inputs: list[Path]) -> No
     assert res.exit_code in (0, 1), res.output
     lines = [json.loads(line) for line in res.stdout.splitlines()]
     assert sum(o["type"] == "file" for o in lines) == len(docs)
+    # the schema's per-type branches are exercised (every kind of file in a log dir)
+    assert {"file", "batch", "checkpoint_entry", "leader_epoch_entry"} <= {o["type"] for o in lines}
+    if META in inputs[0].parents or any(p.parent == META for p in inputs):
+        assert {"header", "quorum_state", "partition_metadata", "property", "index_entry",
+                "time_index_entry", "record"} <= {o["type"] for o in lines}
     for line in lines:
         _check(line, "dump-ndjson")
     # not vacuous: a document or a file line without its version, a batch without its CRC check
