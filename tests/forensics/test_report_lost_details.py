@@ -78,6 +78,7 @@ def test_lost_records_carry_timestamp_acked_committed_and_no_transaction():
     ("commit_transaction", None, "committed"),
     ("abort_transaction", None, "aborted"),
     (None, "commit_transaction", "committed"),       # the marker only on the new leader
+    (None, "abort_transaction", "aborted"),          # idem: found on the other replica
     (None, None, "open"),
 ])
 def test_lost_transactional_records_show_their_transactions_state(tmp_path, before, after, state):
