@@ -163,3 +163,13 @@ def test_json_is_only_used_as_json_dot_name() -> None:
                 if isinstance(node, ast.Import) and any(a.name == "json" and a.asname for a in node.names):
                     hidden.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert hidden == []
+
+
+def test_dump_file_kinds_are_the_kinds_dump_names_files_by() -> None:
+    from segtools.dump.paths import NAMED_KINDS, SUFFIX_KINDS
+
+    kinds = set(NAMED_KINDS.values()) | set(SUFFIX_KINDS.values()) | {"unknown"}
+    assert set(schemas.load("dump-json")["properties"]["kind"]["enum"]) == kinds
+    (rule,) = [r for r in schemas.load("dump-ndjson")["allOf"]
+               if r.get("if", {}).get("properties", {}).get("type") == {"const": "file"}]
+    assert set(rule["then"]["properties"]["kind"]["enum"]) == kinds
