@@ -108,7 +108,7 @@ Docs: docs/CONTRACT.md section 12.""",
 Examples:
   segtools docs
   segtools docs RUNBOOK | less
-  segtools docs --path
+  segtools docs --schema dump-ndjson
 \b
 Docs: docs/RUNBOOK.md first.""",
 }

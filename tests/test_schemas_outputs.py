@@ -279,3 +279,16 @@ def test_acks_lines_with_schema_version_are_still_read_by_acks() -> None:
         assert index.acked(x["topic"], x["partition"], x["offset"], x["leader_epoch"]) is x["ok"]
     assert sum(len(index.committed_for_partition(*tp)) for tp in index.partitions()) == \
         sum(1 for x in lines if x["ok"] and x["acks"] == "all")
+
+
+def test_docs_prints_each_shipped_schema_and_lists_every_output() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(cli, ["docs", "--schema", "list"])
+    assert listing.exit_code == 0
+    assert [line.split(None, 1) for line in listing.output.splitlines()] == \
+        [[schema, output] for output, schema in schemas.OUTPUTS.items()]
+    for name in schemas.NAMES:
+        shown = runner.invoke(cli, ["docs", "--schema", name])
+        assert shown.exit_code == 0 and json.loads(shown.output) == schemas.load(name)
+    unknown = runner.invoke(cli, ["docs", "--schema", "report"])
+    assert unknown.exit_code == 2 and "compare-report" in unknown.output
