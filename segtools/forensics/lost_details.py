@@ -19,13 +19,17 @@ from segtools.errors import SegtoolsError
 
 from .lost_out import _rows, _txn_states
 
-#: (topic, partition, broker, offset, leader epoch) -> {"timestamp", "txn_state", "is_transactional"}
-Details = dict[tuple[str, int, int, int, int], dict[str, Any]]
+#: the columns of a lost row the details are made from (lost_transaction_states reads the last four)
+_KEEP = ("offset", "leader_epoch", "timestamp_ms", "producer_id", "producer_epoch", "is_transactional")
+
+#: (topic, partition, broker, offset, leader epoch) -> (timestamp, txn_state, is_transactional):
+#: tuples, not dicts, as a report can hold millions of lost records
+Details = dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]]
 
 
 def lost_details(partitions: Sequence[Any], specs: Sequence[Any]) -> Details:
     """Details of every lost record of ``partitions`` (PartitionReports) read from ``specs``
-    (the ReplicaSpecs compared)."""
+    (the ReplicaSpecs compared); :func:`as_json` gives one's report.json fields."""
     out: Details = {}
     for part in partitions:
         if not part.lost:
@@ -41,13 +45,21 @@ def lost_details(partitions: Sequence[Any], specs: Sequence[Any]) -> Details:
             if spec is None:
                 continue
             try:
-                rows = [r for r in _rows(spec, {o for o, _e in idents}) if (r["offset"], r["leader_epoch"]) in idents]
+                # only what the details need: the keys and values are not held a second time
+                rows = [{k: r[k] for k in _KEEP} for r in _rows(spec, {o for o, _e in idents})
+                        if (r["offset"], r["leader_epoch"]) in idents]
                 # where this replica leaves the surviving log: markers are looked for from there on
                 states = _txn_states(rows, spec, specs, min(o for o, _e in idents)) if rows else {}
             except (SegtoolsError, OSError):
                 continue
             for r in rows:
-                out[(topic, partition, broker, r["offset"], r["leader_epoch"])] = {
-                    "timestamp": r["timestamp_ms"], "txn_state": states.get(r["offset"], "unknown"),
-                    "is_transactional": bool(r["is_transactional"])}
+                out[(topic, partition, broker, r["offset"], r["leader_epoch"])] = (
+                    r["timestamp_ms"], states.get(r["offset"], "unknown"), bool(r["is_transactional"]))
     return out
+
+
+def as_json(detail: tuple[int | None, str, bool] | None) -> dict[str, Any]:
+    """A lost record's report.json fields from its details (none when it has none)."""
+    if detail is None:
+        return {}
+    return {"timestamp": detail[0], "txn_state": detail[1], "is_transactional": detail[2]}

@@ -49,9 +49,11 @@ class PartitionReport:
     #: segtools.forensics.answers.partition_answer: {"value", "lost", "missing"}
     answer: dict[str, Any] | None = None
 
-    def to_json(self, details: Mapping[tuple[str, int, int, int, int], Mapping[str, Any]] | None = None
+    def to_json(self, details: Mapping[tuple[str, int, int, int, int], tuple[int | None, str, bool]] | None = None
                 ) -> dict[str, Any]:
         """``details``: timestamp and transaction state per lost record (lost_details.py)."""
+        from segtools.forensics.lost_details import as_json
+
         v = self.verdict
         acked = self.acked_lost.finding() if self.acked_lost is not None else None
         details = details or {}
@@ -59,8 +61,8 @@ class PartitionReport:
             "topic": v.topic, "partition": v.partition, "topic_id": v.topic_id,
             "reference_broker": v.reference_broker,
             "replicas": [r.to_json() for r in sorted(v.replicas, key=lambda r: (r.broker, r.log_dir))],
-            "lost_records": [{**x.to_json(), **details.get((v.topic, v.partition, x.broker, x.offset,
-                                                            x.leader_epoch), {})} for x in self.lost],
+            "lost_records": [{**x.to_json(), **as_json(details.get((v.topic, v.partition, x.broker, x.offset,
+                                                                    x.leader_epoch)))} for x in self.lost],
             "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
                                                 *([self.lost_offsets.finding()] if self.lost_offsets else []),
                                                 *([acked] if acked else [])]],
@@ -88,7 +90,8 @@ class CompareReport:
     #: partitions of compared topics the metadata log knows but no given dir holds (cannot tell)
     unseen: list[dict[str, Any]] = field(default_factory=list)
     #: lost records' timestamps and transaction states, read once from ``replicas`` (lost_details.py)
-    _lost_details: dict[tuple[str, int, int, int, int], dict[str, Any]] | None = field(default=None, repr=False)
+    _lost_details: dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]] | None = field(
+        default=None, repr=False)
 
     def describe(self, *, inputs: dict[str, Any] | None, warnings: list[str], runner: str,
                  legend: list[str]) -> None:
@@ -106,7 +109,7 @@ class CompareReport:
             out["metadata"] = {"brokers": self.broker_events}
         return out
 
-    def lost_details(self) -> dict[tuple[str, int, int, int, int], dict[str, Any]]:
+    def lost_details(self) -> dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]]:
         """Timestamp and transaction state of each lost record, from the replicas compared
         (empty for a report without them, e.g. one read back from JSON)."""
         if self._lost_details is None:
