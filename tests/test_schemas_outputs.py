@@ -191,6 +191,8 @@ def test_salvage_manifest_marker_and_success_validate(damaged: Path, tmp_path: P
     _check(success, "success")
     _rejects({k: v for k, v in manifest.items() if k != "kafka_recovery" and k != "segments"}, "salvage-manifest")
     _rejects({**success, "command": "segtools something"}, "success")
+    name, seg = next(iter(marker["segments"].items()))                 # a hole without its extent
+    _rejects({**marker, "segments": {name: {**seg, "holes": [{"reason": "crc"}]}}}, "salvage-marker")
     _rejects({k: v for k, v in success.items() if k != "dropped_ranges"}, "success")
 
 
