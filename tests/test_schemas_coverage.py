@@ -47,6 +47,7 @@ SITES: dict[tuple[str, str], tuple[str, ...]] = {
         "not an output: the plan inside a shell command"),
     ("segtools/files/checkpoints.py", "write_quorum_state"): ("not an output: Kafka's quorum-state file",),
     ("segtools/simulate/files.py", "write_broker"): ("not an output: Kafka's .kafka_cleanshutdown marker",),
+    ("cli/docs.py", "_schema"): ("not an output: prints a shipped schema itself",),
     # values inside another format
     ("segtools/forensics/plain.py", "dumps"): ("not an output: a JSON string inside a Spark/Arrow column",),
     ("segtools/forensics/report_html.py", "_preview"): ("not an output: a value shown in an HTML cell",),
@@ -173,3 +174,17 @@ def test_dump_file_kinds_are_the_kinds_dump_names_files_by() -> None:
     (rule,) = [r for r in schemas.load("dump-ndjson")["allOf"]
                if r.get("if", {}).get("properties", {}).get("type") == {"const": "file"}]
     assert set(rule["then"]["properties"]["kind"]["enum"]) == kinds
+
+
+def test_every_command_writing_success_is_in_its_schema() -> None:
+    """_SUCCESS names the command that wrote it: each partial_run(command=...) of the product is
+    one the success schema knows (a new one fails here until the schema says what it adds)."""
+    commands = set()
+    for top in PRODUCT:
+        for path in sorted((REPO / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "partial_run":
+                    (kw,) = [k for k in node.keywords if k.arg == "command"]
+                    assert isinstance(kw.value, ast.Constant), f"{path}:{node.lineno}: command not a literal"
+                    commands.add(kw.value.value)
+    assert commands == set(schemas.load("success")["properties"]["command"]["enum"])
