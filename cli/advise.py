@@ -13,6 +13,9 @@ import click
 from segtools.cli.errors import handle_errors
 from segtools.cli.options import ACKS_HELP, STDOUT, AcksPath, human_output
 
+#: ``schema_version`` on each element of ``advise --json`` (segtools/schemas/advise.schema.json)
+ADVISE_SCHEMA_VERSION = 1
+
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
@@ -65,7 +68,8 @@ def advise(dirs: tuple[str, ...], acks_path: str | None, metadata_log: str | Non
     with human_output(to_stdout):
         worst, result = _advise_text(list(dirs), acks_path, metadata_log, no_metadata_log, topic, partition,
                                      bootstrap)
-    doc = json.dumps([a.to_json(bootstrap) for a in result], indent=1)
+    # the document stays an array (docs/CONTRACT.md section 11): each element carries the version
+    doc = json.dumps([{"schema_version": ADVISE_SCHEMA_VERSION, **a.to_json(bootstrap)} for a in result], indent=1)
     if to_stdout:
         click.echo(doc)
     elif json_path:

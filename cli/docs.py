@@ -35,14 +35,20 @@ GUIDE: tuple[tuple[str, str], ...] = (
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("name", required=False)
 @click.option("--path", "show_path", is_flag=True, help="Print the folder the docs are in.")
+@click.option("--schema", "schema_name", metavar="NAME",
+              help="Print the JSON Schema of one JSON output (e.g. compare-report, dump-ndjson); "
+                   "'list' names every JSON output and its schema.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def docs(name: str | None, show_path: bool, debug: bool) -> None:
+def docs(name: str | None, show_path: bool, schema_name: str | None, debug: bool) -> None:
     """Read segtools' documentation offline: without NAME, the list; with NAME (e.g. RUNBOOK,
     CONTRACT, REPORT), that document as Markdown on stdout.
 
     Exit status: 0 shown, 2 no such document.
     """
+    if schema_name is not None:
+        _schema(schema_name)
+        return
     try:
         folder = resources.files("segtools.docs")
     except ModuleNotFoundError:   # an install made without the docs package
@@ -55,6 +61,7 @@ def docs(name: str | None, show_path: bool, debug: bool) -> None:
         for doc, what in GUIDE:
             click.echo(f"{doc:<13} {what}")
         click.echo("\nsegtools docs NAME shows one (e.g. segtools docs RUNBOOK | less)")
+        click.echo("segtools docs --schema list: the JSON Schema of every JSON output")
         return
     wanted = name.upper().removesuffix(".MD")
     page = folder.joinpath(f"{wanted}.md")
@@ -64,3 +71,18 @@ def docs(name: str | None, show_path: bool, debug: bool) -> None:
         click.echo(page.read_text(encoding="utf-8"), nl=False)
     except BrokenPipeError:   # `segtools docs CONTRACT | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _schema(name: str) -> None:
+    """One shipped JSON Schema on stdout, or (``list``) every JSON output and its schema."""
+    import json
+
+    from segtools import schemas
+
+    if name == "list":
+        for output, schema in schemas.OUTPUTS.items():
+            click.echo(f"{schema:<17} {output}")
+        return
+    if name not in schemas.NAMES:
+        raise TroubleError(f"no schema {name!r}; one of: {', '.join(schemas.NAMES)}")
+    click.echo(json.dumps(schemas.load(name), indent=1))

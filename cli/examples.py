@@ -26,9 +26,10 @@ docs/CONTRACT.md section 2 (flags, JSON fields, exit codes).""",
 \b
 Examples:
   segtools compare broker-1/ broker-2/ broker-3/ --report report.json
-  segtools compare cluster/ --acks cluster/acks.jsonl --no-spark
-  segtools compare cluster/ --master spark://host:7077 --tables tables/
+  segtools compare cluster/ --acks cluster/acks.jsonl --no-spark --report - | jq .summary.answer
+  segtools compare cluster/ --all --master spark://host:7077 --tables tables/
 \b
+Problems come first and healthy partitions are summarised in one line; --all prints every row.
 Runner: up to 6 GiB of segments run in this process; on 2 cores local Spark was slower at
 every size measured up to 6.1 GB (14 s vs 261 s: its JVM alone takes 20 s or more to
 start). Larger inputs, --master or --tables run on Spark; --spark / --no-spark force one.
@@ -107,7 +108,7 @@ Docs: docs/CONTRACT.md section 12.""",
 Examples:
   segtools docs
   segtools docs RUNBOOK | less
-  segtools docs --path
+  segtools docs --schema dump-ndjson
 \b
 Docs: docs/RUNBOOK.md first.""",
 }

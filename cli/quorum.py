@@ -84,7 +84,7 @@ def _point(text: str) -> dict[str, int | None]:
 
 
 def _time_travel(path: str, at: str, since: str | None) -> None:
-    from segtools.quorum.image import diff, image_at, image_json
+    from segtools.quorum.image import JSON_SCHEMA_VERSION, diff, image_at, image_json
     from segtools.quorum.nodes import load_node
 
     node = load_node(path)
@@ -94,5 +94,5 @@ def _time_travel(path: str, at: str, since: str | None) -> None:
         return
     old = image_at(node, **_point(since))
     rows = [{"kind": k[0], "id": k[1], "before": a, "after": b} for k, a, b in diff(old, img)]
-    click.echo(json.dumps({"from": old.offset, "to": img.offset, "changes": rows}, indent=1,
-                          default=str))
+    click.echo(json.dumps({"schema_version": JSON_SCHEMA_VERSION, "from": old.offset, "to": img.offset,
+                           "changes": rows}, indent=1, default=str))

@@ -426,6 +426,11 @@ def _manifest_entry(seg: SegmentSalvage, out_log: str) -> dict[str, Any]:
     }
 
 
+#: ``schema_version`` of salvage's manifest.json and segtools-salvage.json (segtools/schemas/
+#: salvage-manifest, salvage-marker)
+SALVAGE_SCHEMA_VERSION = 1
+
+
 def _marker(src: str, segments: Sequence[SegmentSalvage], entries: Sequence[dict[str, Any]]
             ) -> dict[str, Any]:
     """The rebuilt partition dir's ``segtools-salvage.json``: per rebuilt segment, the byte
@@ -437,7 +442,7 @@ def _marker(src: str, segments: Sequence[SegmentSalvage], entries: Sequence[dict
             "holes": [{"original_start": d.start, "original_end": d.end, "bytes": d.end - d.start,
                        "reason": d.reason, "after_offset": d.after_offset,
                        "before_offset": d.before_offset} for d in seg.dropped]}
-    return {"tool": "segtools salvage", "input": src,
+    return {"schema_version": SALVAGE_SCHEMA_VERSION, "tool": "segtools salvage", "input": src,
             "note": "Records in these byte ranges of the original were not copied: dump reports "
                     "each hole as a finding (exit 1).",
             "segments": out}
@@ -507,7 +512,8 @@ def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, fo
             # behind it (above the recovery point) are deleted whole
             later = [os.path.basename(x) for x in logs[i + 1:]] if seg.damaged else []
             entry["kafka_recovery"]["later_segments_deleted_if_unflushed"] = later
-        manifest = {"input": src, "partition_dir": str(part_out), "index_interval_bytes": index_interval_bytes,
+        manifest = {"schema_version": SALVAGE_SCHEMA_VERSION,
+                    "input": src, "partition_dir": str(part_out), "index_interval_bytes": index_interval_bytes,
                     "segments": entries,
                     # only what was checked: a dropped range says which check failed, never why
                     "checks": ["each kept batch: its header's size, magic, lastOffsetDelta and record "

@@ -55,7 +55,13 @@ def test_advise_json_validates(runs):
         dirs = [str(p) for p in sorted(run.glob("broker-*"))]
         res = CliRunner().invoke(cli, ["advise", *dirs, "--acks", str(run / "acks.jsonl"), "--json", "-"])
         assert res.exit_code in (0, 1), res.output
-        _check(json.loads(res.stdout), "advise")
+        doc = json.loads(res.stdout)
+        _check(doc, "advise")
+        # not vacuous: an element without its version, or with a verdict that is not one of the three
+        with pytest.raises(jsonschema.ValidationError):
+            _check([{k: v for k, v in doc[0].items() if k != "schema_version"}], "advise")
+        with pytest.raises(jsonschema.ValidationError):
+            _check([{**doc[0], "verdict": "probably safe"}], "advise")
 
 
 def test_collect_manifest_and_verify_validate(runs, tmp_path):
@@ -63,7 +69,11 @@ def test_collect_manifest_and_verify_validate(runs, tmp_path):
     bundle = tmp_path / "bundle"
     res = CliRunner().invoke(cli, ["collect", *[str(p) for p in sorted(run.glob("broker-*"))], "--out", str(bundle)])
     assert res.exit_code == 0, res.output
-    _check(json.loads((bundle / "MANIFEST.json").read_text()), "bundle-manifest")
+    manifest = json.loads((bundle / "MANIFEST.json").read_text())
+    _check(manifest, "bundle-manifest")
+    with pytest.raises(jsonschema.ValidationError):      # a file entry without its digest
+        _check({**manifest, "files": [{k: v for k, v in manifest["files"][0].items() if k != "sha256"}]},
+               "bundle-manifest")
     ok = CliRunner().invoke(cli, ["verify", str(bundle), "--output", "json"])
     assert ok.exit_code == 0
     _check(json.loads(ok.stdout), "verify")
@@ -76,6 +86,8 @@ def test_collect_manifest_and_verify_validate(runs, tmp_path):
     doc = json.loads(bad.stdout)
     assert doc["problems"]
     _check(doc, "verify")
+    with pytest.raises(jsonschema.ValidationError):      # "ok" must be a boolean
+        _check({**doc, "ok": "no"}, "verify")
 
 
 def test_replay_plan_to_stdout_validates(tmp_path):
@@ -91,6 +103,8 @@ def test_replay_plan_to_stdout_validates(tmp_path):
     doc = json.loads(plan.stdout)           # stdout is the plan alone; the text went to stderr
     assert "lost records:" in plan.stderr and not (tmp_path / "-").exists()
     _check(doc, "replay-plan")
+    with pytest.raises(jsonschema.ValidationError):      # an action replay does not have
+        _check({**doc, "plan": [{**doc["plan"][0], "action": "overwrite"}]}, "replay-plan")
     # the two records the stale replica holds and the surviving lineage lost (truth.json)
     truth = json.loads((run / "truth.json").read_text())["t-0"]
     assert doc["records"] == len({(x["offset"], x["leader_epoch"]) for x in truth["lost"]}) > 0

@@ -12,8 +12,13 @@ key, payload and (v2) headers: [{"key", "value"}]), ``index_entry``, ``time_inde
 ``quorum_state``/``clean_shutdown``, ``note`` and ``finding`` (kind, problem, message and the
 facts of the finding). Every ndjson object carries ``topic`` and ``partition``, from the
 partition directory the file is in (null for broker-level files and files outside one).
-json: ``{"type": "file", "file", "kind", "topic", "partition", "header", "batches": [{...,
-"records": [...]}], "entries", "notes", "findings"}`` per file.
+json: ``{"schema_version", "type": "file", "file", "kind", "topic", "partition", "header",
+"batches": [{..., "records": [...]}], "entries", "notes", "findings"}`` per file.
+
+``schema_version`` (:data:`SCHEMA_VERSION`; segtools/schemas/dump-json and dump-ndjson): on each
+json document; in ndjson on each ``file`` line (the head of that file's lines) and on every line
+written outside a file (a note or finding about a path that never became one), not on every
+batch or record line, so a dump of millions of records does not repeat it.
 
 Record data (CONTRACT.md section 2): with the default StringDecoder, keys, payloads and
 header values are strings when they are valid UTF-8 and ``{"base64": "..."}`` otherwise (the
@@ -40,6 +45,9 @@ _BROKER_KINDS = frozenset({"offset_checkpoint", "meta_properties", "clean_shutdo
 
 
 _FINDINGS_IN_MEMORY = 10000
+
+#: ``schema_version`` of --output json/ndjson; fields are only added within a version
+SCHEMA_VERSION = 1
 
 
 def _spilled_items(spill: IO[str]) -> Iterator[str]:
@@ -172,6 +180,8 @@ class NdjsonSink(Sink):
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def _emit(self, obj: dict[str, Any]) -> None:
+        if self.file is None:   # a line outside any file's group carries its own version
+            obj["schema_version"] = SCHEMA_VERSION
         obj["topic"] = self.topic
         obj["partition"] = self.partition
         self.out.write(self._dumps(obj) + "\n")
@@ -179,7 +189,7 @@ class NdjsonSink(Sink):
     def begin_file(self, path: str, kind: str) -> None:
         self.file = path
         self.topic, self.partition = partition_of(path, kind)
-        self._emit({"type": "file", "file": path, "kind": kind})
+        self._emit({"schema_version": SCHEMA_VERSION, "type": "file", "file": path, "kind": kind})
 
     def end_file(self) -> None:
         self.file = None
@@ -267,7 +277,7 @@ class JsonSink(Sink):
 
     def begin_file(self, path: str, kind: str) -> None:
         topic, partition = partition_of(path, kind)
-        self.doc = {"type": "file", "file": path, "kind": kind, "topic": topic,
+        self.doc = {"schema_version": SCHEMA_VERSION, "type": "file", "file": path, "kind": kind, "topic": topic,
                     "partition": partition, "header": None}
         self._batch = None
         self._records_open = False
@@ -312,7 +322,7 @@ class JsonSink(Sink):
 
     def note(self, line: str, fields: dict[str, Any], stream: str = "out") -> None:
         if self.doc is None:  # a note about a path that never became a file document
-            self.out.write(json.dumps({"type": "note", "message": line, **fields,
+            self.out.write(json.dumps({"schema_version": SCHEMA_VERSION, "type": "note", "message": line, **fields,
                                        "topic": None, "partition": None}) + "\n")
             return
         self._notes.append({"message": line, **fields})
@@ -323,7 +333,7 @@ class JsonSink(Sink):
         if line is not None and "message" not in obj:
             obj["message"] = line
         if self.doc is None:
-            self.out.write(json.dumps({"type": "finding", **obj, "topic": None,
+            self.out.write(json.dumps({"schema_version": SCHEMA_VERSION, "type": "finding", **obj, "topic": None,
                                        "partition": None}, ensure_ascii=False) + "\n")
             return
         self._findings.append(obj)

@@ -37,6 +37,8 @@ PathLike = str | os.PathLike[str]
 PARTIAL_MARKER = "_PARTIAL"
 #: Written when a folder-writing run ends well (JSON summary inside; readers skip `_` files).
 SUCCESS_MARKER = "_SUCCESS"
+#: ``schema_version`` of the JSON in ``_SUCCESS`` (segtools/schemas/success.schema.json)
+SUCCESS_SCHEMA_VERSION = 1
 
 
 class UnsafeOutputError(InputError):
@@ -307,7 +309,7 @@ def partial_run(folder: PathLike, *, command: str = "", filesystem: Any = None) 
             markers.write(partial, f"incomplete: {command or 'a segtools run'} started {started} "
                                    f"{reason}; files here may be missing\n")
         raise
-    summary = {"command": command, "started": started,
+    summary = {"schema_version": SUCCESS_SCHEMA_VERSION, "command": command, "started": started,
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **run.summary}
     markers.write(success, json.dumps(summary, indent=1, sort_keys=False) + "\n")
     markers.delete(partial)

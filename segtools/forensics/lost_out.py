@@ -69,6 +69,9 @@ LOST_SCHEMA = pa.schema([
     pa.field("superseded_by", pa.int64()),      # surviving offset of a newer record with its key
 ])
 
+#: ``schema_version`` on every line of lost.ndjson (segtools/schemas/lost-record.schema.json)
+LOST_NDJSON_SCHEMA_VERSION = 1
+
 #: what ``_SUCCESS`` records of each data file (replay checks it before reading anything)
 MANIFEST_FILES = ("lost.parquet", "lost.ndjson")
 
@@ -297,7 +300,8 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
             pq.write_table(table, fh)
         with atomic_file(os.path.join(out, "lost.ndjson"), "w") as fh:
             for r in rows:
-                fh.write(json.dumps({**r, "key": text_or_base64(r["key"]), "value": text_or_base64(r["value"]),
+                fh.write(json.dumps({"schema_version": LOST_NDJSON_SCHEMA_VERSION,
+                                     **r, "key": text_or_base64(r["key"]), "value": text_or_base64(r["value"]),
                                      "headers": [{"key": h["key"], "value": text_or_base64(h["value"])}
                                                  for h in r["headers"]]}) + "\n")
         summary = LostOutSummary(str(out), len(rows), dup, by_seq, by_content, relocated)

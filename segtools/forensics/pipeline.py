@@ -472,7 +472,9 @@ class LocalRunner:
         commits = [read_commits(by_id[t.replica_id], t.last + 1) for t in consumer_offsets_tasks(verdicts, specs)]
         if progress is not None:
             progress.done()
-        return finish_report(verdicts, lost, commits, acks)
+        report = finish_report(verdicts, lost, commits, acks)
+        report.replicas = list(specs)    # what the report's lost-record details are read from
+        return report
 
 
 def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckIndex | None = None,

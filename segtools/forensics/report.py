@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +49,20 @@ class PartitionReport:
     #: segtools.forensics.answers.partition_answer: {"value", "lost", "missing"}
     answer: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, details: Mapping[tuple[str, int, int, int, int], tuple[int | None, str, bool]] | None = None
+                ) -> dict[str, Any]:
+        """``details``: timestamp and transaction state per lost record (lost_details.py)."""
+        from segtools.forensics.lost_details import as_json
+
         v = self.verdict
         acked = self.acked_lost.finding() if self.acked_lost is not None else None
+        details = details or {}
         return {
             "topic": v.topic, "partition": v.partition, "topic_id": v.topic_id,
             "reference_broker": v.reference_broker,
             "replicas": [r.to_json() for r in sorted(v.replicas, key=lambda r: (r.broker, r.log_dir))],
-            "lost_records": [x.to_json() for x in self.lost],
+            "lost_records": [{**x.to_json(), **as_json(details.get((v.topic, v.partition, x.broker, x.offset,
+                                                                    x.leader_epoch)))} for x in self.lost],
             "findings": [f.to_json() for f in [*v.findings, *self.extra_findings,
                                                 *([self.lost_offsets.finding()] if self.lost_offsets else []),
                                                 *([acked] if acked else [])]],
@@ -82,6 +89,9 @@ class CompareReport:
     acks_given: bool = False
     #: partitions of compared topics the metadata log knows but no given dir holds (cannot tell)
     unseen: list[dict[str, Any]] = field(default_factory=list)
+    #: lost records' timestamps and transaction states, read once from ``replicas`` (lost_details.py)
+    _lost_details: dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]] | None = field(
+        default=None, repr=False)
 
     def describe(self, *, inputs: dict[str, Any] | None, warnings: list[str], runner: str,
                  legend: list[str]) -> None:
@@ -94,10 +104,19 @@ class CompareReport:
 
     def to_json(self) -> dict[str, Any]:
         parts = sorted(self.partitions, key=lambda p: (p.verdict.topic, p.verdict.partition))
-        out: dict[str, Any] = {"partitions": [p.to_json() for p in parts]}
+        out: dict[str, Any] = {"partitions": [p.to_json(self.lost_details()) for p in parts]}
         if self.broker_events:
             out["metadata"] = {"brokers": self.broker_events}
         return out
+
+    def lost_details(self) -> dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]]:
+        """Timestamp and transaction state of each lost record, from the replicas compared
+        (empty for a report without them, e.g. one read back from JSON)."""
+        if self._lost_details is None:
+            from segtools.forensics.lost_details import lost_details
+
+            self._lost_details = lost_details(self.partitions, self.replicas) if self.replicas else {}
+        return self._lost_details
 
     @property
     def exit_code(self) -> int:

@@ -75,7 +75,7 @@ function cell(tr,v,cls){var td=document.createElement("td");td.textContent=txt(v
 function render(){var f=document.createDocumentFragment(),a=page*size,b=Math.min(view.length,a+size);
 for(var i=a;i<b;i++){var r=view[i],tr=document.createElement("tr");tr.className=CLS[r[6]];
 cell(tr,r[0]);cell(tr,r[1],"num");cell(tr,r[2],"num");cell(tr,r[3],"num");cell(tr,r[4],"kv");cell(tr,r[5],"kv");
-cell(tr,CLS[r[6]]);cell(tr,r[7]===null?"unknown":(r[7]?"yes":"no"));f.appendChild(tr);}
+cell(tr,CLS[r[6]]);cell(tr,r[7]===null?"unknown":(r[7]?"yes":"no"));cell(tr,r[8]);cell(tr,r[9]);f.appendChild(tr);}
 body.textContent="";body.appendChild(f);
 info.textContent=(view.length?(a+1)+"\\u2013"+b:"0")+" of "+view.length+
 (view.length!==rows.length?" (filtered from "+rows.length+")":"");

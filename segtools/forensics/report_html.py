@@ -343,12 +343,15 @@ def _first_screen(w: Any, report: Mapping[str, Any], parts: Sequence[Mapping[str
         w(f"<li>\u2026 {len(elections) - 4} more election(s) below</li>")
     w("</ul></div>")
     rows = [(p, x) for p in parts for x in p.get("lost_records") or []]
+    # acked null with --acks given: acknowledged at that offset without a leader epoch (unknown)
+    acks_given = (report.get("summary") or {}).get("acked_offsets_lost") is not None
+    unknown_ack = "unknown" if acks_given else "? (no --acks)"
     w('<div id="first-lost"><h3>Lost records</h3>')
     if rows:
         w('<table class="first-lost"><tr><th>partition</th><th>offset</th><th>timestamp</th><th>key</th>'
           '<th>acked</th><th>committed</th><th>transaction</th><th>broker</th></tr>')
         for p, x in rows[:5]:
-            acked = {True: "yes", False: "no"}.get(x.get("acked"), "? (no --acks)")
+            acked = {True: "yes", False: "no"}.get(x.get("acked"), unknown_ack)
             w(f'<tr><td>{esc(p.get("topic"))}-{esc(p.get("partition"))}</td><td class="num">{esc(x.get("offset"))}'
               f'</td><td>{esc(iso_ms(x.get("timestamp")) or "not in report")}</td>'
               f'<td>{esc(_preview(x.get("key"), 40) or "null")}</td><td>{acked}</td>'
@@ -684,7 +687,8 @@ def _broker_table(w: Any, brokers: Sequence[Mapping[str, Any]], ev: _Evidence) -
 
 
 def _lost_rows(parts: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """[partition, broker, offset, epoch, key, value, class index, acked] per lost copy."""
+    """[partition, broker, offset, epoch, key, value, class index, acked, timestamp (ISO, UTC),
+    transaction state] per lost copy (the last two null when the report does not carry them)."""
     order = {"committed": 0, "acked": 1, "unacked": 2, "relocated": 3}
     rows = []
     for p in parts:
@@ -692,7 +696,8 @@ def _lost_rows(parts: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
         for x in p.get("lost_records") or []:
             rows.append([name, x.get("broker"), x.get("offset"), x.get("leader_epoch"),
                          _preview(x.get("key"), KEY_PREVIEW), _preview(x.get("value"), VALUE_PREVIEW),
-                         order[loss_class(x)], x.get("acked")])
+                         order[loss_class(x)], x.get("acked"), iso_ms(x.get("timestamp")) or None,
+                         x.get("txn_state")])
     return rows
 
 
@@ -708,7 +713,8 @@ def _lost_table(w: Any, parts: Sequence[Mapping[str, Any]], t: Mapping[str, Any]
       '<button type="button" id="lost-prev">\u2190 prev</button><button type="button" id="lost-next">'
       'next \u2192</button><span id="lost-info"></span></div>'
       '<table id="lost-table"><thead><tr><th>partition</th><th>broker</th><th>offset</th><th>epoch</th>'
-      '<th>key</th><th>value</th><th>class</th><th>acked</th></tr></thead><tbody id="lost-body"></tbody>'
+      '<th>key</th><th>value</th><th>class</th><th>acked</th><th>timestamp</th><th>transaction</th></tr>'
+      '</thead><tbody id="lost-body"></tbody>'
       "</table></section>")
 
 

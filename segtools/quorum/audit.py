@@ -37,6 +37,10 @@ class Finding:
                 "offset": self.offset}
 
 
+#: ``schema_version`` of ``quorum --json`` (segtools/schemas/quorum.schema.json)
+JSON_SCHEMA_VERSION = 1
+
+
 @dataclass(frozen=True)
 class Divergence:
     """The first offset where two logs differ (None: one is a prefix of the other)."""
@@ -83,6 +87,7 @@ class QuorumAudit:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": JSON_SCHEMA_VERSION,
             "nodes": [{"path": n.name, "node_id": n.node_id, "cluster_id": n.cluster_id,
                        "directory_id": n.directory_id, "log_start": n.log_start,
                        "log_end": n.log_end, "quorum_state": n.quorum_state,

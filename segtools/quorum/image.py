@@ -238,9 +238,15 @@ def image_at(node: ControllerNode, *, offset: int | None = None,
     return replay(start, logs, until_offset=offset, until_time_ms=time_ms)
 
 
+#: ``schema_version`` of ``quorum --image-at`` and ``--diff-from`` (segtools/schemas/quorum-image,
+#: quorum-diff)
+JSON_SCHEMA_VERSION = 1
+
+
 def image_json(img: Image) -> dict[str, Any]:
     """The image as JSON: offset, time and entities grouped by kind."""
-    out: dict[str, Any] = {"offset": img.offset, "time_ms": img.time_ms, "entities": {}}
+    out: dict[str, Any] = {"schema_version": JSON_SCHEMA_VERSION, "offset": img.offset, "time_ms": img.time_ms,
+                           "entities": {}}
     for (kind, ident), data in sorted(img.entities.items(), key=lambda kv: repr(kv[0])):
         out["entities"].setdefault(kind, []).append({"id": ident, **data})
     return out

@@ -21,9 +21,12 @@ from typing import Any
 
 from segtools.errors import InputError
 from segtools.simulate.scenario import Scenario
+from segtools.simulate.truth import acks_text, truth_file_text
 
 #: run.json lists at most this many folders the jars came from
 _MAX_LISTED_DIRS = 20
+#: ``schema_version`` of kafka/run.json (segtools/schemas/run.schema.json)
+RUN_SCHEMA_VERSION = 1
 
 __all__ = ["run_on_kafka", "check_supported"]
 
@@ -89,7 +92,8 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
             except Exception as exc:  # noqa: BLE001 - a run that failed earlier says why
                 stories = {"error": str(exc)}
         with open(os.path.join(out, "kafka", "run.json"), "w", encoding="utf-8") as fh:
-            json.dump({"kafka_version": runtime.version, "cluster_id": cluster.cluster_id,
+            json.dump({"schema_version": RUN_SCHEMA_VERSION, "kafka_version": runtime.version,
+                       "cluster_id": cluster.cluster_id,
                        "time_scale": runner.scale,
                        "replica_lag_time_max_ms": config.replica_lag_ms(scenario),
                        "broker_session_timeout_ms": config.session_timeout_ms(scenario),
@@ -118,9 +122,9 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
             if mine:
                 part["drift"] = mine
     with open(os.path.join(out, "acks.jsonl"), "w", encoding="utf-8") as fh:
-        fh.write("".join(json.dumps(a, sort_keys=True) + "\n" for a in runner.acks))
+        fh.write(acks_text(runner.acks))
     with open(os.path.join(out, "truth.json"), "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(truth, sort_keys=True, indent=2) + "\n")
+        fh.write(truth_file_text(truth))
     if not keep_step_copies:
         shutil.rmtree(runner.steps_dir, ignore_errors=True)
     return SimulationResult(out, truth, runner.acks, runner)

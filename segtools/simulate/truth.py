@@ -25,8 +25,25 @@ POWER_LOSS = "POWER_LOSS"
 TRUNCATED = "TRUNCATED"
 
 
+#: ``schema_version`` on every acks.jsonl line and every partition entry of truth.json
+#: (segtools/schemas/acks-line, truth): truth.json stays a map of partitions, so the version
+#: sits in each entry rather than beside them
+FILES_SCHEMA_VERSION = 1
+
+
 def acks_lines(cluster: Cluster) -> str:
-    return "".join(json.dumps(a.to_json(), sort_keys=True) + "\n" for a in cluster.acks)
+    return acks_text([a.to_json() for a in cluster.acks])
+
+
+def acks_text(acks: list[dict[str, Any]]) -> str:
+    """acks.jsonl: one acknowledgement a line, each with its schema_version."""
+    return "".join(json.dumps({"schema_version": FILES_SCHEMA_VERSION, **a}, sort_keys=True) + "\n" for a in acks)
+
+
+def truth_file_text(parts: dict[str, dict[str, Any]]) -> str:
+    """truth.json of a model or a real run: each partition entry with its schema_version."""
+    return json.dumps({name: {"schema_version": FILES_SCHEMA_VERSION, **part} for name, part in parts.items()},
+                      sort_keys=True, indent=2) + "\n"
 
 
 def _cause(cluster: Cluster, rec: SimRecord, elections: list[Election], final_id: int) -> str:
@@ -109,4 +126,4 @@ def truth(cluster: Cluster) -> dict[str, Any]:
 
 
 def truth_text(cluster: Cluster) -> str:
-    return json.dumps(truth(cluster), sort_keys=True, indent=2) + "\n"
+    return truth_file_text(truth(cluster))

@@ -24,6 +24,8 @@ from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
 
 METADATA_TOPIC = "__remote_log_metadata"
+#: ``schema_version`` of ``tier --json`` (segtools/schemas/tier.schema.json)
+JSON_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class TierReport:
     metadata_partitions: list[int]
 
     def to_json(self) -> dict[str, Any]:
-        return {"metadata_partitions": self.metadata_partitions,
+        return {"schema_version": JSON_SCHEMA_VERSION, "metadata_partitions": self.metadata_partitions,
                 "partitions": [p.to_json() for p in self.partitions],
                 "segments": [s.to_json() for s in self.segments],
                 "findings": [f.to_json() for f in self.findings]}

@@ -49,6 +49,14 @@ def test_first_screen_within_1000px(browser, tmp_path, sample, answer):
                               ".map(r => +r.children[1].textContent)")
         lost = {x["offset"] for p in t.values() for x in p["lost"]}
         assert shown and set(shown) <= lost
+        # each shown record's time and transaction state are read, not "not in report"; the
+        # full table carries them too (the sample's producers are not transactional: none)
+        cells = page.evaluate("[...document.querySelectorAll('#first-lost tr')].slice(1)"
+                              ".map(r => [...r.children].map(c => c.textContent))")
+        assert all("not in report" not in c for row in cells for c in row)
+        assert {row[6] for row in cells} == {"none"}
+        full = page.evaluate("[...document.querySelector('#lost-body tr').children].map(c => c.textContent)")
+        assert len(full) == 10 and full[8].endswith("Z") and full[9] == "none"
         elections = page.evaluate("[...document.querySelectorAll('#incident-window li.election')]"
                                   ".map(li => li.textContent)")
         unclean = [e for p in t.values() for e in p["elections"] if e["unclean"]]

@@ -53,8 +53,27 @@ def run_both(scenario_file: Path, tmp: Path, *, kafka_version: str | None = None
     scenario = load_scenario(scenario_file)
     real_dir = tmp / "real"
     real = run_on_kafka(scenario, real_dir, kafka_version=kafka_version, allow_drift=allow_drift)
+    check_run_files(real_dir)
     model = run(lockstep_scenario(scenario, run_log(real_dir)["features"]), tmp / "model")
     return real.truth, model.truth, real_dir
+
+
+def check_run_files(real_dir: Path) -> None:
+    """The real engine's run.json, truth.json and acks.jsonl against their shipped schemas."""
+    import jsonschema
+
+    from segtools import schemas
+
+    def check(doc: object, name: str) -> None:
+        jsonschema.Draft202012Validator(schemas.load(name)).validate(doc)
+
+    run = run_log(real_dir)
+    check(run, "run")
+    with pytest.raises(jsonschema.ValidationError):   # the schema is not vacuous
+        check({k: v for k, v in run.items() if k != "kafka_version"}, "run")
+    check(json.loads((real_dir / "truth.json").read_text()), "truth")
+    for line in (real_dir / "acks.jsonl").read_text().splitlines():
+        check(json.loads(line), "acks-line")
 
 
 def run_log(real_dir: Path) -> dict[str, Any]:
