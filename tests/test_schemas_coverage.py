@@ -15,7 +15,7 @@ from segtools import schemas
 pytestmark = pytest.mark.fast
 
 REPO = Path(__file__).resolve().parents[1]
-PRODUCT = ("segtools", "cli", "spark")
+PRODUCT = ("segtools", "cli", "spark", "formats")
 
 #: (file, enclosing function) -> one label per serialising call in it, in source order: an
 #: OUTPUTS key, or "not an output: why"
@@ -45,7 +45,7 @@ SITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("segtools/advise.py", "PartitionAdvice._reassign"): (
         "not an output: kafka-reassign-partitions' topics list", "not an output: kafka-reassign-partitions' plan",
         "not an output: the plan inside a shell command"),
-    ("segtools/files/checkpoints.py", "write_quorum_state"): ("not an output: Kafka's quorum-state file",),
+    ("formats/root_files.py", "_Json._build"): ("not an output: Kafka's quorum-state file (JsonObjectDocument)",),
     ("segtools/simulate/files.py", "write_broker"): ("not an output: Kafka's .kafka_cleanshutdown marker",),
     ("cli/docs.py", "_schema"): ("not an output: prints a shipped schema itself",),
     # values inside another format
