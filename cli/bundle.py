@@ -61,14 +61,20 @@ def collect(log_dirs: tuple[str, ...], out_dir: str, topics: tuple[str, ...],
     result = run(log_dirs, out_dir, topics=topics or None, metadata_dirs=metadata_dirs,
                  redact=redact, redact_salt=salt)
     if result.redactor is not None:
-        for note in result.redaction_notes:
+        for note in result.redaction_notes[:5]:
             click.echo(f"segtools: {note['path']} @ position {note['position']} "
                        f"(baseOffset={note['base_offset']}): {note['note']}", err=True)
+        if len(result.redaction_notes) > 5:
+            click.echo(f"segtools: {len(result.redaction_notes) - 5} more redaction notes in "
+                       "MANIFEST.json (redaction.notes)", err=True)
     for item in result.skipped:
         click.echo(f"segtools: skipped {item['path']}: {item['reason']}", err=True)
     for f in result.changed:
         click.echo(f"segtools: {f.source} changed while it was copied (is the broker still "
                    "running?); the manifest records the bytes that were read", err=True)
+    if result.auto_metadata is not None:
+        click.echo(f"segtools: also collected the controller's metadata log next to the broker "
+                   f"dirs (as {result.auto_metadata}), as compare would read it", err=True)
     if not quiet:
         names = ", ".join(s["name"] for s in result.sources)
         click.echo(f"collected {len(result.files)} files ({result.bytes} bytes) from "

@@ -85,6 +85,7 @@ class CollectResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     redactor: Redactor | None = None
+    auto_metadata: str | None = None      # bundle name of a controller dir found, not named
     redaction_notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -215,6 +216,17 @@ def collect(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str
     if not named and not meta_named:
         raise InputError("collect needs at least one broker log dir")
     wanted = frozenset(topics) if topics else None
+    auto_metadata: str | None = None
+    if not meta_named and named:
+        # the controller's metadata log that compare/advise/report find next to the broker
+        # dirs (segtools.forensics.api.default_metadata_log): without it in the bundle, the
+        # bundle would answer with fewer causes (elections, unclean shutdowns) than the originals
+        from segtools.forensics.api import default_metadata_log
+
+        found = default_metadata_log(named)
+        if found is not None:
+            auto_metadata = os.path.dirname(os.path.normpath(found))
+            meta_named = [auto_metadata]
     plan: list[tuple[str, str]] = []        # (source log dir, bundle dir name)
     taken: set[str] = set()
     seen: set[str] = set()
@@ -234,6 +246,8 @@ def collect(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str
         for log_dir, name in plan:
             result.sources.append({"name": name, "path": os.path.abspath(log_dir),
                                    "node_id": broker_id_of(log_dir)})
+            if auto_metadata is not None and log_dir == auto_metadata:
+                result.auto_metadata = name
             _collect_dir(log_dir, root / name, name, wanted, result, top=True)
         manifest = {
             "schema_version": BUNDLE_SCHEMA_VERSION, "kind": _KIND,

@@ -72,7 +72,7 @@ _KEY_WIDTH = 8
 #: (key pseudonym width, batch digest length) tried in turn for a compressed batch: the
 #: digest's length only moves the recompressed size (to a size the padding rule can reach);
 #: narrower keys are the last resort, noted per batch
-_ATTEMPTS = [(_KEY_WIDTH, n) for n in range(_PREFIX, _PREFIX + 17)] + [(4, n) for n in range(8, 25)]
+_ATTEMPTS = [(w, n) for w in (_KEY_WIDTH, 6, 4) for n in range(8, 25)]
 _LOG_PREFIX = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
 _LEGACY_HEAD = struct.Struct(LEGACY_ENTRY_HEAD_STRUCT_FORMAT)
 _V2_MIN = RECORD_BATCH_OVERHEAD
