@@ -431,5 +431,25 @@ def verify(bundle: str | os.PathLike[str]) -> VerifyResult:
     return VerifyResult(str(root), len(listed), problems, manifest)
 
 
+def is_bundle(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a folder with a bundle's MANIFEST.json (not checked further)."""
+    return os.path.isfile(os.path.join(os.fspath(path), MANIFEST))
+
+
+def metadata_dirs_of(bundle: str | os.PathLike[str]) -> list[str]:
+    """The metadata log dirs of a bundle, for commands that read controllers (quorum): the
+    controllers' dirs it holds, else every member dir holding ``__cluster_metadata-0``."""
+    root = os.fspath(bundle)
+    members = [str(s.get("name", "")) for s in read_manifest(root).get("sources", [])]
+    has_log = [m for m in members if m and os.path.isdir(os.path.join(root, m, f"{_METADATA_TOPIC}-0"))]
+    controllers = [m for m in has_log if m.startswith("controller")]
+    chosen = controllers or has_log
+    if not chosen:
+        raise InputError(f"{display_path(root)}: the bundle holds no {_METADATA_TOPIC}-0 "
+                         "(collect it with --metadata-dir)")
+    return [os.path.join(root, m) for m in chosen]
+
+
 __all__ = ["BUNDLE_SCHEMA_VERSION", "MANIFEST", "SHA256SUMS", "CollectResult", "CollectedFile",
-           "VerifyProblem", "VerifyResult", "collect", "read_manifest", "verify"]
+           "VerifyProblem", "VerifyResult", "collect", "is_bundle", "metadata_dirs_of", "read_manifest",
+           "verify"]
