@@ -436,6 +436,22 @@ def is_bundle(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(os.path.join(os.fspath(path), MANIFEST))
 
 
+def redacted_bundle_of(path: str | os.PathLike[str]) -> str | None:
+    """The redacted bundle ``path`` is (or is inside), else None."""
+    here = os.path.abspath(os.fspath(path))
+    while True:
+        if os.path.isfile(os.path.join(here, MANIFEST)):
+            try:
+                manifest = read_manifest(here)
+            except InputError:
+                return None
+            return here if manifest.get("redaction") else None
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
 def metadata_dirs_of(bundle: str | os.PathLike[str]) -> list[str]:
     """The metadata log dirs of a bundle, for commands that read controllers (quorum): the
     controllers' dirs it holds, else every member dir holding ``__cluster_metadata-0``."""
@@ -452,4 +468,5 @@ def metadata_dirs_of(bundle: str | os.PathLike[str]) -> list[str]:
 
 __all__ = ["BUNDLE_SCHEMA_VERSION", "MANIFEST", "SHA256SUMS", "CollectResult", "CollectedFile",
            "VerifyProblem", "VerifyResult", "collect", "is_bundle", "metadata_dirs_of", "read_manifest",
+           "redacted_bundle_of",
            "verify"]

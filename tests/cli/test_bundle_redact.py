@@ -225,3 +225,11 @@ def test_an_invalid_crc_stays_invalid_and_a_valid_one_valid(incident, tmp_path):
     corrupt = [n for n in notes if n["path"].endswith(log.name) and "gz-0" in n["path"]
                and n["base_offset"] == second.base_offset and "pseudonym" not in n["note"]]
     assert len(corrupt) <= 1
+
+
+def test_lost_records_of_a_redacted_bundle_are_not_offered_for_replay(bundle, tmp_path):
+    """Its keys and values are pseudonyms: --lost-out (replay's input) refuses it, exit 2."""
+    out = tmp_path / "lost"
+    refused = _run("compare", str(bundle), "--no-spark", "--lost-out", str(out))
+    assert refused.returncode == 2 and "redacted bundle" in refused.stderr
+    assert not out.exists()
