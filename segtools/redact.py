@@ -32,15 +32,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segtools.errors import SegtoolsError
-from segtools.formats.legacy import LEGACY_ENTRY_HEAD_STRUCT_FORMAT
+from segtools.formats.legacy import (
+    LEGACY_CRC_STRUCT_FORMAT,
+    LEGACY_ENTRY_HEAD_STRUCT_FORMAT,
+    LEGACY_LENGTH_STRUCT_FORMAT,
+    LEGACY_PREFIX_STRUCT_FORMAT,
+)
 from segtools.formats.record_batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     CRC_OFFSET,
+    CRC_STRUCT_FORMAT,
+    HEADER_STRUCT_FORMAT,
     LOG_PREFIX_STRUCT_FORMAT,
     RECORD_BATCH_OVERHEAD,
-    RECORDS_COUNT_OFFSET,
 )
 from segtools.primitives.codecs import GZIP, LZ4, NONE, SNAPPY, XERIAL_HEADER, ZSTD, compress, decompress
 from segtools.primitives.crc import crc32, crc32c
@@ -75,9 +81,12 @@ _KEY_WIDTH = 8
 _ATTEMPTS = [(w, n) for w in (_KEY_WIDTH, 6, 4) for n in range(8, 25)]
 _LOG_PREFIX = struct.Struct(LOG_PREFIX_STRUCT_FORMAT)
 _LEGACY_HEAD = struct.Struct(LEGACY_ENTRY_HEAD_STRUCT_FORMAT)
+_LEGACY_CRC_AT = struct.calcsize(LEGACY_PREFIX_STRUCT_FORMAT)
+_V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
 _V2_MIN = RECORD_BATCH_OVERHEAD
 _ZSTD_SKIPPABLE = 0x184D2A50
-_SNAPPY_EMPTY_BLOCK = struct.pack(">i", 1) + b"\x00"   # one raw block that decodes to nothing
+#: one xerial block (int32 length 1) holding the raw snappy stream of nothing (its varint 0)
+_SNAPPY_EMPTY_BLOCK = (1).to_bytes(4, "big") + b"\x00"
 
 
 @dataclass
@@ -202,7 +211,9 @@ def _pad(codec: int, stream: bytes, target: int) -> bytes | None:
     if codec == ZSTD:
         if gap < 8:
             return None
-        return stream + struct.pack("<II", _ZSTD_SKIPPABLE, gap - 8) + bytes(gap - 8)
+        # skippable frame: magic, payload length (little-endian uint32s), payload
+        return (stream + _ZSTD_SKIPPABLE.to_bytes(4, "little") + (gap - 8).to_bytes(4, "little")
+                + bytes(gap - 8))
     if codec == SNAPPY:
         header = len(XERIAL_HEADER)
         for headers in range(gap // header + 1):
@@ -258,18 +269,17 @@ class Redactor:
             self.notes.append(RedactionNote(position, base, why))
 
     def _v2(self, batch: memoryview, position: int, base: int) -> bytes | None:
-        (attributes,) = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)
+        fields = _V2_HEADER.unpack_from(batch, 0)
+        attributes, count, stored = fields[5], fields[12], fields[4]
         if attributes & CONTROL_FLAG_MASK:
             self.control_kept += 1
             return None
-        (count,) = struct.unpack_from(">i", batch, RECORDS_COUNT_OFFSET)
         codec = attributes & COMPRESSION_CODEC_MASK
         records = bytes(batch[_V2_MIN:])
         new_records = self._records(codec, records, count, position, base)
         new = bytearray(batch[:_V2_MIN]) + new_records
-        (stored,) = struct.unpack_from(">I", batch, CRC_OFFSET)
         crc = stored ^ crc32c(batch[ATTRIBUTES_OFFSET:]) ^ crc32c(memoryview(new)[ATTRIBUTES_OFFSET:])
-        struct.pack_into(">I", new, CRC_OFFSET, crc)
+        struct.pack_into(CRC_STRUCT_FORMAT, new, CRC_OFFSET, crc)
         self.redacted += 1
         return bytes(new)
 
@@ -329,7 +339,7 @@ class Redactor:
         _, _, stored, magic, attributes = _LEGACY_HEAD.unpack_from(batch, 0)
         new = bytearray(batch)
         body = pos = _LEGACY_HEAD.size + (8 if magic == 1 else 0)
-        if attributes & 0x07:
+        if attributes & COMPRESSION_CODEC_MASK:
             # a compressed wrapper: its value is a whole inner message set, not redacted entry
             # by entry here
             self.notes.append(RedactionNote(position, base, "compressed legacy (magic 0/1) "
@@ -339,7 +349,7 @@ class Redactor:
             kinds = ("key", "value")
         try:
             for kind in kinds:
-                (length,) = struct.unpack_from(">i", new, pos)
+                (length,) = struct.unpack_from(LEGACY_LENGTH_STRUCT_FORMAT, new, pos)
                 pos += 4
                 if length > 0:
                     if pos + length > len(new):
@@ -351,6 +361,6 @@ class Redactor:
                                             "zero-filled"))
             new[body:] = bytes(len(new) - body)
         crc = stored ^ crc32(batch[16:]) ^ crc32(memoryview(new)[16:])
-        struct.pack_into(">I", new, 12, crc)
+        struct.pack_into(LEGACY_CRC_STRUCT_FORMAT, new, _LEGACY_CRC_AT, crc)
         self.redacted += 1
         return bytes(new)
