@@ -299,36 +299,49 @@ def _redacts(rel: str, name: str) -> bool:
 def _copy_redacted(src: str, dst: str, redactor: Redactor, rel: str,
                    notes: list[dict[str, Any]]) -> tuple[int, str, str, int, bool]:
     """Copy ``src`` redacted; (size, sha256 of the copy, sha256 of the source, mtime_ns,
-    changed). The file is redacted in memory: one segment (segment.bytes, 1 GiB by default)."""
+    changed). Read batch by batch with pread (not mmap: a broker truncating the file would
+    kill the process with SIGBUS): memory stays at one batch, whatever the segment's size."""
     fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    source_digest, copy_digest = hashlib.sha256(), hashlib.sha256()
     try:
         before = os.fstat(fd)
-        chunks = []
-        size = 0
-        while size < before.st_size and (chunk := os.read(fd, min(_CHUNK, before.st_size - size))):
-            chunks.append(chunk)
-            size += len(chunk)
+        size = before.st_size
+        read = 0
+
+        def read_at(at: int, n: int) -> bytes:
+            nonlocal read
+            data = b""
+            while len(data) < n and (chunk := os.pread(fd, n - len(data), at + len(data))):
+                data += chunk
+            # reads go forward (a header, then its batch): the source digest takes each byte
+            # once, in order
+            if at <= read < at + len(data):
+                source_digest.update(data[read - at:])
+                read = at + len(data)
+            return data
+
+        first = len(redactor.notes)
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            for piece in redactor.stream(read_at, size):
+                copy_digest.update(piece)
+                rest = memoryview(piece)
+                while rest:
+                    rest = rest[os.write(out, rest):]
+        finally:
+            os.close(out)
+        while read < size and (chunk := os.pread(fd, min(_CHUNK, size - read), read)):
+            source_digest.update(chunk)     # the rest the redactor did not need (zero-filled)
+            read += len(chunk)
         after = os.fstat(fd)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    del chunks
-    first = len(redactor.notes)
-    out = redactor.segment(data)
     notes.extend({"path": rel, **n.to_json()} for n in redactor.notes[first:])
-    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        view = memoryview(out)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
     changed = (after.st_size != before.st_size or after.st_mtime_ns != before.st_mtime_ns
-               or size != after.st_size)
+               or read != size)
     os.utime(dst, ns=(before.st_atime_ns, before.st_mtime_ns))
     os.chmod(dst, 0o444)
-    return size, hashlib.sha256(out).hexdigest(), hashlib.sha256(data).hexdigest(), \
-        before.st_mtime_ns, changed
+    return size, copy_digest.hexdigest(), source_digest.hexdigest(), before.st_mtime_ns, changed
 
 
 def _collect_dir(src: str, dst: Path, rel: str, wanted: frozenset[str] | None,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,7 @@ _LEGACY_HEAD = struct.Struct(LEGACY_ENTRY_HEAD_STRUCT_FORMAT)
 _LEGACY_CRC_AT = struct.calcsize(LEGACY_PREFIX_STRUCT_FORMAT)
 _V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
 _V2_MIN = RECORD_BATCH_OVERHEAD
+_ZERO_CHUNK = 1 << 20
 _ZSTD_SKIPPABLE = 0x184D2A50
 #: one xerial block (int32 length 1) holding the raw snappy stream of nothing (its varint 0)
 _SNAPPY_EMPTY_BLOCK = (1).to_bytes(4, "big") + b"\x00"
@@ -134,6 +136,11 @@ def pseudonym(data: bytes, salt: bytes, *, kind: str, width: int = 8) -> bytes:
     if n <= width:
         return _feistel(data, key)
     return hashlib.sha256(key + data).digest()[:width] + bytes(n - width)
+
+
+def _zeros(n: int) -> Iterator[bytes]:
+    for at in range(0, n, _ZERO_CHUNK):
+        yield bytes(min(_ZERO_CHUNK, n - at))
 
 
 class _Unparsable(Exception):
@@ -236,37 +243,64 @@ class Redactor:
 
     def segment(self, data: bytes | memoryview, *, file_position: int = 0) -> bytes:
         """The redacted bytes of a run of batches (a whole .log file's content)."""
+        return b"".join(self.chunks(data, file_position=file_position))
+
+    def chunks(self, data: bytes | memoryview, *,
+               file_position: int = 0) -> Iterator[bytes | memoryview]:
+        """The redacted bytes of ``data``, in pieces (see :meth:`stream`)."""
         src = memoryview(data)
-        out = bytearray(src)
+        return self.stream(lambda at, n: src[at:at + n], len(src), file_position=file_position)
+
+    def stream(self, read_at: Callable[[int, int], bytes | memoryview], size: int, *,
+               file_position: int = 0, limit: int | None = None
+               ) -> Iterator[bytes | memoryview]:
+        """The redacted bytes of a file of ``size`` bytes read with ``read_at(position, n)``,
+        in pieces of at most one batch (or 1 MiB of a zero-filled tail): memory stays at one
+        batch. A batch larger than ``limit`` (default: the reader's batch limit) keeps its
+        header and is zero-filled after it; a file that ends early (shrank while read) is
+        zero-filled to ``size``; both are noted."""
+        limit = resolve_max_batch_bytes() if limit is None else limit
         pos = 0
-        while pos < len(src):
-            if len(src) - pos < 17:
-                self._zero(out, pos, len(src), file_position, None, "torn tail shorter than a batch header")
-                break
-            base, length = _LOG_PREFIX.unpack_from(src, pos)
-            size = length + 12
-            magic = src[pos + 16]
-            if length < 14 or pos + size > len(src) or magic not in (0, 1, 2) or (
-                    magic == 2 and size < _V2_MIN):
-                keep = min(len(src), pos + (_V2_MIN if magic == 2 else 17))
-                self._zero(out, keep, len(src), file_position + pos, base,
-                           "bytes from here do not parse as batches (torn or corrupt tail): "
-                           "kept up to the batch header, zero-filled after")
-                break
+        while pos < size:
+            head = bytes(read_at(pos, min(17, size - pos)))
+            if len(head) < 17:
+                self.notes.append(RedactionNote(file_position + pos, None,
+                                                "torn tail shorter than a batch header: zero-filled"))
+                yield from _zeros(size - pos)
+                return
+            base, length = _LOG_PREFIX.unpack_from(head, 0)
+            bsize = length + 12
+            magic = head[16]
+            keep = _V2_MIN if magic == 2 else 17
+            if length < 14 or pos + bsize > size or magic not in (0, 1, 2) or (
+                    magic == 2 and bsize < _V2_MIN):
+                self.notes.append(RedactionNote(
+                    file_position + pos, base, "bytes from here do not parse as batches (torn or "
+                    "corrupt tail): kept up to the batch header, zero-filled after"))
+                kept = bytes(read_at(pos, min(keep, size - pos)))
+                yield kept
+                yield from _zeros(size - pos - len(kept))
+                return
             self.batches += 1
-            batch = src[pos:pos + size]
+            if bsize > limit:
+                self.notes.append(RedactionNote(
+                    file_position + pos, base, f"batch of {bsize} bytes is over the {limit}-byte "
+                    "batch limit (SEGTOOLS_MAX_BATCH_BYTES): header kept, records zero-filled, CRC "
+                    "left as stored"))
+                yield bytes(read_at(pos, keep))
+                yield from _zeros(bsize - keep)
+                pos += bsize
+                continue
+            batch = memoryview(read_at(pos, bsize))
+            if len(batch) < bsize:
+                self.notes.append(RedactionNote(file_position + pos, base, "the file ended inside "
+                                                "this batch while it was read: zero-filled"))
+                yield from _zeros(size - pos)
+                return
             new = (self._v2(batch, file_position + pos, base) if magic == 2
                    else self._legacy(batch, file_position + pos, base))
-            if new is not None:
-                out[pos:pos + size] = new
-            pos += size
-        return bytes(out)
-
-    def _zero(self, out: bytearray, start: int, end: int, position: int, base: int | None,
-              why: str) -> None:
-        if end > start:
-            out[start:end] = bytes(end - start)
-            self.notes.append(RedactionNote(position, base, why))
+            yield batch if new is None else new
+            pos += bsize
 
     def _v2(self, batch: memoryview, position: int, base: int) -> bytes | None:
         fields = _V2_HEADER.unpack_from(batch, 0)

@@ -107,3 +107,33 @@ def test_legacy_entries_are_redacted_with_their_crc32():
     red = Redactor(SALT).segment(entry)
     assert len(red) == len(entry) and b"PLANT" not in red
     assert parse_batch_header(red).crc_valid and red[:26] == entry[:12] + red[12:16] + entry[16:26]
+
+
+def test_collect_redacts_in_pieces_and_digests_the_source_exactly(tmp_path):
+    """The manifest's source_sha256 is the source's sha256, and the copy the redacted bytes,
+    also with a torn tail and a batch over the batch limit."""
+    import hashlib
+    import json
+
+    from segtools.bundle import collect
+
+    broker = tmp_path / "broker-1"
+    part = broker / "t-0"
+    part.mkdir(parents=True)
+    (broker / "meta.properties").write_text("node.id=1\nversion=1\n")
+    data = b"".join(_batch([b"PLANTVAL-%d-" % i * 8] * 3, base_offset=3 * i) for i in range(5))
+    data += _batch([b"PLANTVAL-torn" * 5], base_offset=15)[:70]
+    (part / "00000000000000000000.log").write_bytes(data)
+    result = collect([broker], tmp_path / "b", redact=True, redact_salt=SALT)
+    manifest = json.loads((tmp_path / "b" / "MANIFEST.json").read_text())
+    item = next(f for f in manifest["files"] if f["path"].endswith(".log"))
+    copy = (tmp_path / "b" / item["path"]).read_bytes()
+    assert item["source_sha256"] == hashlib.sha256(data).hexdigest()
+    assert item["sha256"] == hashlib.sha256(copy).hexdigest()
+    assert copy == Redactor(SALT).segment(data) and b"PLANT" not in copy
+    assert [n["position"] for n in result.redaction_notes] == [len(data) - 70]
+    big = Redactor(SALT)
+    pieces = list(big.stream(lambda at, n: data[at:at + n], len(data), limit=100))
+    assert b"".join(pieces)[:17] == data[:17] and len(b"".join(pieces)) == len(data)
+    assert all(len(p) <= max(len(data) // 5, 1 << 20) for p in pieces)
+    assert len([n for n in big.notes if "batch limit" in n.note]) == 5
