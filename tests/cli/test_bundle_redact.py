@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from segtools import schemas
 from segtools.primitives.crc import crc32c
 from segtools.simulate import run as simulate
 from segtools.writer.batch_header import parse_batch_header
@@ -95,6 +97,9 @@ def test_the_originals_hold_the_planted_strings_and_the_redacted_bundle_none(inc
         assert _grep(incident, needle), needle          # the test plants what it looks for
         assert _grep(bundle, needle) == [], needle
     manifest = json.loads((bundle / "MANIFEST.json").read_text())
+    # the shipped schema describes the redacted manifest (its optional branches included)
+    jsonschema.Draft202012Validator(schemas.load("bundle-manifest")).validate(manifest)
+    assert any(f.get("redacted") for f in manifest["files"])
     red = manifest["redaction"]
     assert red["redacted"] is True and red["batches_redacted"] > 0
     assert red["control_batches_kept"] > 0            # the COMMIT markers
