@@ -287,12 +287,12 @@ def _redacts(rel: str, name: str) -> bool:
     if m is None or m.group("kind") != ".log":
         return False
     parts = rel.split("/")
-    if len(parts) < 2:
-        return False
+    if len(parts) < 3:
+        return True         # a segment outside any partition dir: payload all the same
     try:
         topic = parse_partition_dir_name(parts[1])[0]
     except InputError:
-        return False
+        return True         # fail closed: an unknown dir's segments are redacted
     return not topic.startswith("__")
 
 
