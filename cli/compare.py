@@ -84,6 +84,14 @@ def compare(dirs: tuple[str, ...], report_path: str | None, acks_path: str | Non
         check_html_out(html_path, paths)
     if lost_out:
         check_output_location(lost_out, paths, flag="--lost-out")
+        from segtools.bundle import redacted_bundle_of
+
+        # a redacted bundle's records are pseudonyms: replaying them would write garbage
+        for d in dirs:
+            if (bundle := redacted_bundle_of(d)) is not None:
+                raise click.UsageError(f"{d}: in a redacted bundle ({bundle}): its keys and values "
+                                       "are pseudonyms, not records to replay; run --lost-out "
+                                       "on the originals or an unredacted bundle")
     # s3://, gs://, hdfs:// inputs: read from local copies; what is printed or reported names
     # the URIs (segtools.files.remote); a no-op for local paths
     # (every DIR as given: segtools.compare() says which ones it reads once)

@@ -93,9 +93,10 @@ Docs: docs/QUORUM.md (the rules and what each answer proves), docs/CONTRACT.md."
 Examples:
   segtools collect /var/lib/kafka/data --out /srv/incident-42/broker-1
   segtools collect broker-1/ broker-2/ broker-3/ --topic orders --out bundle/
-  segtools collect b1/ b2/ --metadata-dir controller-1/ --out bundle/
+  segtools collect b1/ b2/ --metadata-dir controller-1/ --redact --out for-the-vendor/
 \b
-Docs: docs/RUNBOOK.md (what to do first in an incident), docs/CONTRACT.md section 12.""",
+Docs: docs/RUNBOOK.md (what to do first in an incident), docs/CONTRACT.md section 12,
+docs/USAGE.md "Redacted bundles".""",
     "verify": """\
 \b
 Examples:

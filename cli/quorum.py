@@ -34,7 +34,11 @@ def quorum(dirs: tuple[str, ...], as_json: bool, image_at: str | None, diff_from
 
     Exit status: 0 no finding, 1 findings, 2 usage error or unusable input.
     """
+    from segtools.bundle import is_bundle, metadata_dirs_of
     from segtools.quorum import audit_dirs
+
+    # a bundle (segtools collect) stands for the metadata log dirs it holds
+    dirs = tuple(d for given in dirs for d in (metadata_dirs_of(given) if is_bundle(given) else [given]))
 
     if diff_from is not None and image_at is None:
         raise click.UsageError("--diff-from needs --image-at")

@@ -38,6 +38,11 @@ def salvage(path: str, out_dir: str, force: bool, index_interval_bytes: int, qui
 
     if index_interval_bytes < 0:
         raise click.UsageError("--index-interval-bytes must not be negative")
+    from segtools.bundle import is_bundle
+
+    if is_bundle(path):
+        raise click.UsageError(f"{path} is a bundle of many partitions: salvage one partition dir "
+                               "of it, e.g. BUNDLE/broker-1/<topic>-<partition>")
     result = run(path, out_dir, force=force, index_interval_bytes=index_interval_bytes,
                  max_batch_bytes=max_batch_bytes or DEFAULT_MAX_BATCH_BYTES)
     if not quiet:

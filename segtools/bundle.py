@@ -44,6 +44,8 @@ from segtools.files.sources import (
     is_partition_dir_name,
     parse_partition_dir_name,
 )
+from segtools.formats.names import SEGMENT_FILE_RE
+from segtools.redact import RULES, Redactor
 from segtools.version import __version__
 
 MANIFEST = "MANIFEST.json"
@@ -64,11 +66,16 @@ class CollectedFile:
     sha256: str
     mtime_ns: int
     changed_while_copied: bool = False
+    source_sha256: str | None = None   # set when the copy is redacted (differs from the source)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "source": self.source, "size": self.size,
-                "sha256": self.sha256, "mtime_ns": self.mtime_ns,
-                "changed_while_copied": self.changed_while_copied}
+        out: dict[str, Any] = {"path": self.path, "source": self.source, "size": self.size,
+                               "sha256": self.sha256, "mtime_ns": self.mtime_ns,
+                               "changed_while_copied": self.changed_while_copied}
+        if self.source_sha256 is not None:
+            out["redacted"] = True
+            out["source_sha256"] = self.source_sha256
+        return out
 
 
 @dataclass
@@ -77,6 +84,9 @@ class CollectResult:
     files: list[CollectedFile] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
+    redactor: Redactor | None = None
+    auto_metadata: str | None = None      # bundle name of a controller dir found, not named
+    redaction_notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def changed(self) -> list[CollectedFile]:
@@ -190,17 +200,33 @@ def _copy(src: str, dst: str) -> tuple[int, str, int, bool]:
 
 def collect(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
             topics: Iterable[str] | None = None,
-            metadata_dirs: Sequence[str | os.PathLike[str]] = ()) -> CollectResult:
+            metadata_dirs: Sequence[str | os.PathLike[str]] = (),
+            redact: bool = False, redact_salt: bytes | None = None) -> CollectResult:
     """Copy the evidence of ``inputs`` (broker log dirs, or folders of them) into the new
     folder ``out``: each broker dir's top-level files (meta.properties, the offset checkpoints,
     the clean-shutdown marker) and its partition dirs (all, or those of ``topics``, always with
     ``__cluster_metadata-0``), every file in them; ``metadata_dirs`` are controllers'
-    metadata log dirs, copied whole. Writes MANIFEST.json and SHA256SUMS last."""
+    metadata log dirs, copied whole. Writes MANIFEST.json and SHA256SUMS last.
+
+    ``redact``: the segments of user topics are copied with their payloads replaced
+    (segtools/redact.py); ``redact_salt`` (default: random, not kept) keys the pseudonyms, so
+    bundles redacted with the same salt have the same pseudonyms."""
     named = [os.fspath(p) for p in inputs]
     meta_named = [os.fspath(p) for p in metadata_dirs]
     if not named and not meta_named:
         raise InputError("collect needs at least one broker log dir")
     wanted = frozenset(topics) if topics else None
+    auto_metadata: str | None = None
+    if not meta_named and named:
+        # the controller's metadata log that compare/advise/report find next to the broker
+        # dirs (segtools.forensics.api.default_metadata_log): without it in the bundle, the
+        # bundle would answer with fewer causes (elections, unclean shutdowns) than the originals
+        from segtools.forensics.api import default_metadata_log
+
+        found = default_metadata_log(named)
+        if found is not None:
+            auto_metadata = os.path.dirname(os.path.normpath(found))
+            meta_named = [auto_metadata]
     plan: list[tuple[str, str]] = []        # (source log dir, bundle dir name)
     taken: set[str] = set()
     seen: set[str] = set()
@@ -212,10 +238,16 @@ def collect(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str
                 plan.append((log_dir, _bundle_name(log_dir, taken, prefix)))
     root = prepare_output_dir(out, [*named, *meta_named])
     result = CollectResult(bundle=str(root))
+    salt = b""
+    if redact:
+        salt = redact_salt if redact_salt is not None else os.urandom(16)
+        result.redactor = Redactor(salt=salt)
     with partial_run(root, command="segtools collect") as run:
         for log_dir, name in plan:
             result.sources.append({"name": name, "path": os.path.abspath(log_dir),
                                    "node_id": broker_id_of(log_dir)})
+            if auto_metadata is not None and log_dir == auto_metadata:
+                result.auto_metadata = name
             _collect_dir(log_dir, root / name, name, wanted, result, top=True)
         manifest = {
             "schema_version": BUNDLE_SCHEMA_VERSION, "kind": _KIND,
@@ -224,12 +256,92 @@ def collect(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str
             "host": socket.gethostname(), "topics": sorted(wanted) if wanted else None,
             "sources": result.sources, "files": [f.to_json() for f in result.files],
             "skipped": result.skipped,
+            "redaction": _redaction_json(result, salt) if result.redactor is not None else None,
         }
         atomic_write(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
         atomic_write(root / SHA256SUMS, "".join(f"{f.sha256}  {f.path}\n" for f in result.files))
         run.summary = {"files": len(result.files), "bytes": result.bytes,
                        "changed_while_copied": len(result.changed), "skipped": len(result.skipped)}
     return result
+
+
+def _redaction_json(result: CollectResult, salt: bytes) -> dict[str, Any]:
+    r = result.redactor
+    assert r is not None
+    return {"redacted": True, "rules": RULES,
+            # identifies the salt (bundles with equal salt_id have comparable pseudonyms)
+            # without giving it away
+            "salt_id": hashlib.sha256(b"segtools-salt-id" + salt).hexdigest()[:16],
+            "topics_redacted": "every topic but internal ones (names starting with __)",
+            "topics_kept": "internal topics (__consumer_offsets, __transaction_state, "
+                           "__cluster_metadata, ...): they hold group ids, transactional ids, "
+                           "client ids and hosts, and the group/transaction analyses read them",
+            "files_redacted": sum(1 for f in result.files if f.source_sha256 is not None),
+            "batches": r.batches, "batches_redacted": r.redacted,
+            "control_batches_kept": r.control_kept, "notes": result.redaction_notes}
+
+
+def _redacts(rel: str, name: str) -> bool:
+    """A segment file (.log, also .deleted/.cleaned/.swap) of a user topic's partition dir."""
+    m = SEGMENT_FILE_RE.match(name)
+    if m is None or m.group("kind") != ".log":
+        return False
+    parts = rel.split("/")
+    if len(parts) < 3:
+        return True         # a segment outside any partition dir: payload all the same
+    try:
+        topic = parse_partition_dir_name(parts[1])[0]
+    except InputError:
+        return True         # fail closed: an unknown dir's segments are redacted
+    return not topic.startswith("__")
+
+
+def _copy_redacted(src: str, dst: str, redactor: Redactor, rel: str,
+                   notes: list[dict[str, Any]]) -> tuple[int, str, str, int, bool]:
+    """Copy ``src`` redacted; (size, sha256 of the copy, sha256 of the source, mtime_ns,
+    changed). Read batch by batch with pread (not mmap: a broker truncating the file would
+    kill the process with SIGBUS): memory stays at one batch, whatever the segment's size."""
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    source_digest, copy_digest = hashlib.sha256(), hashlib.sha256()
+    try:
+        before = os.fstat(fd)
+        size = before.st_size
+        read = 0
+
+        def read_at(at: int, n: int) -> bytes:
+            nonlocal read
+            data = b""
+            while len(data) < n and (chunk := os.pread(fd, n - len(data), at + len(data))):
+                data += chunk
+            # reads go forward (a header, then its batch): the source digest takes each byte
+            # once, in order
+            if at <= read < at + len(data):
+                source_digest.update(data[read - at:])
+                read = at + len(data)
+            return data
+
+        first = len(redactor.notes)
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            for piece in redactor.stream(read_at, size):
+                copy_digest.update(piece)
+                rest = memoryview(piece)
+                while rest:
+                    rest = rest[os.write(out, rest):]
+        finally:
+            os.close(out)
+        while read < size and (chunk := os.pread(fd, min(_CHUNK, size - read), read)):
+            source_digest.update(chunk)     # the rest the redactor did not need (zero-filled)
+            read += len(chunk)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    notes.extend({"path": rel, **n.to_json()} for n in redactor.notes[first:])
+    changed = (after.st_size != before.st_size or after.st_mtime_ns != before.st_mtime_ns
+               or read != size)
+    os.utime(dst, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.chmod(dst, 0o444)
+    return size, copy_digest.hexdigest(), source_digest.hexdigest(), before.st_mtime_ns, changed
 
 
 def _collect_dir(src: str, dst: Path, rel: str, wanted: frozenset[str] | None,
@@ -254,12 +366,19 @@ def _collect_dir(src: str, dst: Path, rel: str, wanted: frozenset[str] | None,
         if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
             result.skipped.append({"path": shown, "reason": "not a regular file"})
             continue
+        path = f"{rel}/{entry.name}"
+        source_sha: str | None = None
         try:
-            size, sha, mtime_ns, changed = _copy(entry.path, str(dst / entry.name))
+            if result.redactor is not None and _redacts(path, entry.name):
+                size, sha, source_sha, mtime_ns, changed = _copy_redacted(
+                    entry.path, str(dst / entry.name), result.redactor, path,
+                    result.redaction_notes)
+            else:
+                size, sha, mtime_ns, changed = _copy(entry.path, str(dst / entry.name))
         except PermissionError as exc:
             result.skipped.append({"path": shown, "reason": f"unreadable ({exc.strerror})"})
             continue
-        result.files.append(CollectedFile(f"{rel}/{entry.name}", shown, size, sha, mtime_ns, changed))
+        result.files.append(CollectedFile(path, shown, size, sha, mtime_ns, changed, source_sha))
 
 
 def _sha256(path: Path) -> str:
@@ -325,5 +444,42 @@ def verify(bundle: str | os.PathLike[str]) -> VerifyResult:
     return VerifyResult(str(root), len(listed), problems, manifest)
 
 
+def is_bundle(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a folder with a bundle's MANIFEST.json (not checked further)."""
+    return os.path.isfile(os.path.join(os.fspath(path), MANIFEST))
+
+
+def redacted_bundle_of(path: str | os.PathLike[str]) -> str | None:
+    """The redacted bundle ``path`` is (or is inside), else None."""
+    here = os.path.abspath(os.fspath(path))
+    while True:
+        if os.path.isfile(os.path.join(here, MANIFEST)):
+            try:
+                manifest = read_manifest(here)
+            except InputError:
+                return None
+            return here if manifest.get("redaction") else None
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def metadata_dirs_of(bundle: str | os.PathLike[str]) -> list[str]:
+    """The metadata log dirs of a bundle, for commands that read controllers (quorum): the
+    controllers' dirs it holds, else every member dir holding ``__cluster_metadata-0``."""
+    root = os.fspath(bundle)
+    members = [str(s.get("name", "")) for s in read_manifest(root).get("sources", [])]
+    has_log = [m for m in members if m and os.path.isdir(os.path.join(root, m, f"{_METADATA_TOPIC}-0"))]
+    controllers = [m for m in has_log if m.startswith("controller")]
+    chosen = controllers or has_log
+    if not chosen:
+        raise InputError(f"{display_path(root)}: the bundle holds no {_METADATA_TOPIC}-0 "
+                         "(collect it with --metadata-dir)")
+    return [os.path.join(root, m) for m in chosen]
+
+
 __all__ = ["BUNDLE_SCHEMA_VERSION", "MANIFEST", "SHA256SUMS", "CollectResult", "CollectedFile",
-           "VerifyProblem", "VerifyResult", "collect", "read_manifest", "verify"]
+           "VerifyProblem", "VerifyResult", "collect", "is_bundle", "metadata_dirs_of", "read_manifest",
+           "redacted_bundle_of",
+           "verify"]

@@ -1,0 +1,1 @@
+../../segtools/redact.py
