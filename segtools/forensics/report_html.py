@@ -283,6 +283,16 @@ def _metadata_dir(report: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _redacted_bundle(inputs: Sequence[Any]) -> str | None:
+    """The redacted bundle one of the report's inputs lies in, if any."""
+    from segtools.bundle import redacted_bundle_of
+
+    for path in inputs:
+        if "://" not in str(path) and (bundle := redacted_bundle_of(str(path))) is not None:
+            return bundle
+    return None
+
+
 def next_commands(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(command, why) with this incident's inputs filled in."""
     import shlex
@@ -296,7 +306,14 @@ def next_commands(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     ml = f" --metadata-log {shlex.quote(meta)}" if meta else ""
     answer = (report.get("summary") or {}).get("answer")
     out = [(f"segtools advise {dirs}{ml}", "what to do per partition, with the evidence behind it")]
-    if answer == "lost":
+    redacted = _redacted_bundle(inputs)
+    if answer == "lost" and redacted:
+        # a redacted bundle holds pseudonyms: compare --lost-out refuses it (replaying them
+        # would write garbage), so point at the originals the bundle was collected from
+        out.append((f"segtools compare ORIGINAL_BROKER_DIR...{ml} --lost-out lost/",
+                    f"{redacted} is a redacted bundle: its keys and values are pseudonyms; write "
+                    "the lost records from the original log dirs or an unredacted bundle"))
+    elif answer == "lost":
         out.append((f"segtools compare {dirs}{ml} --lost-out lost/",
                     "write every lost record (key, value, headers, timestamp) to lost/ for replay"))
         out.append(("segtools replay lost/ --dry-run",

@@ -238,3 +238,22 @@ def test_lost_records_of_a_redacted_bundle_are_not_offered_for_replay(bundle, tm
     refused = _run("compare", str(bundle), "--no-spark", "--lost-out", str(out))
     assert refused.returncode == 2 and "redacted bundle" in refused.stderr
     assert not out.exists()
+
+
+def test_the_report_of_a_redacted_bundle_sends_lost_out_to_the_originals(incident, bundle, tmp_path):
+    """The page's next commands must not offer `--lost-out` on the bundle (refused above): they
+    name the original dirs instead and say why; a report of the originals keeps the command."""
+    from segtools.forensics.report_html import next_commands
+
+    acks = incident / "acks.jsonl"
+    _, on_bundle = _compare([str(bundle)], tmp_path / "b.json", acks)
+    commands = next_commands(on_bundle)
+    lost_out = [(cmd, why) for cmd, why in commands if "--lost-out" in cmd]
+    # the broker dirs to read are the originals; the bundle's metadata log (never redacted) may stay
+    assert lost_out and all(str(bundle) not in cmd.split(" --metadata-log")[0] for cmd, _ in lost_out), commands
+    assert "redacted bundle" in lost_out[0][1]
+    assert not [cmd for cmd, _ in commands if cmd.startswith("segtools replay")]
+    originals = [str(b) for b in _brokers(incident)]
+    _, on_originals = _compare(originals, tmp_path / "a.json", acks)
+    lost_out = [cmd for cmd, _ in next_commands(on_originals) if "--lost-out" in cmd]
+    assert lost_out and all(o in lost_out[0] for o in originals)
