@@ -73,14 +73,43 @@ def replica_lag_ms(scenario: Scenario) -> int:
     return round(scenario.cluster.replica_lag_time_max_ms / time_scale(scenario))
 
 
+def _model_step_ms(scenario: Scenario) -> list[int]:
+    """The scenario time each step takes in the model: an ``advance`` its ``ms``, and a
+    ``produce`` with ``acks: all`` whose ISR holds a paused follower as long as the leader
+    waits for it to leave the ISR (the real produce waits that long too, scaled). Falls back
+    to the ``advance`` steps alone when the model refuses the scenario (the run then fails
+    where it refuses it, with its own message)."""
+    from segtools.errors import SegtoolsError
+    from segtools.simulate.cluster import Cluster
+
+    key = id(scenario)
+    cached = _STEP_MS.get(key)
+    if cached is not None and cached[0] is scenario:
+        return cached[1]
+    out: list[int] = []
+    try:
+        model = Cluster(scenario)
+        for step in scenario.steps:
+            before = model.now
+            model.apply(step)
+            out.append(model.now - before)
+    except SegtoolsError:
+        out = [int(step.args["ms"]) if step.kind == "advance" else 0 for step in scenario.steps]
+    _STEP_MS[key] = (scenario, out)
+    return out
+
+
+#: _model_step_ms per scenario (the properties of every JVM ask for the session timeout)
+_STEP_MS: dict[int, tuple[Scenario, list[int]]] = {}
+
+
 def longest_pause_ms(scenario: Scenario) -> int:
-    """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): its scenario
-    time scaled, plus each step's overhead."""
+    """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): the scenario
+    time its steps take in the model, scaled, plus each step's overhead."""
     scale = time_scale(scenario)
+    step_ms = _model_step_ms(scenario)
     return round(_longest_pause(
-        scenario,
-        lambda step: STEP_OVERHEAD_MS + (step.args["ms"] / scale if step.kind == "advance" else 0),
-    ))
+        scenario, lambda step: STEP_OVERHEAD_MS + step_ms[step.index] / scale))
 
 
 def session_timeout_ms(scenario: Scenario) -> int:
