@@ -210,6 +210,12 @@ class ProducerSteps:
                                "how": "coordinator's Complete* state (or, a broker paused, "
                                       "the markers in the leaders' logs)"})
 
+    def _model_leader_paused(self, topic: str, partition: int) -> bool:
+        from segtools.simulate.controller import NO_LEADER
+
+        ps = self.model.partitions.get((topic, partition))
+        return ps is not None and ps.leader != NO_LEADER and self.model.brokers[ps.leader].paused
+
     def close_producers(self) -> None:
         """Drop the producers without ending an open transaction (a transaction still open
         when the scenario ends stays open in the logs, as in the model)."""
@@ -230,10 +236,15 @@ class ProducerSteps:
         # scenario says); otherwise 8 s of real time, so an ISR shrink the model waits for
         # is waited for too
         timed_out = any(getattr(line, "error", None) == "REQUEST_TIMED_OUT" for line in planned)
+        # a paused (stopped) leader reads no request: the model's producer waits its whole
+        # request_timeout_ms for it, and so does the real one (scaled, not capped: the
+        # paused followers' lag and the session run meanwhile on both)
+        to_paused = any(self._model_leader_paused(line.topic, line.partition) for line in planned)
         request_ms = 8000
-        if timed_out and a["acks"] == "all":
+        if timed_out and (a["acks"] == "all" or to_paused):
             request_ms = max(200, round(self.scenario.cluster.request_timeout_ms / config.time_scale(self.scenario)))
-            request_ms = min(request_ms, 8000)
+            if not to_paused:
+                request_ms = min(request_ms, 8000)
         conf = {"bootstrap.servers": self.cluster.bootstrap(self._answering()),
                 "acks": "all" if a["acks"] == "all" else a["acks"],
                 "enable.idempotence": False,
@@ -271,7 +282,9 @@ class ProducerSteps:
         if a["acks"] == "0":
             for line in planned:
                 v = view.get((line.topic, line.partition))
-                if v is not None and v.leader is not None:
+                # (a paused leader appends nothing before it resumes: nothing to wait for)
+                if v is not None and v.leader is not None \
+                        and not self._model_leader_paused(line.topic, line.partition):
                     pdir = os.path.join(self.cluster.broker_dir(v.leader), f"{line.topic}-{line.partition}")
                     watched[pdir] = log_bytes(pdir)
         headers = [(k, None if v is None else v.encode()) for k, v in a["headers"]] or None
