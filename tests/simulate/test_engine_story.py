@@ -283,3 +283,16 @@ def test_the_session_outlasts_a_pause_across_an_acks_all_produce():
     assert waited >= 10000  # the model's own account: the produce waited for the shrink
     assert config.longest_pause_ms(sc) >= waited + 2 * config.STEP_OVERHEAD_MS - 1
     assert config.session_timeout_ms(sc) > config.longest_pause_ms(sc)
+
+
+def test_changes_after_the_last_step_are_listed_not_compared():
+    # seed 1004 on 4.4.0: a broker paused until the end was fenced while the engine read the
+    # final records (an offline election at "end"); the model's story stops at the last step
+    from segtools.realcluster.story import split_at_end
+
+    on = _model_story(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml", ELR_ON)
+    n = len(load_scenario(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml").steps)
+    assert split_at_end(on, n) == (on, {})
+    late = dict(on["orders-0"][-1], step=n, kind="end", leader=None, election="offline")
+    inside, after = split_at_end({"orders-0": on["orders-0"] + [late]}, n)
+    assert compare_stories(on, inside) == [] and after == {"orders-0": [late]}
