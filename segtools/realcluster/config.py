@@ -73,43 +73,65 @@ def replica_lag_ms(scenario: Scenario) -> int:
     return round(scenario.cluster.replica_lag_time_max_ms / time_scale(scenario))
 
 
-def _model_step_ms(scenario: Scenario) -> list[int]:
-    """The scenario time each step takes in the model: an ``advance`` its ``ms``, and a
-    ``produce`` with ``acks: all`` whose ISR holds a paused follower as long as the leader
-    waits for it to leave the ISR (the real produce waits that long too, scaled). Falls back
-    to the ``advance`` steps alone when the model refuses the scenario (the run then fails
-    where it refuses it, with its own message)."""
+def _model_step_ms(scenario: Scenario) -> list[tuple[int, bool]]:
+    """Per step, the scenario time it takes in the model, and whether it sends to a paused
+    leader. An ``advance`` takes its ``ms``; a ``produce`` with ``acks: all`` whose ISR
+    holds a paused follower as long as the leader waits for the shrink (or its request
+    timeout); a send to a paused leader its request timeout. Falls back to the ``advance``
+    steps alone when the model refuses the scenario (the run then fails where it refuses
+    it, with its own message)."""
     from segtools.errors import SegtoolsError
     from segtools.simulate.cluster import Cluster
+    from segtools.simulate.controller import NO_LEADER
 
     key = id(scenario)
     cached = _STEP_MS.get(key)
     if cached is not None and cached[0] is scenario:
         return cached[1]
-    out: list[int] = []
+    out: list[tuple[int, bool]] = []
     try:
         model = Cluster(scenario)
         for step in scenario.steps:
             before = model.now
+            to_paused = False
+            if step.kind == "produce":
+                a = step.args
+                n = model.topics[a["topic"]].partitions
+                for p in range(n) if a["partition"] is None else (a["partition"],):
+                    leader = model.partitions[(a["topic"], p)].leader
+                    to_paused |= leader != NO_LEADER and model.brokers[leader].paused
             model.apply(step)
-            out.append(model.now - before)
+            out.append((model.now - before, to_paused))
     except SegtoolsError:
-        out = [int(step.args["ms"]) if step.kind == "advance" else 0 for step in scenario.steps]
+        out = [(int(step.args["ms"]) if step.kind == "advance" else 0, False) for step in scenario.steps]
     _STEP_MS[key] = (scenario, out)
     return out
 
 
 #: _model_step_ms per scenario (the properties of every JVM ask for the session timeout)
-_STEP_MS: dict[int, tuple[Scenario, list[int]]] = {}
+_STEP_MS: dict[int, tuple[Scenario, list[tuple[int, bool]]]] = {}
+
+#: the longest a real produce step waits unless it sends to a paused leader (producing.py:
+#: request.timeout.ms 8 s, message.timeout.ms 10 s), whatever the model's request timeout
+PRODUCE_REAL_MAX_MS = 10000
+
+
+def _real_step_ms(scenario: Scenario, step: Step, scale: float) -> float:
+    """The real time ``step`` takes beyond its overhead, as the real engine runs it."""
+    ms, to_paused = _model_step_ms(scenario)[step.index]
+    real = ms / scale
+    if step.kind == "produce" and not to_paused:
+        real = min(real, PRODUCE_REAL_MAX_MS)
+    return real
 
 
 def longest_pause_ms(scenario: Scenario) -> int:
     """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): the scenario
-    time its steps take in the model, scaled, plus each step's overhead."""
+    time its steps take in the model, scaled (a produce at most as long as the real
+    producer waits), plus each step's overhead."""
     scale = time_scale(scenario)
-    step_ms = _model_step_ms(scenario)
     return round(_longest_pause(
-        scenario, lambda step: STEP_OVERHEAD_MS + step_ms[step.index] / scale))
+        scenario, lambda step: STEP_OVERHEAD_MS + _real_step_ms(scenario, step, scale)))
 
 
 def session_timeout_ms(scenario: Scenario) -> int:

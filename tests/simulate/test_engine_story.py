@@ -270,7 +270,7 @@ def test_the_session_outlasts_a_pause_across_an_acks_all_produce():
     # it; the model's leader waits replica_lag_time_max_ms (and an ISR check) for the shrink,
     # and so does the real one: the pause lasts that long in real time too. Before, only
     # advances counted and the real controller fenced the paused broker (10 s session).
-    sc = parse_scenario({"cluster": {"brokers": [1, 2], "replica_lag_time_max_ms": 10000, "time_scale": 1},
+    sc = parse_scenario({"cluster": {"brokers": [1, 2], "replica_lag_time_max_ms": 10000, "time_scale": 2},
                          "topics": [{"name": "t", "replication_factor": 2}],
                          "steps": [{"produce": {"topic": "t", "values": ["a"]}}, {"pause": {"broker": 1}},
                                    {"produce": {"topic": "t", "values": ["b"], "acks": "all"}},
@@ -281,8 +281,24 @@ def test_the_session_outlasts_a_pause_across_an_acks_all_produce():
     assert model.partitions[("t", 0)].leader == 2  # (broker 1 is the follower paused)
     waited = model.now - sc.cluster.start_time_ms
     assert waited >= 10000  # the model's own account: the produce waited for the shrink
-    assert config.longest_pause_ms(sc) >= waited + 2 * config.STEP_OVERHEAD_MS - 1
+    # scale 2: the real wait is half of it (the real producer waits at most 10 s)
+    assert config.longest_pause_ms(sc) >= waited / 2 + 2 * config.STEP_OVERHEAD_MS - 1
     assert config.session_timeout_ms(sc) > config.longest_pause_ms(sc)
+    # a produce the model times out (min ISR not met: 30 s) lasts what the real producer
+    # waits, 10 s at most, unless it goes to a paused leader (it then waits its whole
+    # scaled request timeout, producing.py)
+    timed = parse_scenario({"cluster": {"brokers": [1, 2], "time_scale": 1},
+                            "topics": [{"name": "t", "replication_factor": 2, "min_insync_replicas": 2}],
+                            "steps": [{"pause": {"broker": 1}},
+                                      {"produce": {"topic": "t", "values": ["b"], "acks": "all"}},
+                                      {"resume": {"broker": 1}}]})
+    assert config.longest_pause_ms(timed) == config.PRODUCE_REAL_MAX_MS + 2 * config.STEP_OVERHEAD_MS
+    to_leader = parse_scenario({"cluster": {"brokers": [1, 2], "time_scale": 1, "request_timeout_ms": 20000},
+                                "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                                "steps": [{"pause": {"broker": 1}},
+                                          {"produce": {"topic": "t", "values": ["b"], "acks": "1"}},
+                                          {"resume": {"broker": 1}}]})
+    assert config.longest_pause_ms(to_leader) >= 20000 + 2 * config.STEP_OVERHEAD_MS
 
 
 def test_changes_after_the_last_step_are_listed_not_compared():
