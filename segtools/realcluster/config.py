@@ -73,11 +73,12 @@ def replica_lag_ms(scenario: Scenario) -> int:
     return round(scenario.cluster.replica_lag_time_max_ms / time_scale(scenario))
 
 
-def _model_step_ms(scenario: Scenario) -> list[tuple[int, bool]]:
-    """Per step, the scenario time it takes in the model, and whether it sends to a paused
-    leader. An ``advance`` takes its ``ms``; a ``produce`` with ``acks: all`` whose ISR
-    holds a paused follower as long as the leader waits for the shrink (or its request
-    timeout); a send to a paused leader its request timeout. Falls back to the ``advance``
+def _model_step_ms(scenario: Scenario) -> list[tuple[int, bool, bool]]:
+    """Per step, the scenario time it takes in the model, whether it sends to a paused
+    leader, and whether a send of it timed out. An ``advance`` takes its ``ms``; a
+    ``produce`` with ``acks: all`` whose ISR holds a paused follower as long as the leader
+    waits for the shrink (or its request timeout); a send to a paused leader its request
+    timeout. Falls back to the ``advance``
     steps alone when the model refuses the scenario (the run then fails where it refuses
     it, with its own message)."""
     from segtools.errors import SegtoolsError
@@ -88,11 +89,11 @@ def _model_step_ms(scenario: Scenario) -> list[tuple[int, bool]]:
     cached = _STEP_MS.get(key)
     if cached is not None and cached[0] is scenario:
         return cached[1]
-    out: list[tuple[int, bool]] = []
+    out: list[tuple[int, bool, bool]] = []
     try:
         model = Cluster(scenario)
         for step in scenario.steps:
-            before = model.now
+            before, acks_before = model.now, len(model.acks)
             to_paused = False
             if step.kind == "produce":
                 a = step.args
@@ -101,27 +102,41 @@ def _model_step_ms(scenario: Scenario) -> list[tuple[int, bool]]:
                     leader = model.partitions[(a["topic"], p)].leader
                     to_paused |= leader != NO_LEADER and model.brokers[leader].paused
             model.apply(step)
-            out.append((model.now - before, to_paused))
+            timed_out = any(a.error == "REQUEST_TIMED_OUT" for a in model.acks[acks_before:])
+            out.append((model.now - before, to_paused, timed_out))
     except SegtoolsError:
-        out = [(int(step.args["ms"]) if step.kind == "advance" else 0, False) for step in scenario.steps]
+        out = [(int(step.args["ms"]) if step.kind == "advance" else 0, False, False)
+               for step in scenario.steps]
     _STEP_MS[key] = (scenario, out)
     return out
 
 
 #: _model_step_ms per scenario (the properties of every JVM ask for the session timeout)
-_STEP_MS: dict[int, tuple[Scenario, list[tuple[int, bool]]]] = {}
+_STEP_MS: dict[int, tuple[Scenario, list[tuple[int, bool, bool]]]] = {}
 
 #: the longest a real produce step waits unless it sends to a paused leader (producing.py:
-#: request.timeout.ms 8 s, message.timeout.ms 10 s), whatever the model's request timeout
+#: request.timeout.ms 8 s, message.timeout.ms 10 s, or longer: produce_request_ms),
+#: whatever the model's request timeout
 PRODUCE_REAL_MAX_MS = 10000
+
+
+def produce_request_ms(scenario: Scenario) -> int:
+    """librdkafka's request.timeout.ms of a send the model does not time out: 8 s, or long
+    enough for the leader to drop a paused follower (it checks every half of
+    replica.lag.time.max.ms, so the shrink comes up to 1.5 x it after the last fetch). With a
+    12.5 s real lag (S7 on 4.4.0) an 8 s request timed out where the model acked after the
+    shrink."""
+    return max(8000, round(1.5 * replica_lag_ms(scenario)) + 2000)
 
 
 def _real_step_ms(scenario: Scenario, step: Step, scale: float) -> float:
     """The real time ``step`` takes beyond its overhead, as the real engine runs it."""
-    ms, to_paused = _model_step_ms(scenario)[step.index]
+    ms, to_paused, timed_out = _model_step_ms(scenario)[step.index]
     real = ms / scale
     if step.kind == "produce" and not to_paused:
-        real = min(real, PRODUCE_REAL_MAX_MS)
+        # (a send the model times out gets at most 8 s; one it acks produce_request_ms)
+        real = min(real, PRODUCE_REAL_MAX_MS if timed_out else max(PRODUCE_REAL_MAX_MS,
+                                                                   produce_request_ms(scenario) + 100))
     return real
 
 

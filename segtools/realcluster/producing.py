@@ -233,14 +233,15 @@ class ProducerSteps:
                       or view[(line.topic, line.partition)].leader is None for line in planned)
         # the scenario's request_timeout_ms, scaled, when the model says the sends time out
         # (a request that expires before the lag drops the follower: the ISR stays, as the
-        # scenario says); otherwise 8 s of real time, so an ISR shrink the model waits for
-        # is waited for too
+        # scenario says); otherwise config.produce_request_ms (8 s or more), so an ISR
+        # shrink the model waits for is waited for too
         timed_out = any(getattr(line, "error", None) == "REQUEST_TIMED_OUT" for line in planned)
         # a paused (stopped) leader reads no request: the model's producer waits its whole
         # request_timeout_ms for it, and so does the real one (scaled, not capped: the
         # paused followers' lag and the session run meanwhile on both)
         to_paused = any(self._model_leader_paused(line.topic, line.partition) for line in planned)
-        request_ms = 8000
+        normal_ms = config.produce_request_ms(self.scenario)
+        request_ms = normal_ms
         if timed_out and (a["acks"] == "all" or to_paused):
             request_ms = max(200, round(self.scenario.cluster.request_timeout_ms / config.time_scale(self.scenario)))
             if not to_paused:
@@ -254,7 +255,7 @@ class ProducerSteps:
                 "batch.num.messages": a["batch_size"],
                 "request.timeout.ms": request_ms,
                 # a partition without a leader fails fast (the model fails it at once)
-                "message.timeout.ms": 1000 if offline else max(10000 if request_ms == 8000 else 0,
+                "message.timeout.ms": 1000 if offline else max(10000 if request_ms == normal_ms else 0,
                                                                request_ms + 100),
                 "log_level": 0}
         named = self._named_producer(a["producer"])

@@ -312,3 +312,14 @@ def test_changes_after_the_last_step_are_listed_not_compared():
     late = dict(on["orders-0"][-1], step=n, kind="end", leader=None, election="offline")
     inside, after = split_at_end({"orders-0": on["orders-0"] + [late]}, n)
     assert compare_stories(on, inside) == [] and after == {"orders-0": [late]}
+
+
+def test_a_send_waiting_for_a_shrink_outlasts_the_real_lag():
+    # S7 on 4.4.0: its pause spans 7 steps, so its real lag is 12.5 s; the leader drops the
+    # paused follower up to 1.5 x that after its last fetch (a check every half of it),
+    # while librdkafka gave up after 8 s where the model acked after the shrink
+    s7 = load_scenario(SAMPLES / "scenarios" / "S7-simple-unclean-election.yaml")
+    lag = config.replica_lag_ms(s7)
+    assert lag == 12500
+    assert config.produce_request_ms(s7) > 1.5 * lag
+    assert config.produce_request_ms(_scenario()) == 8000  # a short lag keeps 8 s
