@@ -285,14 +285,17 @@ def test_the_session_outlasts_a_pause_across_an_acks_all_produce():
     assert config.longest_pause_ms(sc) >= waited / 2 + 2 * config.STEP_OVERHEAD_MS - 1
     assert config.session_timeout_ms(sc) > config.longest_pause_ms(sc)
     # a produce the model times out (min ISR not met: 30 s) lasts what the real producer
-    # waits, 10 s at most, unless it goes to a paused leader (it then waits its whole
-    # scaled request timeout, producing.py)
+    # waits, at most produce_request_ms (1.5 x the real lag + 2 s, here 47 s), unless it goes
+    # to a paused leader (it then waits its whole scaled request timeout, producing.py)
     timed = parse_scenario({"cluster": {"brokers": [1, 2], "time_scale": 1},
                             "topics": [{"name": "t", "replication_factor": 2, "min_insync_replicas": 2}],
                             "steps": [{"pause": {"broker": 1}},
                                       {"produce": {"topic": "t", "values": ["b"], "acks": "all"}},
                                       {"resume": {"broker": 1}}]})
-    assert config.longest_pause_ms(timed) == config.PRODUCE_REAL_MAX_MS + 2 * config.STEP_OVERHEAD_MS
+    assert config.produce_request_ms(timed) == 47000
+    assert config.longest_pause_ms(timed) == 30001 + 2 * config.STEP_OVERHEAD_MS
+    slow = replace(timed, cluster=replace(timed.cluster, replica_lag_time_max_ms=2000))
+    assert config.longest_pause_ms(slow) == config.PRODUCE_REAL_MAX_MS + 2 * config.STEP_OVERHEAD_MS
     to_leader = parse_scenario({"cluster": {"brokers": [1, 2], "time_scale": 1, "request_timeout_ms": 20000},
                                 "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
                                 "steps": [{"pause": {"broker": 1}},
