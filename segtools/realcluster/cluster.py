@@ -325,16 +325,14 @@ class RealCluster:
                    glob.glob(os.path.join(self.controller_dir, "__cluster_metadata-0", "*.log")))
 
     def fenced_since_crash(self, b: int) -> bool:
-        """Has the controller fenced broker ``b`` since it was crashed? Read from the
-        controller's own log (the Admin API needs a running broker to answer)."""
-        start = self._crashed_at.get(b)
-        if start is None:
+        """Is broker ``b``, crashed, fenced now? Read from the controller's own log (the Admin
+        API needs a running broker to answer): its registration's last fencing change. Not
+        "a fencing since the crash": a broker paused past its session was fenced before it
+        crashed, and the controller writes no second fencing for it."""
+        if b not in self._crashed_at:
             return True
         with open(os.path.join(self.kafka_dir, "controller.log"), "rb") as fh:
-            fh.seek(start)
-            text = fh.read()
-        return re.search(rb"BrokerRegistrationChangeRecord\(brokerId=%d, brokerEpoch=\d+, fenced=1"
-                         % b, text) is not None
+            return fenced_in_controller_log(fh.read(), b)
 
     def shutdown(self, b: int) -> bool:
         return self.brokers[b].terminate(60.0)
@@ -410,6 +408,26 @@ class RealCluster:
             self.coordinator.kill()
         if self.controller is not None and self.controller.alive():
             self.controller.terminate(20.0)
+
+
+#: the controller's INFO lines for a broker's registration and its fencing changes
+_REGISTRATION = re.compile(
+    rb"RegisterBrokerRecord\(brokerId=(\d+),[^\n]*?\bfenced=(true|false)"
+    rb"|BrokerRegistrationChangeRecord\(brokerId=(\d+), brokerEpoch=\d+, fenced=(-?\d+)")
+
+
+def fenced_in_controller_log(text: bytes, b: int) -> bool:
+    """Is broker ``b`` fenced by the last registration change the controller's log (INFO
+    "Replayed ..." lines) shows? False when it shows none."""
+    fenced: bool | None = None
+    for m in _REGISTRATION.finditer(text):
+        if int(m.group(1) or m.group(3)) != b:
+            continue
+        if m.group(2) is not None:  # RegisterBrokerRecord: a new registration starts fenced
+            fenced = m.group(2) == b"true"
+        elif m.group(4) != b"0":  # BrokerRegistrationChangeRecord: 1 fenced, -1 unfenced, 0 unchanged
+            fenced = m.group(4) == b"1"
+    return fenced is True
 
 
 def _kafka_uuid() -> str:

@@ -73,14 +73,79 @@ def replica_lag_ms(scenario: Scenario) -> int:
     return round(scenario.cluster.replica_lag_time_max_ms / time_scale(scenario))
 
 
+def _model_step_ms(scenario: Scenario) -> list[tuple[int, bool, bool]]:
+    """Per step, the scenario time it takes in the model, whether it sends to a paused
+    leader, and whether a send of it timed out. An ``advance`` takes its ``ms``; a
+    ``produce`` with ``acks: all`` whose ISR holds a paused follower as long as the leader
+    waits for the shrink (or its request timeout); a send to a paused leader its request
+    timeout. Falls back to the ``advance``
+    steps alone when the model refuses the scenario (the run then fails where it refuses
+    it, with its own message)."""
+    from segtools.errors import SegtoolsError
+    from segtools.simulate.cluster import Cluster
+    from segtools.simulate.controller import NO_LEADER
+
+    key = id(scenario)
+    cached = _STEP_MS.get(key)
+    if cached is not None and cached[0] is scenario:
+        return cached[1]
+    out: list[tuple[int, bool, bool]] = []
+    try:
+        model = Cluster(scenario)
+        for step in scenario.steps:
+            before, acks_before = model.now, len(model.acks)
+            to_paused = False
+            if step.kind == "produce":
+                a = step.args
+                n = model.topics[a["topic"]].partitions
+                for p in range(n) if a["partition"] is None else (a["partition"],):
+                    leader = model.partitions[(a["topic"], p)].leader
+                    to_paused |= leader != NO_LEADER and model.brokers[leader].paused
+            model.apply(step)
+            timed_out = any(a.error == "REQUEST_TIMED_OUT" for a in model.acks[acks_before:])
+            out.append((model.now - before, to_paused, timed_out))
+    except SegtoolsError:
+        out = [(int(step.args["ms"]) if step.kind == "advance" else 0, False, False)
+               for step in scenario.steps]
+    _STEP_MS[key] = (scenario, out)
+    return out
+
+
+#: _model_step_ms per scenario (the properties of every JVM ask for the session timeout)
+_STEP_MS: dict[int, tuple[Scenario, list[tuple[int, bool, bool]]]] = {}
+
+#: the longest a real produce step waits unless it sends to a paused leader (producing.py:
+#: request.timeout.ms 8 s, message.timeout.ms 10 s, or longer: produce_request_ms),
+#: whatever the model's request timeout
+PRODUCE_REAL_MAX_MS = 10000
+
+
+def produce_request_ms(scenario: Scenario) -> int:
+    """librdkafka's request.timeout.ms of a send the model does not time out: 8 s, or long
+    enough for the leader to drop a paused follower (it checks every half of
+    replica.lag.time.max.ms, so the shrink comes up to 1.5 x it after the last fetch). With a
+    12.5 s real lag (S7 on 4.4.0) an 8 s request timed out where the model acked after the
+    shrink."""
+    return max(8000, round(1.5 * replica_lag_ms(scenario)) + 2000)
+
+
+def _real_step_ms(scenario: Scenario, step: Step, scale: float) -> float:
+    """The real time ``step`` takes beyond its overhead, as the real engine runs it."""
+    ms, to_paused, _timed_out = _model_step_ms(scenario)[step.index]
+    real = ms / scale
+    if step.kind == "produce" and not to_paused:
+        # (the real producer waits at most produce_request_ms, its message timeout 10 s)
+        real = min(real, max(PRODUCE_REAL_MAX_MS, produce_request_ms(scenario) + 100))
+    return real
+
+
 def longest_pause_ms(scenario: Scenario) -> int:
-    """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): its scenario
-    time scaled, plus each step's overhead."""
+    """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): the scenario
+    time its steps take in the model, scaled (a produce at most as long as the real
+    producer waits), plus each step's overhead."""
     scale = time_scale(scenario)
     return round(_longest_pause(
-        scenario,
-        lambda step: STEP_OVERHEAD_MS + (step.args["ms"] / scale if step.kind == "advance" else 0),
-    ))
+        scenario, lambda step: STEP_OVERHEAD_MS + _real_step_ms(scenario, step, scale)))
 
 
 def session_timeout_ms(scenario: Scenario) -> int:
@@ -90,8 +155,10 @@ def session_timeout_ms(scenario: Scenario) -> int:
 
 
 def step_wait_s(scenario: Scenario) -> float:
-    """How long a step waits for the state it implies (a crash needs the session timeout)."""
-    return session_timeout_ms(scenario) / 1000 + 4
+    """How long a step waits for the state it implies (a crash needs the session timeout).
+    The controller fences a stale broker some seconds after its session ran out (seed 1000,
+    4.4.0: 67.4 s after the crash for a 63 s session), so the margin grows with the session."""
+    return session_timeout_ms(scenario) / 1000 * 1.15 + 4
 
 
 def free_port() -> int:

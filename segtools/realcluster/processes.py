@@ -68,6 +68,9 @@ class JvmProcess:
         """SIGKILL: no shutdown hook runs, files stay as the kernel has them."""
         self._signal(signal.SIGKILL)
         self._reap(10.0)
+        # a paused broker that crashes is no longer paused: the steps after its crash wait
+        # for the state they imply instead of looking once (as while a pause runs)
+        self.paused = False
 
     def terminate(self, timeout: float = 30.0) -> bool:
         """SIGTERM (Kafka's controlled shutdown); SIGKILL after ``timeout``. True when the

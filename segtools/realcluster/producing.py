@@ -210,6 +210,12 @@ class ProducerSteps:
                                "how": "coordinator's Complete* state (or, a broker paused, "
                                       "the markers in the leaders' logs)"})
 
+    def _model_leader_paused(self, topic: str, partition: int) -> bool:
+        from segtools.simulate.controller import NO_LEADER
+
+        ps = self.model.partitions.get((topic, partition))
+        return ps is not None and ps.leader != NO_LEADER and self.model.brokers[ps.leader].paused
+
     def close_producers(self) -> None:
         """Drop the producers without ending an open transaction (a transaction still open
         when the scenario ends stays open in the logs, as in the model)."""
@@ -227,13 +233,21 @@ class ProducerSteps:
                       or view[(line.topic, line.partition)].leader is None for line in planned)
         # the scenario's request_timeout_ms, scaled, when the model says the sends time out
         # (a request that expires before the lag drops the follower: the ISR stays, as the
-        # scenario says); otherwise 8 s of real time, so an ISR shrink the model waits for
-        # is waited for too
+        # scenario says); otherwise config.produce_request_ms (8 s or more), so an ISR
+        # shrink the model waits for is waited for too
         timed_out = any(getattr(line, "error", None) == "REQUEST_TIMED_OUT" for line in planned)
-        request_ms = 8000
-        if timed_out and a["acks"] == "all":
+        # a paused (stopped) leader reads no request: the model's producer waits its whole
+        # request_timeout_ms for it, and so does the real one (scaled, not capped: the
+        # paused followers' lag and the session run meanwhile on both)
+        to_paused = any(self._model_leader_paused(line.topic, line.partition) for line in planned)
+        normal_ms = config.produce_request_ms(self.scenario)
+        request_ms = normal_ms
+        if timed_out and (a["acks"] == "all" or to_paused):
             request_ms = max(200, round(self.scenario.cluster.request_timeout_ms / config.time_scale(self.scenario)))
-            request_ms = min(request_ms, 8000)
+            if not to_paused:
+                # (no longer than a send the model acks: c-durability-acks-all's second
+                # send was appended before the shrink when the first gave up at 8 s)
+                request_ms = min(request_ms, normal_ms)
         conf = {"bootstrap.servers": self.cluster.bootstrap(self._answering()),
                 "acks": "all" if a["acks"] == "all" else a["acks"],
                 "enable.idempotence": False,
@@ -243,7 +257,7 @@ class ProducerSteps:
                 "batch.num.messages": a["batch_size"],
                 "request.timeout.ms": request_ms,
                 # a partition without a leader fails fast (the model fails it at once)
-                "message.timeout.ms": 1000 if offline else max(10000 if request_ms == 8000 else 0,
+                "message.timeout.ms": 1000 if offline else max(10000 if request_ms == normal_ms else 0,
                                                                request_ms + 100),
                 "log_level": 0}
         named = self._named_producer(a["producer"])
@@ -271,7 +285,9 @@ class ProducerSteps:
         if a["acks"] == "0":
             for line in planned:
                 v = view.get((line.topic, line.partition))
-                if v is not None and v.leader is not None:
+                # (a paused leader appends nothing before it resumes: nothing to wait for)
+                if v is not None and v.leader is not None \
+                        and not self._model_leader_paused(line.topic, line.partition):
                     pdir = os.path.join(self.cluster.broker_dir(v.leader), f"{line.topic}-{line.partition}")
                     watched[pdir] = log_bytes(pdir)
         headers = [(k, None if v is None else v.encode()) for k, v in a["headers"]] or None

@@ -120,9 +120,9 @@ class Cluster:
         self._step_handlers: dict[str, Callable[..., None]] = {
             "advance": self._step_advance, "elect": self._step_elect,
             "delete_records": self._step_delete_records, "snapshot": self._step_snapshot,
-            "pause": self.broker_faults.pause, "resume": self.broker_faults.resume,
-            "flush": self.broker_faults.flush, "crash": self.broker_faults.crash,
-            "shutdown": self.broker_faults.shutdown, "restart": self.broker_faults.restart,
+            "pause": self.broker_faults.pause, "resume": self._step_resume,
+            "flush": self.broker_faults.flush, "crash": self._step_crash,
+            "shutdown": self._step_shutdown, "restart": self.broker_faults.restart,
             "produce": self.producing.produce, "resend": self.producing.resend,
             "begin_transaction": self.producing.begin_transaction,
             "commit_transaction": self.producing.commit_transaction,
@@ -150,6 +150,9 @@ class Cluster:
     # ------------------------------------------------------------------ basics
     def is_alive(self, broker: int) -> bool:
         return self.brokers[broker].alive
+
+    def is_paused(self, broker: int) -> bool:
+        return self.brokers[broker].paused
 
     def _fetching(self, broker: int) -> bool:
         st = self.brokers[broker]
@@ -475,6 +478,20 @@ class Cluster:
                 self.after_election(tp, ps, self.controller.elect(ps, reason), NO_LEADER)
 
     # ------------------------------------------------------------------ steps: time, elections, records
+    def _step_resume(self, broker: int) -> None:
+        self.broker_faults.resume(broker)
+        self.producing.resume_leader(broker)
+
+    def _step_crash(self, broker: int, lose_unflushed: bool, wipe_disk: bool = False) -> None:
+        self.producing.drop_parked(broker)
+        self.broker_faults.crash(broker, lose_unflushed, wipe_disk)
+
+    def _step_shutdown(self, broker: int) -> None:
+        # (the real engine's SIGTERM of a paused JVM resumes it first; what it then reads
+        # from its socket before it stops is a race: the model drops it)
+        self.producing.drop_parked(broker)
+        self.broker_faults.shutdown(broker)
+
     def _step_advance(self, ms: int) -> None:
         """Time passes; live, unpaused followers fetch all along (after every ISR change too)."""
         self.fetch_until_quiet()

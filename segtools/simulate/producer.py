@@ -83,6 +83,7 @@ class ProducerHost(Protocol):
     def transaction_version(self) -> int: ...
 
     def is_alive(self, broker: int) -> bool: ...
+    def is_paused(self, broker: int) -> bool: ...
     def tick(self) -> None: ...
     def advance_clock(self, to_ms: int, *, stop_on_isr_change: bool = False) -> bool: ...
     def fetch_round(self, only: TP | None = None) -> None: ...
@@ -105,6 +106,13 @@ class Producers:
         self.anonymous = ProducerState("", -1, -1, False, None)
         self._round_robin: dict[str, int] = {}
         self._seq = 0
+        #: per paused leader, the produce requests waiting unread in its socket (a paused
+        #: broker -- a stopped JVM -- answers nothing): appended when it resumes, dropped
+        #: when it crashes or stops (resume_leader, drop_parked)
+        self.parked: dict[int, list[tuple[TP, list[tuple[str | None, str | None]], str,
+                                          tuple[tuple[str, str | None], ...],
+                                          ProducerState | None, int]]] = {}
+        self._just_parked = False
         self.producers: dict[str, ProducerState] = {}
         for spec in specs:
             self.producers[spec.name] = ProducerState(
@@ -240,8 +248,10 @@ class Producers:
         attempt = 0
         appended = False
         while True:
+            self._just_parked = False
             ok, error, batch = self._send_once(tp, recs, acks, headers, prod, base_seq)
-            appended |= batch is not None
+            # a parked request keeps its sequence: it reaches the log when the leader resumes
+            appended |= batch is not None or self._just_parked
             if ok or attempt >= retries or error not in _RETRIABLE:
                 break
             attempt += 1
@@ -267,6 +277,33 @@ class Producers:
             return False, "NOT_LEADER_OR_FOLLOWER", None
         if acks == "all" and len(ps.isr) < ps.min_insync_replicas:
             return False, "NOT_ENOUGH_REPLICAS", None
+        if self.host.is_paused(ps.leader):
+            # a stopped leader reads no request (real Kafka under SIGSTOP): the request waits
+            # in its socket; acks=0 does not wait for an answer, acks=1/all times out after
+            # request_timeout_ms (the model's clock runs meanwhile: followers' lag counts)
+            self.parked.setdefault(ps.leader, []).append((tp, recs, acks, headers, prod, base_seq))
+            self._just_parked = True
+            if acks == "0" or not wait:
+                return True, None, None
+            self.host.advance_clock(self.host.now + self.host.spec.request_timeout_ms)
+            return False, "REQUEST_TIMED_OUT", None
+        return self._append(tp, ps, recs, acks, headers, prod, base_seq, wait=wait)
+
+    def resume_leader(self, broker: int) -> None:
+        """``broker`` resumes: it reads the produce requests parked in its socket and appends
+        those of partitions it still leads (their producers gave up on them: never acked)."""
+        for tp, recs, acks, headers, prod, base_seq in self.parked.pop(broker, []):
+            ps = self.host.partitions[tp]
+            if ps.leader == broker and self.host.is_alive(broker):
+                self._append(tp, ps, recs, acks, headers, prod, base_seq, wait=False)
+
+    def drop_parked(self, broker: int) -> None:
+        """``broker`` crashed or stopped: the requests in its socket are gone."""
+        self.parked.pop(broker, None)
+
+    def _append(self, tp: TP, ps: PartitionState, recs: list[tuple[str | None, str | None]], acks: str,
+                headers: tuple[tuple[str, str | None], ...], prod: ProducerState | None,
+                base_seq: int, *, wait: bool) -> tuple[bool, str | None, SimBatch | None]:
         leader = self.host.replicas[tp][ps.leader]
         batch = None
         if prod is not None and prod.idempotent:

@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random", type=int, default=50, help="random scenarios (on the newest release)")
     ap.add_argument("--random-seed", type=int, default=1000)
     ap.add_argument("--json", default=None, help="write every row here")
+    ap.add_argument("--keep", default=None,
+                    help="keep every run's output (OUT/kafka/controller.log, run.json) under this folder")
     args = ap.parse_args(argv)
     releases = args.releases.split(",")
     jobs: list[tuple[Any, str]] = []
@@ -94,8 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         jobs.append((_random_scenario(args.random_seed + i), releases[-1]))
     rows = []
     for scenario, rel in jobs:
-        with tempfile.TemporaryDirectory(prefix="segtools-matrix-") as tmp:
-            row = run_one(scenario, rel, Path(tmp))
+        if args.keep:  # a run to diagnose: its controller log and run.json stay
+            work = Path(args.keep) / f"{scenario.name}-{rel}"
+            if work.exists():
+                sys.exit(f"engine_matrix: {work} exists (no output is overwritten)")
+            row = run_one(scenario, rel, work)
+        else:
+            with tempfile.TemporaryDirectory(prefix="segtools-matrix-") as tmp:
+                row = run_one(scenario, rel, Path(tmp))
         rows.append(row)
         if "refused" in row:
             state = "refused"

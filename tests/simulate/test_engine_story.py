@@ -231,3 +231,98 @@ def test_followers_out_of_sync_together_leave_in_one_record_under_kafkas_rule(ka
         c.apply(step)
     isrs = [d["isr"] for t, _v, d, _time in c.controller.events if t == "PartitionChangeRecord" and "isr" in d]
     assert isrs == ([[1]] if kafka_rule else [[1, 3], [1]])
+
+
+def test_a_broker_fenced_before_its_crash_counts_as_fenced():
+    # the oracle: a real 4.4.0 controller's log (tests/data/realcluster/README.md): broker 1
+    # was fenced while paused and crashed afterwards, with no second fencing; 2 and 3 fenced
+    # after their crash; the coordinator 3001 never
+    from segtools.realcluster.cluster import fenced_in_controller_log
+
+    text = (REPO / "tests" / "data" / "realcluster" / "controller-fencing-4.4.0.log").read_bytes()
+    assert [fenced_in_controller_log(text, b) for b in (1, 2, 3, 3001, 7)] == [True, True, True, False, False]
+    # before any fencing line: every broker registered and unfenced
+    first_fence = text.index(b"fenced=1")
+    head = text[:text.rindex(b"\n", 0, first_fence) + 1]
+    assert not any(fenced_in_controller_log(head, b) for b in (1, 2, 3, 3001))
+    # a new registration (a restart) starts fenced, its unfencing ends that
+    again = text + head.split(b"\n")[0] + b"\n"
+    assert fenced_in_controller_log(again, 2) is (b"brokerId=2," in head.split(b"\n")[0])
+
+
+def test_a_crashed_process_is_not_paused_any_more(tmp_path):
+    # a broker paused then crashed: the steps after the crash must wait for their state
+    # (steps.py treats a paused broker's steps as look-once)
+    from segtools.realcluster.processes import JvmProcess
+
+    proc = JvmProcess("sleeper", ["sleep", "30"], str(tmp_path / "log"))
+    try:
+        proc.pause()
+        assert proc.paused
+        proc.kill()
+        assert not proc.alive() and not proc.paused
+    finally:
+        proc.kill()
+
+
+def test_the_session_outlasts_a_pause_across_an_acks_all_produce():
+    # seed 1000 of the long run: broker 1 paused across an acks=all produce whose ISR holds
+    # it; the model's leader waits replica_lag_time_max_ms (and an ISR check) for the shrink,
+    # and so does the real one: the pause lasts that long in real time too. Before, only
+    # advances counted and the real controller fenced the paused broker (10 s session).
+    sc = parse_scenario({"cluster": {"brokers": [1, 2], "replica_lag_time_max_ms": 10000, "time_scale": 2},
+                         "topics": [{"name": "t", "replication_factor": 2}],
+                         "steps": [{"produce": {"topic": "t", "values": ["a"]}}, {"pause": {"broker": 1}},
+                                   {"produce": {"topic": "t", "values": ["b"], "acks": "all"}},
+                                   {"resume": {"broker": 1}}]})
+    model = Cluster(sc)
+    for step in sc.steps:
+        model.apply(step)
+    assert model.partitions[("t", 0)].leader == 2  # (broker 1 is the follower paused)
+    waited = model.now - sc.cluster.start_time_ms
+    assert waited >= 10000  # the model's own account: the produce waited for the shrink
+    # scale 2: the real wait is half of it (the real producer waits at most 10 s)
+    assert config.longest_pause_ms(sc) >= waited / 2 + 2 * config.STEP_OVERHEAD_MS - 1
+    assert config.session_timeout_ms(sc) > config.longest_pause_ms(sc)
+    # a produce the model times out (min ISR not met: 30 s) lasts what the real producer
+    # waits, at most produce_request_ms (1.5 x the real lag + 2 s, here 47 s), unless it goes
+    # to a paused leader (it then waits its whole scaled request timeout, producing.py)
+    timed = parse_scenario({"cluster": {"brokers": [1, 2], "time_scale": 1},
+                            "topics": [{"name": "t", "replication_factor": 2, "min_insync_replicas": 2}],
+                            "steps": [{"pause": {"broker": 1}},
+                                      {"produce": {"topic": "t", "values": ["b"], "acks": "all"}},
+                                      {"resume": {"broker": 1}}]})
+    assert config.produce_request_ms(timed) == 47000
+    assert config.longest_pause_ms(timed) == 30001 + 2 * config.STEP_OVERHEAD_MS
+    slow = replace(timed, cluster=replace(timed.cluster, replica_lag_time_max_ms=2000))
+    assert config.longest_pause_ms(slow) == config.PRODUCE_REAL_MAX_MS + 2 * config.STEP_OVERHEAD_MS
+    to_leader = parse_scenario({"cluster": {"brokers": [1, 2], "time_scale": 1, "request_timeout_ms": 20000},
+                                "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                                "steps": [{"pause": {"broker": 1}},
+                                          {"produce": {"topic": "t", "values": ["b"], "acks": "1"}},
+                                          {"resume": {"broker": 1}}]})
+    assert config.longest_pause_ms(to_leader) >= 20000 + 2 * config.STEP_OVERHEAD_MS
+
+
+def test_changes_after_the_last_step_are_listed_not_compared():
+    # seed 1004 on 4.4.0: a broker paused until the end was fenced while the engine read the
+    # final records (an offline election at "end"); the model's story stops at the last step
+    from segtools.realcluster.story import split_at_end
+
+    on = _model_story(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml", ELR_ON)
+    n = len(load_scenario(SAMPLES / "scenarios" / "S24-elr-clean-election.yaml").steps)
+    assert split_at_end(on, n) == (on, {})
+    late = dict(on["orders-0"][-1], step=n, kind="end", leader=None, election="offline")
+    inside, after = split_at_end({"orders-0": on["orders-0"] + [late]}, n)
+    assert compare_stories(on, inside) == [] and after == {"orders-0": [late]}
+
+
+def test_a_send_waiting_for_a_shrink_outlasts_the_real_lag():
+    # S7 on 4.4.0: its pause spans 7 steps, so its real lag is 12.5 s; the leader drops the
+    # paused follower up to 1.5 x that after its last fetch (a check every half of it),
+    # while librdkafka gave up after 8 s where the model acked after the shrink
+    s7 = load_scenario(SAMPLES / "scenarios" / "S7-simple-unclean-election.yaml")
+    lag = config.replica_lag_ms(s7)
+    assert lag == 12500
+    assert config.produce_request_ms(s7) > 1.5 * lag
+    assert config.produce_request_ms(_scenario()) == 8000  # a short lag keeps 8 s
