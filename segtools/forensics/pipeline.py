@@ -142,18 +142,23 @@ def classify_group(rows: pa.Table, specs: Sequence[ReplicaSpec],
     """Stage 2 for one partition: its FACTS_SCHEMA rows (any order) and its replicas' specs
     (replicas without rows are empty logs)."""
     errors: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    order = {s.replica_id: {os.path.basename(p): i for i, (p, _) in enumerate(s.segments)} for s in specs}
     failed = rows.filter(pc.is_valid(rows.column("read_error")))
-    for r in failed.select(["broker", "segment", "read_error"]).to_pylist():
-        rid = int(r["broker"])
-        errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
+    if failed.num_rows:
+        # segment name -> file order, built only when a segment stopped early (one entry per
+        # segment: a partition of 100,000 segments would hold it through classification)
+        order = {s.replica_id: {os.path.basename(p): i for i, (p, _) in enumerate(s.segments)} for s in specs}
+        for r in failed.select(["broker", "segment", "read_error"]).to_pylist():
+            rid = int(r["broker"])
+            errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
+        del order
     batches = _batch_facts_by_replica(rows.filter(pc.is_null(rows.column("read_error"))) if failed.num_rows
                                       else rows)
     facts = []
     for spec in sorted(specs, key=lambda s: s.replica_id):
         msgs = [m for _, m in sorted(errors.get(spec.replica_id, []))]
-        facts.append(replica_facts_from_batches(spec, batches.get(spec.replica_id, []),
+        facts.append(replica_facts_from_batches(spec, batches.pop(spec.replica_id, []),
                                                 "; ".join(msgs) if msgs else None))
+    del batches
     return classify_partition(facts, history=history)
 
 
@@ -176,9 +181,22 @@ def _batch_facts_by_replica(rows: pa.Table) -> dict[int, list[BatchFacts]]:
     out = {}
     for rid in pc.unique(brokers).to_pylist():
         mine = rows.filter(pc.equal(brokers, rid))
-        cols = [mine.column(c).to_pylist() for c in _BATCH_FACT_COLUMNS]
+        cols = [mine.column(c).to_pylist() if c != "segment" else _shared_strings(mine.column(c))
+                for c in _BATCH_FACT_COLUMNS]
+        # one-record batches (the common case) share one int object for both offsets
+        cols[1] = [b if b == e else e for b, e in zip(cols[0], cols[1])]
         out[int(rid)] = [BatchFacts(*vals) for vals in zip(*cols)]
+        del cols, mine
     return out
+
+
+def _shared_strings(col: pa.ChunkedArray) -> list[str]:
+    """``col.to_pylist()`` with one str object per distinct value: a segment's name is held by
+    every batch of it, and a partition of many small segments would otherwise hold one copy per
+    batch."""
+    enc = pc.dictionary_encode(col.combine_chunks())
+    names = enc.dictionary.to_pylist()
+    return [names[i] for i in enc.indices.to_numpy(zero_copy_only=False).tolist()]
 
 
 # ---------------------------------------------------------------------------------------------
