@@ -51,7 +51,7 @@ from segtools.forensics.loss import (
     apply_lost_evidence,
     lost_records,
 )
-from segtools.forensics.model import BatchFacts, RecordFacts
+from segtools.forensics.model import BatchFacts, RecordFacts, ReplicaFacts
 from segtools.forensics.report import CompareReport, PartitionReport
 from segtools.formats.names import stem_offset
 
@@ -141,6 +141,12 @@ def classify_group(rows: pa.Table, specs: Sequence[ReplicaSpec],
                    history: PartitionHistory | None) -> PartitionVerdict:
     """Stage 2 for one partition: its FACTS_SCHEMA rows (any order) and its replicas' specs
     (replicas without rows are empty logs)."""
+    return classify_partition(replica_facts_of_rows(rows, specs), history=history)
+
+
+def replica_facts_of_rows(rows: pa.Table, specs: Sequence[ReplicaSpec]) -> list[ReplicaFacts]:
+    """The first half of :func:`classify_group`: one partition's FACTS_SCHEMA rows -> the
+    ReplicaFacts of its replicas (by replica id), which no longer need the rows."""
     errors: dict[int, list[tuple[int, str]]] = defaultdict(list)
     failed = rows.filter(pc.is_valid(rows.column("read_error")))
     if failed.num_rows:
@@ -158,8 +164,7 @@ def classify_group(rows: pa.Table, specs: Sequence[ReplicaSpec],
         msgs = [m for _, m in sorted(errors.get(spec.replica_id, []))]
         facts.append(replica_facts_from_batches(spec, batches.pop(spec.replica_id, []),
                                                 "; ".join(msgs) if msgs else None))
-    del batches
-    return classify_partition(facts, history=history)
+    return facts
 
 
 #: BatchFacts fields in constructor order, as FACTS_SCHEMA columns
@@ -171,23 +176,28 @@ _BATCH_FACT_COLUMNS = ("base_offset", "last_offset", "partition_leader_epoch", "
 def _batch_facts_by_replica(rows: pa.Table) -> dict[int, list[BatchFacts]]:
     """Batch rows -> BatchFacts per replica id, in row order, column by column: a partition can
     hold millions of batches, and a dict per row (``to_pylist``) cost more than the scan."""
+    out: dict[int, list[BatchFacts]] = defaultdict(list)
     if any(rows.column(c).null_count for c in ("broker", *_BATCH_FACT_COLUMNS)):
         # not from stage 1 as we write it: keep BatchFacts.from_row's conversions and errors
-        out: dict[int, list[BatchFacts]] = defaultdict(list)
         for r in rows.to_pylist():
             out[int(r["broker"])].append(BatchFacts.from_row(r))
         return out
-    brokers = rows.column("broker")
-    out = {}
-    for rid in pc.unique(brokers).to_pylist():
-        mine = rows.filter(pc.equal(brokers, rid))
-        cols = [mine.column(c).to_pylist() if c != "segment" else _shared_strings(mine.column(c))
+    # a slice of rows at a time: the Python values of every column of a whole partition at once
+    # were ~130 bytes per batch more at the peak, beside the BatchFacts built from them
+    for start in range(0, rows.num_rows, _FACTS_CHUNK):
+        part = rows.slice(start, _FACTS_CHUNK)
+        cols = [part.column(c).to_pylist() if c != "segment" else _shared_strings(part.column(c))
                 for c in _BATCH_FACT_COLUMNS]
         # one-record batches (the common case) share one int object for both offsets
         cols[1] = [b if b == e else e for b, e in zip(cols[0], cols[1])]
-        out[int(rid)] = [BatchFacts(*vals) for vals in zip(*cols)]
-        del cols, mine
-    return out
+        for rid, vals in zip(part.column("broker").to_pylist(), zip(*cols)):
+            out[rid].append(BatchFacts(*vals))
+        del cols
+    return dict(out)
+
+
+#: rows turned into BatchFacts at a time
+_FACTS_CHUNK = 8192
 
 
 def _shared_strings(col: pa.ChunkedArray) -> list[str]:
@@ -250,6 +260,19 @@ def range_starts(rows: pa.Table, replica_id: int, first: int) -> dict[str, int]:
         return {}
     agg = mine.group_by("segment").aggregate([("position", "min")])
     return dict(zip(agg.column("segment").to_pylist(), agg.column("position_min").to_pylist()))
+
+
+class RangeStarts:
+    """:func:`range_starts` over the only columns of stage 1's rows it reads (held as they are,
+    without a copy), so the rest of the rows can be freed before classification."""
+
+    _COLUMNS = ("broker", "read_error", "segment", "position", "last_offset")
+
+    def __init__(self, rows: pa.Table) -> None:
+        self._rows = rows.select(list(self._COLUMNS))
+
+    def __call__(self, replica_id: int, first: int) -> dict[str, int]:
+        return range_starts(self._rows, replica_id, first)
 
 
 def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, int]) -> list[dict[str, Any]]:
@@ -352,7 +375,13 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     """Stages 2 and 3 for one partition, as both runners run them: classify its FACTS_SCHEMA
     rows, decode the divergent ranges, then the reference range (keeping only what the
     divergent records can match), and match."""
-    verdict = classify_group(rows, specs, history)
+    # the rows are freed before classification when the caller holds no other reference (the
+    # local runner does not): only the compact start positions stage 3 needs are kept
+    starts = RangeStarts(rows)
+    facts = replica_facts_of_rows(rows, specs)
+    del rows
+    verdict = classify_partition(facts, history=history)
+    del facts
     tasks = drill_tasks(verdict, specs)
     if not tasks:
         return verdict, [], []
@@ -361,12 +390,12 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     for t in tasks:
         if not t.reference:
             records.setdefault(t.replica_id, []).extend(
-                read_task(t, by_id[t.replica_id], starts=range_starts(rows, t.replica_id, t.first)))
+                read_task(t, by_id[t.replica_id], starts=starts(t.replica_id, t.first)))
     keep = ReferenceFilter(r for recs in records.values() for r in recs)
     for t in tasks:
         if t.reference:
             records.setdefault(t.replica_id, []).extend(
-                read_task(t, by_id[t.replica_id], keep, range_starts(rows, t.replica_id, t.first)))
+                read_task(t, by_id[t.replica_id], keep, starts(t.replica_id, t.first)))
     lost, findings = match_partition(verdict, by_id, records, acks)
     return verdict, lost, findings
 
@@ -458,6 +487,12 @@ class FactsBuffer:
     def table(self) -> pa.Table:
         return pa.Table.from_batches(self._merged + self._pending, schema=FACTS_SCHEMA)
 
+    def take(self) -> pa.Table:
+        """:meth:`table`, emptying the buffer (the table is then the rows' only holder)."""
+        table = self.table()
+        self._merged, self._pending = [], []
+        return table
+
 
 class LocalRunner:
     """Runs the stages in this process, one partition at a time (memory: one partition's batch
@@ -482,7 +517,7 @@ class LocalRunner:
                     rows.extend(scan_segment(path, topic, partition, spec.replica_id))
                     if progress is not None:
                         progress.advance(1, size)
-            verdict, recs, findings = compare_partition(rows.table(), group,
+            verdict, recs, findings = compare_partition(rows.take(), group,
                                                         (histories or {}).get((topic, partition)), acks)
             verdicts.append(verdict)
             if verdict.divergent_ranges:
