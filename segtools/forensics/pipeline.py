@@ -188,12 +188,25 @@ def _batch_facts_by_replica(rows: pa.Table) -> dict[int, list[BatchFacts]]:
         part = rows.slice(start, _FACTS_CHUNK)
         cols = [part.column(c).to_pylist() if c != "segment" else _shared_strings(part.column(c))
                 for c in _BATCH_FACT_COLUMNS]
-        # one-record batches (the common case) share one int object for both offsets
+        # one int object for equal neighbours: both offsets of a one-record batch (the common
+        # case), and the max timestamp of batches written in the same millisecond
         cols[1] = [b if b == e else e for b, e in zip(cols[0], cols[1])]
+        cols[-1] = _share_runs(cols[-1])
         for rid, vals in zip(part.column("broker").to_pylist(), zip(*cols)):
             out[rid].append(BatchFacts(*vals))
         del cols
     return dict(out)
+
+
+def _share_runs(values: list[Any]) -> list[Any]:
+    """``values`` with each run of equal neighbours held by one object (the run's first)."""
+    out = []
+    prev: Any = None
+    for v in values:
+        if v != prev or prev is None:
+            prev = v
+        out.append(prev)
+    return out
 
 
 #: rows turned into BatchFacts at a time
@@ -380,6 +393,9 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     starts = RangeStarts(rows)
     facts = replica_facts_of_rows(rows, specs)
     del rows
+    # hand the freed rows' pages back to the OS now (the pool would keep them for reuse, and the
+    # classifier's Python objects cannot use them)
+    pa.default_memory_pool().release_unused()
     verdict = classify_partition(facts, history=history)
     del facts
     tasks = drill_tasks(verdict, specs)

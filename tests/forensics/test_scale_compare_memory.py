@@ -9,7 +9,7 @@ what the code before it took:
 
 - discovery (``discover_replicas``): ~320 bytes per segment at the peak (was ~660: the whole
   ``os.scandir`` listing, with each entry's cached stat, was held until the end);
-- stages 2-3 (``compare_partition`` over stage 1's rows): ~490 bytes per batch (was ~630:
+- stages 2-3 (``compare_partition`` over stage 1's rows): ~455 bytes per batch (was ~630:
   a segment name -> index map built per replica, a name string per batch, every column of the
   partition as Python values at once). What is left is one BatchFacts with its ints (~260
   bytes) and the classifier's index of batches by key (~220 bytes).
