@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 from segtools.errors import InputError, display_path, is_utf8
 from segtools.files.sources import PartitionSource, Resolution, resolve
 from segtools.formats.names import stem_offset
+from segtools.records import columnar  # at import: imported per segment it cost ~30 us each
 from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 #: Columns worth dictionary-encoding (few distinct values). Keys, values, offsets and timestamps
@@ -199,8 +200,6 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
     # an object-store segment is read by the Arrow reader from a private local copy (on the
     # Spark executor that exports it), removed when the segment is done
-    from segtools.records import columnar
-
     if options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
                                               broker=src.broker, located=True,
