@@ -132,8 +132,8 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
     if "compare" in what:
         cells["compare"] = run_child(["compare", "--no-spark", *brokers], timeout=timeout)
     if spark and "compare" in what:
-        env = dict(os.environ, SEGTOOLS_SPARK_MASTER="local[*]")
-        cells["spark"] = run_child(["compare", "--spark", "--master", "local[*]", *brokers],
+        env = dict(os.environ, SEGTOOLS_SPARK_MASTER="local[2]")
+        cells["spark"] = run_child(["compare", "--spark", "--master", "local[2]", *brokers],
                                    env=env, timeout=timeout)
     # export and dump read broker 1; compare (both runners) every broker
     mine = sum(1 for p in pdirs for f in os.listdir(p) if f.endswith(".log"))
@@ -154,7 +154,7 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
     return row
 
 
-HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[*]", "RSS MB",
+HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[2]", "RSS MB",
           "export", "RSS MB", "dump", "RSS MB", "export/dump", "load"]
 
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000", help="segment counts of the 1-partition rows")
     ap.add_argument("--cluster", action="store_true", help="also the 10 brokers x 2,000 partitions row")
-    ap.add_argument("--spark", action="store_true", help="also compare on Spark local[*]")
+    ap.add_argument("--spark", action="store_true", help="also compare on Spark local[2]")
     ap.add_argument("--spark-max", type=int, default=None,
                     help="run Spark only on rows of at most this many segments")
     ap.add_argument("--only", default="compare,export,dump", help="commands to run")

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 from segtools.errors import InputError, display_path, is_utf8
 from segtools.files.sources import PartitionSource, Resolution, resolve
 from segtools.formats.names import stem_offset
+from segtools.records import columnar  # at import: imported per segment it cost ~30 us each
 from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 #: Columns worth dictionary-encoding (few distinct values). Keys, values, offsets and timestamps
@@ -199,8 +200,6 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
     # an object-store segment is read by the Arrow reader from a private local copy (on the
     # Spark executor that exports it), removed when the segment is done
-    from segtools.records import columnar
-
     if options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
                                               broker=src.broker, located=True,
@@ -366,27 +365,42 @@ class _FileGroup:
         self.writer: Any = pq.ParquetWriter(
             self.tmp_path, schema, compression=options.compression, filesystem=filesystem,
             use_dictionary=[n for n in schema.names if n in DICTIONARY_COLUMNS])
-        self._buffer: list[pa.RecordBatch] = []
+        # rows not yet written: merged batches, and the reader's small batches since the last merge
+        self._merged: list[pa.RecordBatch] = []
+        self._pending: list[pa.RecordBatch] = []
         self._buffered_rows = self._buffered_bytes = 0
 
     def write(self, rb: pa.RecordBatch) -> None:
-        self._buffer.append(rb)
-        self._buffered_rows += rb.num_rows
-        self._buffered_bytes += rb.nbytes
-        self.rows += rb.num_rows
-        self.invalid += rb.num_rows - (pc.sum(rb.column("crc_valid")).as_py() or 0)
-        self.last = rb.column(self.offset_col)[rb.num_rows - 1].as_py()
+        # per call only what is O(1): a partition of one-batch segments calls this once per
+        # segment. (RecordBatch.nbytes cost ~0.3 ms per call, more than reading the segment;
+        # the buffer total is the same bound for the reader's sliced batches.)
+        n = rb.num_rows
+        self._pending.append(rb)
+        self._buffered_rows += n
+        self._buffered_bytes += rb.get_total_buffer_size()
+        self.rows += n
+        self.last = rb.column(self.offset_col)[n - 1].as_py()
         if self._buffered_rows >= ROW_GROUP_ROWS or self._buffered_bytes >= ROW_GROUP_BYTES:
             self._flush()
-        elif len(self._buffer) >= _MERGE_BATCHES:
-            # thousands of one-row batches held as they are cost ~20 KB each (arrays, buffers)
-            self._buffer = [pa.concat_batches(self._buffer)]
+        elif len(self._pending) >= _MERGE_BATCHES:
+            # thousands of one-row batches held as they are cost ~20 KB each (arrays, buffers);
+            # only the new ones are merged (re-merging the whole buffer copied it 256 times)
+            self._merge()
+
+    def _merge(self) -> None:
+        if self._pending:
+            batch = self._pending[0] if len(self._pending) == 1 else pa.concat_batches(self._pending)
+            self._pending = []
+            self.invalid += batch.num_rows - batch.column("crc_valid").true_count
+            self._merged.append(batch)
 
     def _flush(self) -> None:
-        if self._buffer:
-            batch = self._buffer[0] if len(self._buffer) == 1 else pa.concat_batches(self._buffer)
-            self._buffer, self._buffered_rows, self._buffered_bytes = [], 0, 0
-            self.writer.write_batch(batch)
+        self._merge()
+        if self._merged:
+            table = pa.Table.from_batches(self._merged)
+            self._merged, self._buffered_rows, self._buffered_bytes = [], 0, 0
+            # one row group per flush, as a single write_batch of the concatenated rows wrote
+            self.writer.write_table(table, row_group_size=max(1, table.num_rows))
 
     def finish(self, source_bytes: int) -> ExportedFile:
         self._flush()
@@ -433,6 +447,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
         findings.extend(_missing_log_findings(src))
     current: _FileGroup | None = None
     current_bytes = 0
+    # a replica's segments are all local or all in one object store
+    remote = bool(src.segments) and _remote(src.segments[0])
     try:
         for segment in _segments_in_range(src.segments, options):
             # unknown size (a hand-made source): a file of its own, as if it were large
@@ -454,8 +470,9 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                     current.segments.append(segment)
                 current.write(rb)
                 seg_rows += rb.num_rows
-                last_batch = max(last_batch, pc.max(rb.column(position_col)).as_py())
-            if findings is not None and len(findings) == known and not _remote(segment):
+                # rows come in file order: the last row is in the segment's last batch read
+                last_batch = max(last_batch, rb.column(position_col)[rb.num_rows - 1].as_py())
+            if findings is not None and len(findings) == known and not remote:
                 findings.extend(_tail_findings(segment, last_batch))
             if current is not None:
                 current_bytes += size

@@ -35,7 +35,7 @@ import os
 import re
 import stat as _stat
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -289,7 +289,7 @@ class Resolution:
 # ----------------------------------------------------------------------------- listing
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DirEntry:
     """One entry of a listed directory. ``path`` is the user's spelling (or a URI)."""
 
@@ -383,31 +383,43 @@ class _Fs:
         return DirEntry(name, inner, info.type == pafs.FileType.Directory,
                         info.type == pafs.FileType.File, info.size or 0, info.mtime_ns or 0)
 
+    def _scan_local(self, inner: str, it: Iterator[os.DirEntry[str]]) -> list[DirEntry]:
+        out: list[DirEntry] = []
+        while True:
+            try:
+                e = next(it, None)
+            except OSError as exc:   # an error while listing, as list(it) raised it
+                raise _os_error(self.display(inner), exc) from None
+            if e is None:
+                return out
+            full = _join(inner, e.name)
+            target = None
+            try:
+                if e.is_symlink():
+                    target = os.path.realpath(full)
+                st = e.stat()
+            except FileNotFoundError:
+                out.append(DirEntry(e.name, full, False, False, link_target=target or
+                                    os.readlink(full), broken=True))
+                continue
+            except OSError as exc:
+                raise _os_error(self.display(full), exc) from None
+            out.append(DirEntry(e.name, full, _stat.S_ISDIR(st.st_mode),
+                                _stat.S_ISREG(st.st_mode), st.st_size, st.st_mtime_ns,
+                                target))
+
     def list(self, inner: str) -> list[DirEntry]:
         """Entries of directory ``inner`` sorted by name; InputError when it cannot be listed."""
         out: list[DirEntry] = []
         if self.local:
             try:
-                with os.scandir(inner) as it:
-                    raw = list(it)
+                it = os.scandir(inner)
             except OSError as exc:
                 raise _os_error(self.display(inner), exc) from None
-            for e in raw:
-                full = _join(inner, e.name)
-                target = None
-                try:
-                    if e.is_symlink():
-                        target = os.path.realpath(full)
-                    st = e.stat()
-                except FileNotFoundError:
-                    out.append(DirEntry(e.name, full, False, False, link_target=target or
-                                        os.readlink(full), broken=True))
-                    continue
-                except OSError as exc:
-                    raise _os_error(self.display(full), exc) from None
-                out.append(DirEntry(e.name, full, _stat.S_ISDIR(st.st_mode),
-                                    _stat.S_ISREG(st.st_mode), st.st_size, st.st_mtime_ns,
-                                    target))
+            # one os.DirEntry (with its cached stat) at a time: a partition dir of 100,000
+            # segments listed whole first held ~600 bytes per file until the end
+            with it:
+                out = self._scan_local(inner, it)
         else:
             from pyarrow import fs as pafs
 

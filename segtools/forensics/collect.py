@@ -159,11 +159,34 @@ def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
     return replica_facts_from_batches(spec, [BatchFacts.from_row(r) for r in batch_rows], read_error)
 
 
+def _in_file_order(spec: ReplicaSpec, batches: list[BatchFacts]) -> bool:
+    """Whether ``batches`` are already in file order (segment order, then position), as the
+    in-process scan yields them: checked in one pass without a name -> index map, which for a
+    partition of many small segments costs more than the batches' own objects."""
+    names = (os.path.basename(p) for p, _ in spec.segments)
+    current: str | None = None
+    last_position = -1
+    for b in batches:
+        if b.segment != current:
+            for current in names:
+                if current == b.segment:
+                    break
+            else:
+                return False
+            last_position = -1
+        if b.position < last_position:
+            return False
+        last_position = b.position
+    return True
+
+
 def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts],
                                read_error: str | None = None) -> ReplicaFacts:
     """:func:`replica_facts` for batches already built (sorted here, in place, into file order)."""
-    seg_order = {os.path.basename(p): i for i, (p, _) in enumerate(spec.segments)}
-    batches.sort(key=lambda b: (seg_order.get(b.segment, -1), b.position))
+    if not _in_file_order(spec, batches):
+        seg_order = {os.path.basename(p): i for i, (p, _) in enumerate(spec.segments)}
+        batches.sort(key=lambda b: (seg_order.get(b.segment, -1), b.position))
+        del seg_order
     facts = ReplicaFacts(
         broker=spec.broker, topic=spec.topic, partition=spec.partition, batches=batches,
         log_dir=spec.log_dir, partition_dir=spec.partition_dir or "", topic_id=spec.topic_id, state=spec.state,

@@ -51,7 +51,7 @@ from segtools.forensics.loss import (
     apply_lost_evidence,
     lost_records,
 )
-from segtools.forensics.model import BatchFacts, RecordFacts
+from segtools.forensics.model import BatchFacts, RecordFacts, ReplicaFacts
 from segtools.forensics.report import CompareReport, PartitionReport
 from segtools.formats.names import stem_offset
 
@@ -141,20 +141,30 @@ def classify_group(rows: pa.Table, specs: Sequence[ReplicaSpec],
                    history: PartitionHistory | None) -> PartitionVerdict:
     """Stage 2 for one partition: its FACTS_SCHEMA rows (any order) and its replicas' specs
     (replicas without rows are empty logs)."""
+    return classify_partition(replica_facts_of_rows(rows, specs), history=history)
+
+
+def replica_facts_of_rows(rows: pa.Table, specs: Sequence[ReplicaSpec]) -> list[ReplicaFacts]:
+    """The first half of :func:`classify_group`: one partition's FACTS_SCHEMA rows -> the
+    ReplicaFacts of its replicas (by replica id), which no longer need the rows."""
     errors: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    order = {s.replica_id: {os.path.basename(p): i for i, (p, _) in enumerate(s.segments)} for s in specs}
     failed = rows.filter(pc.is_valid(rows.column("read_error")))
-    for r in failed.select(["broker", "segment", "read_error"]).to_pylist():
-        rid = int(r["broker"])
-        errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
+    if failed.num_rows:
+        # segment name -> file order, built only when a segment stopped early (one entry per
+        # segment: a partition of 100,000 segments would hold it through classification)
+        order = {s.replica_id: {os.path.basename(p): i for i, (p, _) in enumerate(s.segments)} for s in specs}
+        for r in failed.select(["broker", "segment", "read_error"]).to_pylist():
+            rid = int(r["broker"])
+            errors[rid].append((order.get(rid, {}).get(r["segment"], -1), r["read_error"]))
+        del order
     batches = _batch_facts_by_replica(rows.filter(pc.is_null(rows.column("read_error"))) if failed.num_rows
                                       else rows)
     facts = []
     for spec in sorted(specs, key=lambda s: s.replica_id):
         msgs = [m for _, m in sorted(errors.get(spec.replica_id, []))]
-        facts.append(replica_facts_from_batches(spec, batches.get(spec.replica_id, []),
+        facts.append(replica_facts_from_batches(spec, batches.pop(spec.replica_id, []),
                                                 "; ".join(msgs) if msgs else None))
-    return classify_partition(facts, history=history)
+    return facts
 
 
 #: BatchFacts fields in constructor order, as FACTS_SCHEMA columns
@@ -166,19 +176,50 @@ _BATCH_FACT_COLUMNS = ("base_offset", "last_offset", "partition_leader_epoch", "
 def _batch_facts_by_replica(rows: pa.Table) -> dict[int, list[BatchFacts]]:
     """Batch rows -> BatchFacts per replica id, in row order, column by column: a partition can
     hold millions of batches, and a dict per row (``to_pylist``) cost more than the scan."""
+    out: dict[int, list[BatchFacts]] = defaultdict(list)
     if any(rows.column(c).null_count for c in ("broker", *_BATCH_FACT_COLUMNS)):
         # not from stage 1 as we write it: keep BatchFacts.from_row's conversions and errors
-        out: dict[int, list[BatchFacts]] = defaultdict(list)
         for r in rows.to_pylist():
             out[int(r["broker"])].append(BatchFacts.from_row(r))
         return out
-    brokers = rows.column("broker")
-    out = {}
-    for rid in pc.unique(brokers).to_pylist():
-        mine = rows.filter(pc.equal(brokers, rid))
-        cols = [mine.column(c).to_pylist() for c in _BATCH_FACT_COLUMNS]
-        out[int(rid)] = [BatchFacts(*vals) for vals in zip(*cols)]
+    # a slice of rows at a time: the Python values of every column of a whole partition at once
+    # were ~130 bytes per batch more at the peak, beside the BatchFacts built from them
+    for start in range(0, rows.num_rows, _FACTS_CHUNK):
+        part = rows.slice(start, _FACTS_CHUNK)
+        cols = [part.column(c).to_pylist() if c != "segment" else _shared_strings(part.column(c))
+                for c in _BATCH_FACT_COLUMNS]
+        # one int object for equal neighbours: both offsets of a one-record batch (the common
+        # case), and the max timestamp of batches written in the same millisecond
+        cols[1] = [b if b == e else e for b, e in zip(cols[0], cols[1])]
+        cols[-1] = _share_runs(cols[-1])
+        for rid, vals in zip(part.column("broker").to_pylist(), zip(*cols)):
+            out[rid].append(BatchFacts(*vals))
+        del cols
+    return dict(out)
+
+
+def _share_runs(values: list[Any]) -> list[Any]:
+    """``values`` with each run of equal neighbours held by one object (the run's first)."""
+    out = []
+    prev: Any = None
+    for v in values:
+        if v != prev or prev is None:
+            prev = v
+        out.append(prev)
     return out
+
+
+#: rows turned into BatchFacts at a time
+_FACTS_CHUNK = 8192
+
+
+def _shared_strings(col: pa.ChunkedArray) -> list[str]:
+    """``col.to_pylist()`` with one str object per distinct value: a segment's name is held by
+    every batch of it, and a partition of many small segments would otherwise hold one copy per
+    batch."""
+    enc = pc.dictionary_encode(col.combine_chunks())
+    names = enc.dictionary.to_pylist()
+    return [names[i] for i in enc.indices.to_numpy(zero_copy_only=False).tolist()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +273,19 @@ def range_starts(rows: pa.Table, replica_id: int, first: int) -> dict[str, int]:
         return {}
     agg = mine.group_by("segment").aggregate([("position", "min")])
     return dict(zip(agg.column("segment").to_pylist(), agg.column("position_min").to_pylist()))
+
+
+class RangeStarts:
+    """:func:`range_starts` over the only columns of stage 1's rows it reads (held as they are,
+    without a copy), so the rest of the rows can be freed before classification."""
+
+    _COLUMNS = ("broker", "read_error", "segment", "position", "last_offset")
+
+    def __init__(self, rows: pa.Table) -> None:
+        self._rows = rows.select(list(self._COLUMNS))
+
+    def __call__(self, replica_id: int, first: int) -> dict[str, int]:
+        return range_starts(self._rows, replica_id, first)
 
 
 def _range_rows(spec: ReplicaSpec, first: int, last: int, starts: Mapping[str, int]) -> list[dict[str, Any]]:
@@ -334,7 +388,16 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     """Stages 2 and 3 for one partition, as both runners run them: classify its FACTS_SCHEMA
     rows, decode the divergent ranges, then the reference range (keeping only what the
     divergent records can match), and match."""
-    verdict = classify_group(rows, specs, history)
+    # the rows are freed before classification when the caller holds no other reference (the
+    # local runner does not): only the compact start positions stage 3 needs are kept
+    starts = RangeStarts(rows)
+    facts = replica_facts_of_rows(rows, specs)
+    del rows
+    # hand the freed rows' pages back to the OS now (the pool would keep them for reuse, and the
+    # classifier's Python objects cannot use them)
+    pa.default_memory_pool().release_unused()
+    verdict = classify_partition(facts, history=history)
+    del facts
     tasks = drill_tasks(verdict, specs)
     if not tasks:
         return verdict, [], []
@@ -343,12 +406,12 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     for t in tasks:
         if not t.reference:
             records.setdefault(t.replica_id, []).extend(
-                read_task(t, by_id[t.replica_id], starts=range_starts(rows, t.replica_id, t.first)))
+                read_task(t, by_id[t.replica_id], starts=starts(t.replica_id, t.first)))
     keep = ReferenceFilter(r for recs in records.values() for r in recs)
     for t in tasks:
         if t.reference:
             records.setdefault(t.replica_id, []).extend(
-                read_task(t, by_id[t.replica_id], keep, range_starts(rows, t.replica_id, t.first)))
+                read_task(t, by_id[t.replica_id], keep, starts(t.replica_id, t.first)))
     lost, findings = match_partition(verdict, by_id, records, acks)
     return verdict, lost, findings
 
@@ -440,6 +503,12 @@ class FactsBuffer:
     def table(self) -> pa.Table:
         return pa.Table.from_batches(self._merged + self._pending, schema=FACTS_SCHEMA)
 
+    def take(self) -> pa.Table:
+        """:meth:`table`, emptying the buffer (the table is then the rows' only holder)."""
+        table = self.table()
+        self._merged, self._pending = [], []
+        return table
+
 
 class LocalRunner:
     """Runs the stages in this process, one partition at a time (memory: one partition's batch
@@ -464,7 +533,7 @@ class LocalRunner:
                     rows.extend(scan_segment(path, topic, partition, spec.replica_id))
                     if progress is not None:
                         progress.advance(1, size)
-            verdict, recs, findings = compare_partition(rows.table(), group,
+            verdict, recs, findings = compare_partition(rows.take(), group,
                                                         (histories or {}).get((topic, partition)), acks)
             verdicts.append(verdict)
             if verdict.divergent_ranges:
