@@ -139,7 +139,7 @@ def dump_log(ctx: DumpContext, path: str) -> None:
 
 def _salvage_holes(ctx: DumpContext, path: str) -> list[dict[str, Any]] | None:
     """The holes `segtools salvage` left in this segment, each reported as a finding."""
-    from segtools.salvage import salvage_holes
+    from segtools.files.salvage_marker import salvage_holes
 
     holes = salvage_holes(path)
     for hole in holes or ():
