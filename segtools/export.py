@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from segtools.filters import RecordFilter
 
 from segtools.errors import InputError, display_path, is_utf8
+from segtools.files.salvage_marker import hole_findings
 from segtools.files.sources import PartitionSource, Resolution, resolve
 from segtools.formats.names import stem_offset
 from segtools.records import columnar  # at import: imported per segment it cost ~30 us each
@@ -445,6 +446,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     written: list[ExportedFile] = []
     if findings is not None:
         findings.extend(_missing_log_findings(src))
+        findings.extend(hole_findings(src.segments))   # a salvaged dir is not complete
     current: _FileGroup | None = None
     current_bytes = 0
     # a replica's segments are all local or all in one object store

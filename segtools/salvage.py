@@ -37,6 +37,7 @@ import numpy as np
 
 from segtools.files.outputs import atomic_write, check_output_location, partial_run, prepare_output_dir
 from segtools.files.read_window import ReadWindow
+from segtools.files.salvage_marker import salvage_holes
 from segtools.files.sources import SALVAGE_MARKER, is_partition_dir_name
 from segtools.primitives.crc import crc32c
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
@@ -446,26 +447,6 @@ def _marker(src: str, segments: Sequence[SegmentSalvage], entries: Sequence[dict
             "note": "Records in these byte ranges of the original were not copied: dump reports "
                     "each hole as a finding (exit 1).",
             "segments": out}
-
-
-def salvage_holes(log_path: str) -> list[dict[str, Any]] | None:
-    """The holes ``segtools salvage`` left in the segment ``log_path`` (from the
-    ``segtools-salvage.json`` beside it), or None when it is not a salvaged segment. An
-    unreadable marker is one hole of unknown extent: the segment cannot be said complete."""
-    marker = os.path.join(os.path.dirname(os.path.abspath(log_path)), SALVAGE_MARKER)
-    if not os.path.isfile(marker):
-        return None
-    try:
-        with open(marker, "rb") as fh:
-            data = json.loads(fh.read(16 << 20))
-        entry = data["segments"].get(os.path.basename(log_path))
-        if entry is None:
-            return None
-        holes = [dict(h) for h in entry["holes"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        return [{"reason": "unreadable_marker", "detail": f"{SALVAGE_MARKER}: {exc}",
-                 "after_offset": None, "before_offset": None}]
-    return holes
 
 
 def salvage(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, force: bool = False,

@@ -30,12 +30,12 @@ class DumpContext:
         self.tally = RunTally()
         self.current_file: str | None = None
 
-    def _raise_status(self, status: int) -> None:
+    def raise_status(self, status: int) -> None:
         self.status = max(self.status, status)
 
     def error(self, kind: str, exc: BaseException, **fields: Any) -> None:
         """A corrupt or inconsistent input (exit 1), printed on stderr right away."""
-        self._raise_status(EXIT_FINDINGS)
+        self.raise_status(EXIT_FINDINGS)
         self.tally.errors += 1
         details: dict[str, Any] = {"problem": True, "message": str(exc)}
         if isinstance(exc, FormatError):
@@ -48,7 +48,7 @@ class DumpContext:
 
     def trouble(self, exc: BaseException) -> None:
         """Input that cannot be used at all (exit 2)."""
-        self._raise_status(EXIT_TROUBLE)
+        self.raise_status(EXIT_TROUBLE)
         self.tally.errors += 1
         if isinstance(exc, OSError) and exc.filename is not None:
             message = f"cannot read {exc.filename}: {exc.strerror or exc}"
@@ -64,7 +64,7 @@ class DumpContext:
     def flag(self, kind: str, fields: dict[str, Any], line: str | None = None,
              stream: str = "err") -> None:
         """A finding whose text (if any) Kafka prints inline (e.g. the invalid-bytes trailer)."""
-        self._raise_status(EXIT_FINDINGS)
+        self.raise_status(EXIT_FINDINGS)
         if kind == "crc_invalid":
             self.tally.crc_invalid += 1
         else:
@@ -77,6 +77,6 @@ class DumpContext:
         False marks what Kafka reports but healthy logs show too (compaction gaps, KAFKA-16310
         record-level time-index offsets): listed, but the exit status stays 0."""
         if is_problem:
-            self._raise_status(EXIT_FINDINGS)
+            self.raise_status(EXIT_FINDINGS)
         self.tally.deferred(self.current_file or "", kind, fields, is_problem)
         self.sink.finding(kind, {"problem": is_problem, **fields}, line=None)

@@ -183,10 +183,21 @@ class Summaries:
         """Kafka 4.x's TreeMap view of one file's pairs: the index/non-consecutive maps keep
         one pair per key, the newest (their parts are stored newest first); the time-index
         lists are printed as found."""
-        if name == "index_mismatches":
-            return sorted(dict(reversed(list(_chain(parts)))).items(), reverse=True)
-        if name == "non_consecutive":
-            return sorted(dict(reversed(list(_chain(parts)))).items())
+        if name in ("index_mismatches", "non_consecutive"):
+            # the first pair seen of a key, newest first, is the one the map keeps; streamed,
+            # so a million pairs of one key (every record at one offset) hold one entry
+            newest: dict[int, int] = {}
+            for part in parts:
+                if not isinstance(part, PairStore):
+                    for a, b in part:
+                        newest.setdefault(a, b)
+                    continue
+                for chunk in part.chunks_newest_first():
+                    # oldest first inside a chunk: dict() keeps each key's newest value
+                    block = dict(zip(chunk[0::2], chunk[1::2]))
+                    for a in block.keys() - newest.keys():
+                        newest[a] = block[a]
+            return sorted(newest.items(), reverse=name == "index_mismatches")
         return parts
 
     def close(self) -> None:

@@ -44,9 +44,16 @@ class PairStore:
         return self._spilled + len(self._mem) // 2
 
     def newest_first(self) -> Iterator[tuple[int, int]]:
-        mem = self._mem
-        for i in range(len(mem) - 2, -1, -2):
-            yield mem[i], mem[i + 1]
+        for chunk in self.chunks_newest_first():
+            for i in range(len(chunk) - 2, -1, -2):
+                yield chunk[i], chunk[i + 1]
+
+    def chunks_newest_first(self) -> Iterator[array[int]]:
+        """The pairs in blocks of at most ``_READ_PAIRS`` (flat ``a, b, a, b``), the newest
+        block first, each block oldest first inside: for callers that count millions of
+        pairs without a Python step per pair."""
+        if self._mem:
+            yield self._mem
         if self._spill is None:
             return
         end = self._spilled
@@ -55,8 +62,7 @@ class PairStore:
             self._spill.seek(start * _PAIR_BYTES)
             chunk = array("q")
             chunk.frombytes(self._spill.read((end - start) * _PAIR_BYTES))
-            for i in range(len(chunk) - 2, -1, -2):
-                yield chunk[i], chunk[i + 1]
+            yield chunk
             end = start
 
     def close(self) -> None:

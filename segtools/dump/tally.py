@@ -6,10 +6,14 @@ drop them (``grep -v '^segtools: '``)."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from segtools.primitives.visible import visible
+
+if TYPE_CHECKING:
+    from segtools.dump.pairs import PairStore
 
 PREFIX = "segtools: "
 _SAMPLES = 5  # offsets quoted per line; the JSON outputs list every one
@@ -102,6 +106,39 @@ class RunTally:
                 value = fields.get("index_offset", fields.get("index_timestamp"))
                 if value is not None:
                     group.samples.append(str(value))
+
+    def gap_pairs(self, path: str, store: PairStore) -> int:
+        """What :meth:`deferred` records for every pair of ``store`` (newest first) when none
+        crosses bytes --skip-corrupt skipped or a salvage hole: counts per block of pairs and
+        the first samples, not a Python call per pair (a batch whose records all claim one
+        offset gives one pair per record). Returns the number of offsets that do not
+        increase (problems)."""
+        kind = "non_consecutive_offsets"
+        problems = 0
+        for chunk in store.chunks_newest_first():
+            firsts, seconds = chunk[-2::-2], chunk[::-2]   # newest first
+            bad = sum(map(operator.le, seconds, firsts))     # b <= a: does not increase
+            counts = {"problem": bad, "gap": len(firsts) - bad}
+            problems += bad
+            groups = self.groups.setdefault(path, {})
+            # samples (and each group's place in discovery order) from the first pairs only
+            want = {r: min(n, _SAMPLES - len(groups[(kind, r)].samples) if (kind, r) in groups else _SAMPLES)
+                    for r, n in counts.items()}
+            if any(want.values()):
+                for a, b in zip(firsts, seconds):
+                    reason = "problem" if b <= a else "gap"
+                    if want[reason] <= 0:
+                        if not any(want.values()):
+                            break
+                        continue
+                    want[reason] -= 1
+                    groups.setdefault((kind, reason), _Group()).samples.append(f"{a} -> {b}")
+            for reason, n in counts.items():
+                if n:
+                    groups.setdefault((kind, reason), _Group()).count += n
+        self.errors += problems
+        self.benign += len(store) - problems
+        return problems
 
     def lines(self, status: int) -> list[str]:
         from segtools.dump.text import java_absolute_path
