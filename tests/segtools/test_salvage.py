@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from segment_extents import batch_extents
 
 from segtools.cli.main import cli
+from tests.hang_guard import no_hang
 
 SOURCES = [
     "kafka-2.5-zk-first-topic/final/first_topic-2/00000000000000000000.log",
@@ -198,7 +199,6 @@ def test_refuses_an_output_inside_the_input_and_a_non_empty_folder(realdata, tmp
 def test_a_large_zeroed_range_is_skipped_quickly(tmp_path):
     """Resynchronising over 64 MiB of zeros (a preallocated or wiped region) takes numpy steps,
     not a Python loop per byte."""
-    import time
 
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -216,10 +216,9 @@ def test_a_large_zeroed_range_is_skipped_quickly(tmp_path):
         fh.write(batch(0))
         fh.write(bytes(64 << 20))
         fh.write(batch(1))
-    t = time.monotonic()
-    result = CliRunner().invoke(cli, ["salvage", str(seg), "--out", str(tmp_path / "out")])
+    with no_hang(300):     # a byte-by-byte rescan of the 64 MiB hole would run for hours
+        result = CliRunner().invoke(cli, ["salvage", str(seg), "--out", str(tmp_path / "out")])
     assert result.exit_code == 1, result.output
-    assert time.monotonic() - t < 20
     entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["segments"][0]
     first = len(batch(0))
     assert [(d["start"], d["end"]) for d in entry["dropped"]] == [(first, first + (64 << 20))]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from segtools.filters import FilterError, parse_condition, parse_where, read_filtered
+from tests.hang_guard import no_hang
 
 VALUES = [b"a" * 28 + b"!"] * 5 + [b"aaa", b"x\ny", "café".encode(), b"\xff\xfe", b"order-42"]
 
@@ -100,24 +100,27 @@ def test_nesting_counts_groups_not_escaped_or_class_parens() -> None:
 
 def test_catastrophic_backtracking_pattern_finishes_fast(tmp_path: Path) -> None:
     """Issue 23: `value~(a+)+$` on five 29-byte values ran past 60 s. It means `a+$`, which
-    Python's re matches without backtracking: that is the oracle."""
+    Python's re matches without backtracking: that is the oracle. No timing is asserted (the
+    machine may be loaded): the pattern is compiled by RE2, whose matching is linear in the
+    text, and the commands run under a timeout a backtracking engine (~2**29 steps per value)
+    would exceed."""
+    from segtools.filters import compile_regex
+
+    assert type(compile_regex("(a+)+$")).__module__.startswith("re2")
     part = _partition(tmp_path / "in")
     expected = sorted(i for i, v in enumerate(VALUES) if re.search(b"a+$", v))
-    started = time.monotonic()
     table = read_filtered(part, ["value~(a+)+$"])
-    assert time.monotonic() - started < 5
     assert sorted(table.column("offset").to_pylist()) == expected
 
-    started = time.monotonic()
-    proc = _run("dump", "--deep-iteration", "--print-data-log", str(part), "--where", "value~(a+)+$")
+    proc = _run("dump", "--deep-iteration", "--print-data-log", str(part), "--where", "value~(a+)+$",
+                timeout=600)
     assert proc.returncode == 0, proc.stderr
     printed = [int(line.split("offset: ")[1].split()[0]) for line in proc.stdout.splitlines()
                if line.startswith("| offset: ")]
     assert printed == expected
     out = tmp_path / "out"
-    proc = _run("export", str(part), "--out", str(out), "--where", "value~(a+)+$")
+    proc = _run("export", str(part), "--out", str(out), "--where", "value~(a+)+$", timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - started < 60   # two interpreter starts on a shared machine
 
     import pyarrow.parquet as pq
 
@@ -146,7 +149,7 @@ def test_what_re2_cannot_do_is_a_one_line_error(expr: str) -> None:
 
 
 def test_a_long_blank_run_in_a_value_parses_in_linear_time() -> None:
-    started = time.monotonic()
-    cond = parse_condition("key=" + " " * 200_000 + "x" + " " * 5)
-    assert time.monotonic() - started < 2
+    # quadratic stripping of 200,000 blanks would take hours; linear takes milliseconds
+    with no_hang(120):
+        cond = parse_condition("key=" + " " * 200_000 + "x" + " " * 5)
     assert cond.value == b"x"   # blanks around a value are not part of it (as before)
