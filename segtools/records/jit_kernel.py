@@ -555,3 +555,50 @@ def decode_records(file_buf, dec_addr, b_src, b_start, b_end, b_base_offset, b_b
         if err != ERR_NONE:
             return err, b
     return ERR_NONE, -1
+
+
+@numba.njit(_nrt=False, cache=True, nogil=True)
+def record_frames(buf, rec_start, rec_end, counts, body, lens):
+    """The records' length prefixes of many v2 batches, walked in order (DefaultRecord.readFrom):
+    body[i], lens[i] = where record i's body starts and its length. Returns (-1, n) when every
+    batch frames exactly, else (the first batch that does not, n): segtools/dump/fast_text.py
+    hands that batch to the object reader. A prefix of more than 3 bytes counts as not framing
+    (no record that long fits a window). ``body``/``lens`` hold sum(counts) entries: callers cap
+    each count at its batch's bytes + 1, which still finds the same first bad batch."""
+    n = 0
+    size = buf.shape[0]
+    for b in range(rec_start.shape[0]):
+        p = rec_start[b]
+        e = rec_end[b]
+        c = counts[b]
+        for _ in range(c):
+            if p >= e:
+                return b, n
+            x = np.int64(buf[p])
+            if x < 0x80:
+                p += 1
+            else:
+                if p + 1 >= size:
+                    return b, n
+                y = np.int64(buf[p + 1])
+                if y < 0x80:
+                    x = (x & 0x7F) | (y << 7)
+                    p += 2
+                else:
+                    if p + 2 >= size:
+                        return b, n
+                    z = np.int64(buf[p + 2])
+                    if z >= 0x80:
+                        return b, n
+                    x = (x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)
+                    p += 3
+            length = (x >> 1) ^ -(x & 1)
+            if length < 0 or p + length > e:
+                return b, n
+            body[n] = p
+            lens[n] = length
+            n += 1
+            p += length
+        if c > 0 and p != e:
+            return b, n
+    return -1, n
