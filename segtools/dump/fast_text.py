@@ -290,12 +290,41 @@ class FastLogText:
         buf, rec_start, rec_end = self._records(head, starts, sizes)
         w = self._np if buf is self._buf else np.frombuffer(buf, dtype=np.uint8)
 
-        framed = (_frames_kernel(w, rec_start, rec_end, counts)
-                  if self.end >= KERNEL_MIN_BYTES else None)
-        if framed is not None:
-            rs, rend = framed
-        else:
-            rs, rend = _frames_python(buf, rec_start, rec_end, counts)
+        # the records' length prefixes: sequential within a batch (DefaultRecord.readFrom)
+        body: list[int] = []
+        lens: list[int] = []
+        put_body = body.append
+        put_len = lens.append
+        for b, (p, e, c) in enumerate(zip(rec_start.tolist(), rec_end.tolist(),
+                                          counts.tolist())):
+            for _ in range(c):
+                if p >= e:
+                    raise _Unusual(b)
+                x = buf[p]
+                if x < 0x80:
+                    p += 1
+                else:
+                    y = buf[p + 1]
+                    if y < 0x80:
+                        x = (x & 0x7F) | (y << 7)
+                        p += 2
+                    else:
+                        z = buf[p + 2]
+                        if z >= 0x80:
+                            raise _Unusual(b)
+                        x = (x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)
+                        p += 3
+                length = (x >> 1) ^ -(x & 1)
+                if length < 0 or p + length > e:
+                    raise _Unusual(b)
+                put_body(p)
+                put_len(length)
+                p += length
+            if c and p != e:
+                raise _Unusual(b)
+
+        rs = np.array(body, dtype=np.int64)
+        rend = rs + np.array(lens, dtype=np.int64)
         bidx = np.repeat(np.arange(nb), counts)
         n = len(rs)
         rbad = np.zeros(n, dtype=bool)
@@ -461,82 +490,6 @@ class FastLogText:
         for i in np.nonzero(jump)[0].tolist():
             state.non_consecutive.append(int(prev[i]), int(offsets[i]))
         state.last_offset = int(offsets[-1])
-
-
-
-def _frames_python(buf: bytearray, rec_start: np.ndarray, rec_end: np.ndarray,
-                   counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of every record's body from the length prefixes, sequential within a
-    batch (DefaultRecord.readFrom); _Unusual(batch) where one does not frame exactly."""
-    body: list[int] = []
-    lens: list[int] = []
-    put_body = body.append
-    put_len = lens.append
-    for b, (p, e, c) in enumerate(zip(rec_start.tolist(), rec_end.tolist(),
-                                      counts.tolist())):
-        for _ in range(c):
-            if p >= e:
-                raise _Unusual(b)
-            x = buf[p]
-            if x < 0x80:
-                p += 1
-            else:
-                y = buf[p + 1]
-                if y < 0x80:
-                    x = (x & 0x7F) | (y << 7)
-                    p += 2
-                else:
-                    z = buf[p + 2]
-                    if z >= 0x80:
-                        raise _Unusual(b)
-                    x = (x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)
-                    p += 3
-            length = (x >> 1) ^ -(x & 1)
-            if length < 0 or p + length > e:
-                raise _Unusual(b)
-            put_body(p)
-            put_len(length)
-            p += length
-        if c and p != e:
-            raise _Unusual(b)
-
-    rs = np.array(body, dtype=np.int64)
-    return rs, rs + np.array(lens, dtype=np.int64)
-
-
-_KERNEL: Any = None
-_KERNEL_TRIED = False
-#: files from this size walk the length prefixes in numba: importing it (about 0.5 s of CPU)
-#: pays off on big files only (64 MiB zstd real-producer segment: 3.6 -> 3.0 s of CPU), so
-#: smaller ones keep the Python loop and start without numba
-KERNEL_MIN_BYTES = 32 << 20
-
-
-def _frames_kernel(w: np.ndarray, rec_start: np.ndarray, rec_end: np.ndarray,
-                   counts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """_frames_python's walk in numba (segtools.records.jit_kernel.record_frames), the
-    per-record Python loop that dominated compressed windows; None without numba."""
-    global _KERNEL, _KERNEL_TRIED
-    if not _KERNEL_TRIED:
-        _KERNEL_TRIED = True
-        try:
-            from segtools.records import jit_kernel
-
-            _KERNEL = jit_kernel.record_frames
-        except Exception:  # noqa: BLE001 - numba missing or broken: the Python loop
-            _KERNEL = None
-    if _KERNEL is None:
-        return None
-    # a record takes at least one byte, so a count above the batch's bytes fails at the same
-    # batch with the cap: the outputs stay bounded by the window, whatever the counts claim
-    capped = np.minimum(counts, np.maximum(rec_end - rec_start, 0) + 1)
-    total = int(capped.sum())
-    body = np.empty(total, dtype=np.int64)
-    lens = np.empty(total, dtype=np.int64)
-    bad, n = _KERNEL(w, rec_start.astype(np.int64), rec_end.astype(np.int64), capped, body, lens)
-    if bad >= 0:
-        raise _Unusual(int(bad))
-    return body[:n], body[:n] + lens[:n]
 
 
 def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
