@@ -315,13 +315,13 @@ def _client_records(memory_records_cls: type, path: str) -> int:
 
 
 def aiokafka_records(path: str) -> int:
-    from aiokafka.record._crecords.memory_records import MemoryRecords
+    from aiokafka.record._crecords.memory_records import MemoryRecords  # type: ignore[import-untyped]
 
     return _client_records(MemoryRecords, path)
 
 
 def kafka_python_records(path: str) -> int:
-    from kafka.record.memory_records import MemoryRecords
+    from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 
     return _client_records(MemoryRecords, path)
 
@@ -450,19 +450,19 @@ def main(argv: list[str] | None = None) -> int:
         if "read" not in skip:
             out = []
             for c in cases:
-                r = bench_read(os.path.join(workdir, "o", segs[c.name]), c.name, args.runs)
-                med = {k: statistics.median(v) for k, v in r.cpu.items()}
-                rr_w, rr_c = (r.ratio("read_records", "aiokafka", w) for w in ("wall", "cpu"))
-                sc_w, sc_c = (r.ratio("scan_batches", "copy+crc32c", w) for w in ("wall", "cpu"))
-                out.append([c.name, f"{r.records:,}",
+                rd = bench_read(os.path.join(workdir, "o", segs[c.name]), c.name, args.runs)
+                med = {k: statistics.median(v) for k, v in rd.cpu.items()}
+                rr_w, rr_c = (rd.ratio("read_records", "aiokafka", w) for w in ("wall", "cpu"))
+                sc_w, sc_c = (rd.ratio("scan_batches", "copy+crc32c", w) for w in ("wall", "cpu"))
+                out.append([c.name, f"{rd.records:,}",
                             " / ".join(f"{med[k]:.2f}" for k in READERS),
                             f"{rr_w:.2f}× / {rr_c:.2f}×",
-                            f"{r.ratio('read_records', 'kafka-python', 'cpu'):.1f}×",
+                            f"{rd.ratio('read_records', 'kafka-python', 'cpu'):.1f}×",
                             f"{'yes' if min(rr_w, rr_c) >= 2 else 'no'}",
                             f"{sc_w:.2f}× / {sc_c:.2f}×",
                             f"{'yes' if min(sc_w, sc_c) >= 0.9 else 'no'}",
-                            f"{r.load[0]:.1f} / {r.load[1]:.1f}"])
-                print(f"  read {c.name}: done (load {r.load[1]:.1f})", flush=True)
+                            f"{rd.load[0]:.1f} / {rd.load[1]:.1f}"])
+                print(f"  read {c.name}: done (load {rd.load[1]:.1f})", flush=True)
             print()
             _table(["segment", "records", "CPU s: " + " / ".join(READERS),
                     "read_records vs aiokafka (wall / CPU)", "vs kafka-python (CPU)",
