@@ -8,7 +8,7 @@ Generates segment files in a temp dir (kafka-python's batch builder makes a few 
 batches; copies get consecutive base offsets, which the CRC does not cover), then prints
 Markdown tables:
 
-1. throughput per file: raw read (``readinto`` and mmap + numpy sum), ``scan_batches``
+1. throughput per file: raw read (``readinto`` and mmap + numpy sum), ``read_batch_table``
    (GB/s, ratio to raw readinto), ``iter_record_batches`` (records/s) and the same records
    decoded by aiokafka's compiled reader and by kafka-python (offset, timestamp, key, value,
    headers of every record);
@@ -274,7 +274,7 @@ def _copy_prefix(path: str, target: str, max_bytes: int) -> None:
 THROUGHPUT_CASES: list[ThroughputCase] = [
     ThroughputCase("raw readinto", "raw_readinto", "GB/s"),
     ThroughputCase("raw mmap sum", "raw_mmap_sum", "GB/s"),
-    ThroughputCase("scan_batches (x readinto / x mmap sum)", "segtools_scan", "GB/s",
+    ThroughputCase("read_batch_table (x readinto / x mmap sum)", "segtools_scan", "GB/s",
                    ("raw_readinto", "raw_mmap_sum")),
     ThroughputCase("aiokafka (C)", "aiokafka", "rec/s"),
     ThroughputCase("kafka-python", "kafka_python", "rec/s", max_bytes=32 << 20),
@@ -325,7 +325,7 @@ class MemoryCase:
 
 
 MEMORY_CASES: list[MemoryCase] = [
-    MemoryCase("segtools scan_batches (iter)", "segtools_scan"),
+    MemoryCase("segtools read_batch_table (iter)", "segtools_scan"),
     MemoryCase("segtools read_records (iter)", "segtools_records"),
     MemoryCase("aiokafka (C)", "aiokafka"),
     MemoryCase("kafka-python", "kafka_python"),

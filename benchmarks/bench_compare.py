@@ -1,5 +1,5 @@
 """`segtools compare`: the local runner against the Spark runner on the same data, the same
-cores and the same run, with `scan_batches` over the same bytes as the floor.
+cores and the same run, with `read_batch_table` over the same bytes as the floor.
 
     python benchmarks/bench_compare.py                 # --quick sizes (24, 48, 96 MB total)
     python benchmarks/bench_compare.py --full          # 1 and 4 GB total (3 replicas)
@@ -102,14 +102,14 @@ def _warm(root: str) -> None:
 
 
 def _scan_floor(root: str) -> float:
-    """Seconds for segtools.scan_batches over every segment (headers + CRCs, nothing else)."""
+    """Seconds for segtools.read_batch_table over every segment (headers + CRCs, nothing else)."""
     import segtools
 
     t0 = time.perf_counter()
     for dirpath, _, files in os.walk(root):
         for f in sorted(files):
             if f.endswith(".log"):
-                segtools.scan_batches(os.path.join(dirpath, f))
+                segtools.read_batch_table(os.path.join(dirpath, f))
     return time.perf_counter() - t0
 
 

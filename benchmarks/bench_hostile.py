@@ -37,12 +37,12 @@ t0 = time.perf_counter()
 err = None
 try:
     import segtools
-    if call == "read_batches":
-        n = sum(1 for b in segtools.read_batches(path, **kw) if b.crc_valid is not None)
-    elif call == "read_batches+records":
-        n = sum(1 for b in segtools.read_batches(path, **kw) for _ in b.records())
-    elif call == "scan_batches":
-        n = segtools.scan_batches(path, **kw).num_rows
+    if call == "iter_batches":
+        n = sum(1 for b in segtools.iter_batches(path, **kw) if b.crc_valid is not None)
+    elif call == "iter_batches+records":
+        n = sum(1 for b in segtools.iter_batches(path, **kw) for _ in b.records())
+    elif call == "read_batch_table":
+        n = segtools.read_batch_table(path, **kw).num_rows
     elif call.startswith("read_records"):
         n = segtools.read_records(path, engine=call.split(":")[1], **kw).num_rows
     elif call.startswith("iter_record_batches"):
@@ -61,7 +61,7 @@ with open("/proc/self/status") as f:
 print(json.dumps({"peak_mb": peak, "seconds": time.perf_counter() - t0, "error": err}))
 """
 
-LOG_CALLS = ["read_batches", "read_batches+records", "scan_batches", "read_records:auto",
+LOG_CALLS = ["iter_batches", "iter_batches+records", "read_batch_table", "read_records:auto",
              "read_records:python"]
 
 
@@ -94,7 +94,7 @@ def main() -> None:
             cases += [
                 ("2x1.1GiB default", giant, LOG_CALLS, {}),
                 ("2x1.1GiB raised", giant,
-                 ["read_batches", "scan_batches", "iter_record_batches:auto"],
+                 ["iter_batches", "read_batch_table", "iter_record_batches:auto"],
                  {"max_batch_bytes": 2 << 30}),
                 ("1GiB .snapshot", H.sparse_snapshot(str(d / "00000000000000000000.snapshot")),
                  ["snapshot"], {}),

@@ -26,7 +26,7 @@ Usage::
    byte-identical, or the row says so and the exit status is 1.
 3. ``read``: in this process, interleaved rounds of ``read_records`` (segtools'
    ``iter_record_batches``), aiokafka's compiled reader, kafka-python's ``DefaultRecordBatch``
-   (every record's offset, timestamp, key, value, headers), ``scan_batches``
+   (every record's offset, timestamp, key, value, headers), ``read_batch_table``
    (``iter_batch_batches``) and the floor of a batch scan: reading the bytes into a reused buffer
    plus CRC-32C over all of them (the ``crc32c`` C extension). Medians of wall and CPU time
    (``time.process_time``: segtools' helper threads count). Record counts must agree.
@@ -34,7 +34,7 @@ Usage::
 Each row carries ``os.getloadavg()`` before and after it: on a shared machine the wall figures
 are noisy, CPU-time ratios much less so. Prints Markdown tables and which targets of issue 25 are
 met (dump ≥ 2× kafka-dump-log on every codec, ≥ 3× uncompressed; read_records ≥ 2× aiokafka;
-scan_batches ≥ 0.9× the floor).
+read_batch_table ≥ 0.9× the floor).
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def bench_dump(workdir: str, name: str, rel: str, runs: int) -> DumpRow:
 
 
 # --------------------------------------------------------------------------------------------
-# read: read_records / scan_batches against aiokafka, kafka-python and the copy+CRC floor
+# read: read_records / read_batch_table against aiokafka, kafka-python and the copy+CRC floor
 
 
 def segtools_records(path: str) -> int:
@@ -341,7 +341,7 @@ def copy_crc_floor(path: str) -> int:
 
 READERS: dict[str, Callable[[str], int]] = {
     "read_records": segtools_records, "aiokafka": aiokafka_records,
-    "kafka-python": kafka_python_records, "scan_batches": segtools_scan,
+    "kafka-python": kafka_python_records, "read_batch_table": segtools_scan,
     "copy+crc32c": copy_crc_floor,
 }
 
@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
                 rd = bench_read(os.path.join(workdir, "o", segs[c.name]), c.name, args.runs)
                 med = {k: statistics.median(v) for k, v in rd.cpu.items()}
                 rr_w, rr_c = (rd.ratio("read_records", "aiokafka", w) for w in ("wall", "cpu"))
-                sc_w, sc_c = (rd.ratio("scan_batches", "copy+crc32c", w) for w in ("wall", "cpu"))
+                sc_w, sc_c = (rd.ratio("read_batch_table", "copy+crc32c", w) for w in ("wall", "cpu"))
                 out.append([c.name, f"{rd.records:,}",
                             " / ".join(f"{med[k]:.2f}" for k in READERS),
                             f"{rr_w:.2f}× / {rr_c:.2f}×",
@@ -466,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
             _table(["segment", "records", "CPU s: " + " / ".join(READERS),
                     "read_records vs aiokafka (wall / CPU)", "vs kafka-python (CPU)",
-                    "≥ 2×", "scan_batches vs copy+CRC (wall / CPU)", "≥ 0.9×",
+                    "≥ 2×", "read_batch_table vs copy+CRC (wall / CPU)", "≥ 0.9×",
                     "load before / after"], out)
         for c in cases:
             print(f"- {c.name}: {c.note}")

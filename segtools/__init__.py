@@ -3,10 +3,10 @@
 Public API (CONTRACT.md section 7)::
 
     import segtools
-    for batch in segtools.read_batches("00000000000000000000.log"):
+    for batch in segtools.iter_batches("00000000000000000000.log"):
         for record in batch.records():
             ...
-    segtools.scan_batches(path)   # pyarrow.Table, one row per batch
+    segtools.read_batch_table(path)   # pyarrow.Table, one row per batch
     segtools.read_records(path)   # pyarrow.Table, one row per record (Spark Kafka schema first)
     segtools.compare([dir1, dir2, dir3])   # CompareReport; .report_json() = compare --report
 
@@ -46,19 +46,19 @@ if TYPE_CHECKING:
     from segtools.records.batches import Record as Record
     from segtools.records.batches import SegmentBatch as SegmentBatch
     from segtools.records.batches import SegmentReader as SegmentReader
-    from segtools.records.batches import read_batches as read_batches
+    from segtools.records.batches import iter_batches as iter_batches
     from segtools.records.columnar import iter_batch_batches as iter_batch_batches
     from segtools.records.columnar import iter_record_batches as iter_record_batches
+    from segtools.records.columnar import read_batch_table as read_batch_table
     from segtools.records.columnar import read_records as read_records
-    from segtools.records.columnar import scan_batches as scan_batches
 
 
 _LAZY = {
-    "read_batches": "segtools.records.batches",
+    "iter_batches": "segtools.records.batches",
     "SegmentBatch": "segtools.records.batches",
     "Record": "segtools.records.batches",
     "SegmentReader": "segtools.records.batches",
-    "scan_batches": "segtools.records.columnar",
+    "read_batch_table": "segtools.records.columnar",
     "read_records": "segtools.records.columnar",
     "iter_record_batches": "segtools.records.columnar",
     "iter_batch_batches": "segtools.records.columnar",
@@ -68,6 +68,11 @@ _LAZY = {
     "resolve": "segtools.files.sources",
     "compare": "segtools.forensics.api",
     "CompareReport": "segtools.forensics.report",
+}
+#: old names, kept importable (they warn when called): ``read_*`` is eager and ``iter_*`` lazy
+_DEPRECATED = {
+    "read_batches": "segtools.records.batches",      # now iter_batches
+    "scan_batches": "segtools.records.columnar",     # now read_batch_table
 }
 
 __all__ = [
@@ -84,7 +89,7 @@ def __getattr__(name: str) -> Any:
 
         warnings.warn("segtools.RecordBatch is now segtools.SegmentBatch", DeprecationWarning, stacklevel=2)
         return __getattr__("SegmentBatch")
-    module = _LAZY.get(name)
+    module = _LAZY.get(name) or _DEPRECATED.get(name)
     if module is None:
         raise AttributeError(f"module 'segtools' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -62,9 +62,9 @@ def test_no_command_changes_its_inputs(evidence, tmp_path):
         assert "Traceback" not in result.output
     import segtools
 
-    for batch in segtools.read_batches(b0):
+    for batch in segtools.iter_batches(b0):
         list(batch.records())
-    segtools.scan_batches(b0)
+    segtools.read_batch_table(b0)
     segtools.read_records(evidence / "broker-1")
     assert _fingerprint(evidence) == before
 

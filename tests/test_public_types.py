@@ -1,6 +1,6 @@
 """Type checkers see the real types of segtools' lazily imported public names.
 
-segtools/__init__.py resolves read_batches, LogDir, ... on first attribute access (import stays
+segtools/__init__.py resolves iter_batches, LogDir, ... on first attribute access (import stays
 cheap); without its TYPE_CHECKING block mypy would see them as missing or Any.
 """
 
@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SNIPPET = """
 import segtools
-reveal_type(segtools.read_batches)
+reveal_type(segtools.iter_batches)
 reveal_type(segtools.open_log_dir)
-reveal_type(segtools.scan_batches)
+reveal_type(segtools.read_batch_table)
 reveal_type(segtools.SegmentReader)
 reveal_type(segtools.compare)
 """

@@ -1,6 +1,6 @@
 """The one way from user-given paths to Kafka files.
 
-Every command and reader (``read_batches``, ``scan_batches``/``read_records``, dump, export,
+Every command and reader (``iter_batches``, ``read_batch_table``/``read_records``, dump, export,
 compare's driver, the ``kafka_segments`` Spark data source, ``open_log_dir``) asks
 :func:`resolve` what a path stands for, so a path means the same thing everywhere:
 

@@ -1,7 +1,7 @@
 """The one bound on what a record batch may cost a reader (``max_batch_bytes``).
 
-Every reader -- the object reader (``read_batches``, ``SegmentReader``, ``iter_records``), the
-columnar readers (``scan_batches``, ``read_records``, ``iter_record_batches``,
+Every reader -- the object reader (``iter_batches``, ``SegmentReader``, ``iter_records``), the
+columnar readers (``read_batch_table``, ``read_records``, ``iter_record_batches``,
 ``iter_batch_batches``) and the commands built on them (``segtools dump``, ``export``,
 ``compare``: flag ``--max-batch-bytes``) -- applies the same limit to one batch:
 

@@ -78,8 +78,8 @@ __all__ = [
     "Record",
     "SegmentBatch",
     "SegmentReader",
-    "read_batches",
     "iter_batches",
+    "read_batches",
     "iter_records",
     "segment_paths",
     "V2_HEADER",
@@ -737,7 +737,7 @@ def _read_at(f: Any, pos: int, n: int) -> bytes:
 
 
 def segment_paths(path: str | os.PathLike[str] | bytes) -> list[str]:
-    """The ``.log`` files ``read_batches`` reads for ``path``, in reading order.
+    """The ``.log`` files ``iter_batches`` reads for ``path``, in reading order.
 
     What a path stands for is decided by :func:`segtools.files.sources.resolve` (a segment, a
     partition dir, a broker log dir, a folder of broker dirs); partitions come in (topic,
@@ -751,7 +751,7 @@ def segment_paths(path: str | os.PathLike[str] | bytes) -> list[str]:
     return resolution.segment_paths()
 
 
-def read_batches(path: str | os.PathLike[str] | bytes, *, max_bytes: int | None = None,
+def iter_batches(path: str | os.PathLike[str] | bytes, *, max_bytes: int | None = None,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  max_decompressed_size: int | None = None,
                  max_batch_bytes: int | None = None) -> Iterator[SegmentBatch]:
@@ -771,12 +771,18 @@ def read_batches(path: str | os.PathLike[str] | bytes, *, max_bytes: int | None 
             yield from reader
 
 
-#: fastavro-style name for the batch granularity (CONVENTIONS.md "Concrete practices" 2)
-iter_batches = read_batches
+def read_batches(path: str | os.PathLike[str] | bytes, **kw: Any) -> Iterator[SegmentBatch]:
+    """Deprecated name of :func:`iter_batches`: it yields lazily, and lazy readers are ``iter_*``
+    (docs/CONVENTIONS.md, public API names)."""
+    import warnings
+
+    warnings.warn("segtools.read_batches is now segtools.iter_batches (it yields lazily)",
+                  DeprecationWarning, stacklevel=2)
+    return iter_batches(path, **kw)
 
 
 def iter_records(path: str | os.PathLike[str] | bytes, **kw: Any) -> Iterator[Record]:
-    """Every record under ``path`` (see ``read_batches``)."""
+    """Every record under ``path`` (see ``iter_batches``)."""
     max_message_size = kw.get("max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
-    for batch in read_batches(path, **kw):
+    for batch in iter_batches(path, **kw):
         yield from batch.records(max_message_size=max_message_size)

@@ -1,12 +1,12 @@
 """Columnar fast path: segments straight into Arrow (CONTRACT.md sections 5 and 7).
 
-* :func:`iter_batch_batches` / :func:`scan_batches`: one row per batch (``BATCH_SCHEMA``):
+* :func:`iter_batch_batches` / :func:`read_batch_table`: one row per batch (``BATCH_SCHEMA``):
   header fields, location and CRC validity, no record decoding.
 * :func:`iter_record_batches` / :func:`read_records`: one row per record (``RECORD_SCHEMA``):
   Spark's Kafka source columns first, then forensic columns.
 
 Paths mean what :func:`segtools.files.sources.resolve` says (a segment, a partition dir, a broker dir,
-a folder of broker dirs), URIs included: an object (``s3://``...) is read like ``read_batches``
+a folder of broker dirs), URIs included: an object (``s3://``...) is read like ``iter_batches``
 reads it, one segment at a time through a temporary local copy (:func:`_open_segment`).
 
 Files are opened read-only, read through one reusable window and walked like Kafka's
@@ -73,7 +73,7 @@ from segtools.records.faults import (
 from segtools.records.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 from segtools.records.v2_decoder import check_v2_batch
 
-__all__ = ["iter_batch_batches", "iter_record_batches", "scan_batches", "read_records",
+__all__ = ["iter_batch_batches", "iter_record_batches", "read_batch_table", "read_records",
            "available_engines"]
 
 #: batches per header-scan call (bounds the per-chunk header columns to a few MB)
@@ -214,7 +214,7 @@ def _located(path: str | os.PathLike[str] | bytes, topic: str | None, partition:
 def _open_segment(seg: _Segment) -> Iterator[_SegmentFile]:
     """``seg`` opened for reading: a local file as it is, an object (``s3://``, ``gs://``,
     ``hdfs://``...) through the private temporary copy :func:`segtools.files.remote.local_file`
-    streams it to (as ``read_batches`` reads it), removed when the block ends. Errors name
+    streams it to (as ``iter_batches`` reads it), removed when the block ends. Errors name
     ``seg.path``, the URI, never the copy."""
     from segtools.files.remote import local_file
 
@@ -785,9 +785,19 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
                 raise os_input_error(seg.path, exc) from None
 
 
-def scan_batches(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
+def read_batch_table(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
     """All batches under ``path`` as one table (concatenation of :func:`iter_batch_batches`)."""
     return pa.Table.from_batches(list(iter_batch_batches(path, **kw)), schema=BATCH_SCHEMA)
+
+
+def scan_batches(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
+    """Deprecated name of :func:`read_batch_table`: it returns a whole table, and ``scan_*``
+    means lazy to Polars users (docs/CONVENTIONS.md, public API names)."""
+    import warnings
+
+    warnings.warn("segtools.scan_batches is now segtools.read_batch_table (it returns a whole table)",
+                  DeprecationWarning, stacklevel=2)
+    return read_batch_table(path, **kw)
 
 
 # ------------------------------------------------------------------------------------------

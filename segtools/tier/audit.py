@@ -18,7 +18,7 @@ from segtools.errors import InputError, SegtoolsError
 from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 from segtools.tier import remote_layout, states
 from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
@@ -128,7 +128,7 @@ def _metadata_records(parts: Iterable[PartitionSource], findings: list[Finding]
         got = by_part.setdefault(p.partition, {})
         try:
             for seg in p.segments:
-                for batch in read_batches(seg):
+                for batch in iter_batches(seg):
                     if batch.is_control:
                         continue
                     for rec in batch.records():
@@ -153,7 +153,7 @@ def _replica(p: PartitionSource) -> Replica | None:
         chain = {e.epoch: e.start_offset for e in read_leader_epoch_checkpoint(lec)}
     local_start = int(os.path.basename(p.segments[0]).split(".")[0])
     log_end = int(os.path.basename(p.segments[-1]).split(".")[0])
-    for batch in read_batches(p.segments[-1]):
+    for batch in iter_batches(p.segments[-1]):
         log_end = batch.last_offset + 1
     return Replica(p.broker, p.partition_dir, p.topic, p.partition, topic_id, local_start,
                    log_end, chain, p.segments)
@@ -323,7 +323,7 @@ def _batches(paths: Iterable[str], lo: int, hi: int) -> dict[int, tuple[int, int
     """base offset -> (last offset, CRC) of the batches overlapping [lo, hi]."""
     out: dict[int, tuple[int, int]] = {}
     for path in paths:
-        for b in read_batches(path):
+        for b in iter_batches(path):
             if b.last_offset >= lo and b.base_offset <= hi:
                 out[b.base_offset] = (b.last_offset, b.crc)
     return out

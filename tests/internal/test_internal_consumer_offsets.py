@@ -12,7 +12,7 @@ from kafka.record import MemoryRecords
 
 from segtools.errors import SchemaError
 from segtools.internal_topics import consumer_offsets as co
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 
 LOGDIRS = {
     "kafka-2.0": "kafka-2.0-zk-small/logdir",
@@ -24,7 +24,7 @@ LOGDIRS = {
 def _records(realdata: Path, name: str):
     base = realdata / LOGDIRS[name]
     for part in sorted(base.glob("__consumer_offsets-*")):
-        for batch in read_batches(part):
+        for batch in iter_batches(part):
             yield from batch.records()
 
 
@@ -99,7 +99,7 @@ def test_committed_offsets_point_at_existing_partitions(realdata, real):
             assert part.is_dir(), part
             offset = co.decode_value(r.value, 1)["data"]["offset"]
             if name == "kafka-2.5" and d["topic"] == "first_topic":
-                end = max(b.last_offset for b in read_batches(part)) + 1
+                end = max(b.last_offset for b in iter_batches(part)) + 1
                 assert 0 <= offset <= end
 
 

@@ -11,7 +11,7 @@ import pytest
 from kafka.record import MemoryRecords
 
 from segtools.internal_topics import metadata
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 
 LOGDIR = "kafka-3.6-kraft-flink-stack/logdir"
 
@@ -26,7 +26,7 @@ def _metadata_files(realdata: Path) -> list[Path]:
 
 def _values(path: Path) -> list[tuple[int, bytes]]:
     out = []
-    for batch in read_batches(path):
+    for batch in iter_batches(path):
         if batch.is_control:
             continue
         for record in batch.records():

@@ -1,5 +1,5 @@
-"""The Arrow readers (``scan_batches``, ``read_records`` and their iterators) read s3:// URIs
-from a real S3-compatible server (moto's, on 127.0.0.1) as ``read_batches`` does: the same
+"""The Arrow readers (``read_batch_table``, ``read_records`` and their iterators) read s3:// URIs
+from a real S3-compatible server (moto's, on 127.0.0.1) as ``iter_batches`` does: the same
 table as on the local copy of the same bytes, each segment through a temporary local copy
 that is gone afterwards, and the same one-line error for a missing object or bucket.
 
@@ -64,8 +64,8 @@ def _expected_batches(local: Path) -> list[tuple[str, int, str, int, int]]:
 def test_scan_batches_and_read_records_s3_equal_local(evidence, target):
     local = evidence.local["realdata"] / target
     uri = evidence.uri["realdata"] + "/" + target
-    want_batches = columnar.scan_batches(str(local))
-    got_batches = columnar.scan_batches(uri)
+    want_batches = columnar.read_batch_table(str(local))
+    got_batches = columnar.read_batch_table(uri)
     assert got_batches.num_rows > 0
     assert got_batches.equals(want_batches)
     walked = _expected_batches(local)
@@ -111,8 +111,8 @@ def _error(fn, uri: str) -> SegtoolsError:
 
 
 _READERS = {
-    "read_batches": lambda u: list(segtools.read_batches(u)),
-    "scan_batches": segtools.scan_batches,
+    "iter_batches": lambda u: list(segtools.iter_batches(u)),
+    "read_batch_table": segtools.read_batch_table,
     "read_records": segtools.read_records,
     "iter_record_batches": lambda u: list(columnar.iter_record_batches(u)),
 }
@@ -125,7 +125,7 @@ _READERS = {
 ])
 def test_missing_object_same_one_line_error(evidence, missing):
     errors = {name: _error(fn, missing) for name, fn in _READERS.items()}
-    reference = errors.pop("read_batches")
+    reference = errors.pop("iter_batches")
     text = str(reference)
     assert "\n" not in text and missing in text, text
     for name, exc in errors.items():
@@ -134,13 +134,13 @@ def test_missing_object_same_one_line_error(evidence, missing):
 
 def test_object_gone_before_it_is_read(s3, evidence, monkeypatch):
     """An object listed, then deleted before its turn: the error names its URI, as for
-    read_batches (its own prefix: the shared evidence is never changed)."""
+    iter_batches (its own prefix: the shared evidence is never changed)."""
     import segtools.files.remote
 
     local = evidence.local["realdata"] / "final" / "first_topic-0"
     real_fetch = segtools.files.remote.fetch
     messages = {}
-    for name in ("read_batches", "read_records", "scan_batches"):
+    for name in ("iter_batches", "read_records", "read_batch_table"):
         prefix = f"gone/{name}/first_topic-0"
         uri = s3.upload(local, prefix)
         key = f"{prefix}/00000000000000000000.log"
@@ -154,7 +154,7 @@ def test_object_gone_before_it_is_read(s3, evidence, monkeypatch):
         monkeypatch.setattr(segtools.files.remote, "fetch", real_fetch)
         assert f"s3://{BUCKET}/{key}" in str(exc) and "\n" not in str(exc), str(exc)
         messages[name] = (type(exc), str(exc).replace(f"/{name}/", "/X/"))
-    assert messages["read_records"] == messages["scan_batches"] == messages["read_batches"]
+    assert messages["read_records"] == messages["read_batch_table"] == messages["iter_batches"]
 
 
 def test_damaged_object_error_names_the_uri(s3, evidence, tmp_path):
@@ -168,7 +168,7 @@ def test_damaged_object_error_names_the_uri(s3, evidence, tmp_path):
     local.parent.mkdir()
     local.write_bytes(bytes(data))
     uri = s3.upload(local.parent, "damaged/first_topic-0") + "/" + local.name
-    for name in ("scan_batches", "read_records", "read_batches"):
+    for name in ("read_batch_table", "read_records", "iter_batches"):
         want = _error(_READERS[name], str(local))
         got = _error(_READERS[name], uri)
         assert str(local) in str(want)

@@ -77,9 +77,9 @@ def broker_with(partitions: dict[str, Path], out: Path) -> Iterator[tuple[Any, P
 
 
 def _log_end(partition_dir: Path) -> int:
-    from segtools.records.batches import read_batches
+    from segtools.records.batches import iter_batches
 
     last = -1
-    for batch in read_batches(str(partition_dir)):
+    for batch in iter_batches(str(partition_dir)):
         last = batch.last_offset
     return last + 1

@@ -227,11 +227,11 @@ def _xor_mutants(log: Path, ws: Path) -> list[Path]:
     (mutant j flips byte j + 5r of the r-th part, so the parts of one file are hit at different
     fields): the batch framing stays intact (only its CRC goes bad), so both tools reach the
     decoder with damaged versions, lengths, counts and tags."""
-    from segtools import read_batches
+    from segtools import iter_batches
 
     data = log.read_bytes()
     parts = []   # (file position, length) of every key and value
-    for batch in read_batches(str(log)):
+    for batch in iter_batches(str(log)):
         for rec in batch.records():
             for part in (rec.key, rec.value):
                 if part is not None and len(part):

@@ -19,7 +19,7 @@ from segtools.errors import (
     InputError,
     TruncatedBatchError,
 )
-from segtools.records.batches import SegmentBatch, SegmentReader, read_batches, segment_paths
+from segtools.records.batches import SegmentBatch, SegmentReader, iter_batches, segment_paths
 
 # FORMATS.md 1.9 (v2) and 2.3 (v1, v0) worked examples
 SPEC_V2 = bytes.fromhex(
@@ -214,14 +214,14 @@ def test_bad_paths_are_input_errors(tmp_path):
     with pytest.raises(InputError):
         SegmentReader(tmp_path)
     with pytest.raises(InputError):
-        list(read_batches(tmp_path / "nope"))
+        list(iter_batches(tmp_path / "nope"))
 
 
 def test_files_are_opened_read_only(tmp_path):
     path = write(tmp_path, SPEC_V2 + SPEC_V1)
     os.chmod(path, stat.S_IRUSR)
     before = (path.read_bytes(), path.stat().st_mtime_ns)
-    assert len(list(read_batches(path))) == 2
+    assert len(list(iter_batches(path))) == 2
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
 
 
@@ -465,11 +465,11 @@ def test_partition_and_log_dir_ordering(tmp_path):
         (part / "00000000000000000005.index").write_bytes(b"")
     (logdir / "recovery-point-offset-checkpoint").write_text("0\n0\n")
     order = [(os.path.basename(os.path.dirname(b.path)), b.base_offset)
-             for b in read_batches(logdir)]
+             for b in iter_batches(logdir)]
     expected_dirs = ["a-3", "my-topic-0", "my-topic-1", "t-2", "t-10"]
     assert order == [(d, o) for d in expected_dirs for o in (5, 20, 100)]
     # a partition dir on its own
-    assert [b.base_offset for b in read_batches(logdir / "t-2")] == [5, 20, 100]
+    assert [b.base_offset for b in iter_batches(logdir / "t-2")] == [5, 20, 100]
     assert [os.path.basename(p) for p in segment_paths(logdir / "t-2")] == [
         "00000000000000000005.log", "00000000000000000020.log", "00000000000000000100.log"]
 

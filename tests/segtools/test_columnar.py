@@ -26,7 +26,7 @@ from test_columnar_gen import (
 
 from segtools.errors import CorruptBatchError, FormatError, SegtoolsError, TruncatedBatchError
 from segtools.records import columnar
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 from segtools.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 ENGINES = columnar.available_engines()
@@ -70,7 +70,7 @@ def test_random_segments_match_oracle_and_engines_agree(tmp_path, seed):
     for engine, table in tables.items():
         assert _rows(table) == expected, engine
     assert tables["python"].equals(tables[ENGINES[0]])
-    batches = {e: columnar.scan_batches(path, engine=e) for e in ENGINES}
+    batches = {e: columnar.read_batch_table(path, engine=e) for e in ENGINES}
     assert batches["python"].equals(batches[ENGINES[0]])
     got = batches["python"].to_pylist()
     want = oracle_batches(data)
@@ -160,7 +160,7 @@ def test_max_rows_chunks_concatenate_to_the_whole(tmp_path, engine):
     assert pa.Table.from_batches(chunks).equals(whole)
     scans = list(columnar.iter_batch_batches(path, engine=engine, max_rows=3))
     assert all(s.num_rows <= 3 for s in scans)
-    assert pa.Table.from_batches(scans, schema=BATCH_SCHEMA).equals(columnar.scan_batches(path))
+    assert pa.Table.from_batches(scans, schema=BATCH_SCHEMA).equals(columnar.read_batch_table(path))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -173,7 +173,7 @@ def test_bad_crc_rows_still_emitted(tmp_path, engine):
     t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
     assert t.column("crc_valid").to_pylist() == [True] * 3 + [False] * 3
     assert _rows(t) == oracle_rows(data)
-    s = columnar.scan_batches(write_segment(tmp_path, data), engine=engine)
+    s = columnar.read_batch_table(write_segment(tmp_path, data), engine=engine)
     assert s.column("crc_valid").to_pylist() == [True, False]
 
 
@@ -184,7 +184,7 @@ def test_torn_tail_stops_silently(tmp_path, engine):
         path = write_segment(tmp_path, data[:len(data) - cut], name=f"t-{cut}")
         t = columnar.read_records(path, engine=engine)
         assert t.column("offset").to_pylist() == [0, 1]
-        assert columnar.scan_batches(path, engine=engine).num_rows == 2
+        assert columnar.read_batch_table(path, engine=engine).num_rows == 2
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -245,7 +245,7 @@ def test_broken_records_raise_located_format_error(tmp_path, engine, name, data)
     # reader reports it: one decoder behind every entry point
     assert len(prefix) <= err.position <= len(prefix) + len(data) and err.base_offset == 10
     with pytest.raises(FormatError) as obj:
-        for batch in read_batches(path):
+        for batch in iter_batches(path):
             list(batch.records())
     assert (type(obj.value), obj.value.position, obj.value.field, str(obj.value)) == (
         type(err), err.position, err.field, str(err))
@@ -338,7 +338,7 @@ def test_input_files_are_not_modified(tmp_path):
     before = path.stat().st_mtime_ns
     for engine in ENGINES:
         columnar.read_records(path, engine=engine)
-        columnar.scan_batches(path, engine=engine)
+        columnar.read_batch_table(path, engine=engine)
     assert path.read_bytes() == data and path.stat().st_mtime_ns == before
 
 
@@ -365,20 +365,20 @@ def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, 
     data = random_segment(random.Random(77), n_batches=15)
     path = write_segment(tmp_path, data)
     want_rows = columnar.read_records(path, engine=engine)
-    want_batches = columnar.scan_batches(path, engine=engine)
+    want_batches = columnar.read_batch_table(path, engine=engine)
     monkeypatch.setattr(columnar, "_SCAN_BYTES", window)
     monkeypatch.setattr(columnar, "_PREFETCH", prefetch)
     monkeypatch.setattr(columnar, "_HAVE_PREADV", prefetch)   # also cover the pread fallback
     assert columnar.read_records(path, engine=engine).equals(want_rows)
-    assert columnar.scan_batches(path, engine=engine).equals(want_batches)
+    assert columnar.read_batch_table(path, engine=engine).equals(want_batches)
     # torn tails and zero tails are judged at the file end, not at a window end
     last = want_batches.column("size")[-1].as_py()
     for cut in (1, last // 2, last - 1):
         torn = write_segment(tmp_path, data[:-cut], name=f"torn-{cut}")
-        assert columnar.scan_batches(torn, engine=engine).num_rows == want_batches.num_rows - 1
+        assert columnar.read_batch_table(torn, engine=engine).num_rows == want_batches.num_rows - 1
     zero = write_segment(tmp_path, data + bytes(100), name="zero-9")
     with pytest.raises(CorruptBatchError) as info:
-        columnar.scan_batches(zero, engine=engine)
+        columnar.read_batch_table(zero, engine=engine)
     assert info.value.position == len(data)
 
 
@@ -456,10 +456,10 @@ def test_per_batch_crc_fallback_gives_the_same_tables(tmp_path, monkeypatch):
     data = bytearray(random_segment(random.Random(21)))
     data[-3] ^= 0x40                       # one bad CRC among good ones
     path = write_segment(tmp_path, bytes(data))
-    want = columnar.scan_batches(path)
+    want = columnar.read_batch_table(path)
     assert not all(want.column("crc_valid").to_pylist())
     monkeypatch.setattr(jit_kernel, "HARDWARE_CRC_IN_KERNEL", False)
-    assert columnar.scan_batches(path).equals(want)
+    assert columnar.read_batch_table(path).equals(want)
 
 
 def test_broken_kernel_falls_back_with_a_warning(tmp_path, monkeypatch):
@@ -500,7 +500,7 @@ def test_hypothesis_hostile_bytes_only_segtools_errors(tmp_path, data):
     for engine in ENGINES:
         try:
             t = columnar.read_records(path, engine=engine, max_uncompressed_bytes=1 << 20)
-            s = columnar.scan_batches(path, engine=engine)
+            s = columnar.read_batch_table(path, engine=engine)
             outcomes.append(("ok", t, s))
         except SegtoolsError as exc:
             assert exc.position is None or 0 <= exc.position <= len(base)
@@ -535,7 +535,7 @@ def test_empty_batch_after_compaction(tmp_path, engine):
     path = write_segment(tmp_path, one + bytes(empty) + kp_batch([Rec(b"k", b"w")], base_offset=2))
     t = columnar.read_records(path, engine=engine)
     assert t.column("offset").to_pylist() == [0, 2]
-    s = columnar.scan_batches(path, engine=engine)
+    s = columnar.read_batch_table(path, engine=engine)
     assert s.column("records_count").to_pylist() == [1, 0, 1]
     assert s.column("size").to_pylist()[1] == 61 and all(s.column("crc_valid").to_pylist())
 
@@ -546,7 +546,7 @@ def test_delete_horizon_batch(tmp_path, engine):
     data = _patched(kp_batch(recs, base_offset=0), attributes=0x40)
     t = columnar.read_records(write_segment(tmp_path, data), engine=engine)
     assert _rows(t) == oracle_rows(data)
-    s = columnar.scan_batches(write_segment(tmp_path, data), engine=engine)
+    s = columnar.read_batch_table(write_segment(tmp_path, data), engine=engine)
     assert s.column("has_delete_horizon").to_pylist() == [True]
 
 
@@ -561,13 +561,13 @@ def test_unknown_codec_and_magic_raise_located_errors(tmp_path, engine):
         columnar.read_records(path, engine=engine)
     # where the compressed records start, as the object reader reports it
     assert info.value.position == len(good) + 61 and info.value.base_offset == 1
-    assert columnar.scan_batches(path, engine=engine).column("compression").to_pylist() == [
+    assert columnar.read_batch_table(path, engine=engine).column("compression").to_pylist() == [
         "none", "unknown(6)"]
     magic3 = _patched(kp_batch([Rec(b"k", b"v")], base_offset=1), magic=3)
     path = write_segment(tmp_path, good + magic3, name="magic-0")
     # any magic >= 2 is a v2 batch whose records Kafka decodes (FileLogInputStream)
     assert columnar.read_records(path, engine=engine).column("offset").to_pylist() == [0, 1]
-    assert columnar.scan_batches(path, engine=engine).column("magic").to_pylist() == [2, 3]
+    assert columnar.read_batch_table(path, engine=engine).column("magic").to_pylist() == [2, 3]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -578,11 +578,11 @@ def test_v2_batch_shorter_than_its_header(tmp_path, engine):
     path = write_segment(tmp_path, good + bytes(short))
     # Kafka loads the 61-byte header past the batch's end; the file ends first
     with pytest.raises(TruncatedBatchError, match="Failed to load record batch") as info:
-        columnar.scan_batches(path, engine=engine)
+        columnar.read_batch_table(path, engine=engine)
     assert info.value.position == len(good) and info.value.field == "batch_length"
     # with bytes after it, the header is read from them and the walk resumes 12+28 later
     path = write_segment(tmp_path, good + bytes(short) + good, name="t-9")
-    t = columnar.scan_batches(path, engine=engine)
+    t = columnar.read_batch_table(path, engine=engine)
     assert t.column("position").to_pylist() == [0, len(good), len(good) + 40]
     assert t.column("crc_valid").to_pylist()[1] is False
 

@@ -43,7 +43,7 @@ def test_every_real_log_matches_kafka_python_and_engines_agree(realdata):
         tables = [columnar.read_records(path, engine=e) for e in ENGINES]
         assert tables[0].equals(tables[-1]), path
         assert tables[0].select(ORACLE_COLUMNS).to_pylist() == oracle_rows(data), path
-        scans = [columnar.scan_batches(path, engine=e) for e in ENGINES]
+        scans = [columnar.read_batch_table(path, engine=e) for e in ENGINES]
         assert scans[0].equals(scans[-1]), path
         got = scans[0].to_pylist()
         want = oracle_batches(data)
@@ -58,7 +58,7 @@ def test_every_real_log_matches_kafka_python_and_engines_agree(realdata):
 def test_real_metadata_log_counts(realdata):
     # README: 16,340 batches, offsets 0..17026
     path = realdata / "kafka-3.6-kraft-flink-stack/logdir/__cluster_metadata-0" / LOG_NAME
-    scan = columnar.scan_batches(path)
+    scan = columnar.read_batch_table(path)
     assert scan.num_rows == 16_340
     records = columnar.read_records(path)
     assert records.column("offset")[0].as_py() == 0
@@ -71,7 +71,7 @@ def test_real_lz4_and_log_append_time_batches(realdata):
     logdir = realdata / "kafka-3.6-kraft-flink-stack/logdir"
     found = set()
     for path in sorted(logdir.rglob("*.log")):
-        scan = columnar.scan_batches(path)
+        scan = columnar.read_batch_table(path)
         found |= set(scan.column("attributes").to_pylist())
     assert {3, 11} <= found          # README: lz4 (0x0003) and lz4 + LogAppendTime (0x000b)
 
@@ -143,7 +143,7 @@ def test_legacy_message_sets_match_kafka_python(tmp_path, engine, magic, codec):
     assert set(t.column("leader_epoch").to_pylist()) == {-1}
     assert set(t.column("producer_id").to_pylist()) == {-1}
     assert set(t.column("headers").to_pylist()) == {None}
-    scan = columnar.scan_batches(path, engine=engine)
+    scan = columnar.read_batch_table(path, engine=engine)
     assert scan.schema == BATCH_SCHEMA
     assert scan.num_rows == (2 if codec else 12)
 
@@ -177,21 +177,21 @@ def test_real_legacy_fetch_bytes(realdata, tmp_path, engine):
     d.mkdir()
     shutil.copy(bad, d / LOG_NAME)
     assert columnar.read_records(d / LOG_NAME, engine=engine).column("crc_valid").to_pylist() == [False]
-    assert columnar.scan_batches(d / LOG_NAME, engine=engine).column("crc_valid").to_pylist() == [False]
+    assert columnar.read_batch_table(d / LOG_NAME, engine=engine).column("crc_valid").to_pylist() == [False]
 
 
 def test_empty_segment_gives_empty_tables(tmp_path):
     path = write_segment(tmp_path, b"")
     assert columnar.read_records(path).num_rows == 0
     assert columnar.read_records(path).schema == RECORD_SCHEMA
-    assert columnar.scan_batches(path).num_rows == 0
+    assert columnar.read_batch_table(path).num_rows == 0
 
 
 def test_public_api_is_exported():
     import segtools
 
     assert segtools.read_records is columnar.read_records
-    assert segtools.scan_batches is columnar.scan_batches
+    assert segtools.read_batch_table is columnar.read_batch_table
     assert isinstance(segtools.read_records, type(columnar.read_records))
 
 
@@ -235,7 +235,7 @@ def _agree_with_object_reader(path: Path) -> None:
     from segtools.records.batches import SegmentReader
 
     records = columnar.read_records(path).to_pylist()
-    batches = columnar.scan_batches(path).to_pylist()
+    batches = columnar.read_batch_table(path).to_pylist()
     objects = []
     rows = []
     with SegmentReader(str(path)) as reader:

@@ -35,7 +35,7 @@ def _within(seconds: float, fn) -> BaseException | None:
 
 
 @pytest.mark.parametrize("name, reader", [
-    ("00000000000000000000.log", lambda p: columnar.scan_batches(p)),
+    ("00000000000000000000.log", lambda p: columnar.read_batch_table(p)),
     ("00000000000000000000.log", lambda p: columnar.read_records(p)),
     ("00000000000000000000.index", read_offset_index),
     ("00000000000000000000.timeindex", read_time_index),

@@ -32,7 +32,7 @@ from segtools.errors import (
 from segtools.files.snapshots import read_producer_snapshot
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES, parse_size, resolve_max_batch_bytes
 from segtools.records import columnar
-from segtools.records.batches import SegmentReader, read_batches
+from segtools.records.batches import SegmentReader, iter_batches
 
 MiB = 1 << 20
 #: peak RSS allowed in a reader subprocess (numba + pyarrow alone take about 220 MB here);
@@ -66,20 +66,20 @@ _CHILD = textwrap.dedent("""
     for path, call, kw in jobs:
         out = {"path": path, "call": call, "error": None, "message": None, "rows": None}
         try:
-            if call == "read_batches":
+            if call == "iter_batches":
                 n, crc_ok = 0, True
-                for b in segtools.read_batches(path, **kw):
+                for b in segtools.iter_batches(path, **kw):
                     n += 1
                     crc_ok = crc_ok and b.crc_valid
                 out["rows"], out["crc_ok"] = n, crc_ok
             elif call == "records":
-                out["rows"] = sum(1 for b in segtools.read_batches(path, **kw)
+                out["rows"] = sum(1 for b in segtools.iter_batches(path, **kw)
                                   for _ in b.records())
             elif call == "iter_records":
                 from segtools.records.batches import iter_records
                 out["rows"] = sum(1 for _ in iter_records(path, **kw))
-            elif call == "scan_batches":
-                t = segtools.scan_batches(path, **kw)
+            elif call == "read_batch_table":
+                t = segtools.read_batch_table(path, **kw)
                 out["rows"], out["crc_ok"] = t.num_rows, all(t.column("crc_valid").to_pylist())
             elif call == "read_records":
                 out["rows"] = segtools.read_records(path, **kw).num_rows
@@ -126,9 +126,9 @@ def bombs(tmp_path_factory) -> dict[str, Path]:
     return {k: Path(v) for k, v in files.items()}
 
 
-READERS = [("read_batches", {}), ("records", {}), ("iter_records", {}),
+READERS = [("iter_batches", {}), ("records", {}), ("iter_records", {}),
            ("read_records", {"engine": "python"}), ("read_records", {"engine": "auto"}),
-           ("iter_record_batches", {"engine": "auto"}), ("scan_batches", {})]
+           ("iter_record_batches", {"engine": "auto"}), ("read_batch_table", {})]
 
 
 def test_every_reader_stops_every_bomb_with_the_same_error_under_a_memory_cap(bombs):
@@ -140,7 +140,7 @@ def test_every_reader_stops_every_bomb_with_the_same_error_under_a_memory_cap(bo
     for r in results:
         bomb = by_path[r["path"]]
         assert r["peak_mb"] < MEMORY_CAP_MB, (bomb, r)
-        if r["call"] in ("scan_batches", "read_batches") and bomb != "sparse-length-2^31-1":
+        if r["call"] in ("read_batch_table", "iter_batches") and bomb != "sparse-length-2^31-1":
             # header readers do not expand records: a bomb's header is a valid batch
             assert r["error"] is None and r["rows"] >= 1 and r["crc_ok"], r
             continue
@@ -158,7 +158,7 @@ def test_bomb_error_class_fits_the_hierarchy():
 
 def test_the_limit_is_one_keyword_with_the_old_names_as_aliases(tmp_path):
     path = H.zero_bomb(str(tmp_path / "00000000000000000000.log"), "gzip", 3 * MiB)
-    for call in (lambda **kw: list(read_batches(path, **kw))[0].records().__next__(),
+    for call in (lambda **kw: list(iter_batches(path, **kw))[0].records().__next__(),
                  lambda **kw: next(iter(SegmentReader(path, **kw))).records().__next__()):
         with pytest.raises(BatchTooLargeError, match="max_batch_bytes is 1048576 bytes"):
             call(max_batch_bytes=MiB)
@@ -183,28 +183,28 @@ def test_on_disk_size_is_refused_before_reading_it(tmp_path):
     # a legal 3 MiB uncompressed batch: refused under a 1 MiB limit by every reader
     path = tmp_path / "00000000000000000000.log"
     H.sparse_giant(str(path), 3 * MiB, n_batches=2)
-    for read in (lambda: list(read_batches(path, max_batch_bytes=MiB)),
-                 lambda: segtools.scan_batches(path, max_batch_bytes=MiB),
+    for read in (lambda: list(iter_batches(path, max_batch_bytes=MiB)),
+                 lambda: segtools.read_batch_table(path, max_batch_bytes=MiB),
                  lambda: segtools.read_records(path, max_batch_bytes=MiB, engine="python"),
                  lambda: segtools.read_records(path, max_batch_bytes=MiB, engine="auto")):
         with pytest.raises(BatchTooLargeError, match=r"batch of \d+ bytes on disk") as info:
             read()
         assert info.value.position == 0 and info.value.base_offset == 0
         assert info.value.limit == MiB
-    assert len(list(read_batches(path, max_batch_bytes=4 * MiB))) == 2
+    assert len(list(iter_batches(path, max_batch_bytes=4 * MiB))) == 2
     assert segtools.read_records(path, max_batch_bytes=4 * MiB, engine="auto").num_rows == 2
 
 
 def test_legal_giant_batches_are_verified_with_memory_flat_in_batch_size(tmp_path):
     """Two 160 MiB batches (sparse): CRC and framing over streamed windows when the user
-    raises the limit (before: scan_batches and read_batches held a whole batch)."""
+    raises the limit (before: read_batch_table and iter_batches held a whole batch)."""
     path = tmp_path / "00000000000000000000.log"
     H.sparse_giant(str(path), 160 * MiB, n_batches=2)
     small = tmp_path / "small" / "00000000000000000000.log"
     small.parent.mkdir()
     H.sparse_giant(str(small), 1 * MiB, n_batches=2)
     raised = {"max_batch_bytes": 512 * MiB}
-    calls = [("read_batches", raised), ("scan_batches", raised)]
+    calls = [("iter_batches", raised), ("read_batch_table", raised)]
     run_child(small, calls)   # the first child of a fresh checkout compiles (and caches) the JIT kernel
     baseline = run_child(small, calls)
     results = run_child(path, calls)
@@ -214,10 +214,10 @@ def test_legal_giant_batches_are_verified_with_memory_flat_in_batch_size(tmp_pat
     # 160 MiB batch would add at least 160 MB; streamed windows (two of 16 MiB) add far less
     for big, base in zip(results, baseline):
         assert big["peak_mb"] - base["peak_mb"] < 100, (results, baseline)
-    assert results[0]["peak_mb"] < 200, results      # read_batches: numba not imported yet
+    assert results[0]["peak_mb"] < 200, results      # iter_batches: numba not imported yet
     # the default limit refuses them, naming the limit
     with pytest.raises(BatchTooLargeError, match="--max-batch-bytes"):
-        segtools.scan_batches(path)
+        segtools.read_batch_table(path)
 
 
 def test_a_corrupted_giant_batch_is_reported_crc_invalid(tmp_path):
@@ -226,10 +226,10 @@ def test_a_corrupted_giant_batch_is_reported_crc_invalid(tmp_path):
     with open(path, "r+b") as f:   # one byte inside the hole, far past the 1 MiB read window
         f.seek(15 * MiB)
         f.write(b"\x01")
-    [batch] = read_batches(path, max_batch_bytes=32 * MiB)
+    [batch] = iter_batches(path, max_batch_bytes=32 * MiB)
     assert batch.crc_valid is False and batch.size == os.path.getsize(path)
     assert batch.raw() == path.read_bytes()
-    t = segtools.scan_batches(path, max_batch_bytes=32 * MiB)
+    t = segtools.read_batch_table(path, max_batch_bytes=32 * MiB)
     assert t.column("crc_valid").to_pylist() == [False]
 
 
@@ -285,13 +285,13 @@ def test_a_file_rewritten_while_read_is_reported_as_changed_never_as_corrupt(tmp
     healthy = _healthy_segment(seg)
     copy = tmp_path / "healthy.bin"
     copy.write_bytes(healthy)
-    assert all(b.crc_valid for b in read_batches(seg))    # healthy on disk
+    assert all(b.crc_valid for b in iter_batches(seg))    # healthy on disk
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(seg), str(copy), "4"])
     outcomes: dict[str, int] = {}
     try:
         readers = [
-            lambda: [b.crc_valid for b in read_batches(seg)],
-            lambda: segtools.scan_batches(seg).column("crc_valid").to_pylist(),
+            lambda: [b.crc_valid for b in iter_batches(seg)],
+            lambda: segtools.read_batch_table(seg).column("crc_valid").to_pylist(),
             lambda: [True] * segtools.read_records(seg, engine="python").num_rows,
             lambda: [True] * segtools.read_records(seg, engine="auto").num_rows,
         ]
@@ -348,7 +348,7 @@ def test_a_batch_changed_between_two_reads_is_detected(tmp_path, monkeypatch):
     data = bytearray(seg.read_bytes())
     data[72 * 5 + 70] ^= 0xFF
     seg.write_bytes(bytes(data))
-    assert [b.crc_valid for b in read_batches(seg)].count(False) == 1   # genuine: reported
+    assert [b.crc_valid for b in iter_batches(seg)].count(False) == 1   # genuine: reported
 
 
 # ---------------------------------------------------------------- names and OS errors
@@ -373,17 +373,17 @@ def test_non_utf8_partition_dir_names_are_read(tmp_path):
         assert t.num_rows == 3, path
         topics = set(t.column("topic").to_pylist())
         assert topics <= {"top\ufffdic", None}, topics
-        s = segtools.scan_batches(path)
+        s = segtools.read_batch_table(path)
         assert s.num_rows == 3
         assert set(s.column("segment").to_pylist()) == {"00000000000000000000.log"}
-        assert len(list(read_batches(path))) == 3
+        assert len(list(iter_batches(path))) == 3
 
 
 def test_non_utf8_segment_name_gives_a_printable_error(tmp_path):
     name = os.fsencode(tmp_path) + b"/0000\xff.log"
     with open(name, "wb") as f:
         f.write(b"\x00" * 8 + b"\x00\x00\x00\x05" + b"\x00" * 20)   # size 5 < 14
-    for read in (lambda: list(read_batches(name)), lambda: segtools.scan_batches(name),
+    for read in (lambda: list(iter_batches(name)), lambda: segtools.read_batch_table(name),
                  lambda: segtools.read_records(os.fsdecode(name))):
         with pytest.raises(CorruptBatchError) as info:
             read()
@@ -393,7 +393,7 @@ def test_non_utf8_segment_name_gives_a_printable_error(tmp_path):
 
 
 def _all_readers(path):
-    return [lambda: list(read_batches(path)), lambda: segtools.scan_batches(path),
+    return [lambda: list(iter_batches(path)), lambda: segtools.read_batch_table(path),
             lambda: segtools.read_records(path, engine="python"),
             lambda: segtools.read_records(path), lambda: list(SegmentReader(path))]
 
@@ -422,12 +422,12 @@ def test_bytes_paths_are_accepted(tmp_path):
     seg = tmp_path / "00000000000000000000.log"
     _healthy_segment(seg)
     raw = os.fsencode(seg)
-    assert len(list(read_batches(raw))) == 400
+    assert len(list(iter_batches(raw))) == 400
     assert len(list(SegmentReader(raw))) == 400
-    assert segtools.scan_batches(raw).num_rows == 400
+    assert segtools.read_batch_table(raw).num_rows == 400
     assert segtools.read_records(raw).num_rows == 400
     with pytest.raises(InputError):
-        list(read_batches(12345))     # not a path at all: no TypeError
+        list(iter_batches(12345))     # not a path at all: no TypeError
 
 
 def test_unlistable_partition_dir_is_an_input_error(tmp_path, monkeypatch):

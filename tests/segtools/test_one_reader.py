@@ -1,7 +1,7 @@
 """One record reader, every entry point: equal rows AND equal errors.
 
-Entry points: the object reader (``read_batches`` + ``records()``), the Arrow tables with
-``engine="python"`` and ``engine="auto"`` (numba when installed), and ``scan_batches`` (batch
+Entry points: the object reader (``iter_batches`` + ``records()``), the Arrow tables with
+``engine="python"`` and ``engine="auto"`` (numba when installed), and ``read_batch_table`` (batch
 level). On every input they must give the same rows, or the same error: class, byte position,
 base offset, field and message. Inputs: hand-built edge files (expected errors written here
 from Kafka's rules, FORMATS.md 1.6-1.8), and Hypothesis mutants (bit flips, truncations,
@@ -25,7 +25,7 @@ from segtools.errors import CorruptBatchError, FormatError, TruncatedBatchError
 from segtools.primitives.varint import encode_varint
 from segtools.records import batches as batches_module
 from segtools.records import columnar
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 
 REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
 ENTRY_POINTS = ["objects", "python", "auto"]
@@ -45,7 +45,7 @@ def _error(exc: FormatError) -> tuple:
 def _rows_objects(path: Path) -> tuple[str, object]:
     rows = []
     try:
-        for batch in read_batches(path):
+        for batch in iter_batches(path):
             for r in batch.records():
                 rows.append((r.offset, r.timestamp, r.sequence, r.key, r.value,
                              r.headers or None))
@@ -69,7 +69,7 @@ def _rows_arrow(path: Path, engine: str) -> tuple[str, object]:
 def _batches_objects(path: Path) -> tuple[str, object]:
     out = []
     try:
-        for b in read_batches(path):
+        for b in iter_batches(path):
             out.append((b.position, b.base_offset, b.last_offset, b.magic, b.crc_valid,
                         b.records_count, b.size))
     except FormatError as exc:
@@ -79,7 +79,7 @@ def _batches_objects(path: Path) -> tuple[str, object]:
 
 def _batches_scan(path: Path) -> tuple[str, object]:
     try:
-        t = columnar.scan_batches(path)
+        t = columnar.read_batch_table(path)
     except FormatError as exc:
         return "error", _error(exc)
     t = t.select(["position", "base_offset", "last_offset", "magic", "crc_valid",
@@ -99,7 +99,7 @@ def assert_one_reader(path: Path) -> tuple[str, object]:
     expected = _rows_objects(path)
     for entry in ENTRY_POINTS[1:]:
         assert _rows_arrow(path, entry) == expected, entry
-    assert _batches_scan(path) == _batches_objects(path), "scan_batches"
+    assert _batches_scan(path) == _batches_objects(path), "read_batch_table"
     return expected
 
 

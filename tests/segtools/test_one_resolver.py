@@ -1,5 +1,5 @@
 """Issue 11, "one way from paths to segments": every entry point that turns user paths into
-segment files (read_batches, scan_batches, read_records, dump, export's planning, compare's
+segment files (iter_batches, read_batch_table, read_records, dump, export's planning, compare's
 replica discovery, the kafka_segments Spark data source's listing) sees the same segment files
 for every path shape: a segment file, a partition dir, a broker dir, a folder of broker dirs,
 a symlink to each, a duplicate through a symlink and a file:// URI.
@@ -27,7 +27,7 @@ from segtools.export import ExportOptions, _segments_in_range, plan_export
 from segtools.files.sources import InputPathWarning
 from segtools.forensics.collect import discover_replicas
 from segtools.records import columnar
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 
 REPO = Path(__file__).resolve().parents[2]
 S0 = REPO / "samples" / "generated" / "S0-healthy-baseline"
@@ -109,7 +109,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 def _read_batches(paths: list[str]) -> Counter[str]:
     (path,) = paths
-    return Counter(_local(b.path) for b in read_batches(path))
+    return Counter(_local(b.path) for b in iter_batches(path))
 
 
 def _expected_batches(files: set[str]) -> Counter[str]:
@@ -127,7 +127,7 @@ def _arrow_key(files: set[str], level: str) -> Counter[tuple[str, int, int]]:
 
 def _scan_batches(paths: list[str]) -> Counter[tuple[str, int, int]]:
     (path,) = paths
-    t = columnar.scan_batches(path).to_pydict()
+    t = columnar.read_batch_table(path).to_pydict()
     return Counter(zip(t["segment"], t["position"], t["base_offset"]))
 
 
@@ -185,7 +185,7 @@ def test_every_entry_point_sees_the_same_segment_files(tree: dict[str, object], 
 
 
 def test_a_link_to_a_sibling_segment_is_read_once_with_a_warning(tree: dict[str, object]) -> None:
-    """Formerly only export dropped it (by real path); read_batches read the file twice."""
+    """Formerly only export dropped it (by real path); iter_batches read the file twice."""
     o1 = Path(tree["root"]) / "cluster" / "broker-1" / "orders-1"   # type: ignore[arg-type]
     with pytest.warns(InputPathWarning, match=r"00000000000000099999\.log: same file as .*" + SEG):
         seen = _read_batches([str(o1)])

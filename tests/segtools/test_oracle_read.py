@@ -18,7 +18,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from segtools.errors import CorruptBatchError
 from segtools.primitives.crc import crc32c
-from segtools.records.batches import SegmentBatch, SegmentReader, read_batches
+from segtools.records.batches import SegmentBatch, SegmentReader, iter_batches
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 INT32_MAX = 2**31 - 1
@@ -165,7 +165,7 @@ def test_v2_memory_records_builder_multiple_batches_dir(tmp_path):
             chunks.append(bytes(b.buffer()))
         (part / f"{seg_base:020d}.log").write_bytes(b"".join(chunks))
     # written in reverse name order on purpose; listing must still be by offset
-    got = [(r.offset, r.key, r.value) for b in read_batches(part) for r in b.records()]
+    got = [(r.offset, r.key, r.value) for b in iter_batches(part) for r in b.records()]
     assert got == expected
 
 
@@ -186,7 +186,7 @@ def _legacy(magic: int, codec: int, first_offset: int = 0, relative: bool = Fals
 def test_legacy_uncompressed(tmp_path, magic):
     raw = _legacy(magic, 0, first_offset=100)
     path = _write(tmp_path, "00000000000000000100.log", raw)
-    batches = list(read_batches(path))
+    batches = list(iter_batches(path))
     assert len(batches) == len(LEGACY)  # one batch per outer message
     oracle = _kp_records(raw)
     for i, (batch, (_kbatch, krecs)) in enumerate(zip(batches, oracle)):
@@ -222,7 +222,7 @@ def test_legacy_compressed_wrappers(tmp_path, magic, codec):
     struct.pack_into(">q", raw, 0, wrapper_offset)  # offset is outside the message CRC
     raw = bytes(raw)
     path = _write(tmp_path, "00000000000000000000.log", raw)
-    [batch] = list(read_batches(path))
+    [batch] = list(iter_batches(path))
     assert batch.compression == CODECS[codec] and batch.crc_valid
     assert batch.last_offset == wrapper_offset
     assert batch.base_offset == expected_offsets[0]

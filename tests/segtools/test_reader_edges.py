@@ -11,7 +11,7 @@ import pytest
 from test_batches import record_body, v2_batch, write, zz
 
 from segtools.records import columnar
-from segtools.records.batches import iter_records, read_batches
+from segtools.records.batches import iter_batches, iter_records
 
 ENGINES = columnar.available_engines()
 
@@ -76,9 +76,9 @@ def test_offset_and_timestamp_wrap_like_java_long(tmp_path):
                                     last_offset_delta=10, base_ts=2**63 - 5))
     for reader, rows in _all_readers(path).items():
         assert [r[:2] for r in rows] == [(-2**63 + 5, -2**63 + 5)], reader
-    [batch] = read_batches(path)
+    [batch] = iter_batches(path)
     assert batch.last_offset == -2**63 + 5
-    assert columnar.scan_batches(path).column("last_offset").to_pylist() == [-2**63 + 5]
+    assert columnar.read_batch_table(path).column("last_offset").to_pylist() == [-2**63 + 5]
 
 
 def _legacy_wrapper(magic: int, wrapper_offset: int, inner_offsets: list[int]) -> bytes:
@@ -103,11 +103,11 @@ def test_hostile_legacy_offsets_wrap_like_java_and_all_readers_agree(tmp_path, m
                                                                      wrapper_offset, inner,
                                                                      offsets, delta):
     path = write(tmp_path, _legacy_wrapper(magic, wrapper_offset, inner))
-    [batch] = read_batches(path)
+    [batch] = iter_batches(path)
     assert [r.offset for r in batch.records()] == offsets
     assert batch.last_offset_delta == delta
     for engine in ENGINES:
-        scan = columnar.scan_batches(path, engine=engine).to_pylist()
+        scan = columnar.read_batch_table(path, engine=engine).to_pylist()
         assert [(b["base_offset"], b["last_offset"], b["last_offset_delta"]) for b in scan] == \
             [(offsets[0], wrapper_offset, delta)], engine
         assert [r[0] for r in _rows_columnar(path, engine)] == offsets, engine

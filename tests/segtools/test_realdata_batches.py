@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from segtools.records.batches import SegmentReader, read_batches, segment_paths
+from segtools.records.batches import SegmentReader, iter_batches, segment_paths
 
 LEGACY = "kafka-0.8-0.9-legacy-messages"
 KRAFT = "kafka-3.6-kraft-flink-stack/logdir"
@@ -86,7 +86,7 @@ def test_every_real_batch_file_parses_with_valid_crcs_and_matches_kafka_python(r
 
 
 def test_kraft_metadata_log_counts_from_readme(realdata):
-    batches = list(read_batches(realdata / KRAFT / "__cluster_metadata-0"))
+    batches = list(iter_batches(realdata / KRAFT / "__cluster_metadata-0"))
     assert len(batches) == 16_340
     assert batches[0].base_offset == 0
     assert batches[-1].last_offset == 17_026
@@ -112,7 +112,7 @@ def test_kraft_snapshots_have_header_and_footer(realdata):
 
 
 def test_small_zk_topic_values(realdata):
-    records = [r for b in read_batches(realdata / "kafka-2.0-zk-small/logdir/subhash-0")
+    records = [r for b in iter_batches(realdata / "kafka-2.0-zk-small/logdir/subhash-0")
                for r in b.records()]
     assert [r.value for r in records] == [b"subhash", b"reddy", b"kaipa"]
     assert [r.offset for r in records] == [0, 1, 2]
@@ -143,7 +143,7 @@ def test_log_end_offsets_match_broker_checkpoints(realdata, logdir, checkpoints)
             logs = sorted(pdir.glob("*.log"))
             if not logs:
                 continue  # e.g. customers-0 lost its .log (README)
-            batches = list(read_batches(pdir))
+            batches = list(iter_batches(pdir))
             leo = batches[-1].last_offset + 1 if batches else int(logs[0].name[:20])
             assert leo == offset, (name, topic, part)
             checked += 1
@@ -174,8 +174,8 @@ def test_early_is_prefix_of_final(realdata):
     final = realdata / "kafka-2.5-zk-first-topic/final"
     compared = 0
     for pdir in sorted(p for p in early.iterdir() if p.is_dir()):
-        a = [(r.offset, r.key, r.value) for b in read_batches(pdir) for r in b.records()]
-        b = [(r.offset, r.key, r.value) for b in read_batches(final / pdir.name)
+        a = [(r.offset, r.key, r.value) for b in iter_batches(pdir) for r in b.records()]
+        b = [(r.offset, r.key, r.value) for b in iter_batches(final / pdir.name)
              for r in b.records()]
         assert b[:len(a)] == a, pdir.name
         compared += bool(a)
@@ -190,9 +190,9 @@ def test_broker_log_dir_order_topic_then_partition(realdata):
     with_log = [d.name for d in root.iterdir() if d.is_dir() and any(d.glob("*.log"))]
     assert sorted(dirs) == sorted(with_log) and len(dirs) == len(set(dirs))
     assert keys == sorted(keys)
-    # read_batches follows that order
+    # iter_batches follows that order
     seen = []
-    for b in read_batches(root):
+    for b in iter_batches(root):
         name = os.path.basename(os.path.dirname(b.path))
         if not seen or seen[-1] != name:
             seen.append(name)

@@ -20,7 +20,7 @@ from segtools.errors import InputError, SegtoolsError
 from segtools.export import ExportOptions, export, plan_export
 from segtools.files.sources import InputPathWarning, parse_partition_dir_name, resolve
 from segtools.records import columnar
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 
 REPO = Path(__file__).resolve().parents[2]
 S0 = REPO / "samples" / "generated" / "S0-healthy-baseline"
@@ -68,11 +68,11 @@ SHAPES = {
 
 
 def test_issue_11_example_read_batches_and_scan_batches_agree_on_a_cluster_folder() -> None:
-    """Issue 11: read_batches(folder of broker dirs) yielded 0 batches, scan_batches 60 rows."""
+    """Issue 11: iter_batches(folder of broker dirs) yielded 0 batches, read_batch_table 60 rows."""
     import segtools
 
-    objects = list(segtools.read_batches(S0))
-    table = segtools.scan_batches(S0)
+    objects = list(segtools.iter_batches(S0))
+    table = segtools.read_batch_table(S0)
     assert objects and len(objects) == table.num_rows
     assert [b.base_offset for b in objects] == table.column("base_offset").to_pylist()
     assert segtools.resolve(S0).inputs[0].kind == "cluster"
@@ -116,8 +116,8 @@ def test_segments_ordered_by_base_offset(tmp_path: Path) -> None:
 def test_etc_like_folder_resolves_to_nothing(tree: Path) -> None:
     res = resolve([tree / "etc"])
     assert res.inputs[0].kind == "nothing" and res.partitions == [] and res.empty
-    assert list(read_batches(tree / "etc")) == []
-    assert columnar.scan_batches(tree / "etc").num_rows == 0
+    assert list(iter_batches(tree / "etc")) == []
+    assert columnar.read_batch_table(tree / "etc").num_rows == 0
     assert dump_paths.expand(str(tree / "etc")) == []
     with pytest.raises(InputError, match="no Kafka files found"):
         export([tree / "etc"], str(tree / "out"))
@@ -214,7 +214,7 @@ def test_partition_dir_link_out_of_the_input_is_skipped(tree: Path) -> None:
     w = res.warnings[0]
     assert w.path == str(b1 / "orders-1") and w.target == str((elsewhere / "orders-0").resolve())
     with pytest.warns(InputPathWarning, match="outside the given inputs"):
-        paths = {Path(b.path).parent.name for b in read_batches(b1)}
+        paths = {Path(b.path).parent.name for b in iter_batches(b1)}
     assert paths == {"orders-0"}
     # a link inside the inputs is followed
     res = resolve([b1, elsewhere])
@@ -230,8 +230,8 @@ def test_segment_link_out_of_the_input_is_skipped_everywhere(tree: Path) -> None
     assert res.warnings[0].code == "link_outside_input"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputPathWarning)
-        assert {Path(b.path).name for b in read_batches(part)} == {SEG}
-        assert set(columnar.scan_batches(part).column("segment").to_pylist()) == {SEG}
+        assert {Path(b.path).name for b in iter_batches(part)} == {SEG}
+        assert set(columnar.read_batch_table(part).column("segment").to_pylist()) == {SEG}
     assert not any("99999" in f for f in dump_paths.expand(str(part)))
     dump = CliRunner().invoke(cli, ["dump", str(part)])
     assert "outside the given inputs" in dump.output
@@ -251,8 +251,8 @@ def test_segment_link_out_of_the_input_is_skipped_everywhere(tree: Path) -> None
 def _entry_points():
     return [
         ("resolve", lambda p: resolve([p])),
-        ("read_batches", lambda p: list(read_batches(p))),
-        ("scan_batches", lambda p: columnar.scan_batches(p)),
+        ("iter_batches", lambda p: list(iter_batches(p))),
+        ("read_batch_table", lambda p: columnar.read_batch_table(p)),
         ("read_records", lambda p: columnar.read_records(p)),
         ("plan_export", lambda p: plan_export([p], "/nonexistent-out", ExportOptions())),
     ]
@@ -311,7 +311,7 @@ def test_unlistable_partition_dir_is_an_input_error(tree: Path, monkeypatch) -> 
         return real(path)
 
     monkeypatch.setattr(os, "scandir", denied)
-    for call in (lambda: resolve([part]), lambda: list(read_batches(tree / "cluster")),
+    for call in (lambda: resolve([part]), lambda: list(iter_batches(tree / "cluster")),
                  lambda: columnar.read_records(tree / "cluster" / "broker-1")):
         with pytest.raises(InputError, match="cannot read .*orders-0: Permission denied"):
             call()
@@ -356,7 +356,7 @@ def test_bytes_path_means_the_same_as_its_str(tree: Path) -> None:
 
 def _batch_keys_objects(path: Path) -> list[tuple]:
     out = []
-    for b in read_batches(path):
+    for b in iter_batches(path):
         try:
             topic, partition, _ = parse_partition_dir_name(Path(b.path).parent.name)
         except InputError:
@@ -366,14 +366,14 @@ def _batch_keys_objects(path: Path) -> list[tuple]:
 
 
 def _batch_keys_arrow(path: Path) -> list[tuple]:
-    t = columnar.scan_batches(path).to_pydict()
+    t = columnar.read_batch_table(path).to_pydict()
     return list(zip(t["topic"], t["partition"], t["segment"], t["position"], t["base_offset"],
                     t["crc"]))
 
 
 def _segments_read_batches(path: Path) -> list[str]:
     seen: list[str] = []
-    for b in read_batches(path):
+    for b in iter_batches(path):
         if not seen or seen[-1] != b.path:
             seen.append(b.path)
     return seen
@@ -407,7 +407,7 @@ def test_every_entry_point_reads_the_same_batches(tree: Path, shape: str) -> Non
     assert objects and objects == _batch_keys_arrow(path)
     records = columnar.read_records(path).to_pydict()
     got = list(zip(records["segment"], records["batch_position"], records["offset"]))
-    want = [(Path(b.path).name, b.position, r.offset) for b in read_batches(path)
+    want = [(Path(b.path).name, b.position, r.offset) for b in iter_batches(path)
             for r in b.records()]
     assert got == want
 

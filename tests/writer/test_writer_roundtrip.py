@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords
 
-from segtools.records.batches import read_batches
+from segtools.records.batches import iter_batches
 from segtools.writer import LogWriter, NewRecord, build_batch
 
 nullable_bytes = st.one_of(st.none(), st.binary(max_size=40))
@@ -58,9 +58,9 @@ def test_written_log_reads_back_in_both_readers(specs: list[dict], segment_bytes
         assert writer.log_end_offset == offset
 
         ours = [(r.offset, r.key, r.value, list(r.headers), r.timestamp)
-                for b in read_batches(tmp / "t-0") for r in b.records()]
+                for b in iter_batches(tmp / "t-0") for r in b.records()]
         assert ours == expected
-        assert all(b.crc_valid for b in read_batches(tmp / "t-0"))
+        assert all(b.crc_valid for b in iter_batches(tmp / "t-0"))
 
         theirs = []
         for log in sorted((tmp / "t-0").glob("*.log")):
