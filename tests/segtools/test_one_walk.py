@@ -3,7 +3,7 @@
 Walkers: the object reader (``SegmentReader``), the columnar walk with each engine
 (``iter_batch_batches``: ``engine="python"`` and ``engine="numba"``), dump's index peek
 (``_first_batch_last_offset``: one step at each batch position), the writer's recovery walk
-(``_Segment.iter_batches``, like ``LogSegment.recover``) and salvage's "is there a valid batch
+(``_Segment.read_batches``, like ``LogSegment.recover``) and salvage's "is there a valid batch
 at pos" decision (``check_batch_at`` + ``_why_bad``).
 
 Expected values never come from a walker: the edge files below spell their batch positions and
@@ -183,7 +183,7 @@ def walk_writer(path: Path, limit: int | None) -> tuple[list[int], int, tuple]:
     seg_dir = path.parent / f"writer-{path.stem}"
     seg_dir.mkdir()
     (seg_dir / "00000000000000000000.log").write_bytes(path.read_bytes())
-    headers, valid = _Segment(str(seg_dir), 0, index_bytes=4096, active=False).iter_batches()
+    headers, valid = _Segment(str(seg_dir), 0, index_bytes=4096, active=False).read_batches()
     return [h.position for h in headers], valid, END
 
 
