@@ -336,6 +336,8 @@ def _check_cannot_tell(ev: EvidenceSet, out: Outcome, answer: Answer,
         ok = justified(ev, item, starts)
         if ok is None:
             out.answers[f"{tool}:cannot_tell_unchecked_item"] += 1
+            if len(out.details) < 50:
+                out.details.append(f"{ev.scenario}/{ev.kind}: unchecked: {tool}: {item!r}")
         elif not ok:
             out.flag(tool, "unjustified_cannot_tell", f"{tool}: names {item!r} as missing, the set has it")
 
