@@ -172,3 +172,20 @@ steps:
     assert code == 1 and doc["summary"]["answer"] == "cannot_tell"
     gap = [g for g in doc["summary"]["missing_evidence"] if g["partition"] == 1]
     assert gap and gap[0]["missing"][0]["brokers"] == [2]
+
+
+def test_lost_commit_marker_names_the_transaction_log(tmp_path):
+    """S19: the data of a committed transaction reached every replica, its COMMIT marker only
+    the leader that then crashed. Truth loses no record, yet the surviving log holds the
+    transaction open: not safe, and the evidence named is the coordinator's log (which no dir
+    holds), not another copy of the marker (every replica's dir is given)."""
+    scenario = Path(__file__).parents[2] / "samples" / "scenarios" / "S19-txn-marker-lost.yaml"
+    text = scenario.read_text().replace("cluster: {", "cluster: {metadata_log: true, ")
+    out = _simulate(tmp_path, text, "s19")
+    truth = json.loads((out / "truth.json").read_text())["orders-0"]
+    assert truth["lost"] == [] and sorted(truth["replicas"]) == ["1", "2", "3"]
+    assert not any(next((out / f"broker-{b}").glob("__transaction_state-*"), None) for b in (1, 2, 3))
+    code, doc, _ = _compare(str(out), "--acks", str(out / "acks.jsonl"), tmp_path=tmp_path)
+    answer = doc["partitions"][0]["answer"]
+    assert code == 1 and answer["value"] == "cannot_tell"
+    assert [m["evidence"] for m in answer["missing"]] == ["transaction_state"]
