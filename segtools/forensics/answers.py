@@ -46,7 +46,8 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         # not described by itself; its copies are only compared with each other
         missing.append(_missing(
             "raft_voters", "the controller quorum's voters and their logs: __cluster_metadata is replicated "
-            "by Raft, which compare does not check beyond comparing the given copies",
+            "by Raft, which compare does not check beyond comparing the given copies; which nodes vote "
+            "(controller.quorum.voters) is in their configs, not in a log dir",
             "whether entries committed by the quorum were lost"))
     elif ev is None:
         missing.append(_missing(

@@ -238,10 +238,15 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
         # not among the given dirs (with every replica given, nothing else could hold one)
         return any(int(b) not in ev.brokers for p in ev.truth.values() for b in p["assignment"])
     if kind == "raft_voters":
-        # the controller quorum's logs: missing when the set has no metadata log, or lacks a
-        # broker dir of the run (the model's voters are its controller and, combined, its brokers)
-        return ev.metadata_log is None or any(int(b) not in ev.brokers for p in ev.truth.values()
-                                              for b in p["assignment"])
+        # the controller quorum: which nodes are its voters is in their configs
+        # (controller.quorum.voters, a static quorum), not in any log dir. Missing when the set
+        # gives compare no metadata log, or no file it is given names the voters (both engines
+        # run one controller, but no given dir says so; the real engine's config files sit
+        # beside the dirs, and compare is not given them)
+        given = [*ev.broker_dirs, *([ev.metadata_log] if ev.metadata_log else [])]
+        return ev.metadata_log is None or not any(
+            "controller.quorum.voters" in f.read_text(errors="replace")
+            for d in given for f in Path(d).rglob("*.properties"))
     return None
 
 
