@@ -89,8 +89,7 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         # unflushed tail off every copy: committed records appended after its last flush leave
         # no trace but a high-watermark checkpoint or an ack written after them
         how = _unclean_stop(b, given[b].shutdown or {}, v.metadata_changes or [])
-        if how is not None and _tail_held_elsewhere(b, given, v.metadata_changes or []):
-            how = None
+        if how is not None:
             missing.append(_missing(
                 "unflushed_tail", f"broker {b} may have stopped uncleanly ({how}) and the metadata log names it "
                 "in the last ISR/ELR or as the last leader: records it appended after its last flush may be "
@@ -197,36 +196,6 @@ def _transaction_log_given(v: Any) -> bool:
     """The given dirs held the transaction log: its producers name the transactions."""
     txns = (v.transactions or {}).get("transactions") or []
     return any("transactional_id" in t for t in txns)
-
-
-def _tail_held_elsewhere(broker: int, given: dict[int, Any], changes: list[dict[str, Any]]) -> bool:
-    """A broker down now after an unclean stop (never back since) lost at most what no other ISR
-    member had: every committed record is on each broker in the ISR when it left, and stays
-    there while that broker stays in the ISR/ELR and no unclean election follows. True when
-    such a broker's dir is given and its own stop is proven clean (or it runs): its copy holds
-    every committed record the power loss could have taken."""
-    sd = given[broker].shutdown or {}
-    if sd.get("last_stop") != "unclean" or sd.get("unclean_restarts"):
-        return False
-    last = max((i for i, c in enumerate(changes)
-                if c.get("leader") == broker or broker in (c.get("isr") or [])), default=None)
-    if last is None:
-        return False
-    after = changes[last + 1:]
-    if any(c.get("election_class") == "unclean" or c.get("election") == "unclean" for c in after):
-        return False
-    # an ELR member (KIP-966) holds every record up to the HW, which stopped when it left the ISR
-    for c in [*(changes[last].get("isr") or []), *(changes[last].get("elr") or [])]:
-        other = given.get(c)
-        if c == broker or other is None:
-            continue
-        osd = other.shutdown or {}
-        if osd.get("last_stop") not in ("clean", "running") or osd.get("unclean_restarts") \
-                or osd.get("stale_clean_shutdown_file"):
-            continue
-        if all(c in (d.get("isr") or []) or c in (d.get("elr") or []) for d in after):
-            return True
-    return False
 
 
 def _unclean_stop(broker: int, shutdown: dict[str, Any], changes: list[dict[str, Any]]) -> str | None:
