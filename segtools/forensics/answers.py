@@ -46,7 +46,8 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         # not described by itself; its copies are only compared with each other
         missing.append(_missing(
             "raft_voters", "the controller quorum's voters and their logs: __cluster_metadata is replicated "
-            "by Raft, which compare does not check beyond comparing the given copies",
+            "by Raft, which compare does not check beyond comparing the given copies; which nodes vote "
+            "(controller.quorum.voters) is in their configs, not in a log dir",
             "whether entries committed by the quorum were lost"))
     elif ev is None:
         missing.append(_missing(
@@ -124,9 +125,41 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
             "deleted (retention, DeleteRecords) or never written there",
             "whether those acknowledged records were in the log before its start moved"))
     if problems and not lost:
-        missing.append(_missing(
-            "intact_copy", "replicas with problems but no record proven lost: " + ", ".join(problems),
-            "whether the records in the damaged or diverged ranges survive elsewhere"))
+        marker = _lost_marker_only(v)
+        ref_start = next((r.log_start_offset for r in v.replicas if r.is_reference), 0)
+        if marker == "" and ref_start > 0:
+            # only a marker diverged, and the data it closed are below the surviving log's start
+            missing.append(_missing(
+                "segments_below_log_start", f"the segments below offset {ref_start} (the surviving log's "
+                "start): only a transaction marker diverged (" + ", ".join(problems) + "), and the records "
+                "of its transaction were deleted from the given logs",
+                "whether the transaction's records, and its outcome, survive"))
+        elif marker and not _transaction_log_given(v):
+            # S19: only a transaction marker diverged; the data survive, open on the surviving
+            # log. Whether that transaction ends is the coordinator's state, not a log copy's
+            missing.append(_missing(
+                "transaction_state", f"the transaction coordinator's log (__transaction_state): {marker}; "
+                "the records survive, but no given file says whether the coordinator completed the "
+                "transaction (then it hangs on the surviving log and read_committed consumers stop at it "
+                "until it is aborted) or will write the marker again",
+                "whether the transaction's records reach read_committed consumers"))
+        else:
+            # replicas whose offset ranges do not overlap cannot be lined up (retention deleted the
+            # segments that overlapped): the deleted segments are what is missing
+            unmatched = any(r.status == "NOT_COMPARABLE" or any(f.code == "NOT_COMPARABLE" for f in r.findings)
+                            for r in same)
+            apart = [r for r in same if unmatched and r.log_start_offset > 0]
+            for r in apart:
+                missing.append(_missing(
+                    "segments_below_log_start", f"broker {r.broker}'s segments below its log start "
+                    f"{r.log_start_offset}: the replicas' logs do not all overlap (retention or DeleteRecords "
+                    "deleted what would line it up), so what it holds cannot be matched against the "
+                    "problem replicas (" + ", ".join(problems) + ")",
+                    "whether the records in the damaged or diverged ranges survive on it", broker=r.broker))
+            if not apart:
+                missing.append(_missing(
+                    "intact_copy", "replicas with problems but no record proven lost: " + ", ".join(problems),
+                    "whether the records in the damaged or diverged ranges survive elsewhere"))
     if ev is None and v.topic != "__cluster_metadata" and lost:
         # without the metadata log the reference is only the given replica with the newest
         # epoch: the surviving log may be on a broker not given, under a later epoch, and hold
@@ -140,6 +173,29 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
         return {"value": CANNOT_TELL, "lost": [], "at_risk": lost, "missing": missing}
     value = LOST if lost else CANNOT_TELL if missing else SAFE
     return {"value": value, "lost": lost, "missing": missing}
+
+
+def _lost_marker_only(v: Any) -> str | None:
+    """When every problem replica diverged by transaction markers alone (no data record off the
+    surviving lineage): the TXN_MARKER_LOST findings' text ("" when there is none); else None."""
+    found = [f for f in v.findings if f.code == "TXN_MARKER_LOST"]
+    diverged = False
+    for r in v.replicas:
+        if any(f.code == "READ_ERROR" for f in r.findings):
+            return None
+        if r.status in ("CONSISTENT", "LAGGING_PREFIX"):
+            continue
+        d = r.divergent or {}
+        if r.status != "DIVERGED_UNCOMMITTED" or d.get("records") or not d.get("control_records"):
+            return None
+        diverged = True
+    return "; ".join(f.detail for f in found) if diverged else None
+
+
+def _transaction_log_given(v: Any) -> bool:
+    """The given dirs held the transaction log: its producers name the transactions."""
+    txns = (v.transactions or {}).get("transactions") or []
+    return any("transactional_id" in t for t in txns)
 
 
 def _unclean_stop(broker: int, shutdown: dict[str, Any], changes: list[dict[str, Any]]) -> str | None:

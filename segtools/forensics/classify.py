@@ -413,11 +413,22 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                             evidence=metadata_evidence(history))
 
 
+def _overlaps(span: tuple[Any, Any], frozen: dict[str, Any]) -> bool:
+    """Does a frozen-HW stretch of the metadata log (``from_offset``..``to_offset``, open
+    when None) overlap an epoch's stretch [first change, next epoch's first change)?"""
+    lo, hi = span
+    f_lo, f_hi = frozen.get("from_offset"), frozen.get("to_offset")
+    if f_lo is None:
+        return True
+    return (hi is None or f_lo < hi) and (f_hi is None or f_hi > lo)
+
+
 def metadata_evidence(history: PartitionHistory | None) -> dict[str, Any] | None:
     """The metadata log's last word on a partition: leader, ISR, ELR, assignment, and every
     election after the first (any of them may have truncated records acknowledged with acks=1);
-    and the epochs whose leader was the ISR alone throughout (no HW freeze), whose appended
-    records were committed as they were written."""
+    and the epochs that ended with their leader the ISR alone (no HW freeze), every record of
+    which was committed: appended while it was alone, or before and covered by the HW moving
+    to its log end at the shrink."""
     if history is None:
         return None
     before: dict[int, list[int]] = {}        # epoch -> ISR and ELR just before its election
@@ -434,16 +445,28 @@ def metadata_evidence(history: PartitionHistory | None) -> dict[str, Any] | None
     for c in history.changes:
         if c.get("leader_epoch") is not None:
             by_epoch[int(c["leader_epoch"])].append(c)
+    # the epoch's last word counts, not all of it: once the ISR shrinks to the leader alone its
+    # HW moves to its log end, so what it had appended before the shrink is committed too
+    # (issue 21: a sole-ISR leader's records called uncommitted because the ISR was wider at
+    # the start of the epoch and the HW checkpoint lagged)
     sole = sorted(e for e, cs in by_epoch.items()
-                  if cs and all(c.get("leader") is not None and c["leader"] >= 0
-                                and list(c.get("isr") or []) == [c["leader"]] and not c.get("hw_frozen") for c in cs)
+                  if cs and all(c.get("leader") is not None and c["leader"] >= 0 and not c.get("hw_frozen")
+                                for c in cs)
+                  and list(cs[-1].get("isr") or []) == [cs[-1]["leader"]]
                   and len({c["leader"] for c in cs}) == 1
                   # KAFKA-15583: below min.insync.replicas the HW stays put; the broker's static
                   # default is not in the log, so only a min ISR the log sets to 1 proves it
                   and history.known_min_isr.get(e) == 1)
     if history.hw_frozen:
-        # an ISR alone under min.insync.replicas with ELR on: the leader's HW stayed put
-        sole = []
+        # an ISR alone under min.insync.replicas with ELR on: the leader's HW stayed put. Only
+        # the epochs a frozen stretch of the metadata log overlaps lose the proof (an offline
+        # stretch after the epoch ended says nothing of it)
+        starts = sorted((cs[0].get("offset"), e) for e, cs in by_epoch.items())
+        if any(o is None for o, _e in starts):
+            sole = []
+        else:
+            span = {e: (o, starts[i + 1][0] if i + 1 < len(starts) else None) for i, (o, e) in enumerate(starts)}
+            sole = [e for e in sole if not any(_overlaps(span[e], f) for f in history.hw_frozen)]
     return {"leader": history.leader, "last_leader": history.last_leader, "leader_epoch": history.leader_epoch,
             "isr": list(history.isr), "elr": list(history.elr), "last_known_elr": list(history.last_known_elr),
             "replicas": list(history.replicas), "elections": elections, "sole_isr_epochs": sole}

@@ -172,3 +172,55 @@ steps:
     assert code == 1 and doc["summary"]["answer"] == "cannot_tell"
     gap = [g for g in doc["summary"]["missing_evidence"] if g["partition"] == 1]
     assert gap and gap[0]["missing"][0]["brokers"] == [2]
+
+
+def test_lost_commit_marker_names_the_transaction_log(tmp_path):
+    """S19: the data of a committed transaction reached every replica, its COMMIT marker only
+    the leader that then crashed. Truth loses no record, yet the surviving log holds the
+    transaction open: not safe, and the evidence named is the coordinator's log (which no dir
+    holds), not another copy of the marker (every replica's dir is given)."""
+    scenario = Path(__file__).parents[2] / "samples" / "scenarios" / "S19-txn-marker-lost.yaml"
+    text = scenario.read_text().replace("cluster: {", "cluster: {metadata_log: true, ")
+    out = _simulate(tmp_path, text, "s19")
+    truth = json.loads((out / "truth.json").read_text())["orders-0"]
+    assert truth["lost"] == [] and sorted(truth["replicas"]) == ["1", "2", "3"]
+    assert not any(next((out / f"broker-{b}").glob("__transaction_state-*"), None) for b in (1, 2, 3))
+    code, doc, _ = _compare(str(out), "--acks", str(out / "acks.jsonl"), tmp_path=tmp_path)
+    answer = doc["partitions"][0]["answer"]
+    assert code == 1 and answer["value"] == "cannot_tell"
+    assert [m["evidence"] for m in answer["missing"]] == ["transaction_state"]
+
+
+# The ISR shrinks to the leader alone within its epoch (broker 2 stops), the leader appends
+# acks=1 records, stops too, and broker 2 is elected uncleanly: those records were committed
+# (the HW follows a sole ISR member's log end) although the epoch began with ISR [1, 2] and no
+# HW checkpoint was written after them (issue 21 "Real Kafka disagrees"). ELR on, so the
+# metadata log holds the topic's min.insync.replicas=1 (below it the HW would stay put).
+SOLE_ISR_WITHIN_EPOCH = """\
+name: sole-isr-within-epoch
+seed: 2101
+cluster: {brokers: [1, 2], metadata_log: true, kafka_features: {eligible_leader_replicas: 1}}
+topics:
+  - {name: t, replication_factor: 2, min_insync_replicas: 1, unclean_leader_election: true,
+     assignment: {0: [1, 2]}}
+steps:
+  - produce: {topic: t, partition: 0, acks: all, values: [a0, a1, a2]}
+  - crash: {broker: 2}
+  - produce: {topic: t, partition: 0, acks: '1', values: [b3, b4]}
+  - crash: {broker: 1}
+  - restart: {broker: 2}
+  - produce: {topic: t, partition: 0, acks: '1', values: [c3]}
+  - restart: {broker: 1}
+  - advance: {ms: 6000}
+"""
+
+
+def test_sole_isr_leader_within_an_epoch_is_committed(tmp_path):
+    out = _simulate(tmp_path, SOLE_ISR_WITHIN_EPOCH, "sole")
+    truth = {(r["offset"], r["leader_epoch"]): r["committed"]
+             for r in json.loads((out / "truth.json").read_text())["t-0"]["lost"]}
+    assert truth == {(3, 0): True, (4, 0): True}
+    code, doc, _ = _compare(str(out), "--acks", str(out / "acks.jsonl"), tmp_path=tmp_path)
+    (part,) = doc["partitions"]
+    assert code == 1 and part["answer"]["value"] == "lost"
+    assert {(a["offset"], a["leader_epoch"]): a["committed"] for a in part["acked_offsets_lost"]} == truth

@@ -14,7 +14,9 @@ for each partition truth says is offline, ``segtools advise`` (the CLI, for its 
   not counted. ``..._traced`` counts those whose evidence set still held a trace of the loss
   (the record on a given broker dir, or acked in the given acks.jsonl);
 - ``unjustified_cannot_tell``: "cannot tell" naming evidence the set does have (or naming
-  nothing).
+  nothing);
+- ``unjudged_cannot_tell``: "cannot tell" naming a kind of evidence no rule of ``justified``
+  judges (every kind compare and advise emit has one).
 
 The answer is read by the two adapters ``compare_answer`` / ``advise_answer``: the intended
 contract is a verdict ``lost`` / ``safe`` / ``cannot_tell`` (with the missing evidence named),
@@ -39,7 +41,7 @@ import segtools
 from segtools.errors import SegtoolsError
 from segtools.files.checkpoints import read_offset_checkpoint
 
-VIOLATIONS = ("false_loss", "false_all_clear", "unjustified_cannot_tell", "crash")
+VIOLATIONS = ("false_loss", "false_all_clear", "unjustified_cannot_tell", "unjudged_cannot_tell", "crash")
 
 
 # -- the adapters: the only code that reads verdicts --------------------------------------------
@@ -111,10 +113,25 @@ def advise_answer(entry: dict[str, Any], exit_code: int) -> Answer:
     return Answer(verdict, missing)
 
 
+#: every missing-evidence kind compare emits (segtools/forensics/answers.py, report.py) -> the
+#: rule ``justified`` judges it by
+_COMPARE_KINDS = {
+    "log_dir": "log_dir", "metadata_log": "metadata_log", "acks": "acks", "untruncated_log": "untruncated_log",
+    "unflushed_tail": "unflushed_tail", "segments_below_log_start": "segments", "intact_copy": "intact_copy",
+    "ack_leader_epoch": "ack_leader_epoch", "raft_voters": "raft_voters", "transaction_state": "transaction_state",
+}
+
+
 def _evidence_kind(item: Any) -> tuple[str, int | None]:
     """What one named piece of missing evidence is: log_dir (with its broker), metadata_log,
     acks, checkpoint, segments, or other. A dict is read by its kind field when it has one."""
     broker = None
+    if isinstance(item, dict) and item.get("evidence") in _COMPARE_KINDS:
+        # compare names the kind: read it, not the prose
+        b = item.get("broker")
+        return _COMPARE_KINDS[item["evidence"]], (b if isinstance(b, int) else None)
+    if isinstance(item, dict) and item.get("role") == "ack leader epochs":
+        return "ack_leader_epoch", None
     if isinstance(item, dict) and item.get("role") == "replica set":
         return "metadata_log", None       # advise without the metadata log: the replica set
     if isinstance(item, dict) and item.get("role") == "given dir behind the metadata log":
@@ -210,7 +227,37 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
             or not os.path.exists(os.path.join(bdir, ".kafka_cleanshutdown"))
     if kind == "segments":
         return any(v > 0 for (_t, _p, b), v in starts.items() if broker is None or b == broker)
+    if kind == "ack_leader_epoch":
+        # acknowledgements without a leader epoch: missing only when the given acks.jsonl has such
+        return ev.acks is not None and _acks_without_epoch(ev.acks)
+    if kind == "transaction_state":
+        # the coordinator's __transaction_state log: missing when no given dir holds a partition of it
+        return not any(next(Path(d).glob("__transaction_state-*"), None) for d in ev.broker_dirs)
+    if kind == "intact_copy":
+        # another copy of a damaged or diverged range: missing only when a replica of the run is
+        # not among the given dirs (with every replica given, nothing else could hold one)
+        return any(int(b) not in ev.brokers for p in ev.truth.values() for b in p["assignment"])
+    if kind == "raft_voters":
+        # the controller quorum: which nodes are its voters is in their configs
+        # (controller.quorum.voters, a static quorum), not in any log dir. Missing when the set
+        # gives compare no metadata log, or no file it is given names the voters (both engines
+        # run one controller, but no given dir says so; the real engine's config files sit
+        # beside the dirs, and compare is not given them)
+        given = [*ev.broker_dirs, *([ev.metadata_log] if ev.metadata_log else [])]
+        return ev.metadata_log is None or not any(
+            "controller.quorum.voters" in f.read_text(errors="replace")
+            for d in given for f in Path(d).rglob("*.properties"))
     return None
+
+
+def _acks_without_epoch(path: str) -> bool:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            rec = json.loads(line) if line.startswith("{") else {}
+            if rec.get("ok", True) and rec.get("offset") is not None and rec.get("leader_epoch") is None:
+                return True
+    return False
 
 
 def _latest_epoch(ev: EvidenceSet, broker: int) -> int:
@@ -335,7 +382,8 @@ def _check_cannot_tell(ev: EvidenceSet, out: Outcome, answer: Answer,
     for item in answer.missing:
         ok = justified(ev, item, starts)
         if ok is None:
-            out.answers[f"{tool}:cannot_tell_unchecked_item"] += 1
+            # a kind no rule judges: a new kind of missing evidence needs its rule here
+            out.flag(tool, "unjudged_cannot_tell", f"{tool}: names {item!r}, a kind no rule judges")
         elif not ok:
             out.flag(tool, "unjustified_cannot_tell", f"{tool}: names {item!r} as missing, the set has it")
 

@@ -92,3 +92,20 @@ def test_predicted_truncation_point_is_what_kafka_did(real_sets):
             predicted = reps[1]["fork_offset"]
     assert predicted is not None, "no step copy holds broker 1's untruncated tail under broker 2's new epoch"
     assert done[-1] == predicted, (done, predicted)
+
+
+def test_sole_isr_leader_records_are_committed(real_sets):
+    """Broker 1 appended b3, b4 with broker 2 out of the ISR (the ISR shrank to [1] within epoch
+    0, min.insync.replicas 1): committed the moment they were written, whatever the lagging HW
+    checkpoint says (issue 21 "Real Kafka disagrees"). The real cluster's truth is the oracle."""
+    _work, sets = real_sets
+    full = next(ev for ev in sets if ev.kind == "full")
+    truth = {(r["offset"], r["leader_epoch"]): r["committed"] for r in full.truth["t-0"]["lost"]
+             if r["value"] in ("b3", "b4")}
+    assert len(truth) == 2 and all(truth.values()), full.truth["t-0"]["lost"]
+    report = segtools.compare(full.broker_dirs, acks=full.acks, metadata_log=full.metadata_log,
+                              find_metadata_log=False, progress=False).report_json()
+    (part,) = [p for p in report["partitions"] if p["topic"] == "t"]
+    said = {(a["offset"], a["leader_epoch"]): a["committed"] for a in part["acked_offsets_lost"]}
+    said.update({(r["offset"], r["leader_epoch"]): r["committed"] for r in part["lost_records"]})
+    assert {k: said.get(k) for k in truth} == truth, part["answer"]
