@@ -290,40 +290,9 @@ def bench_dump(workdir: str, name: str, rel: str, runs: int) -> DumpRow:
 # read: read_records / read_batch_table against aiokafka, kafka-python and the copy+CRC floor
 
 
-def segtools_records(path: str) -> int:
-    from segtools.records.columnar import iter_record_batches
-
-    return sum(b.num_rows for b in iter_record_batches(path))
-
-
-def segtools_scan(path: str) -> int:
-    from segtools.records.columnar import iter_batch_batches
-
-    return sum(b.num_rows for b in iter_batch_batches(path))
-
-
-def _client_records(memory_records_cls: type, path: str) -> int:
-    with open(path, "rb") as f:
-        data = f.read()
-    records = memory_records_cls(data)
-    n = 0
-    while (batch := records.next_batch()) is not None:
-        for r in batch:
-            r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
-            n += 1
-    return n
-
-
-def aiokafka_records(path: str) -> int:
-    from aiokafka.record._crecords.memory_records import MemoryRecords  # type: ignore[import-untyped]
-
-    return _client_records(MemoryRecords, path)
-
-
-def kafka_python_records(path: str) -> int:
-    from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
-
-    return _client_records(MemoryRecords, path)
+# the same readers as benchmarks/bench.py measures (one definition of each peer)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import aiokafka_records, kafka_python_records, segtools_records, segtools_scan  # noqa: E402
 
 
 def copy_crc_floor(path: str) -> int:

@@ -37,6 +37,7 @@ from segtools.forensics.pipeline import (
 )
 from segtools.writer import NewRecord
 from segtools.writer.batch_builder import build_batch
+from tests.forensics.test_scale_memory import _cluster
 
 #: traced peak bytes per additional segment (per replica)
 DISCOVERY_SLOPE = 450
@@ -57,23 +58,12 @@ def _traced_peak(fn: Callable[[], Any]) -> tuple[int, Any]:
 
 
 def _template() -> bytes:
-    return build_batch([NewRecord(b"k", b"v" * 100, (), 1_700_000_000_000)], base_offset=0,
-                       partition_leader_epoch=0)
+    return build_batch([NewRecord(b"k", b"v" * 100, (), 1_700_000_000_000)], base_offset=0)
 
 
 def _replicas(root: Path, segments: int) -> list[str]:
-    raw = _template()
-    dirs = []
-    for broker in (1, 2):
-        bdir = root / f"broker-{broker}"
-        pdir = bdir / "scale-0"
-        pdir.mkdir(parents=True)
-        (bdir / "meta.properties").write_text(f"version=0\nbroker.id={broker}\n")
-        for off in range(segments):
-            # the base offset is outside the CRC: one template serves every segment
-            (pdir / f"{off:020d}.log").write_bytes(off.to_bytes(8, "big") + raw[8:])
-        dirs.append(str(bdir))
-    return dirs
+    """Two broker dirs of ``segments`` one-batch segments each (test_scale_memory's cluster)."""
+    return _cluster(root, segments)
 
 
 def test_discovery_traced_peak_grows_by_the_paths_only(tmp_path: Path) -> None:
