@@ -21,26 +21,14 @@ from soundness_check import VIOLATIONS, Outcome, check
 from soundness_degrade import degrade
 
 import segtools
+from tests.forensics.test_answers import SOLE_ISR_WITHIN_EPOCH
 
 pytestmark = pytest.mark.realkafka
 
-SCENARIO = yaml.safe_load("""\
-name: follower-truncates-on-rejoin
-seed: 2101
-cluster: {brokers: [1, 2], metadata_log: true}
-topics:
-  - {name: t, replication_factor: 2, min_insync_replicas: 1, unclean_leader_election: true,
-     assignment: {0: [1, 2]}}
-steps:
-  - produce: {topic: t, partition: 0, acks: all, values: [a0, a1, a2]}
-  - crash: {broker: 2}
-  - produce: {topic: t, partition: 0, acks: '1', values: [b3, b4]}
-  - crash: {broker: 1}
-  - restart: {broker: 2}
-  - produce: {topic: t, partition: 0, acks: '1', values: [c3]}
-  - restart: {broker: 1}
-  - advance: {ms: 6000}
-""")
+# the model test's story (tests/forensics/test_answers.py), on the release's own features
+SCENARIO = yaml.safe_load(SOLE_ISR_WITHIN_EPOCH)
+SCENARIO["name"] = "follower-truncates-on-rejoin"
+del SCENARIO["cluster"]["kafka_features"]
 
 _TRUNCATED = re.compile(r"Truncating partition t-0 with TruncationState\(offset=(\d+), completed=\w+\) "
                         r"due to leader epoch")
