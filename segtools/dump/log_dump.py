@@ -10,7 +10,6 @@ from segtools.dump import text
 from segtools.dump.control import describe_control
 from segtools.dump.options import EXIT_FINDINGS, MAX_BYTES_DEFAULT, release_tuple
 from segtools.dump.pairs import PairStore
-from segtools.dump.sinks import TextSink
 from segtools.errors import BatchTooLargeError, FormatError, InputError, SegtoolsError
 from segtools.formats.names import dump_stem_offset
 
@@ -118,8 +117,8 @@ def dump_log(ctx: DumpContext, path: str) -> None:
     if non_consecutive:
         # Kafka prepends to a List: printed newest first
         ctx.summaries.set_newest_first("non_consecutive", abs_path, non_consecutive)
-        if holes is None and not state.skipped_gaps and type(ctx.sink) is TextSink:
-            # the text sink keeps no finding without a line: the tally counts the pairs in
+        if holes is None and not state.skipped_gaps and not ctx.sink.keeps_lineless_findings:
+            # a sink that keeps no finding without a line (text): the tally counts the pairs in
             # blocks (millions when every record claims one offset), the same lines result
             if ctx.tally.gap_pairs(ctx.current_file or "", non_consecutive):
                 ctx.raise_status(EXIT_FINDINGS)

@@ -19,6 +19,9 @@ class Sink:
     and payloads (json_out.data_value); the text sink prints the decoders' strings."""
 
     data_modes: tuple[str, str] | None = None
+    #: whether :meth:`finding` keeps findings that have no line (the JSON sinks list them; the
+    #: text sink prints only lines, its summary comes from the run's tally)
+    keeps_lineless_findings: bool = True
 
     def begin_file(self, path: str, kind: str) -> None: ...
 
@@ -51,6 +54,8 @@ class Sink:
 
 class TextSink(Sink):
     """kafka-dump-log's exact output: data on ``out``, summaries and warnings on ``err``."""
+
+    keeps_lineless_findings = False
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out = out
