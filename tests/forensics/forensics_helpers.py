@@ -39,14 +39,30 @@ def dense(broker_epochs: list[tuple[int, int, int]], tag: str = "") -> list[tupl
     return out
 
 
+def data_records_of(partition_dir):
+    """(offset, leader_epoch, key, value) of every data record in one partition dir, read with
+    kafka-python's record reader (the independent oracle); control batches skipped."""
+    import glob
+    import os
+
+    from kafka.record import MemoryRecords
+
+    for seg in sorted(glob.glob(os.path.join(str(partition_dir), "*.log"))):
+        with open(seg, "rb") as fh:
+            records = MemoryRecords(fh.read())
+        while (b := records.next_batch()) is not None:
+            if b.is_control_batch:
+                continue
+            for r in b:
+                yield r.offset, b.leader_epoch, r.key, r.value
+
+
 def disk_records_by_replica(root) -> dict:
     """Independent oracle: (topic, partition, broker) -> {(offset, leader_epoch)} of the data
     records on disk under ``root/broker-<id>/``, read with kafka-python's record reader."""
     import collections
     import glob
     import os
-
-    from kafka.record import MemoryRecords
 
     out: dict = collections.defaultdict(set)
     for bdir in glob.glob(os.path.join(str(root), "broker-*")):
@@ -55,14 +71,8 @@ def disk_records_by_replica(root) -> dict:
             topic, _, part = os.path.basename(pdir).rpartition("-")
             if not part.isdigit():
                 continue
-            for seg in sorted(glob.glob(os.path.join(pdir, "*.log"))):
-                with open(seg, "rb") as fh:
-                    records = MemoryRecords(fh.read())
-                while (b := records.next_batch()) is not None:
-                    if b.is_control_batch:
-                        continue
-                    for r in b:
-                        out[(topic, int(part), broker)].add((r.offset, b.leader_epoch))
+            for offset, epoch, _key, _value in data_records_of(pdir):
+                out[(topic, int(part), broker)].add((offset, epoch))
     return out
 
 

@@ -24,6 +24,7 @@ import re
 import pytest
 import yaml
 from click.testing import CliRunner
+from forensics_helpers import data_records_of
 
 from segtools.advise import CANNOT_TELL, LOST, SAFE, advise
 from segtools.cli.main import cli
@@ -75,22 +76,12 @@ def _simulate(root, text: str):
 def _disk(broker_dir) -> dict:
     """(topic, partition) -> {offset: (leader_epoch, key, value)} of the data records in one
     broker dir, read with kafka-python."""
-    from kafka.record import MemoryRecords
-
     out: dict = {}
     for pdir in glob.glob(os.path.join(str(broker_dir), "*-*")):
         topic, _, part = os.path.basename(pdir).rpartition("-")
         if not part.isdigit() or topic == "__cluster_metadata":
             continue
-        recs = out.setdefault((topic, int(part)), {})
-        for seg in sorted(glob.glob(os.path.join(pdir, "*.log"))):
-            with open(seg, "rb") as fh:
-                records = MemoryRecords(fh.read())
-            while (b := records.next_batch()) is not None:
-                if b.is_control_batch:
-                    continue
-                for r in b:
-                    recs[r.offset] = (b.leader_epoch, r.key, r.value)
+        out[(topic, int(part))] = {o: (e, k, v) for o, e, k, v in data_records_of(pdir)}
     return out
 
 
