@@ -13,16 +13,24 @@ from segtools.cli.errors import handle_errors
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--remote", "remote_root", type=click.Path(exists=True, file_okay=False),
-              help="A LocalTieredStorage folder: its objects are checked against the metadata "
-                   "(missing objects, leaks, sizes).")
+@click.option("--remote", "remote_root", metavar="DIR|URI",
+              help="The remote tier, a folder or an object-store URI (s3://bucket/prefix): its "
+                   "objects are checked against the metadata (missing objects, leaks, sizes, "
+                   "contents).")
+@click.option("--remote-format", type=click.Choice(["auto", "local", "aiven"]), default="auto",
+              show_default=True,
+              help="Layout of --remote: Kafka's LocalTieredStorage, or Aiven's plugin "
+                   "(chunked, zstd, AES-GCM objects with a manifest); auto tells them apart.")
+@click.option("--private-key", type=click.Path(exists=True, dir_okay=False), metavar="PEM",
+              help="The RSA private key (PEM) Aiven's plugin wrapped the data keys with: "
+                   "needed to read encrypted segments.")
 @click.option("--metadata-partitions", type=int, default=50, show_default=True,
               help="The cluster's remote.log.metadata.topic.num.partitions.")
 @click.option("--json", "as_json", is_flag=True, help="The whole report as JSON on stdout.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
-def tier(paths: tuple[str, ...], remote_root: str | None, metadata_partitions: int,
-         as_json: bool, debug: bool) -> None:
+def tier(paths: tuple[str, ...], remote_root: str | None, remote_format: str,
+         private_key: str | None, metadata_partitions: int, as_json: bool, debug: bool) -> None:
     """Audit the remote tier of the partitions under PATHS (the brokers' log dirs, with their
     __remote_log_metadata partitions): every remote segment's state history (illegal
     transitions, dangling COPY_SEGMENT_STARTED, unfinished deletes), lineage by Kafka's
@@ -36,7 +44,10 @@ def tier(paths: tuple[str, ...], remote_root: str | None, metadata_partitions: i
 
     if metadata_partitions < 1:
         raise click.UsageError("--metadata-partitions must be at least 1")
-    report = audit(list(paths), remote_root=remote_root, metadata_partitions=metadata_partitions)
+    if private_key is not None and remote_root is None:
+        raise click.UsageError("--private-key reads remote objects: give --remote too")
+    report = audit(list(paths), remote_root=remote_root, metadata_partitions=metadata_partitions,
+                   remote_format=remote_format, private_key=private_key)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:

@@ -465,18 +465,24 @@ def iter_indexes(src: BinaryIO, manifest: Manifest, dkey: bytes | None,
 Opener = Callable[[str], BinaryIO]
 
 
+def read_manifest(opener: Opener, base: str, *, display: str | None = None) -> Manifest:
+    """The manifest object ``base + .rsm-manifest``, parsed."""
+    shown = (display if display is not None else base) + MANIFEST
+    with opener(base + MANIFEST) as f:
+        raw = f.read(MAX_MANIFEST + 1)
+    if len(raw) > MAX_MANIFEST:
+        raise InputError(f"{shown}: larger than {MAX_MANIFEST >> 20} MiB, not a segment manifest")
+    return parse_manifest(raw, shown)
+
+
 def decode_segment(opener: Opener, base: str, out_prefix: str, key: PrivateKey | None,
-                   *, display: str | None = None) -> Manifest:
+                   *, display: str | None = None, manifest: Manifest | None = None) -> Manifest:
     """Read the objects ``base + suffix`` through ``opener`` and write the plain segment and
     its indexes as new files ``out_prefix + .log/.index/...`` (never over an existing file).
     ``display`` names the objects in errors (``base`` when not given)."""
     shown = display if display is not None else base
-    with opener(base + MANIFEST) as f:
-        raw = f.read(MAX_MANIFEST + 1)
-    if len(raw) > MAX_MANIFEST:
-        raise InputError(f"{shown}{MANIFEST}: larger than {MAX_MANIFEST >> 20} MiB, not a "
-                         "segment manifest")
-    manifest = parse_manifest(raw, shown + MANIFEST)
+    if manifest is None:
+        manifest = read_manifest(opener, base, display=display)
     dkey = data_key(manifest, key)
     with opener(base + LOG) as src, open(out_prefix + LOG, "xb") as dst:
         for plain in iter_log(src, manifest, dkey, shown + LOG):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from segtools.errors import InputError, SegtoolsError
@@ -19,9 +19,10 @@ from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partit
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import remote_layout, states
+from segtools.tier import aiven, remote_layout, states
 from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
+from segtools.tier.remote_view import RemoteView, remote_view
 
 METADATA_TOPIC = "__remote_log_metadata"
 #: ``schema_version`` of ``tier --json`` (segtools/schemas/tier.schema.json)
@@ -63,6 +64,9 @@ class RemoteSegment:
     #: the state Kafka holds: an illegal transition is refused (its metadata cache throws),
     #: so it stays in ``history`` but does not change this
     state: int | None = None
+    #: the plugin's custom metadata of the last record that carried one (Aiven's plugin
+    #: records its object key and uploaded size there)
+    custom_metadata: bytes | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"segment_id": self.segment_id, "topic": self.topic, "partition": self.partition,
@@ -72,7 +76,9 @@ class RemoteSegment:
                 "state": None if self.state is None else states.NAMES.get(self.state, str(self.state)),
                 "history": [{"state": states.NAMES.get(s, str(s)), "broker": b, "time_ms": t,
                              "metadata_partition": p, "offset": o}
-                            for s, b, t, p, o in self.history]}
+                            for s, b, t, p, o in self.history],
+                **({} if self.custom_metadata is None else
+                   {"custom_metadata": self.custom_metadata.hex()})}
 
 
 @dataclass
@@ -160,9 +166,12 @@ def _replica(p: PartitionSource) -> Replica | None:
 
 
 def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
-          metadata_partitions: int = 50) -> TierReport:
-    """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is a
-    LocalTieredStorage folder whose objects are checked against the metadata."""
+          metadata_partitions: int = 50, remote_format: str = "auto",
+          private_key: str | None = None) -> TierReport:
+    """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is the
+    remote tier (a folder or an object-store URI) whose objects are checked against the
+    metadata: LocalTieredStorage's layout or Aiven's (``remote_format`` ``auto`` tells them
+    apart); ``private_key`` is the PEM of the RSA key Aiven's plugin wrapped data keys with."""
     res = resolve(paths)
     parts = [p for p in (q for r in res.inputs for q in r.all_partitions)]
     meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
@@ -202,6 +211,8 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                 seg.broker, seg.size = d["brokerId"], d["segmentSizeInBytes"]
                 seg.leader_epochs = {e["leaderEpoch"]: e["offset"]
                                      for e in d["segmentLeaderEpochs"]}
+            if d.get("customMetadata") is not None:
+                seg.custom_metadata = d["customMetadata"]
             state = d["remoteLogSegmentState"]
             where = (f"{tip['name']}-{tip['partition']} segment {sid['id']} "
                      f"({METADATA_TOPIC}-{mp} offset {offset})")
@@ -294,7 +305,10 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             max((s.end_offset for s in finished), default=None), leo))
 
     if remote_root is not None:
-        findings.extend(_objects(remote_root, segments, replicas))
+        rsa_key = aiven.PrivateKey(private_key) if private_key is not None else None
+        with remote_view(remote_root, remote_format, rsa_key) as view:
+            findings.extend(replace(f, message=view.show(f.message))
+                            for f in _objects(view.root, segments, replicas, view))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
     return TierReport(ordered, summaries, findings, present)
 
@@ -373,14 +387,28 @@ def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> l
 
 
 def _objects(root: str, segments: dict[str, RemoteSegment],
-             replicas: dict[tuple[str, int], list[Replica]]) -> list[Finding]:
+             replicas: dict[tuple[str, int], list[Replica]],
+             view: RemoteView | None = None) -> list[Finding]:
     out: list[Finding] = []
+    undecodable = view.undecodable if view is not None else {}
+    if view is not None and view.format == "aiven":
+        out.extend(_aiven_custom_metadata(segments, view))
     try:
         objs = remote_layout.scan(root)
     except OSError as e:
         raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
     for sid, seg in segments.items():
         if seg.state != states.FINISHED:
+            continue
+        u = undecodable.get(sid)
+        if u is not None:   # the objects are there, but not readable as a segment
+            where = (f"{seg.topic}-{seg.partition} segment {sid} [{seg.start_offset}, "
+                     f"{seg.end_offset}] is FINISHED: ")
+            out.append(Finding("cannot_tell", where + u.reason, seg.topic, seg.partition, sid,
+                               seg.broker, seg.start_offset, seg.end_offset)
+                       if u.kind == "cannot_tell" else
+                       Finding("unreadable_object", where + u.reason, seg.topic, seg.partition,
+                               sid, seg.broker, seg.start_offset, seg.end_offset))
             continue
         obj = objs.get(sid)
         missing = [s for s in remote_layout.REQUIRED if obj is None or s not in obj.files]
@@ -409,4 +437,46 @@ def _objects(root: str, segments: dict[str, RemoteSegment],
                 + ("that the metadata says were deleted" if known else
                    "that no metadata record names (a leak)"),
                 obj.topic, obj.partition, sid, start_offset=obj.start_offset))
+    for sid, u in undecodable.items():
+        known = segments.get(sid)
+        if known is None or known.state == states.DELETE_FINISHED:
+            out.append(Finding(
+                "object_without_metadata",
+                f"{u.where}: objects of segment {sid} "
+                + ("that the metadata says were deleted" if known else
+                   "that no metadata record names (a leak)"),
+                u.topic, u.partition, sid, start_offset=u.start_offset))
+    return out
+
+
+def _aiven_custom_metadata(segments: dict[str, RemoteSegment],
+                           view: RemoteView) -> list[Finding]:
+    """What Aiven's plugin recorded in the custom metadata against the objects: the broker
+    reads the objects at the recorded key, and the recorded size is what it uploaded."""
+    out: list[Finding] = []
+    for sid, seg in segments.items():
+        if seg.state != states.FINISHED or seg.custom_metadata is None or sid not in view.objects:
+            continue
+        where = f"{seg.topic}-{seg.partition} segment {sid} [{seg.start_offset}, {seg.end_offset}]"
+        try:
+            custom = aiven.decode_custom_metadata(seg.custom_metadata)
+        except SegtoolsError as e:
+            out.append(Finding("unreadable_metadata", f"{where}: {e}", seg.topic, seg.partition,
+                               sid, seg.broker, seg.start_offset, seg.end_offset))
+            continue
+        base, size = view.objects[sid]
+        if "object_key" in custom:
+            recorded = aiven.object_key(custom, "")
+            if not ("/" + recorded).endswith("/" + base):
+                out.append(Finding(
+                    "metadata_without_objects",
+                    f"{where}: the custom metadata puts its objects at {recorded}, they are at "
+                    f"{base} (the broker reads {recorded})", seg.topic, seg.partition, sid,
+                    seg.broker, seg.start_offset, seg.end_offset))
+        if "remote_size" in custom and custom["remote_size"] != size:
+            out.append(Finding(
+                "object_size_mismatch",
+                f"{where}: its objects hold {size} bytes, the custom metadata says the plugin "
+                f"uploaded {custom['remote_size']}", seg.topic, seg.partition, sid, seg.broker,
+                seg.start_offset, seg.end_offset))
     return out
