@@ -71,6 +71,42 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class ChunkSizes:
+    """The transformed size of each chunk, read from the manifest's index without
+    materialising a list (a hostile manifest can claim two billion chunks): ``fixed``: every
+    chunk ``size`` but the last ``last``; ``variable``: ``base`` plus a ``width``-byte
+    big-endian value at ``at + i * width`` of ``packed``, the last one ``last``."""
+
+    count: int
+    size: int = 0
+    last: int = 0
+    packed: bytes = b""
+    at: int = 0
+    width: int = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int) -> int:
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        if i == self.count - 1:
+            return self.last
+        if not self.packed:
+            return self.size
+        p = self.at + i * self.width
+        return self.size + int.from_bytes(self.packed[p:p + self.width], "big")
+
+    def __iter__(self) -> Iterator[int]:
+        return (self[i] for i in range(self.count))
+
+    def total(self) -> int:
+        if not self.packed:
+            return self.size * max(self.count - 1, 0) + (self.last if self.count else 0)
+        return sum(self)
+
+
+@dataclass(frozen=True)
 class Encryption:
     key_id: str
     wrapped_key: bytes
@@ -85,7 +121,7 @@ class Manifest:
     original_chunk_size: int
     original_file_size: int
     #: transformed size of every chunk, in order
-    transformed_sizes: tuple[int, ...]
+    transformed_sizes: ChunkSizes
     index_kind: str
     compression: bool
     encryption: Encryption | None
@@ -96,8 +132,9 @@ class Manifest:
 
     def chunks(self) -> Iterator[Chunk]:
         orig = trans = 0
+        n = len(self.transformed_sizes)
         for i, size in enumerate(self.transformed_sizes):
-            last = i == len(self.transformed_sizes) - 1
+            last = i == n - 1
             osize = (self.original_file_size - orig) if last else self.original_chunk_size
             yield Chunk(i, orig, osize, trans, size)
             orig += osize
@@ -105,7 +142,7 @@ class Manifest:
 
     @property
     def log_object_size(self) -> int:
-        return sum(self.transformed_sizes)
+        return self.transformed_sizes.total()
 
     @property
     def indexes_object_size(self) -> int:
@@ -129,7 +166,7 @@ def _b64(text: Any, name: str, what: str) -> bytes:
         raise InputError(f"{name}: {what} is not valid base64") from None
 
 
-def decode_chunk_sizes(packed: bytes, name: str) -> tuple[int, ...]:
+def decode_chunk_sizes(packed: bytes, name: str) -> ChunkSizes:
     """The plugin's packed int list: count (int32), then when count > 1 a base (int32), a
     width in bytes (1..4) and count-1 big-endian offsets from the base of that width; the last
     value always as a full int32."""
@@ -143,22 +180,20 @@ def decode_chunk_sizes(packed: bytes, name: str) -> tuple[int, ...]:
     if count < 0:
         raise InputError(f"{name}: variable chunk index holds a negative count {count}")
     if count == 0:
-        return ()
+        return ChunkSizes(0)
     if count == 1:
         need(4, 4)
-        return (int.from_bytes(packed[4:8], "big", signed=True),)
+        return ChunkSizes(1, last=int.from_bytes(packed[4:8], "big", signed=True))
     need(5, 4)
     base = int.from_bytes(packed[4:8], "big", signed=True)
     width = packed[8]
     if not 1 <= width <= 4:
         raise InputError(f"{name}: variable chunk index has {width} bytes per value (1..4)")
-    pos = 9
-    need((count - 1) * width + 4, pos)
-    out = [base + int.from_bytes(packed[pos + i * width:pos + (i + 1) * width], "big")
-           for i in range(count - 1)]
-    pos += (count - 1) * width
-    out.append(int.from_bytes(packed[pos:pos + 4], "big", signed=True))
-    return tuple(out)
+    need((count - 1) * width + 4, 9)
+    end = 9 + (count - 1) * width
+    # the packed bytes stay as they are (at most 16 MiB): one size is read when needed
+    return ChunkSizes(count, base, int.from_bytes(packed[end:end + 4], "big", signed=True),
+                      packed, 9, width)
 
 
 def parse_manifest(data: bytes, name: str) -> Manifest:
@@ -186,7 +221,10 @@ def parse_manifest(data: bytes, name: str) -> Manifest:
     if kind == "fixed":
         t, final = (_int(ci, "transformedChunkSize", name, "chunkIndex."),
                     _int(ci, "finalTransformedChunkSize", name, "chunkIndex."))
-        sizes = tuple([t] * (count - 1) + [final]) if count else ()
+        if max(t, final) > MAX_CHUNK:
+            raise InputError(f"{name}: a chunk of {max(t, final)} bytes exceeds the "
+                             f"{MAX_CHUNK >> 20} MiB this reader holds in memory")
+        sizes = ChunkSizes(count, t, final)
     elif kind == "variable":
         packed = _b64(ci.get("transformedChunks"), name, "chunkIndex.transformedChunks")
         try:
@@ -198,13 +236,10 @@ def parse_manifest(data: bytes, name: str) -> Manifest:
         if len(sizes) != count:
             raise InputError(f"{name}: the variable chunk index lists {len(sizes)} chunks, the "
                              f"file size {size} in chunks of {chunk} makes {count}")
-        if any(s < 0 for s in sizes):
+        if sizes.size < 0 or sizes.last < 0:
             raise InputError(f"{name}: the variable chunk index holds a negative size")
     else:
         raise InputError(f"{name}: chunkIndex.type {kind!r} is not known (fixed, variable)")
-    if any(s > MAX_CHUNK for s in sizes):
-        raise InputError(f"{name}: a chunk of {max(sizes)} bytes exceeds the "
-                         f"{MAX_CHUNK >> 20} MiB this reader holds in memory")
     si = doc.get("segmentIndexes")
     if not isinstance(si, dict):
         raise InputError(f"{name}: not an Aiven segment manifest: no segmentIndexes object")
@@ -405,6 +440,14 @@ def _detransform(body: bytes, dkey: bytes | None, aad: bytes, compressed: bool,
         import zstandard
 
         try:
+            claimed = zstandard.frame_content_size(body)
+        except zstandard.ZstdError as e:
+            raise InputError(f"{where}: not a zstd frame ({e})") from None
+        if claimed not in (-1, expect):
+            # the frame would allocate what it claims: refuse before decompressing
+            raise InputError(f"{where}: the zstd frame says {claimed} bytes, the manifest "
+                             f"says {expect}")
+        try:
             body = zstandard.ZstdDecompressor().decompress(body, max_output_size=expect)
         except zstandard.ZstdError as e:
             raise InputError(f"{where}: zstd: {e}") from None
@@ -419,9 +462,12 @@ def iter_log(src: BinaryIO, manifest: Manifest, dkey: bytes | None,
     at a time; the object must end where the chunk index ends."""
     aad = manifest.encryption.aad if manifest.encryption else b""
     for c in manifest.chunks():
-        body = _read_exact(src, c.transformed_size)
         where = (f"{name}: chunk {c.number} at byte {c.transformed_position} "
                  f"({c.transformed_size} bytes)")
+        if c.transformed_size > MAX_CHUNK:
+            raise InputError(f"{where}: larger than the {MAX_CHUNK >> 20} MiB this reader "
+                             "holds in memory (a damaged chunk index)")
+        body = _read_exact(src, c.transformed_size)
         if len(body) < c.transformed_size:
             raise InputError(f"{where}: truncated, the object ends at byte "
                              f"{c.transformed_position + len(body)}")

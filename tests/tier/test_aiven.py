@@ -9,6 +9,7 @@ with SHA-256, the one thing OpenSSL cannot do being SHA-3 inside OAEP.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -103,7 +104,7 @@ def test_oaep_decoding_equals_openssls(rsa_key: tuple[rsa.RSAPrivateKey, Path]) 
 
 def test_variable_chunk_index_codec() -> None:
     for values in ([], [7], [5, 5, 3], [100, 300, 70000, 1], [2**24 + 5, 3, 9, 2**31 - 1]):
-        assert aiven.decode_chunk_sizes(enc.pack_sizes(values), "x") == tuple(values)
+        assert tuple(aiven.decode_chunk_sizes(enc.pack_sizes(values), "x")) == tuple(values)
     with pytest.raises(InputError, match="truncated at byte"):
         aiven.decode_chunk_sizes(enc.pack_sizes([1, 2, 3])[:-2], "x")
 
@@ -180,3 +181,29 @@ def test_bad_manifests() -> None:
             aiven.parse_manifest(json.dumps({**good, **change}).encode(), "m")
     with pytest.raises(InputError, match="^m: not an Aiven segment manifest: not JSON"):
         aiven.parse_manifest(b"\x00garbage", "m")
+
+
+def test_hostile_sizes_are_refused_before_allocating(tmp_path: Path) -> None:
+    # two billion one-byte chunks: the index is not materialised, the object is just short
+    bomb = {"version": "1", "compression": False,
+            "chunkIndex": {"type": "fixed", "originalChunkSize": 1,
+                           "originalFileSize": 2**31 - 1, "transformedChunkSize": 1,
+                           "finalTransformedChunkSize": 1},
+            "segmentIndexes": {k: {"position": 0, "size": 0} for k in
+                               ("offset", "timestamp", "producerSnapshot", "leaderEpoch")}}
+    m = aiven.parse_manifest(json.dumps(bomb).encode(), "m")
+    assert m.log_object_size == 2**31 - 1
+    with pytest.raises(InputError, match="chunk 3 at byte 3 .*truncated"):
+        list(aiven.iter_log(io.BytesIO(b"abc"), m, None, "x.log"))
+    # a zstd frame claiming 1 MiB where the manifest says 10 bytes
+    import zstandard
+    frame = zstandard.ZstdCompressor(write_content_size=True).compress(b"\0" * (1 << 20))
+    comp = {**bomb, "compression": True, "chunkIndex": {
+        "type": "variable", "originalChunkSize": 10, "originalFileSize": 10,
+        "transformedChunks": base64.b64encode(
+            zstandard.ZstdCompressor(write_content_size=True).compress(
+                enc.pack_sizes([len(frame)]))).decode()}}
+    m = aiven.parse_manifest(json.dumps(comp).encode(), "m")
+    with pytest.raises(InputError, match="the zstd frame says 1048576 bytes, the manifest "
+                                         "says 10"):
+        list(aiven.iter_log(io.BytesIO(frame), m, None, "x.log"))
