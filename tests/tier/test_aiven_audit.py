@@ -5,6 +5,7 @@ each expected finding following from how the evidence was built or damaged."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from segtools.cli.main import cli
+from segtools.errors import InputError
 from segtools.internal_topics.remote_log_metadata import encode_record
 from segtools.tier import audit
 from tests.tier import aiven_encoder as enc
@@ -146,3 +148,16 @@ def test_cli(tier: Tier, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "not a folder" in res.output
     res = runner.invoke(cli, ["tier", str(tier.broker), "--private-key", str(tier.pem)])
     assert res.exit_code == 2 and "give --remote too" in res.output
+
+
+def test_unencrypted_tier_needs_no_key_nor_cryptography(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    t = build(tmp_path, encrypted=False)
+    for mod in ("cryptography.hazmat.primitives.ciphers.aead",
+                "cryptography.hazmat.primitives.serialization"):
+        monkeypatch.setitem(sys.modules, mod, None)   # as if the `tier` extra were absent
+    r = audit([str(t.broker)], remote_root=str(t.bucket))
+    assert kinds(r) == []
+    with pytest.raises(InputError, match=r"needs the cryptography package \(pip install "
+                                         r"'segtools\[tier\]'\)"):
+        audit([str(t.broker)], remote_root=str(t.bucket), private_key=str(t.pem))
