@@ -333,10 +333,6 @@ def object_key(custom: dict[str, Any], main_path: str) -> str:
     return str(custom.get("object_prefix", "")) + str(custom.get("object_key", main_path))
 
 
-def main_path(topic: str, topic_id: str, partition: int, start: int, segment_id: str) -> str:
-    return f"{topic}-{topic_id}/{partition}/{start:020d}-{segment_id}"
-
-
 class PrivateKey:
     """An RSA private key from a PEM file (PKCS#8, as the plugin reads it; PKCS#1 too)."""
 

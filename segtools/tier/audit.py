@@ -16,10 +16,13 @@ from typing import Any
 
 from segtools.errors import InputError, SegtoolsError
 from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
+from segtools.files.indexes import read_offset_index, read_time_index
+from segtools.files.remote import is_remote
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import aiven, remote_layout, states
+from segtools.tier import aiven, index_cache, remote_layout, states
+from segtools.tier.index_cache import CacheEntry
 from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
 from segtools.tier.remote_view import RemoteView, remote_view
@@ -117,9 +120,12 @@ class TierReport:
     partitions: list[PartitionSummary]
     findings: list[Finding]
     metadata_partitions: list[int]
+    #: the brokers' remote-log-index-cache entries
+    index_cache: list[CacheEntry] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": JSON_SCHEMA_VERSION, "metadata_partitions": self.metadata_partitions,
+                "index_cache": [e.to_json() for e in self.index_cache],
                 "partitions": [p.to_json() for p in self.partitions],
                 "segments": [s.to_json() for s in self.segments],
                 "findings": [f.to_json() for f in self.findings]}
@@ -304,13 +310,98 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             name, part, tid, mp, min(starts) if starts else None, earliest_local,
             max((s.end_offset for s in finished), default=None), leo))
 
+    cache = [e for r in res.inputs for ld in r.log_dirs if not is_remote(ld.path)
+             for e in index_cache.scan(ld.path, ld.broker)]
+    findings.extend(_index_cache(cache, segments, set(range(metadata_partitions)) <= set(present)))
     if remote_root is not None:
         rsa_key = aiven.PrivateKey(private_key) if private_key is not None else None
         with remote_view(remote_root, remote_format, rsa_key) as view:
             findings.extend(replace(f, message=view.show(f.message))
-                            for f in _objects(view.root, segments, replicas, view))
+                            for f in [*_objects(view.root, segments, replicas, view),
+                                      *_index_cache_vs_remote(cache, view.root)])
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
-    return TierReport(ordered, summaries, findings, present)
+    return TierReport(ordered, summaries, findings, present, cache)
+
+
+def _cached_name(e: CacheEntry) -> str:
+    return os.path.join(e.log_dir, index_cache.DIR_NAME, f"{e.start_offset}_{e.segment_id}")
+
+
+def _index_cache(cache: list[CacheEntry], segments: dict[str, RemoteSegment],
+                 all_metadata: bool) -> list[Finding]:
+    """Each broker's cached remote indexes against the metadata: the segment is known, starts
+    where the file name says, and its cached offset index points inside its offsets."""
+    out: list[Finding] = []
+    for e in cache:
+        seg = segments.get(e.segment_id)
+        where = f"{_cached_name(e)}.* (broker {e.broker})"
+        if seg is None:
+            if all_metadata:   # else its record may be in a metadata partition not given
+                out.append(Finding(
+                    "index_cache_unknown_segment",
+                    f"{where}: cached indexes of remote segment {e.segment_id}, which no "
+                    "__remote_log_metadata record on the evidence names (every metadata "
+                    "partition is here): the metadata lost it", segment_id=e.segment_id,
+                    broker=e.broker, start_offset=e.start_offset))
+            continue
+        if seg.start_offset < 0:
+            continue
+        tell = (seg.topic, seg.partition, seg.segment_id, e.broker, seg.start_offset,
+                seg.end_offset)
+        if e.start_offset != seg.start_offset:
+            out.append(Finding(
+                "index_cache_mismatch",
+                f"{where}: named for start offset {e.start_offset}, the metadata says "
+                f"{seg.topic}-{seg.partition} segment {seg.segment_id} starts at "
+                f"{seg.start_offset}", *tell))
+            continue
+        path = e.files.get(".index")
+        if path is None:
+            continue
+        try:
+            rel = read_offset_index(path, strict=False)["relative_offset"]
+        except SegtoolsError as err:
+            out.append(Finding("unreadable_replica", f"{path}: {err}", seg.topic, seg.partition,
+                               broker=e.broker))
+            continue
+        outside = [int(r) + e.start_offset for r in rel
+                   if not seg.start_offset <= int(r) + e.start_offset <= seg.end_offset]
+        if outside:
+            out.append(Finding(
+                "index_cache_mismatch",
+                f"{path}: points at offset {outside[0]}"
+                + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")
+                + f", outside {seg.topic}-{seg.partition} segment {seg.segment_id} "
+                f"[{seg.start_offset}, {seg.end_offset}]: it indexes other data", *tell))
+    return out
+
+
+def _index_cache_vs_remote(cache: list[CacheEntry], root: str) -> list[Finding]:
+    """A broker's cached offset and time indexes against the remote segment's own: Kafka
+    copies them byte for byte from the remote storage."""
+    out: list[Finding] = []
+    objs = remote_layout.scan(root) if cache else {}
+    for e in cache:
+        obj = objs.get(e.segment_id)
+        if obj is None:
+            continue
+        for suffix, reader in ((".index", read_offset_index), (".timeindex", read_time_index)):
+            mine, theirs = e.files.get(suffix), obj.files.get(suffix)
+            if mine is None or theirs is None:
+                continue
+            try:
+                same = reader(mine, strict=False).tobytes() == reader(theirs, strict=False).tobytes()
+            except SegtoolsError as err:
+                out.append(Finding("unreadable_replica", f"{mine} or {theirs}: {err}", obj.topic,
+                                   obj.partition, broker=e.broker))
+                continue
+            if not same:
+                out.append(Finding(
+                    "index_cache_mismatch",
+                    f"{mine} (broker {e.broker}): differs from the remote segment's {theirs}: "
+                    "the broker served reads of that segment with another index",
+                    obj.topic, obj.partition, e.segment_id, e.broker, obj.start_offset))
+    return out
 
 
 def _coverage(name: str, part: int, finished: list[RemoteSegment], rep: Replica

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, cast
 
 from segtools.errors import InputError, SegtoolsError
 from segtools.files import remote
+from segtools.formats.names import filename_prefix_from_offset
 from segtools.tier import aiven
 
 FORMATS = ("auto", "local", "aiven")
@@ -169,7 +170,7 @@ def _decode_aiven(keys: list[tuple[str, int]], opener: aiven.Opener, shown: str,
         base, where = g["base"], f"{shown}/{g['base']}"
         view.objects[sid] = (base, g["size"])
         folder = os.path.join(tmp, f"{topic}-{part}-{tid}")
-        prefix = os.path.join(folder, f"{start:020d}-{sid}")
+        prefix = os.path.join(folder, f"{filename_prefix_from_offset(start)}-{sid}")
         view._names[folder] = f"{shown}/{base.rsplit('/', 1)[0]}"
         view._names[prefix + aiven.LOG] = where + aiven.LOG
         missing = [s for s in aiven.SUFFIXES if s not in g["suffixes"]]
