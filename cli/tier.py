@@ -24,13 +24,17 @@ from segtools.cli.errors import handle_errors
 @click.option("--private-key", type=click.Path(exists=True, dir_okay=False), metavar="PEM",
               help="The RSA private key (PEM) Aiven's plugin wrapped the data keys with: "
                    "needed to read encrypted segments.")
+@click.option("--extract-remote", type=click.Path(file_okay=False), metavar="DIR",
+              help="Write the remote segments read back (Aiven's decoded) into the new folder "
+                   "DIR, in LocalTieredStorage's layout, for dump/export/compare.")
 @click.option("--metadata-partitions", type=int, default=50, show_default=True,
               help="The cluster's remote.log.metadata.topic.num.partitions.")
 @click.option("--json", "as_json", is_flag=True, help="The whole report as JSON on stdout.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def tier(paths: tuple[str, ...], remote_root: str | None, remote_format: str,
-         private_key: str | None, metadata_partitions: int, as_json: bool, debug: bool) -> None:
+         private_key: str | None, extract_remote: str | None, metadata_partitions: int,
+         as_json: bool, debug: bool) -> None:
     """Audit the remote tier of the partitions under PATHS (the brokers' log dirs, with their
     __remote_log_metadata partitions): every remote segment's state history (illegal
     transitions, dangling COPY_SEGMENT_STARTED, unfinished deletes), lineage by Kafka's
@@ -47,7 +51,8 @@ def tier(paths: tuple[str, ...], remote_root: str | None, remote_format: str,
     if private_key is not None and remote_root is None:
         raise click.UsageError("--private-key reads remote objects: give --remote too")
     report = audit(list(paths), remote_root=remote_root, metadata_partitions=metadata_partitions,
-                   remote_format=remote_format, private_key=private_key)
+                   remote_format=remote_format, private_key=private_key,
+                   extract_to=extract_remote)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:

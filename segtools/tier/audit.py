@@ -10,6 +10,7 @@ metadata partition is not on the evidence is a ``cannot_tell`` finding, not an a
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from segtools.errors import InputError, SegtoolsError
 from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from segtools.files.indexes import read_offset_index, read_time_index
+from segtools.files.outputs import check_output_location, partial_run, prepare_output_dir
 from segtools.files.remote import is_remote
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
@@ -173,11 +175,20 @@ def _replica(p: PartitionSource) -> Replica | None:
 
 def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
           metadata_partitions: int = 50, remote_format: str = "auto",
-          private_key: str | None = None) -> TierReport:
+          private_key: str | None = None, extract_to: str | None = None) -> TierReport:
     """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is the
     remote tier (a folder or an object-store URI) whose objects are checked against the
     metadata: LocalTieredStorage's layout or Aiven's (``remote_format`` ``auto`` tells them
-    apart); ``private_key`` is the PEM of the RSA key Aiven's plugin wrapped data keys with."""
+    apart); ``private_key`` is the PEM of the RSA key Aiven's plugin wrapped data keys with.
+    ``extract_to``: a new local folder that receives the remote segments read back, in
+    LocalTieredStorage's layout (plain segment and index files)."""
+    if extract_to is not None:
+        if remote_root is None:
+            raise InputError("--extract-remote writes the remote segments: give --remote too")
+        if is_remote(extract_to):
+            raise InputError(f"--extract-remote {extract_to}: a local folder")
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        check_output_location(extract_to, [*paths, remote_root], flag="--extract-remote")
     res = resolve(paths)
     parts = [p for p in (q for r in res.inputs for q in r.all_partitions)]
     meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
@@ -315,10 +326,16 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
     findings.extend(_index_cache(cache, segments, set(range(metadata_partitions)) <= set(present)))
     if remote_root is not None:
         rsa_key = aiven.PrivateKey(private_key) if private_key is not None else None
+        if extract_to is not None:
+            out = prepare_output_dir(extract_to, [*paths, remote_root], flag="--extract-remote")
         with remote_view(remote_root, remote_format, rsa_key) as view:
             findings.extend(replace(f, message=view.show(f.message))
                             for f in [*_objects(view.root, segments, replicas, view),
                                       *_index_cache_vs_remote(cache, view.root)])
+            if extract_to is not None:
+                with partial_run(out, command="segtools tier --extract-remote"):
+                    # every file the view holds (undecodable segments have none)
+                    shutil.copytree(view.root, out, dirs_exist_ok=True)
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
     return TierReport(ordered, summaries, findings, present, cache)
 

@@ -161,3 +161,22 @@ def test_unencrypted_tier_needs_no_key_nor_cryptography(tmp_path: Path,
     with pytest.raises(InputError, match=r"needs the cryptography package \(pip install "
                                          r"'segtools\[tier\]'\)"):
         audit([str(t.broker)], remote_root=str(t.bucket), private_key=str(t.pem))
+
+
+def test_extract_remote_writes_the_plain_segments(tier: Tier, tmp_path: Path) -> None:
+    out = tmp_path / "extracted"
+    r = audit([str(tier.broker)], remote_root=str(tier.bucket), private_key=str(tier.pem),
+              extract_to=str(out))
+    assert kinds(r) == []
+    folder = out / f"t-0-{TOPIC_ID}"
+    assert (folder / f"{10:020d}-{_sid(1)}.log").read_bytes() == \
+        _log_bytes(10, [b"v%d" % i for i in range(10)])
+    assert (folder / f"{10:020d}-{_sid(1)}.leader_epoch_checkpoint").read_bytes() == b"0\n1\n0 10\n"
+    assert (out / "_SUCCESS").is_file() and not (out / "_PARTIAL").exists()
+    runner = CliRunner()
+    for target, why in ((out, "exists and is not empty"),
+                        (tier.bucket / "x", "is inside the input")):
+        res = runner.invoke(cli, ["tier", str(tier.broker), "--remote", str(tier.bucket),
+                                  "--private-key", str(tier.pem), "--extract-remote", str(target)])
+        assert res.exit_code == 2 and why in res.output, res.output
+    assert not (tier.bucket / "x").exists()
