@@ -179,8 +179,9 @@ def test_bad_manifests() -> None:
                         ({"encryption": {"dataKey": "nokey", "aad": ""}}, "dataKey is not")]:
         with pytest.raises(InputError, match=msg):
             aiven.parse_manifest(json.dumps({**good, **change}).encode(), "m")
-    with pytest.raises(InputError, match="^m: not an Aiven segment manifest: not JSON"):
-        aiven.parse_manifest(b"\x00garbage", "m")
+    for garbage in (b"\x00garbage", b"[" * 200000, b"\xff\xfe{}"):
+        with pytest.raises(InputError, match="^m: not an Aiven segment manifest: not JSON"):
+            aiven.parse_manifest(garbage, "m")
 
 
 def test_hostile_sizes_are_refused_before_allocating(tmp_path: Path) -> None:
@@ -207,3 +208,48 @@ def test_hostile_sizes_are_refused_before_allocating(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="the zstd frame says 1048576 bytes, the manifest "
                                          "says 10"):
         list(aiven.iter_log(io.BytesIO(frame), m, None, "x.log"))
+
+
+@pytest.mark.parametrize("compression,encrypted", [(True, True), (True, False), (False, False)])
+def test_damaged_objects_give_only_one_line_errors(tmp_path: Path, compression: bool,
+                                                   encrypted: bool,
+                                                   rsa_key: tuple[rsa.RSAPrivateKey, Path]) -> None:
+    import random
+
+    from segtools.errors import SegtoolsError
+
+    log, idx = _real()
+    src = tmp_path / "src"
+    enc.encode_segment(src, "s", log[:30000], idx, chunk_size=4096, compression=compression,
+                       public_key=rsa_key[0].public_key() if encrypted else None)
+    key = aiven.PrivateKey(str(rsa_key[1])) if encrypted else None
+    originals = {s: (src / ("s" + s)).read_bytes() for s in aiven.SUFFIXES}
+    rng = random.Random(27)
+    outcomes = {"ok": 0, "error": 0}
+    for i in range(60):
+        objs = dict(originals)
+        target = rng.choice(aiven.SUFFIXES)
+        data = bytearray(objs[target])
+        how = rng.choice(("flip", "cut", "grow"))
+        if how == "flip" and data:
+            for _ in range(rng.randint(1, 4)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif how == "cut":
+            del data[rng.randrange(len(data) + 1):]
+        else:
+            data[rng.randrange(len(data) + 1):0] = rng.randbytes(rng.randint(1, 40))
+        objs[target] = bytes(data)
+        d = tmp_path / f"case{i}"
+        d.mkdir()
+        for s, b in objs.items():
+            (d / ("s" + s)).write_bytes(b)
+        try:
+            aiven.decode_segment(aiven.local_opener(str(d)), "s", str(d / "out"), key)
+            outcomes["ok"] += 1
+            # AES-GCM authenticates every byte of the .log and .indexes objects
+            assert not (encrypted and target != aiven.MANIFEST), (target, how)
+        except SegtoolsError as e:
+            assert "\n" not in str(e) and str(e).startswith("s"), str(e)
+            outcomes["error"] += 1
+    # with encryption every change to .log or .indexes is caught; every case ends one way
+    assert outcomes["error"] > 0 and sum(outcomes.values()) == 60
