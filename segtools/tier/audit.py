@@ -543,7 +543,8 @@ def _objects(root: str, segments: dict[str, RemoteSegment],
                 "object_without_metadata",
                 f"{os.path.dirname(next(iter(obj.files.values())))}: objects of segment {sid} "
                 + ("that the metadata says were deleted" if known else
-                   "that no metadata record names (a leak)"),
+                   "that no metadata record names (a leak)")
+                + (view.manifest_says(sid) if view is not None else ""),
                 obj.topic, obj.partition, sid, start_offset=obj.start_offset))
     for sid, u in undecodable.items():
         known = segments.get(sid)

@@ -50,8 +50,22 @@ class RemoteView:
     undecodable: dict[str, Undecodable] = field(default_factory=dict)
     #: Aiven: segment id -> (object base key relative to the given root, bytes of its objects)
     objects: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Aiven: segment id -> the plugin's copy of the segment's metadata in its manifest
+    manifest_segments: dict[str, dict[str, Any]] = field(default_factory=dict)
     _names: dict[str, str] = field(default_factory=dict)
     _tmp: str | None = None
+
+    def manifest_says(self, segment_id: str) -> str:
+        """What the segment's manifest says it holds (Aiven's plugin copies the segment's
+        metadata into it): for objects no metadata record names."""
+        seg = self.manifest_segments.get(segment_id)
+        if not seg:
+            return ""
+        def num(key: str) -> str:
+            v = seg.get(key)
+            return str(v) if isinstance(v, int) and not isinstance(v, bool) else "?"
+        return (f"; its manifest says offsets [{num('startOffset')}, {num('endOffset')}], "
+                f"uploaded by broker {num('brokerId')} at {num('eventTimestampMs')} ms")
 
     def show(self, text: str) -> str:
         """``text`` with the temporary paths replaced by the objects they were read from."""
@@ -191,6 +205,8 @@ def _decode_aiven(keys: list[tuple[str, int]], opener: aiven.Opener, shown: str,
                 continue
             os.makedirs(folder, exist_ok=True)
             aiven.decode_segment(opener, base, prefix, key, display=where, manifest=manifest)
+            if manifest.segment is not None:
+                view.manifest_segments[sid] = manifest.segment
         except SegtoolsError as e:
             for suffix in (aiven.LOG, *aiven.INDEX_SUFFIX.values()):
                 with contextlib.suppress(FileNotFoundError):

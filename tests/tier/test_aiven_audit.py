@@ -105,9 +105,12 @@ def test_damage_is_found(tier: Tier, tmp_path: Path) -> None:
     obj1.write_bytes(bytes(data))
     (tier.bucket / (PREFIX + main_path(0, 0) + ".rsm-manifest")).unlink()
     leak = _log_bytes(40, [b"y"])
+    # the plugin copies the segment's metadata into the manifest (its Jackson mixin's names)
     enc.encode_segment(tier.bucket, PREFIX + main_path(5, 40), leak,
                        {".index": b"", ".timeindex": b"", ".snapshot": b"",
-                        ".leader_epoch_checkpoint": b""}, public_key=tier.public_key)
+                        ".leader_epoch_checkpoint": b""}, public_key=tier.public_key,
+                       segment_metadata={"startOffset": 40, "endOffset": 40, "brokerId": 3,
+                                         "eventTimestampMs": 1700000000000})
     r = audit([str(tier.broker)], remote_root=str(tier.bucket), private_key=str(tier.pem))
     by = {f.segment_id: f for f in r.findings if f.kind != "object_size_mismatch"}
     # segment 0 lost its manifest: unreadable, and its objects no longer hold what the
@@ -122,6 +125,8 @@ def test_damage_is_found(tier: Tier, tmp_path: Path) -> None:
     assert "AES-GCM tag mismatch" in by[_sid(1)].message
     assert by[_sid(5)].message.startswith(f"{tier.bucket}/{PREFIX}t-{TOPIC_ID}/0: objects of "
                                           f"segment {_sid(5)} that no metadata record names")
+    assert by[_sid(5)].message.endswith("; its manifest says offsets [40, 40], uploaded by "
+                                        "broker 3 at 1700000000000 ms")
     assert "segtools-tier-" not in json.dumps([f.message for f in r.findings])
 
 
