@@ -333,9 +333,10 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                             for f in [*_objects(view.root, segments, replicas, view),
                                       *_index_cache_vs_remote(cache, view.root)])
             if extract_to is not None:
-                with partial_run(out, command="segtools tier --extract-remote"):
+                with partial_run(out, command="segtools tier --extract-remote") as run:
                     # every file the view holds (undecodable segments have none)
                     shutil.copytree(view.root, out, dirs_exist_ok=True)
+                    run.summary["segments"] = sum(1 for _ in out.rglob("*.log"))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
     return TierReport(ordered, summaries, findings, present, cache)
 

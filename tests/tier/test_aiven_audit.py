@@ -9,11 +9,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from segtools import schemas
 from segtools.cli.main import cli
 from segtools.errors import InputError
 from segtools.internal_topics.remote_log_metadata import encode_record
@@ -177,7 +179,10 @@ def test_extract_remote_writes_the_plain_segments(tier: Tier, tmp_path: Path) ->
     assert (folder / f"{10:020d}-{_sid(1)}.log").read_bytes() == \
         _log_bytes(10, [b"v%d" % i for i in range(10)])
     assert (folder / f"{10:020d}-{_sid(1)}.leader_epoch_checkpoint").read_bytes() == b"0\n1\n0 10\n"
-    assert (out / "_SUCCESS").is_file() and not (out / "_PARTIAL").exists()
+    assert not (out / "_PARTIAL").exists()
+    success = json.loads((out / "_SUCCESS").read_text())
+    jsonschema.validate(success, schemas.load("success"))
+    assert (success["command"], success["segments"]) == ("segtools tier --extract-remote", 2)
     runner = CliRunner()
     for target, why in ((out, "exists and is not empty"),
                         (tier.bucket / "x", "is inside the input")):
