@@ -359,7 +359,8 @@ def _index_cache(cache: list[CacheEntry], segments: dict[str, RemoteSegment],
                     "index_cache_unknown_segment",
                     f"{where}: cached indexes of remote segment {e.segment_id}, which no "
                     "__remote_log_metadata record on the evidence names (every metadata "
-                    "partition is here): the metadata lost it", segment_id=e.segment_id,
+                    "partition is here): its records are gone (a retention set on the "
+                    "metadata topic, or a cache of another cluster)", segment_id=e.segment_id,
                     broker=e.broker, start_offset=e.start_offset))
             continue
         if seg.start_offset < 0:
