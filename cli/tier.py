@@ -63,6 +63,12 @@ def tier(paths: tuple[str, ...], remote_root: str | None, remote_format: str,
                 f"{p.log_end_offset} (metadata in __remote_log_metadata-{p.metadata_partition})"))
         click.echo(f"{len(report.segments)} remote segments in "
                    f"{len(report.metadata_partitions)} metadata partitions")
+        if report.remote is not None:
+            r = report.remote
+            click.echo(visible(
+                f"remote tier {r['root']} ({'Aiven' if r['format'] == 'aiven' else 'LocalTieredStorage'}"
+                f" layout): {r['segments_read']} segments read back"
+                + (f", {r['segments_unreadable']} not readable" if r["segments_unreadable"] else "")))
         for f in report.findings:
             click.echo(visible(f"{f.kind}: {f.message}"))
         click.echo(f"{len(report.findings)} findings")

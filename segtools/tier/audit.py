@@ -124,10 +124,13 @@ class TierReport:
     metadata_partitions: list[int]
     #: the brokers' remote-log-index-cache entries
     index_cache: list[CacheEntry] = field(default_factory=list)
+    #: with --remote: its root, the layout read and how many segments were read back or not
+    remote: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": JSON_SCHEMA_VERSION, "metadata_partitions": self.metadata_partitions,
                 "index_cache": [e.to_json() for e in self.index_cache],
+                **({} if self.remote is None else {"remote": self.remote}),
                 "partitions": [p.to_json() for p in self.partitions],
                 "segments": [s.to_json() for s in self.segments],
                 "findings": [f.to_json() for f in self.findings]}
@@ -324,6 +327,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
     cache = [e for r in res.inputs for ld in r.log_dirs if not is_remote(ld.path)
              for e in index_cache.scan(ld.path, ld.broker)]
     findings.extend(_index_cache(cache, segments, set(range(metadata_partitions)) <= set(present)))
+    remote_summary = None
     if remote_root is not None:
         rsa_key = aiven.PrivateKey(private_key) if private_key is not None else None
         if extract_to is not None:
@@ -332,13 +336,16 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             findings.extend(replace(f, message=view.show(f.message))
                             for f in [*_objects(view.root, segments, replicas, view),
                                       *_index_cache_vs_remote(cache, view.root)])
+            remote_summary = {"root": remote_root, "format": view.format,
+                              "segments_read": len(remote_layout.scan(view.root)),
+                              "segments_unreadable": len(view.undecodable)}
             if extract_to is not None:
                 with partial_run(out, command="segtools tier --extract-remote") as run:
                     # every file the view holds (undecodable segments have none)
                     shutil.copytree(view.root, out, dirs_exist_ok=True)
                     run.summary["segments"] = sum(1 for _ in out.rglob("*.log"))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
-    return TierReport(ordered, summaries, findings, present, cache)
+    return TierReport(ordered, summaries, findings, present, cache, remote_summary)
 
 
 def _cached_name(e: CacheEntry) -> str:

@@ -104,6 +104,8 @@ def test_clean_aiven_tier_has_no_finding(tier: Tier) -> None:
 def test_without_the_key_is_cannot_tell(tier: Tier) -> None:
     r = audit([str(tier.broker)], remote_root=str(tier.bucket))
     assert kinds(r) == ["cannot_tell", "cannot_tell"]
+    assert r.to_json()["remote"] == {"root": str(tier.bucket), "format": "aiven",
+                                     "segments_read": 0, "segments_unreadable": 2}
     assert all("encrypted (key id 'key1') and no --private-key" in f.message for f in r.findings)
 
 
@@ -152,7 +154,8 @@ def test_cli(tier: Tier, tmp_path: Path) -> None:
     res = runner.invoke(cli, ["tier", str(tier.broker), "--remote", str(tier.bucket),
                               "--private-key", str(tier.pem)])
     assert res.exit_code == 0, res.output
-    assert res.output.endswith("0 findings\n")
+    assert res.output.endswith(f"remote tier {tier.bucket} (Aiven layout): 2 segments read "
+                               "back\n0 findings\n")
     res = runner.invoke(cli, ["tier", str(tier.broker), "--remote", str(tier.bucket),
                               "--remote-format", "aiven", "--private-key", str(tier.broker /
                                                                                "meta.properties")])
