@@ -10,6 +10,7 @@ EXAMPLES: dict[str, str] = {
 Examples:
   segtools tier broker-1/ broker-2/ broker-3/
   segtools tier broker-*/ --remote /var/lib/kafka/tiered --json > tier.json
+  segtools tier broker-*/ --remote s3://bucket/tiered/ --private-key rsm-private.pem
 \b
 Docs: docs/TIER.md (every finding kind), docs/CONTRACT.md "segtools tier".""",
     "dump": """\

@@ -10,18 +10,24 @@ metadata partition is not on the evidence is a ``cannot_tell`` finding, not an a
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from segtools.errors import InputError, SegtoolsError
 from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
+from segtools.files.indexes import read_offset_index, read_time_index
+from segtools.files.outputs import check_output_location, partial_run, prepare_output_dir
+from segtools.files.remote import is_remote
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import remote_layout, states
+from segtools.tier import aiven, index_cache, remote_layout, states
+from segtools.tier.index_cache import CacheEntry
 from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
+from segtools.tier.remote_view import RemoteView, remote_view
 
 METADATA_TOPIC = "__remote_log_metadata"
 #: ``schema_version`` of ``tier --json`` (segtools/schemas/tier.schema.json)
@@ -63,6 +69,9 @@ class RemoteSegment:
     #: the state Kafka holds: an illegal transition is refused (its metadata cache throws),
     #: so it stays in ``history`` but does not change this
     state: int | None = None
+    #: the plugin's custom metadata of the last record that carried one (Aiven's plugin
+    #: records its object key and uploaded size there)
+    custom_metadata: bytes | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"segment_id": self.segment_id, "topic": self.topic, "partition": self.partition,
@@ -72,7 +81,9 @@ class RemoteSegment:
                 "state": None if self.state is None else states.NAMES.get(self.state, str(self.state)),
                 "history": [{"state": states.NAMES.get(s, str(s)), "broker": b, "time_ms": t,
                              "metadata_partition": p, "offset": o}
-                            for s, b, t, p, o in self.history]}
+                            for s, b, t, p, o in self.history],
+                **({} if self.custom_metadata is None else
+                   {"custom_metadata": self.custom_metadata.hex()})}
 
 
 @dataclass
@@ -111,9 +122,15 @@ class TierReport:
     partitions: list[PartitionSummary]
     findings: list[Finding]
     metadata_partitions: list[int]
+    #: the brokers' remote-log-index-cache entries
+    index_cache: list[CacheEntry] = field(default_factory=list)
+    #: with --remote: its root, the layout read and how many segments were read back or not
+    remote: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": JSON_SCHEMA_VERSION, "metadata_partitions": self.metadata_partitions,
+                "index_cache": [e.to_json() for e in self.index_cache],
+                **({} if self.remote is None else {"remote": self.remote}),
                 "partitions": [p.to_json() for p in self.partitions],
                 "segments": [s.to_json() for s in self.segments],
                 "findings": [f.to_json() for f in self.findings]}
@@ -160,9 +177,21 @@ def _replica(p: PartitionSource) -> Replica | None:
 
 
 def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
-          metadata_partitions: int = 50) -> TierReport:
-    """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is a
-    LocalTieredStorage folder whose objects are checked against the metadata."""
+          metadata_partitions: int = 50, remote_format: str = "auto",
+          private_key: str | None = None, extract_to: str | None = None) -> TierReport:
+    """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is the
+    remote tier (a folder or an object-store URI) whose objects are checked against the
+    metadata: LocalTieredStorage's layout or Aiven's (``remote_format`` ``auto`` tells them
+    apart); ``private_key`` is the PEM of the RSA key Aiven's plugin wrapped data keys with.
+    ``extract_to``: a new local folder that receives the remote segments read back, in
+    LocalTieredStorage's layout (plain segment and index files)."""
+    if extract_to is not None:
+        if remote_root is None:
+            raise InputError("--extract-remote writes the remote segments: give --remote too")
+        if is_remote(extract_to):
+            raise InputError(f"--extract-remote {extract_to}: a local folder")
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        check_output_location(extract_to, [*paths, remote_root], flag="--extract-remote")
     res = resolve(paths)
     parts = [p for p in (q for r in res.inputs for q in r.all_partitions)]
     meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
@@ -202,6 +231,8 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                 seg.broker, seg.size = d["brokerId"], d["segmentSizeInBytes"]
                 seg.leader_epochs = {e["leaderEpoch"]: e["offset"]
                                      for e in d["segmentLeaderEpochs"]}
+            if d.get("customMetadata") is not None:
+                seg.custom_metadata = d["customMetadata"]
             state = d["remoteLogSegmentState"]
             where = (f"{tip['name']}-{tip['partition']} segment {sid['id']} "
                      f"({METADATA_TOPIC}-{mp} offset {offset})")
@@ -293,10 +324,110 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             name, part, tid, mp, min(starts) if starts else None, earliest_local,
             max((s.end_offset for s in finished), default=None), leo))
 
+    cache = [e for r in res.inputs for ld in r.log_dirs if not is_remote(ld.path)
+             for e in index_cache.scan(ld.path, ld.broker)]
+    findings.extend(_index_cache(cache, segments, set(range(metadata_partitions)) <= set(present)))
+    remote_summary = None
     if remote_root is not None:
-        findings.extend(_objects(remote_root, segments, replicas))
+        rsa_key = aiven.PrivateKey(private_key) if private_key is not None else None
+        if extract_to is not None:
+            out = prepare_output_dir(extract_to, [*paths, remote_root], flag="--extract-remote")
+        with remote_view(remote_root, remote_format, rsa_key) as view:
+            findings.extend(replace(f, message=view.show(f.message))
+                            for f in [*_objects(view.root, segments, replicas, view),
+                                      *_index_cache_vs_remote(cache, view.root)])
+            remote_summary = {"root": remote_root, "format": view.format,
+                              "segments_read": len(remote_layout.scan(view.root)),
+                              "segments_unreadable": len(view.undecodable)}
+            if extract_to is not None:
+                with partial_run(out, command="segtools tier --extract-remote") as run:
+                    # every file the view holds (undecodable segments have none)
+                    shutil.copytree(view.root, out, dirs_exist_ok=True)
+                    run.summary["segments"] = sum(1 for _ in out.rglob("*.log"))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
-    return TierReport(ordered, summaries, findings, present)
+    return TierReport(ordered, summaries, findings, present, cache, remote_summary)
+
+
+def _cached_name(e: CacheEntry) -> str:
+    return os.path.join(e.log_dir, index_cache.DIR_NAME, f"{e.start_offset}_{e.segment_id}")
+
+
+def _index_cache(cache: list[CacheEntry], segments: dict[str, RemoteSegment],
+                 all_metadata: bool) -> list[Finding]:
+    """Each broker's cached remote indexes against the metadata: the segment is known, starts
+    where the file name says, and its cached offset index points inside its offsets."""
+    out: list[Finding] = []
+    for e in cache:
+        seg = segments.get(e.segment_id)
+        where = f"{_cached_name(e)}.* (broker {e.broker})"
+        if seg is None:
+            if all_metadata:   # else its record may be in a metadata partition not given
+                out.append(Finding(
+                    "index_cache_unknown_segment",
+                    f"{where}: cached indexes of remote segment {e.segment_id}, which no "
+                    "__remote_log_metadata record on the evidence names (every metadata "
+                    "partition is here): its records are gone (a retention set on the "
+                    "metadata topic, or a cache of another cluster)", segment_id=e.segment_id,
+                    broker=e.broker, start_offset=e.start_offset))
+            continue
+        if seg.start_offset < 0:
+            continue
+        tell = (seg.topic, seg.partition, seg.segment_id, e.broker, seg.start_offset,
+                seg.end_offset)
+        if e.start_offset != seg.start_offset:
+            out.append(Finding(
+                "index_cache_mismatch",
+                f"{where}: named for start offset {e.start_offset}, the metadata says "
+                f"{seg.topic}-{seg.partition} segment {seg.segment_id} starts at "
+                f"{seg.start_offset}", *tell))
+            continue
+        path = e.files.get(".index")
+        if path is None:
+            continue
+        try:
+            rel = read_offset_index(path, strict=False)["relative_offset"]
+        except SegtoolsError as err:
+            out.append(Finding("unreadable_replica", f"{path}: {err}", seg.topic, seg.partition,
+                               broker=e.broker))
+            continue
+        outside = [int(r) + e.start_offset for r in rel
+                   if not seg.start_offset <= int(r) + e.start_offset <= seg.end_offset]
+        if outside:
+            out.append(Finding(
+                "index_cache_mismatch",
+                f"{path}: points at offset {outside[0]}"
+                + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")
+                + f", outside {seg.topic}-{seg.partition} segment {seg.segment_id} "
+                f"[{seg.start_offset}, {seg.end_offset}]: it indexes other data", *tell))
+    return out
+
+
+def _index_cache_vs_remote(cache: list[CacheEntry], root: str) -> list[Finding]:
+    """A broker's cached offset and time indexes against the remote segment's own: Kafka
+    copies them byte for byte from the remote storage."""
+    out: list[Finding] = []
+    objs = remote_layout.scan(root) if cache else {}
+    for e in cache:
+        obj = objs.get(e.segment_id)
+        if obj is None:
+            continue
+        for suffix, reader in ((".index", read_offset_index), (".timeindex", read_time_index)):
+            mine, theirs = e.files.get(suffix), obj.files.get(suffix)
+            if mine is None or theirs is None:
+                continue
+            try:
+                same = reader(mine, strict=False).tobytes() == reader(theirs, strict=False).tobytes()
+            except SegtoolsError as err:
+                out.append(Finding("unreadable_replica", f"{mine} or {theirs}: {err}", obj.topic,
+                                   obj.partition, broker=e.broker))
+                continue
+            if not same:
+                out.append(Finding(
+                    "index_cache_mismatch",
+                    f"{mine} (broker {e.broker}): differs from the remote segment's {theirs}: "
+                    "the broker served reads of that segment with another index",
+                    obj.topic, obj.partition, e.segment_id, e.broker, obj.start_offset))
+    return out
 
 
 def _coverage(name: str, part: int, finished: list[RemoteSegment], rep: Replica
@@ -373,14 +504,28 @@ def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> l
 
 
 def _objects(root: str, segments: dict[str, RemoteSegment],
-             replicas: dict[tuple[str, int], list[Replica]]) -> list[Finding]:
+             replicas: dict[tuple[str, int], list[Replica]],
+             view: RemoteView | None = None) -> list[Finding]:
     out: list[Finding] = []
+    undecodable = view.undecodable if view is not None else {}
+    if view is not None and view.format == "aiven":
+        out.extend(_aiven_custom_metadata(segments, view))
     try:
         objs = remote_layout.scan(root)
     except OSError as e:
         raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
     for sid, seg in segments.items():
         if seg.state != states.FINISHED:
+            continue
+        u = undecodable.get(sid)
+        if u is not None:   # the objects are there, but not readable as a segment
+            where = (f"{seg.topic}-{seg.partition} segment {sid} [{seg.start_offset}, "
+                     f"{seg.end_offset}] is FINISHED: ")
+            out.append(Finding("cannot_tell", where + u.reason, seg.topic, seg.partition, sid,
+                               seg.broker, seg.start_offset, seg.end_offset)
+                       if u.kind == "cannot_tell" else
+                       Finding("unreadable_object", where + u.reason, seg.topic, seg.partition,
+                               sid, seg.broker, seg.start_offset, seg.end_offset))
             continue
         obj = objs.get(sid)
         missing = [s for s in remote_layout.REQUIRED if obj is None or s not in obj.files]
@@ -407,6 +552,49 @@ def _objects(root: str, segments: dict[str, RemoteSegment],
                 "object_without_metadata",
                 f"{os.path.dirname(next(iter(obj.files.values())))}: objects of segment {sid} "
                 + ("that the metadata says were deleted" if known else
-                   "that no metadata record names (a leak)"),
+                   "that no metadata record names (a leak)")
+                + (view.manifest_says(sid) if view is not None else ""),
                 obj.topic, obj.partition, sid, start_offset=obj.start_offset))
+    for sid, u in undecodable.items():
+        known = segments.get(sid)
+        if known is None or known.state == states.DELETE_FINISHED:
+            out.append(Finding(
+                "object_without_metadata",
+                f"{u.where}: objects of segment {sid} "
+                + ("that the metadata says were deleted" if known else
+                   "that no metadata record names (a leak)"),
+                u.topic, u.partition, sid, start_offset=u.start_offset))
+    return out
+
+
+def _aiven_custom_metadata(segments: dict[str, RemoteSegment],
+                           view: RemoteView) -> list[Finding]:
+    """What Aiven's plugin recorded in the custom metadata against the objects: the broker
+    reads the objects at the recorded key, and the recorded size is what it uploaded."""
+    out: list[Finding] = []
+    for sid, seg in segments.items():
+        if seg.state != states.FINISHED or seg.custom_metadata is None or sid not in view.objects:
+            continue
+        where = f"{seg.topic}-{seg.partition} segment {sid} [{seg.start_offset}, {seg.end_offset}]"
+        try:
+            custom = aiven.decode_custom_metadata(seg.custom_metadata)
+        except SegtoolsError as e:
+            out.append(Finding("unreadable_metadata", f"{where}: {e}", seg.topic, seg.partition,
+                               sid, seg.broker, seg.start_offset, seg.end_offset))
+            continue
+        base, size = view.objects[sid]
+        if "object_key" in custom:
+            recorded = aiven.object_key(custom, "")
+            if not ("/" + recorded).endswith("/" + base):
+                out.append(Finding(
+                    "metadata_without_objects",
+                    f"{where}: the custom metadata puts its objects at {recorded}, they are at "
+                    f"{base} (the broker reads {recorded})", seg.topic, seg.partition, sid,
+                    seg.broker, seg.start_offset, seg.end_offset))
+        if "remote_size" in custom and custom["remote_size"] != size:
+            out.append(Finding(
+                "object_size_mismatch",
+                f"{where}: its objects hold {size} bytes, the custom metadata says the plugin "
+                f"uploaded {custom['remote_size']}", seg.topic, seg.partition, sid, seg.broker,
+                seg.start_offset, seg.end_offset))
     return out
