@@ -14,7 +14,7 @@ import os
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from segtools.dump import text
 from segtools.dump.options import release_tuple
@@ -23,8 +23,9 @@ from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDE
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from segtools.formats.names import dump_stem_offset
 from segtools.formats.record_batch import LAST_OFFSET_DELTA_OFFSET
-from segtools.records.batch_walk import next_batch, walk_error
+from segtools.records.batch_walk import walk_error
 from segtools.records.faults import SCAN_BATCH
+from segtools.records.segment_file import SegmentFile
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
@@ -36,17 +37,9 @@ _LAST_OFFSET_END = LAST_OFFSET_DELTA_OFFSET + _LAST_OFFSET_DELTA.size
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
-class _LogHeads:
-    """Batch headers of a log, read at the indexed positions (never mapped: a log may be large,
-    and a live broker may truncate it while we read)."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self._f = f
-        self.size = os.fstat(f.fileno()).st_size
-
-    def read(self, position: int, n: int) -> bytes:
-        self._f.seek(position)
-        return self._f.read(n)
+#: read-ahead of the index peek: index entries jump (a corrupt index backwards and forwards), so
+#: each peek reads what it needs and a little more, as the old per-entry reads did
+_PEEK_WINDOW = 64
 
 
 def base_offset_of(path: str) -> int:
@@ -63,7 +56,7 @@ def sibling(path: str, suffix: str) -> str:
     return os.path.join(directory, os.path.basename(path).split(".")[0] + suffix)
 
 
-def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path: str) -> int:
+def _first_batch_last_offset(log: SegmentFile, position: int, limit: int) -> int:
     """lastOffset of the first batch of ``log.slice(position, limit)`` (DumpLogSegments reads
     the slice's first batch), found by the one batch walk (segtools.records.batch_walk). Raises
     FormatError where Kafka throws; no batch in the slice is kafka-dump-log's
@@ -71,23 +64,20 @@ def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path
     size = log.size
     if position < 0 or position > size:
         raise FormatError(f"index points past the end of the log ({size} bytes)",
-                          path=log_path, position=position, field="position")
-    end = min(size, position + limit)   # FileRecords.slice: --max-message-size bytes at most
+                          path=log.path, position=position, field="position")
     no_batch = FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
-                           path=log_path, position=position)
-    # 27 bytes: the walk's 17, and a v2 header's lastOffsetDelta at [23, 27)
-    head = log.read(position, _LAST_OFFSET_END)
-    if len(head) < min(_LAST_OFFSET_END, size - position):  # the log shrank under us
-        raise no_batch
-    step = next_batch(head, 0, position, end, size)
+                           path=log.path, position=position)
+    # FileRecords.slice: --max-message-size bytes at most
+    step = log.step_at(position, end=min(size, position + limit))
     if step.status != SCAN_BATCH:
-        error = walk_error(step, path=log_path, file_size=size)
+        error = walk_error(step, path=log.path, file_size=size)
         raise no_batch if error is None else error
     if step.magic < 2:
         return step.base_offset  # the offset field of a legacy entry is its last offset
     # any magic above 1 is a v2 batch: Kafka loads its 61-byte header from the file even when
     # the length field says the batch is shorter (the walk checked those bytes exist)
-    return int(step.base_offset + _LAST_OFFSET_DELTA.unpack_from(head, LAST_OFFSET_DELTA_OFFSET)[0])
+    head, rel = log.get(position, _LAST_OFFSET_END)
+    return int(step.base_offset + _LAST_OFFSET_DELTA.unpack_from(head, rel + LAST_OFFSET_DELTA_OFFSET)[0])
 
 
 _REAL_CHUNK = 65536  # slots turned into Python ints at a time while iterating
@@ -225,16 +215,14 @@ def _dump_index_slots(ctx: DumpContext, path: str, log_path: str, base: int, slo
     abs_path = text.java_absolute_path(path)
     mismatches: list[tuple[int, int]] = []
     unused_mismatch = None
-    with open(log_path, "rb") as log_file:
-        log = _LogHeads(log_file)
+    with SegmentFile(log_path, window=_PEEK_WINDOW) as log:
         for i, (offset, position) in enumerate(slots.real()):
             # slot 0 reading (base, 0) is what a preallocated index holds before its first
             # entry (an active segment, or one a crash left unflushed): Kafka checks it like
             # any entry, but it is not corruption
             unused = i == 0 and offset == base and position == 0
             try:
-                log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
-                                                      log_path)
+                log_offset = _first_batch_last_offset(log, position, opts.max_message_size)
             except FormatError as exc:
                 # (every 4.x release checked against its real tool; 3.9's text kept as it was)
                 if unused and release_tuple(opts.kafka_version) >= (4, 0):

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass, replace
 from typing import Any
 
-from segtools.files.read_window import ReadWindow
 from segtools.formats.indexes import ABORTED_TXN_SIZE, ABORTED_TXN_STRUCT_FORMAT
 from segtools.formats.names import (
     LOG_SUFFIX,
@@ -23,9 +22,7 @@ from segtools.formats.names import (
     filename_prefix_from_offset,
     offset_from_filename,
 )
-from segtools.formats.record_batch import RECORD_BATCH_OVERHEAD
-from segtools.records.batch_walk import next_batch
-from segtools.records.faults import SCAN_BATCH
+from segtools.records.segment_file import SegmentFile
 
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
@@ -134,16 +131,11 @@ class _Segment:
         pos = 0
         if self.size == 0:
             return headers, pos
-        # a bounded read window, not mmap: the file may be truncated under us (another
-        # process, a test), which must be an error, not SIGBUS
-        with ReadWindow(self.log_path) as win:
-            end = win.size
-            while True:
-                buf, rel = win.get(pos, RECORD_BATCH_OVERHEAD)
-                step = next_batch(buf, rel, pos, end, end)
-                if step.status != SCAN_BATCH:
-                    break  # torn tail, or CorruptRecordException: truncated here
-                buf, rel = win.get(pos, max(step.size, RECORD_BATCH_OVERHEAD))
+        # read-only with a bounded window, not mmap: the file may be truncated under us
+        # (another process, a test), which must be an error, not SIGBUS
+        with SegmentFile(self.log_path) as log:
+            for step in log.batches_from(0):   # stops at a torn tail or CorruptRecordException
+                buf, rel = log.batch_bytes(step)
                 try:
                     header = parse_batch_header(buf, rel, path=self.log_path, file_position=pos)
                 except FormatError:
