@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from segtools.dump import text
 from segtools.dump.options import release_tuple
 from segtools.errors import FormatError, IndexCorruptionError, InputError
-from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
+from segtools.files.indexes import (
+    IndexFile,
+    read_offset_index,
+    read_time_index,
+    read_txn_index,
+    unpack_index_slot,
+)
+from segtools.formats.indexes import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from segtools.formats.names import dump_stem_offset
 from segtools.formats.record_batch import LAST_OFFSET_DELTA_OFFSET
@@ -30,8 +37,6 @@ from segtools.records.segment_file import SegmentFile
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
 
-_OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)     # relativeOffset, position
-_TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)       # timestamp, relativeOffset
 _LAST_OFFSET_DELTA = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)  # an int32 at byte 23
 _LAST_OFFSET_END = LAST_OFFSET_DELTA_OFFSET + _LAST_OFFSET_DELTA.size
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
@@ -95,24 +100,22 @@ class Slots:
     def __init__(self, data: bytes, base: int, kind: str) -> None:
         self.base = base
         self.time = kind == "time"
-        self.size = _TIME_ENTRY.size if self.time else _OFFSET_ENTRY.size
+        self.size = TIME_INDEX_ENTRY_SIZE if self.time else OFFSET_INDEX_ENTRY_SIZE
         self.count = len(data) // self.size
         self.data = data
         self.path: str | None = None
-        self._fd = -1
+        self._file: IndexFile | None = None
         self._first: Any = None   # numpy int64 arrays of the slots before the zero tail
         self._second: Any = None
 
     @classmethod
     @contextmanager
     def open(cls, path: str, base: int, kind: str) -> Iterator[Slots]:
-        from segtools.files.indexes import read_offset_index, read_time_index
-
-        with open(path, "rb") as f:
-            slots = cls(b"", base, kind)
+        slots = cls(b"", base, kind)
+        with IndexFile(path, time=slots.time) as index:
             slots.path = path
-            slots._fd = f.fileno()
-            slots.count = os.fstat(f.fileno()).st_size // slots.size
+            slots._file = index
+            slots.count = index.length // slots.size
             read = read_time_index if slots.time else read_offset_index
             real = read(path, strict=False, trim=True)[:slots.count]
             if slots.time:
@@ -126,32 +129,23 @@ class Slots:
     @property
     def length(self) -> int:
         """Bytes Kafka's index object covers (what its sanity check divides)."""
-        if self.path is None:
+        if self._file is None:
             return len(self.data)
-        return os.fstat(self._fd).st_size
+        return self._file.length
 
     def __len__(self) -> int:
         return self.count
-
-    def _slot_bytes(self, i: int) -> bytes:
-        if self.path is None:
-            return self.data[i * self.size:(i + 1) * self.size]
-        chunk = os.pread(self._fd, self.size, i * self.size)
-        if len(chunk) < self.size:
-            raise InputError(f"{self.path} changed while reading: it no longer holds slot {i}")
-        return chunk
 
     def __getitem__(self, i: int) -> tuple[int, int]:
         if i < 0:
             i += self.count
         if self._first is not None and i < len(self._first):
             return int(self._first[i]), int(self._second[i])
-        chunk = self._slot_bytes(i)
-        if self.time:
-            ts, rel = _TIME_ENTRY.unpack(chunk)
-            return ts, self.base + rel
-        rel, pos = _OFFSET_ENTRY.unpack(chunk)
-        return self.base + rel, pos
+        if self._file is None:
+            a, b = unpack_index_slot(self.data[i * self.size:(i + 1) * self.size], time=self.time)
+        else:
+            a, b = self._file.slot(i)
+        return (a, self.base + b) if self.time else (self.base + a, b)
 
     def offset(self, i: int) -> int:
         return self[i][1 if self.time else 0]
@@ -291,7 +285,6 @@ def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, targ
 
 def dump_txn_index(ctx: DumpContext, path: str) -> None:
     """One line per complete 34-byte entry; ``version`` is the first byte only (Kafka quirk)."""
-    from segtools.files.indexes import read_txn_index
 
     base_offset_of(path)  # Kafka parses it (and fails on a bad name) before reading
     # Kafka 4.4 reads the version as the int16 it is and accepts 0 only, stopping at the first
