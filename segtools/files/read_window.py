@@ -1,4 +1,5 @@
-"""A bounded read window over one evidence file (salvage's scan, the log writer's recovery walk).
+"""A bounded read window over one evidence file (the byte layer of
+``segtools.records.segment_file.SegmentFile``; salvage's scan).
 
 Why not ``mmap``: a mapped file that another process truncates kills the reader with SIGBUS
 on the next touch of a page past the new end (issue 23: salvage exited 135 in 4 of 6 runs).
