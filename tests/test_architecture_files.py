@@ -23,6 +23,7 @@ the list fails the count.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,13 +101,18 @@ def file_reads(tree: ast.AST) -> set[str]:
     return found
 
 
+@functools.cache
+def _production_trees() -> dict[str, ast.AST]:
+    return {path.relative_to(REPO).as_posix(): ast.parse(path.read_text(encoding="utf-8"))
+            for d in SOURCE_DIRS for path in sorted((REPO / d).rglob("*.py"))}
+
+
 def production_file_readers() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for d in SOURCE_DIRS:
-        for path in sorted((REPO / d).rglob("*.py")):
-            reads = file_reads(ast.parse(path.read_text(encoding="utf-8")))
-            if reads:
-                out[path.relative_to(REPO).as_posix()] = reads
+    for rel, tree in _production_trees().items():
+        reads = file_reads(tree)
+        if reads:
+            out[rel] = reads
     return out
 
 
@@ -136,15 +142,12 @@ def test_one_index_reader() -> None:
                "ABORTED_TXN_STRUCT_FORMAT", "OFFSET_INDEX_DTYPE", "TIME_INDEX_DTYPE"}
     allowed = {"segtools/files/indexes.py", "segtools/writer/index_files.py"}
     users = []
-    for d in SOURCE_DIRS:
-        for path in sorted((REPO / d).rglob("*.py")):
-            rel = path.relative_to(REPO).as_posix()
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for node in ast.walk(tree):
-                if (isinstance(node, ast.ImportFrom)
-                        and (node.module or "").startswith("segtools.formats")
-                        and {a.name for a in node.names} & layouts and rel not in allowed):
-                    users.append(rel)
+    for rel, tree in _production_trees().items():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.ImportFrom)
+                    and (node.module or "").startswith("segtools.formats")
+                    and {a.name for a in node.names} & layouts and rel not in allowed):
+                users.append(rel)
     assert users == []
 
 
