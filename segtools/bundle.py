@@ -169,11 +169,16 @@ def _wanted(partition_dir_name: str, topics: frozenset[str] | None) -> bool:
     return topic in topics or topic == _METADATA_TOPIC
 
 
+def _open_source(src: str) -> int:
+    """``src`` opened read-only, never through a symlink (one swapped in after the listing)."""
+    return os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
 def _copy(src: str, dst: str) -> tuple[int, str, int, bool]:
     """Copy ``src`` (opened read-only) to a new ``dst``; (size, sha256, mtime_ns, changed)."""
     digest = hashlib.sha256()
     size = 0
-    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = _open_source(src)
     try:
         before = os.fstat(fd)
         out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -299,20 +304,24 @@ def _redacts(rel: str, name: str) -> bool:
 def _copy_redacted(src: str, dst: str, redactor: Redactor, rel: str,
                    notes: list[dict[str, Any]]) -> tuple[int, str, str, int, bool]:
     """Copy ``src`` redacted; (size, sha256 of the copy, sha256 of the source, mtime_ns,
-    changed). Read batch by batch with pread (not mmap: a broker truncating the file would
-    kill the process with SIGBUS): memory stays at one batch, whatever the segment's size."""
-    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    changed). Read batch by batch through the segment-file object (pread, not mmap: a broker
+    truncating the file would kill the process with SIGBUS): memory stays at one batch,
+    whatever the segment's size."""
+    from segtools.records.segment_file import SegmentFile
+
     source_digest, copy_digest = hashlib.sha256(), hashlib.sha256()
-    try:
-        before = os.fstat(fd)
-        size = before.st_size
+    # opened here with the bundle's flags and errors (no symlink; a PermissionError is a
+    # skipped file), then read through the one segment-file object
+    with SegmentFile(src, fd=_open_source(src)) as log:
+        before = log.stat
+        size = log.size
         read = 0
 
         def read_at(at: int, n: int) -> bytes:
             nonlocal read
-            data = b""
-            while len(data) < n and (chunk := os.pread(fd, n - len(data), at + len(data))):
-                data += chunk
+            # fewer bytes where the file shrank since open: copied as far as it goes, and
+            # flagged as changed below
+            data = log.read_available(at, n)
             # reads go forward (a header, then its batch): the source digest takes each byte
             # once, in order
             if at <= read < at + len(data):
@@ -330,12 +339,10 @@ def _copy_redacted(src: str, dst: str, redactor: Redactor, rel: str,
                     rest = rest[os.write(out, rest):]
         finally:
             os.close(out)
-        while read < size and (chunk := os.pread(fd, min(_CHUNK, size - read), read)):
+        while read < size and (chunk := log.read_available(read, min(_CHUNK, size - read))):
             source_digest.update(chunk)     # the rest the redactor did not need (zero-filled)
             read += len(chunk)
-        after = os.fstat(fd)
-    finally:
-        os.close(fd)
+        after = os.fstat(log.fd)
     notes.extend({"path": rel, **n.to_json()} for n in redactor.notes[first:])
     changed = (after.st_size != before.st_size or after.st_mtime_ns != before.st_mtime_ns
                or read != size)

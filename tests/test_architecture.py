@@ -8,7 +8,13 @@ Scans the package source with ``ast`` and fails when, outside ``formats/``:
 * an attribute bit mask (0x07, 0x08, 0x10, 0x20, 0x40) is applied to something named
   ``attributes``/``attrs``: the masks are ``formats.record_batch.*_MASK``;
 * a segment file name is cut by hand (``name[:20]``, ``f"{offset:020d}"``): the rules are in
-  ``formats.names``.
+  ``formats.names``;
+* (issue 24, the blind spots) a ``struct`` format string held in a variable or passed as an
+  argument (``fmt = ">ii"``; ``read(path, ">qi")``) counts as a ``struct`` layout too; a numpy
+  byte-order dtype string (``">i4"``, ``(name, ">i8")``) is a ``numpy_layout`` (the dtypes are
+  ``formats.indexes.*_DTYPE`` and friends, derived from the declarations); a module- or
+  class-level name bound to 61 or 17 (``RECORD_BATCH_OVERHEAD``, ``HEADER_SIZE_UP_TO_MAGIC`` /
+  ``CRC_OFFSET``) is a ``redeclared`` layout constant.
 
 The allow-list below is explicit and each entry says why it cannot use ``formats/`` (yet).
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +49,20 @@ ALLOWED = {
     ("segtools/realcluster/cluster.py", "struct"): "batch length peek while a broker writes",
     # being rewritten by the dumpspeed stream in this round: move to formats.names after it lands
     ("segtools/dump/text.py", "file_name"): "dumpspeed stream's rewrite in progress",
+    # issue 24's widened rules: the vectorised text engine's own header dtype and sizes
+    # (perf25 owns fast_text.py this session: derive them from formats.record_batch next)
+    ("segtools/dump/fast_text.py", "numpy_layout"): "perf25's engine: header dtype",
+    ("segtools/dump/fast_text.py", "redeclared"): "perf25's engine: 17 and 61 redeclared",
+    # holes23 owns salvage.py this session: V2_OVERHEAD = 61 -> formats.record_batch next
+    ("segtools/salvage.py", "redeclared"): "holes23's module this session",
 }
+
+#: a struct format: byte order, then codes (and counts); at least one code letter
+STRUCT_FORMAT_RE = re.compile(r"^[<>!=@][0-9]*[xcbB?hHiIlLqQnNefdspP][0-9xcbB?hHiIlLqQnNefdspP]*$")
+#: a numpy dtype string with an explicit byte order (Kafka's layouts are big-endian)
+NUMPY_LAYOUT_RE = re.compile(r"^[<>][iuf][1248]$")
+#: values of the v2 header's layout constants that were redeclared outside formats/
+REDECLARED_VALUES = {61, 17}
 
 
 def _sources() -> list[Path]:
@@ -68,12 +88,39 @@ def _parse(path: Path, mtime_ns: int) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
+def _redeclared(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, name)`` of module- and class-level names bound to a layout constant's value."""
+    out = []
+    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]
+    for scope in scopes:
+        for stmt in getattr(scope, "body", []):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Constant):
+                value = stmt.value.value
+                if type(value) is int and value in REDECLARED_VALUES:
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    out += [(stmt.lineno, ast.unparse(t)) for t in targets]
+    return out
+
+
 def violations() -> list[tuple[str, str, int, str]]:
     found = []
     for path in _sources():
         rel = str(path.relative_to(REPO))
         tree = _parse(path, path.stat().st_mtime_ns)
+        seen: set[int] = set()    # string constants already judged (a struct call's format, f-string specs)
         for node in ast.walk(tree):
+            if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+                seen.update(id(c) for c in ast.walk(node.format_spec))
+            elif isinstance(node, ast.Call) and _is_struct_call(node) and node.args:
+                seen.add(id(node.args[0]))
+        found += [(rel, "redeclared", line, name) for line, name in _redeclared(tree)]
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in seen):
+                if NUMPY_LAYOUT_RE.match(node.value):   # first: ">i4" is no struct format
+                    found.append((rel, "numpy_layout", node.lineno, node.value))
+                elif STRUCT_FORMAT_RE.match(node.value):
+                    found.append((rel, "struct", node.lineno, node.value))   # through a variable
             if isinstance(node, ast.Call) and _is_struct_call(node) and node.args:
                 first = node.args[0]
                 if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -110,9 +157,21 @@ def test_the_scan_finds_what_it_forbids(tmp_path, monkeypatch):
         "H = struct.Struct('>qi')\n"
         "def f(attributes, name, o):\n"
         "    return attributes & 0x07, name[:20], f'{o:020d}'\n")
+    # issue 24's blind spots: a format through a variable or an argument, a numpy layout, a
+    # redeclared 61 / 17; a text alignment spec (f'{x:>4}') is not a layout
+    (pkg / "hidden.py").write_text(
+        "import numpy as np\n"
+        "FMT = '>ii'\n"
+        "DT = np.dtype([('relative_offset', '>i4')])\n"
+        "OVERHEAD = 61\n"
+        "class K:\n"
+        "    UP_TO_MAGIC = 17\n"
+        "def g(read, path, x):\n"
+        "    return read(path, '>qi'), f'{x:>4}', f'{x:<13}'\n")
     monkeypatch.setattr(__import__(__name__), "REPO", tmp_path)
     rules = sorted(rule for _, rule, _, _ in violations())
-    assert rules == ["file_name", "file_name", "mask", "struct"]
+    assert rules == ["file_name", "file_name", "mask", "numpy_layout", "redeclared", "redeclared",
+                     "struct", "struct", "struct"]
 
 
 def test_allow_list_entries_are_still_needed():

@@ -14,39 +14,37 @@ import os
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from segtools.dump import text
 from segtools.dump.options import release_tuple
 from segtools.errors import FormatError, IndexCorruptionError, InputError
-from segtools.formats.indexes import OFFSET_INDEX_ENTRY_STRUCT_FORMAT, TIME_INDEX_ENTRY_STRUCT_FORMAT
+from segtools.files.indexes import (
+    IndexFile,
+    read_offset_index,
+    read_time_index,
+    read_txn_index,
+    unpack_index_slot,
+)
+from segtools.formats.indexes import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from segtools.formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
 from segtools.formats.names import dump_stem_offset
 from segtools.formats.record_batch import LAST_OFFSET_DELTA_OFFSET
-from segtools.records.batch_walk import next_batch, walk_error
+from segtools.records.batch_walk import walk_error
 from segtools.records.faults import SCAN_BATCH
+from segtools.records.segment_file import SegmentFile
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
 
-_OFFSET_ENTRY = struct.Struct(OFFSET_INDEX_ENTRY_STRUCT_FORMAT)     # relativeOffset, position
-_TIME_ENTRY = struct.Struct(TIME_INDEX_ENTRY_STRUCT_FORMAT)       # timestamp, relativeOffset
 _LAST_OFFSET_DELTA = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)  # an int32 at byte 23
 _LAST_OFFSET_END = LAST_OFFSET_DELTA_OFFSET + _LAST_OFFSET_DELTA.size
 _WARM_BYTES = 8192                       # AbstractIndex.warmEntries: 8 KiB of slots
 
 
-class _LogHeads:
-    """Batch headers of a log, read at the indexed positions (never mapped: a log may be large,
-    and a live broker may truncate it while we read)."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self._f = f
-        self.size = os.fstat(f.fileno()).st_size
-
-    def read(self, position: int, n: int) -> bytes:
-        self._f.seek(position)
-        return self._f.read(n)
+#: read-ahead of the index peek: index entries jump (a corrupt index backwards and forwards), so
+#: each peek reads what it needs and a little more, as the old per-entry reads did
+_PEEK_WINDOW = 64
 
 
 def base_offset_of(path: str) -> int:
@@ -63,7 +61,7 @@ def sibling(path: str, suffix: str) -> str:
     return os.path.join(directory, os.path.basename(path).split(".")[0] + suffix)
 
 
-def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path: str) -> int:
+def _first_batch_last_offset(log: SegmentFile, position: int, limit: int) -> int:
     """lastOffset of the first batch of ``log.slice(position, limit)`` (DumpLogSegments reads
     the slice's first batch), found by the one batch walk (segtools.records.batch_walk). Raises
     FormatError where Kafka throws; no batch in the slice is kafka-dump-log's
@@ -71,23 +69,20 @@ def _first_batch_last_offset(log: _LogHeads, position: int, limit: int, log_path
     size = log.size
     if position < 0 or position > size:
         raise FormatError(f"index points past the end of the log ({size} bytes)",
-                          path=log_path, position=position, field="position")
-    end = min(size, position + limit)   # FileRecords.slice: --max-message-size bytes at most
+                          path=log.path, position=position, field="position")
     no_batch = FormatError(f"no complete batch within {limit} bytes (--max-message-size)",
-                           path=log_path, position=position)
-    # 27 bytes: the walk's 17, and a v2 header's lastOffsetDelta at [23, 27)
-    head = log.read(position, _LAST_OFFSET_END)
-    if len(head) < min(_LAST_OFFSET_END, size - position):  # the log shrank under us
-        raise no_batch
-    step = next_batch(head, 0, position, end, size)
+                           path=log.path, position=position)
+    # FileRecords.slice: --max-message-size bytes at most
+    step = log.step_at(position, end=min(size, position + limit))
     if step.status != SCAN_BATCH:
-        error = walk_error(step, path=log_path, file_size=size)
+        error = walk_error(step, path=log.path, file_size=size)
         raise no_batch if error is None else error
     if step.magic < 2:
         return step.base_offset  # the offset field of a legacy entry is its last offset
     # any magic above 1 is a v2 batch: Kafka loads its 61-byte header from the file even when
     # the length field says the batch is shorter (the walk checked those bytes exist)
-    return int(step.base_offset + _LAST_OFFSET_DELTA.unpack_from(head, LAST_OFFSET_DELTA_OFFSET)[0])
+    head, rel = log.get(position, _LAST_OFFSET_END)
+    return int(step.base_offset + _LAST_OFFSET_DELTA.unpack_from(head, rel + LAST_OFFSET_DELTA_OFFSET)[0])
 
 
 _REAL_CHUNK = 65536  # slots turned into Python ints at a time while iterating
@@ -105,24 +100,22 @@ class Slots:
     def __init__(self, data: bytes, base: int, kind: str) -> None:
         self.base = base
         self.time = kind == "time"
-        self.size = _TIME_ENTRY.size if self.time else _OFFSET_ENTRY.size
+        self.size = TIME_INDEX_ENTRY_SIZE if self.time else OFFSET_INDEX_ENTRY_SIZE
         self.count = len(data) // self.size
         self.data = data
         self.path: str | None = None
-        self._fd = -1
+        self._file: IndexFile | None = None
         self._first: Any = None   # numpy int64 arrays of the slots before the zero tail
         self._second: Any = None
 
     @classmethod
     @contextmanager
     def open(cls, path: str, base: int, kind: str) -> Iterator[Slots]:
-        from segtools.files.indexes import read_offset_index, read_time_index
-
-        with open(path, "rb") as f:
-            slots = cls(b"", base, kind)
+        slots = cls(b"", base, kind)
+        with IndexFile(path, time=slots.time) as index:
             slots.path = path
-            slots._fd = f.fileno()
-            slots.count = os.fstat(f.fileno()).st_size // slots.size
+            slots._file = index
+            slots.count = index.length // slots.size
             read = read_time_index if slots.time else read_offset_index
             real = read(path, strict=False, trim=True)[:slots.count]
             if slots.time:
@@ -136,32 +129,23 @@ class Slots:
     @property
     def length(self) -> int:
         """Bytes Kafka's index object covers (what its sanity check divides)."""
-        if self.path is None:
+        if self._file is None:
             return len(self.data)
-        return os.fstat(self._fd).st_size
+        return self._file.length
 
     def __len__(self) -> int:
         return self.count
-
-    def _slot_bytes(self, i: int) -> bytes:
-        if self.path is None:
-            return self.data[i * self.size:(i + 1) * self.size]
-        chunk = os.pread(self._fd, self.size, i * self.size)
-        if len(chunk) < self.size:
-            raise InputError(f"{self.path} changed while reading: it no longer holds slot {i}")
-        return chunk
 
     def __getitem__(self, i: int) -> tuple[int, int]:
         if i < 0:
             i += self.count
         if self._first is not None and i < len(self._first):
             return int(self._first[i]), int(self._second[i])
-        chunk = self._slot_bytes(i)
-        if self.time:
-            ts, rel = _TIME_ENTRY.unpack(chunk)
-            return ts, self.base + rel
-        rel, pos = _OFFSET_ENTRY.unpack(chunk)
-        return self.base + rel, pos
+        if self._file is None:
+            a, b = unpack_index_slot(self.data[i * self.size:(i + 1) * self.size], time=self.time)
+        else:
+            a, b = self._file.slot(i)
+        return (a, self.base + b) if self.time else (self.base + a, b)
 
     def offset(self, i: int) -> int:
         return self[i][1 if self.time else 0]
@@ -225,16 +209,14 @@ def _dump_index_slots(ctx: DumpContext, path: str, log_path: str, base: int, slo
     abs_path = text.java_absolute_path(path)
     mismatches: list[tuple[int, int]] = []
     unused_mismatch = None
-    with open(log_path, "rb") as log_file:
-        log = _LogHeads(log_file)
+    with SegmentFile(log_path, window=_PEEK_WINDOW) as log:
         for i, (offset, position) in enumerate(slots.real()):
             # slot 0 reading (base, 0) is what a preallocated index holds before its first
             # entry (an active segment, or one a crash left unflushed): Kafka checks it like
             # any entry, but it is not corruption
             unused = i == 0 and offset == base and position == 0
             try:
-                log_offset = _first_batch_last_offset(log, position, opts.max_message_size,
-                                                      log_path)
+                log_offset = _first_batch_last_offset(log, position, opts.max_message_size)
             except FormatError as exc:
                 # (every 4.x release checked against its real tool; 3.9's text kept as it was)
                 if unused and release_tuple(opts.kafka_version) >= (4, 0):
@@ -303,7 +285,6 @@ def lookup_position(offset_slots: Slots | list[tuple[int, int]], base: int, targ
 
 def dump_txn_index(ctx: DumpContext, path: str) -> None:
     """One line per complete 34-byte entry; ``version`` is the first byte only (Kafka quirk)."""
-    from segtools.files.indexes import read_txn_index
 
     base_offset_of(path)  # Kafka parses it (and fails on a bad name) before reading
     # Kafka 4.4 reads the version as the int16 it is and accepts 0 only, stopping at the first

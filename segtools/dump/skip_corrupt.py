@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from segtools.errors import InputError, display_path
 from segtools.primitives.limits import resolve_max_batch_bytes
 from segtools.records.batches import SegmentBatch
+from segtools.records.segment_file import SegmentFile
 
 if TYPE_CHECKING:
     from segtools.dump.context import DumpContext
@@ -42,14 +42,17 @@ def batches_skipping_corrupt(ctx: DumpContext, path: str, max_batch_bytes: int |
     seg = scan_segment(path, max_batch_bytes=limit)
     dropped = list(seg.dropped)
     name = os.path.basename(path)
-    with open(path, "rb") as fh:
+    # read-only, bounded window with read-ahead: a file that shrank since the scan is one
+    # FileChangedError naming the position
+    with SegmentFile(path) as log:
         for batch in seg.kept:
             while dropped and dropped[0].start < batch.position:
                 _report(ctx, dropped.pop(0), skipped)
-            fh.seek(batch.position)
-            data = fh.read(batch.size)
-            if len(data) != batch.size:
-                raise InputError(f"{display_path(path)} changed while reading (position {batch.position})")
+            if batch.position + batch.size > log.size:
+                raise log.changed(f"the file shrank below {batch.position + batch.size} bytes",
+                                  batch.position)
+            buf, rel = log.get(batch.position, batch.size)
+            data = bytes(buf[rel:rel + batch.size])
             yield SegmentBatch.from_bytes(data, path=path, position=batch.position, segment=name,
                                          max_batch_bytes=limit)
     for d in dropped:

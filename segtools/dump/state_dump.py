@@ -59,6 +59,8 @@ def _kafka4_snapshot_message(path: str) -> str | None:
     "Tried to allocate a collection of size N, but there are only R bytes remaining."."""
     from construct import ConstructError, StreamError
 
+    from segtools.errors import InputError
+    from segtools.files.snapshots import read_snapshot_head
     from segtools.formats.primitives import LocatedError
     from segtools.formats.producer_snapshot import (
         PRODUCER_ENTRY_SIZE,
@@ -68,21 +70,23 @@ def _kafka4_snapshot_message(path: str) -> str | None:
 
     prefix = "Snapshot failed schema validation: "
     try:
-        with open(path, "rb") as f:
-            data = f.read(16 * 1024 * 1024)
-    except OSError:
+        head, size = read_snapshot_head(path)
+    except InputError:
         return None
-    if len(data) < 2:
+    # the bytes 4.x's reader holds (the old reader took at most 16 MiB: kept, so the wording
+    # of a huge file's count check stays as it was)
+    held = min(size, 16 * 1024 * 1024)
+    if held < 2:
         return prefix + "null"
     try:    # the header through its declaration: the version is checked before the rest
-        count = ProducerSnapshotHeader.parse(data[:PRODUCER_SNAPSHOT_HEADER_SIZE]).producer_entries
+        count = ProducerSnapshotHeader.parse(head[:PRODUCER_SNAPSHOT_HEADER_SIZE]).producer_entries
     except LocatedError:
         return None  # an unknown version: same words as 3.x
     except StreamError:
         return prefix + "null"    # version 1, header cut short
     except ConstructError:
         return None
-    remaining = len(data) - PRODUCER_SNAPSHOT_HEADER_SIZE
+    remaining = held - PRODUCER_SNAPSHOT_HEADER_SIZE
     if count < 0:
         return prefix + "non-nullable field producerEntries was serialized as null"
     if count > remaining:

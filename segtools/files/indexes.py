@@ -33,7 +33,7 @@ __all__ = [
     "OFFSET_INDEX_DTYPE", "TIME_INDEX_DTYPE", "AbortedTxn", "read_offset_index",
     "read_time_index", "read_txn_index", "offset_index_entry", "time_index_entry",
     "txn_index_entry", "index_base_offset", "sanity_check_offset_index",
-    "sanity_check_time_index",
+    "sanity_check_time_index", "IndexFile", "unpack_index_slot",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -182,6 +182,53 @@ def read_txn_index(path: PathLike, *, strict: bool = True) -> list[AbortedTxn]:
     except OSError as exc:
         raise InputError(f"cannot read transaction index {display_path(path)}: {exc.strerror or exc}") from exc
     return out
+
+
+def unpack_index_slot(chunk: bytes, *, time: bool) -> tuple[int, int]:
+    """One slot's two fields as written: ``(relative_offset, position)`` of an ``.index``,
+    ``(timestamp, relative_offset)`` of a ``.timeindex``."""
+    fields = _TIME_ENTRY.unpack(chunk) if time else _OFFSET_ENTRY.unpack(chunk)
+    return int(fields[0]), int(fields[1])
+
+
+class IndexFile:
+    """An offset or time index opened read-only, for the slots past what
+    :func:`read_offset_index` / :func:`read_time_index` return (the zero tail a lookup or
+    Kafka's sanity check touches): its length now and single slots by number, read with
+    ``pread``, never mapped (a broker trimming the index at roll must not kill the reader)."""
+
+    def __init__(self, path: PathLike, *, time: bool) -> None:
+        self.path = input_path(path)
+        self.time = time
+        self.slot_size = TIME_INDEX_ENTRY_SIZE if time else OFFSET_INDEX_ENTRY_SIZE
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise InputError(f"cannot read {display_path(self.path)}: {exc.strerror or exc}") from None
+
+    def __enter__(self) -> IndexFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def length(self) -> int:
+        """The file's size now (what Kafka's index object covers)."""
+        return os.fstat(self._fd).st_size
+
+    def slot(self, i: int) -> tuple[int, int]:
+        """Slot ``i`` as :func:`unpack_index_slot` gives it; :class:`InputError` when the file
+        no longer holds it."""
+        chunk = os.pread(self._fd, self.slot_size, i * self.slot_size)
+        if len(chunk) < self.slot_size:
+            raise InputError(f"{self.path} changed while reading: it no longer holds slot {i}")
+        return unpack_index_slot(chunk, time=self.time)
 
 
 def _check_int(name: str, value: int, bits: int) -> None:

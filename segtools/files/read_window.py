@@ -1,4 +1,5 @@
-"""A bounded read window over one evidence file (salvage's scan, the log writer's recovery walk).
+"""A bounded read window over one evidence file (the byte layer of
+``segtools.records.segment_file.SegmentFile``; salvage's scan).
 
 Why not ``mmap``: a mapped file that another process truncates kills the reader with SIGBUS
 on the next touch of a page past the new end (issue 23: salvage exited 135 in 4 of 6 runs).
@@ -48,13 +49,19 @@ class ReadWindow:
     """File bytes ``[base, base + len(buf))`` of a file opened read-only; :meth:`get` moves the
     window. Raises :class:`FileChangedError` when the file turns out shorter than at open."""
 
-    def __init__(self, path: str, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(self, path: str, window: int = DEFAULT_WINDOW, *, fd: int | None = None) -> None:
+        """``fd``: a descriptor the caller opened read-only itself (its own open flags and
+        errors, e.g. the bundle's ``O_NOFOLLOW``); the window owns and closes it."""
         self.path = path
-        try:
-            # O_NONBLOCK: a FIFO swapped in must not block the open (no effect on regular files)
-            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            raise os_input_error(path, exc, "cannot open") from None
+        if fd is not None:
+            self.fd = fd
+        else:
+            try:
+                # O_NONBLOCK: a FIFO swapped in must not block the open (no effect on regular
+                # files)
+                self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            except OSError as exc:
+                raise os_input_error(path, exc, "cannot open") from None
         try:
             self.stat = os.fstat(self.fd)
             if not stat.S_ISREG(self.stat.st_mode):
@@ -91,16 +98,19 @@ class ReadWindow:
         parts: list[bytes] = []
         got = 0
         while got < want:
-            try:
-                chunk = os.pread(self.fd, want - got, pos + got)
-            except OSError as exc:
-                raise InputError(f"{display_path(self.path)}: read failed at byte {pos + got}: "
-                                 f"{exc.strerror or exc}") from None
+            chunk = self._pread(want - got, pos + got)
             if not chunk:
                 raise self.changed(f"the file shrank below {self.size} bytes", pos + got)
             parts.append(chunk)
             got += len(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _pread(self, n: int, pos: int) -> bytes:
+        try:
+            return os.pread(self.fd, n, pos)
+        except OSError as exc:
+            raise InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
+                             f"{exc.strerror or exc}") from None
 
     def get(self, pos: int, need: int) -> tuple[bytes, int]:
         """``(buf, rel)`` with ``buf[rel:rel + k]`` the file bytes at ``pos``, where ``k`` is

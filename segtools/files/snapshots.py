@@ -36,7 +36,8 @@ from segtools.primitives.crc import crc32c
 from segtools.primitives.java_numbers import java_int
 
 __all__ = ["ProducerSnapshotEntry", "ProducerSnapshot", "read_producer_snapshot",
-           "write_producer_snapshot", "producer_snapshot_bytes", "MAX_SNAPSHOT_BYTES"]
+           "read_snapshot_head", "write_producer_snapshot", "producer_snapshot_bytes",
+           "MAX_SNAPSHOT_BYTES"]
 
 PathLike = str | os.PathLike[str]
 _ENTRY = struct.Struct(PRODUCER_ENTRY_STRUCT_FORMAT)
@@ -118,6 +119,18 @@ def read_producer_snapshot(path: PathLike) -> ProducerSnapshot:
     except OSError as exc:
         raise os_input_error(path, exc, "cannot read producer snapshot") from None
     return _parse(path, data, total, computed)
+
+
+def read_snapshot_head(path: PathLike) -> tuple[bytes, int]:
+    """The header bytes of a producer snapshot (up to its declared size, fewer when the file
+    is shorter) and the file's size: what a caller needs to word a rejection the way a given
+    Kafka release does (dump's 4.x messages), without reading the file a second way."""
+    path = input_path(path)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(PRODUCER_SNAPSHOT_HEADER_SIZE), os.fstat(fh.fileno()).st_size
+    except OSError as exc:
+        raise os_input_error(path, exc, "cannot read producer snapshot") from None
 
 
 #: bytes read per step when the CRC covers bytes after the entries

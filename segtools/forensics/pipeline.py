@@ -32,7 +32,6 @@ from segtools.forensics.classify import PartitionVerdict, classify_partition
 from segtools.forensics.collect import (
     ReplicaSpec,
     batch_limit_error,
-    discover_replicas,
     replica_facts_from_batches,
 )
 from segtools.forensics.consumer_groups import (
@@ -545,10 +544,3 @@ class LocalRunner:
         report.replicas = list(specs)    # what the report's lost-record details are read from
         return report
 
-
-def compare_in_process(paths: Sequence[str | os.PathLike[str]], *, acks: AckIndex | None = None,
-                       histories: Mapping[tuple[str, int], PartitionHistory] | None = None,
-                       specs: Sequence[ReplicaSpec] | None = None) -> CompareReport:
-    """Stages 1-3 without Spark (the local runner over ``paths`` or over given ``specs``)."""
-    specs = list(specs) if specs is not None else discover_replicas(paths)
-    return LocalRunner().run(specs, acks=acks, histories=histories)

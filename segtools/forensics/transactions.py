@@ -27,10 +27,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from segtools.forensics.findings import Finding
 from segtools.forensics.model import BatchFacts
+
+if TYPE_CHECKING:
+    from segtools.records.segment_file import SegmentFile
 
 #: transaction.max.timeout.ms default (TransactionStateManagerConfig): an open transaction
 #: older than this by the log's own clock can no longer be completed by its producer
@@ -55,25 +58,27 @@ class _SegmentMarkers:
     def __init__(self, log_dir: str, topic: str, partition: int, partition_dir: str = "") -> None:
         # the folder discovery found (its name need not be topic-partition: a renamed copy)
         self.pdir = partition_dir or os.path.join(log_dir, f"{topic}-{partition}")
-        self.files: dict[str, Any] = {}
+        self.files: dict[str, SegmentFile] = {}
 
     def __call__(self, b: BatchFacts) -> str | None:
         from segtools.errors import SegtoolsError
         from segtools.records.batches import SegmentBatch
+        from segtools.records.segment_file import SegmentFile
 
         try:
-            fh = self.files.get(b.segment)
-            if fh is None:
-                fh = self.files[b.segment] = open(os.path.join(self.pdir, b.segment), "rb")  # noqa: SIM115
-            fh.seek(b.position)
-            recs = list(SegmentBatch.from_bytes(fh.read(b.size)).control_records())
+            log = self.files.get(b.segment)
+            if log is None:
+                # read-only, size fixed at open: a segment that shrank since compare read it
+                # is a FileChangedError here, i.e. the marker's type is unknown (None)
+                log = self.files[b.segment] = SegmentFile(os.path.join(self.pdir, b.segment))
+            recs = list(SegmentBatch.from_bytes(log.read(b.position, b.size)).control_records())
         except (OSError, SegtoolsError, ValueError):
             return None
         return recs[0].type_name if recs else None
 
     def close(self) -> None:
-        for fh in self.files.values():
-            fh.close()
+        for log in self.files.values():
+            log.close()
         self.files.clear()
 
 

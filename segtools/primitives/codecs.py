@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from segtools.errors import BatchTooLargeError, CompressionError, MissingCodecError
+from segtools.formats.record_batch import CompressionType
 
 __all__ = [
     "COMPRESSION_NAMES",
@@ -32,10 +33,15 @@ __all__ = [
     "codec_name",
 ]
 
-COMPRESSION_NAMES: dict[int, str] = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+# ids and names are formats.record_batch.CompressionType's (one table)
+COMPRESSION_NAMES: dict[int, str] = {int(c): c.label for c in CompressionType}
 COMPRESSION_IDS: dict[str, int] = {name: cid for cid, name in COMPRESSION_NAMES.items()}
 
-NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+NONE = int(CompressionType.NONE)
+GZIP = int(CompressionType.GZIP)
+SNAPPY = int(CompressionType.SNAPPY)
+LZ4 = int(CompressionType.LZ4)
+ZSTD = int(CompressionType.ZSTD)
 
 # xerial snappy-java stream: 8-byte magic + int32 version + int32 min compatible version.
 XERIAL_MAGIC = b"\x82SNAPPY\x00"

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segtools.errors import ScenarioError
+from segtools.formats.record_batch import CompressionType
 
 TRUNCATION_MODES = ("leader-epoch", "leader-epoch-kip101", "high-watermark")
 ACKS_VALUES = ("0", "1", "all")
-COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+COMPRESSIONS = tuple(c.label for c in CompressionType)   # Kafka's names, in id order
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_RECORDS_PER_STEP = 1_000_000
 MAX_BYTES_PER_STEP = 64 * 1024 * 1024

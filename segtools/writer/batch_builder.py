@@ -13,8 +13,23 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
-from segtools.formats.record_batch import CRC_STRUCT_FORMAT, HEADER_STRUCT_FORMAT
+from segtools.formats.control import (
+    CONTROL_KEY_STRUCT_FORMAT,
+    END_TXN_MARKER_STRUCT_FORMAT,
+    ControlRecordType,
+)
+from segtools.formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CRC_STRUCT_FORMAT,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER_STRUCT_FORMAT,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    CompressionType,
+)
 from segtools.primitives.crc import crc32c
 from segtools.primitives.varint import encode_varlong
 
@@ -27,22 +42,15 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
 ]
 
-#: size of the v2 batch header (``RECORD_BATCH_OVERHEAD``)
-RECORD_BATCH_OVERHEAD = 61
-#: bytes before the attributes field; the CRC covers [21, end)
-_ATTRIBUTES_OFFSET = 21
-_CRC_OFFSET = 17
 
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
 _HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
 
-_CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-_TIMESTAMP_TYPE_MASK = 0x08
-_TRANSACTIONAL_MASK = 0x10
-_CONTROL_MASK = 0x20
-_DELETE_HORIZON_MASK = 0x40
-_CONTROL_TYPE_IDS = {"ABORT": 0, "COMMIT": 1}
+#: codec name as Kafka prints it -> id (CompressionType's labels)
+_CODEC_IDS = {c.label: int(c) for c in CompressionType}
+#: the control types a transaction marker may carry (ControlRecordType.ABORT / COMMIT)
+_END_TXN_TYPES = (ControlRecordType.ABORT, ControlRecordType.COMMIT)
 
 _INT32_MAX = 2**31 - 1
 
@@ -119,7 +127,7 @@ def _finish_batch(*, base_offset: int, partition_leader_epoch: int, attributes: 
     except struct.error as exc:  # a field outside its int8/16/32/64 range
         raise ValueError(f"batch header field out of range: {exc}") from None
     buf[RECORD_BATCH_OVERHEAD:] = records_section
-    struct.pack_into(CRC_STRUCT_FORMAT, buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+    struct.pack_into(CRC_STRUCT_FORMAT, buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
     return bytes(buf)
 
 
@@ -193,11 +201,11 @@ def build_batch(
 
     attributes = codec
     if timestamp_type == "LogAppendTime":
-        attributes |= _TIMESTAMP_TYPE_MASK
+        attributes |= TIMESTAMP_TYPE_MASK
     if is_transactional:
-        attributes |= _TRANSACTIONAL_MASK
+        attributes |= TRANSACTIONAL_FLAG_MASK
     if delete_horizon_ms is not None:
-        attributes |= _DELETE_HORIZON_MASK
+        attributes |= DELETE_HORIZON_FLAG_MASK
 
     if max_timestamp is None:
         if timestamp_type == "LogAppendTime":
@@ -236,7 +244,9 @@ def build_control_batch(
     (``MemoryRecords.withEndTransactionMarker``).
     """
     try:
-        type_id = _CONTROL_TYPE_IDS[control_type.upper()]
+        type_id = int(ControlRecordType[control_type.upper()])
+        if type_id not in _END_TXN_TYPES:
+            raise KeyError(control_type)
     except (KeyError, AttributeError):
         raise ValueError(f"control_type must be COMMIT or ABORT, not {control_type!r}") from None
     key = struct.pack(CONTROL_KEY_STRUCT_FORMAT, 0, type_id)
@@ -245,7 +255,7 @@ def build_control_batch(
     _encode_record(section, 0, 0, key, value, ())
     return _finish_batch(
         base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
-        attributes=_TRANSACTIONAL_MASK | _CONTROL_MASK, last_offset_delta=0,
+        attributes=TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK, last_offset_delta=0,
         base_timestamp=timestamp, max_timestamp=timestamp, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=-1, records_count=1,
         records_section=bytes(section))

@@ -11,12 +11,18 @@ import struct
 from dataclasses import dataclass
 
 from segtools.formats.control import CONTROL_KEY_STRUCT_FORMAT, END_TXN_MARKER_STRUCT_FORMAT
-from segtools.formats.legacy import LEGACY_ENTRY_HEAD_STRUCT_FORMAT, LEGACY_TIMESTAMP_STRUCT_FORMAT
+from segtools.formats.legacy import (
+    LEGACY_ENTRY_HEAD_STRUCT_FORMAT,
+    LEGACY_TIMESTAMP_STRUCT_FORMAT,
+    RECORD_OVERHEAD_V0,  # LegacyRecord.RECORD_OVERHEAD_V0: smaller size fields are corrupt
+)
 from segtools.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     HEADER_STRUCT_FORMAT,
+    LOG_OVERHEAD,
     LOG_PREFIX_STRUCT_FORMAT,
+    RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_FLAG_MASK,
 )
 from segtools.primitives.crc import crc32, crc32c
@@ -27,9 +33,6 @@ __all__ = ["BatchHeader", "parse_batch_header", "split_batches"]
 
 _V2_HEADER = struct.Struct(HEADER_STRUCT_FORMAT)
 _LEGACY_PREFIX = struct.Struct(LEGACY_ENTRY_HEAD_STRUCT_FORMAT)  # offset, size, crc, magic, attributes
-_V2_OVERHEAD = 61
-_LOG_OVERHEAD = 12
-_MIN_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: smaller size fields are corrupt
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +102,11 @@ def parse_batch_header(buf: bytes | memoryview, pos: int = 0, *, path: str | Non
         raise TruncatedBatchError("batch header cut short", path=path, position=where,
                                   field="length", expected=17, actual=end - pos)
     offset, length = struct.unpack_from(LOG_PREFIX_STRUCT_FORMAT, buf, pos)
-    if length < _MIN_SIZE:
+    if length < RECORD_OVERHEAD_V0:
         raise CorruptBatchError(f"Found record size {length} smaller than minimum record "
-                                f"overhead ({_MIN_SIZE})", path=path, position=where,
+                                f"overhead ({RECORD_OVERHEAD_V0})", path=path, position=where,
                                 base_offset=offset, field="length")
-    size = length + _LOG_OVERHEAD
+    size = length + LOG_OVERHEAD
     if pos + size > end:
         raise TruncatedBatchError("batch runs past the end of the data", path=path,
                                   position=where, base_offset=offset, field="length",
@@ -120,17 +123,17 @@ def parse_batch_header(buf: bytes | memoryview, pos: int = 0, *, path: str | Non
     if magic != 2:
         raise UnsupportedMagicError(f"unknown magic {magic}", path=path, position=where,
                                     base_offset=offset, field="magic")
-    if size < _V2_OVERHEAD:
+    if size < RECORD_BATCH_OVERHEAD:
         raise CorruptBatchError("v2 batch shorter than its 61-byte header", path=path,
                                 position=where, base_offset=offset, field="length",
-                                expected=_V2_OVERHEAD, actual=size)
+                                expected=RECORD_BATCH_OVERHEAD, actual=size)
     (base_offset, _, leader_epoch, _, stored, attributes, last_offset_delta, _base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(buf, pos)
     valid = crc32c(memoryview(buf)[pos + 21:pos + size]) == stored
     is_control = bool(attributes & CONTROL_FLAG_MASK)
     control_type = coordinator_epoch = None
     if is_control and count > 0 and attributes & COMPRESSION_CODEC_MASK == 0:
-        control_type, coordinator_epoch = _control_record(buf, pos + _V2_OVERHEAD, pos + size)
+        control_type, coordinator_epoch = _control_record(buf, pos + RECORD_BATCH_OVERHEAD, pos + size)
     return BatchHeader(
         position=pos, size=size, magic=2, base_offset=base_offset,
         last_offset=base_offset + last_offset_delta, max_timestamp=max_ts, crc_valid=valid,

@@ -9,13 +9,13 @@ given (offsets already assigned, like a follower's append).
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, replace
 from typing import Any
 
-from segtools.files.read_window import ReadWindow
-from segtools.formats.indexes import ABORTED_TXN_SIZE, ABORTED_TXN_STRUCT_FORMAT
+import numpy as np
+
+from segtools.files.indexes import read_offset_index, read_time_index, read_txn_index
 from segtools.formats.names import (
     LOG_SUFFIX,
     SEGMENT_FILE_RE,
@@ -23,9 +23,7 @@ from segtools.formats.names import (
     filename_prefix_from_offset,
     offset_from_filename,
 )
-from segtools.formats.record_batch import RECORD_BATCH_OVERHEAD
-from segtools.records.batch_walk import next_batch
-from segtools.records.faults import SCAN_BATCH
+from segtools.records.segment_file import SegmentFile
 
 from ..errors import FormatError, InputError
 from .batch_header import BatchHeader, parse_batch_header, split_batches
@@ -134,16 +132,11 @@ class _Segment:
         pos = 0
         if self.size == 0:
             return headers, pos
-        # a bounded read window, not mmap: the file may be truncated under us (another
-        # process, a test), which must be an error, not SIGBUS
-        with ReadWindow(self.log_path) as win:
-            end = win.size
-            while True:
-                buf, rel = win.get(pos, RECORD_BATCH_OVERHEAD)
-                step = next_batch(buf, rel, pos, end, end)
-                if step.status != SCAN_BATCH:
-                    break  # torn tail, or CorruptRecordException: truncated here
-                buf, rel = win.get(pos, max(step.size, RECORD_BATCH_OVERHEAD))
+        # read-only with a bounded window, not mmap: the file may be truncated under us
+        # (another process, a test), which must be an error, not SIGBUS
+        with SegmentFile(self.log_path) as log:
+            for step in log.batches_from(0):   # stops at a torn tail or CorruptRecordException
+                buf, rel = log.batch_bytes(step)
                 try:
                     header = parse_batch_header(buf, rel, path=self.log_path, file_position=pos)
                 except FormatError:
@@ -235,10 +228,10 @@ class LogWriter:
         for base in bases:
             segment = _Segment(self.dir, base, index_bytes=self.segment_index_bytes,
                                active=False)
-            segment.offset_index.entries = self._read_pairs(segment.offset_index.path, ">ii",
-                                                            base, offset_first=True)
-            segment.time_index.entries = self._read_pairs(segment.time_index.path, ">qi",
-                                                          base, offset_first=False)
+            segment.offset_index.entries = self._read_pairs(segment.offset_index.path, base,
+                                                            offset_first=True)
+            segment.time_index.entries = self._read_pairs(segment.time_index.path, base,
+                                                          offset_first=False)
             segment.txn_index.entries = self._read_txn(segment.txn_index.path)
             self._segments.append(segment)
         self._log_start_offset = bases[0]
@@ -247,33 +240,29 @@ class LogWriter:
         self._recovery_point = self._log_end_offset
 
     @staticmethod
-    def _read_pairs(path: str, fmt: str, base: int, *, offset_first: bool) -> list[tuple[int, int]]:
+    def _read_pairs(path: str, base: int, *, offset_first: bool) -> list[tuple[int, int]]:
+        """An index's entries read back through the one index reader (files/indexes): every
+        whole slot, up to the zero tail (``.index``: a later slot with relative offset 0;
+        ``.timeindex``: a later slot of timestamp 0 and relative offset 0)."""
         if not os.path.exists(path):
             return []
-        with open(path, "rb") as f:
-            data = f.read()
-        size = struct.calcsize(fmt)
-        entries = []
-        for i in range(len(data) // size):
-            a, b = struct.unpack_from(fmt, data, i * size)
-            if offset_first:
-                if i > 0 and a == 0:
-                    break  # zero tail of a preallocated index
-                entries.append((base + a, b))
-            else:
-                if i > 0 and a == 0 and b == 0:
-                    break
-                entries.append((a, base + b))
-        return entries
+        if offset_first:
+            slots = read_offset_index(path, strict=False, trim=True)
+            return list(zip((slots["relative_offset"].astype("int64") + base).tolist(),
+                            slots["position"].astype("int64").tolist()))
+        slots = read_time_index(path, strict=False, trim=False)
+        ts = slots["timestamp"].astype("int64")
+        rel = slots["relative_offset"].astype("int64")
+        tail = np.flatnonzero((ts[1:] == 0) & (rel[1:] == 0))
+        n = int(tail[0]) + 1 if len(tail) else len(slots)
+        return list(zip(ts[:n].tolist(), (rel[:n] + base).tolist()))
 
     @staticmethod
     def _read_txn(path: str) -> list[AbortedTxnEntry]:
         if not os.path.exists(path):
             return []
-        with open(path, "rb") as f:
-            data = f.read()
-        return [AbortedTxnEntry(*struct.unpack_from(ABORTED_TXN_STRUCT_FORMAT, data, i * ABORTED_TXN_SIZE)[1:])
-                for i in range(len(data) // 34)]
+        return [AbortedTxnEntry(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+                for t in read_txn_index(path, strict=False)]
 
     def _replay(self, rebuild_from: int | None) -> int:
         """Walk every segment: recompute producer state, log end offset and the per-segment

@@ -39,13 +39,13 @@ def scenario_spec(elr: bool) -> dict[str, Any]:
 def summarize(out: Path) -> dict[str, Any]:
     """What compare reports on the snapshot taken before broker 1 returns, with the
     controller's whole metadata log."""
+    import segtools
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
-    from segtools.forensics.pipeline import compare_in_process
 
     histories = load_histories(out / "controller")
-    report = compare_in_process([str(out / "snapshots" / "before-return")],
-                                acks=AckIndex.load(out / "acks.jsonl"), histories=histories)
+    report = segtools.compare([str(out / "snapshots" / "before-return")], find_metadata_log=False,
+                              acks=AckIndex.load(out / "acks.jsonl"), metadata_log=out / "controller")
     # the real brokers' own copies of __cluster_metadata are in their dirs too: scenario topics only
     parts = {f"{p.verdict.topic}-{p.verdict.partition}": p.to_json() for p in report.partitions
              if p.verdict.topic in ("orders", "audit")}

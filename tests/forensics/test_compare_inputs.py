@@ -237,10 +237,10 @@ def test_committed_offsets_missing_on_every_replica_are_counted(realdata, tmp_pa
 
 
 def test_offsets_held_by_one_replica_are_not_lost():
-    from segtools.forensics.pipeline import compare_in_process
+    import segtools
 
     # S11a: a follower lost its unflushed tail, the leader still holds it
-    report = compare_in_process([str(GENERATED / "S11a-follower-power-loss")])
+    report = segtools.compare([str(GENERATED / "S11a-follower-power-loss")], find_metadata_log=False)
     assert all(p.lost_offsets is None for p in report.partitions)
 
 
@@ -267,11 +267,9 @@ def test_report_summary_block(tmp_path):
     assert s["records_lost"]["acked"] is not None and s["offsets_lost"]["total"] == 0
     assert s["verdict"] == "COMMITTED_LOSS"
     # the partitions list is what it always was
-    from segtools.forensics.elections import load_histories
-    from segtools.forensics.loss import AckIndex
-    from segtools.forensics.pipeline import compare_in_process
-    same = compare_in_process([str(sample)], acks=AckIndex.load(sample / "acks.jsonl"),
-                              histories=load_histories(str(sample / "controller"))).to_json()
+    import segtools
+    same = segtools.compare([str(sample)], acks=sample / "acks.jsonl", find_metadata_log=False,
+                            metadata_log=sample / "controller").to_json()
     assert doc["partitions"] == same["partitions"]
 
 

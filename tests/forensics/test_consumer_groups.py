@@ -6,9 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+import segtools
 from segtools.forensics.consumer_groups import consumed_divergence
 from segtools.forensics.epochs import EpochMap
-from segtools.forensics.pipeline import compare_in_process
 
 S7 = Path(__file__).resolve().parents[2] / "samples" / "generated" / "S7-simple-unclean-election"
 
@@ -54,7 +54,7 @@ def s7_with_groups(tmp_path: Path) -> Path:
 
 
 def test_groups_that_consumed_lost_records_are_reported(tmp_path):
-    report = compare_in_process([str(s7_with_groups(tmp_path))])
+    report = segtools.compare([str(s7_with_groups(tmp_path))], find_metadata_log=False)
     orders = next(p for p in report.partitions if p.verdict.topic == "orders")
     found = sorted(f.detail.split("'")[1] + f"@{f.offset}" for f in orders.extra_findings
                    if f.code == "GROUP_CONSUMED_DIVERGENT")

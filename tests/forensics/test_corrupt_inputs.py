@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import segtools
 from segtools.errors import SegtoolsError
-from segtools.forensics.pipeline import compare_in_process
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "generated" / "S0-healthy-baseline"
 
@@ -59,7 +59,7 @@ def test_corrupt_length_mid_log_and_torn_tail(tmp_path):
         fh.write(b"\x00\x00\x00\x00\x00\x00\x00\x09garbage-bytes")   # half a batch header
     (root / "broker-3" / ".kafka_cleanshutdown").unlink(missing_ok=True)
     before = _digest(root)
-    report = compare_in_process([str(root)])
+    report = segtools.compare([str(root)], find_metadata_log=False)
     assert _digest(root) == before                                   # evidence untouched
     reps = {r.broker: r for p in report.partitions for r in p.verdict.replicas}
     assert reps[2].status == "CRC_INVALID"
@@ -88,7 +88,7 @@ def test_random_damage_gives_a_report_or_a_segtools_error(tmp_path, seed):
             data[rng.randrange(len(data) + 1):] = os.urandom(rng.randint(1, 64))
         victim.write_bytes(bytes(data))
     try:
-        report = compare_in_process([str(root)])
+        report = segtools.compare([str(root)], find_metadata_log=False)
     except SegtoolsError:
         return
     assert report.exit_code in (0, 1)

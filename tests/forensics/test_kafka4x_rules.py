@@ -160,7 +160,7 @@ def test_stale_open_transaction_is_hanging_and_lso_stops_at_hw():
 
 def test_corrupt_epoch_checkpoint_is_evidence_and_epochs_come_from_batches(tmp_path):
     """KAFKA-16541: a leader-epoch-checkpoint left NUL-filled by an OS crash."""
-    from segtools.forensics.pipeline import compare_in_process
+    import segtools
     from segtools.simulate import run
     from segtools.simulate.scenario import parse_scenario
 
@@ -176,7 +176,7 @@ def test_corrupt_epoch_checkpoint_is_evidence_and_epochs_come_from_batches(tmp_p
     lec = out / "broker-2" / "t-0" / "leader-epoch-checkpoint"
     good = [tuple(map(int, line.split())) for line in lec.read_text().splitlines()[2:]]
     lec.write_bytes(b"\0" * 24)
-    report = compare_in_process([str(out)])
+    report = segtools.compare([str(out)], find_metadata_log=False)
     (part,) = report.partitions
     rep2 = next(r for r in part.verdict.replicas if r.broker == 2)
     codes = [f.code for f in rep2.findings]
@@ -211,7 +211,7 @@ def test_cleaner_format_upconversion_below_hw_is_benign_record_by_record(tmp_pat
     """KIP-724: one replica still holds a magic-1 gzip message set where the other's cleaner
     wrote v2 batches with other boundaries; same records -> BENIGN_FORMAT_CONVERTED; one value
     different -> still a log-matching violation."""
-    from segtools.forensics.pipeline import compare_in_process
+    import segtools
     from segtools.writer import build_batch, build_legacy_message_set
 
     tail = build_batch(_kv(2, 5), base_offset=5, partition_leader_epoch=0)
@@ -220,7 +220,7 @@ def test_cleaner_format_upconversion_below_hw_is_benign_record_by_record(tmp_pat
         _replica(root, 1, [build_legacy_message_set(_kv(5), magic=1, base_offset=0, compression="gzip"), tail], 7)
         _replica(root, 2, [build_batch(_kv(3, tweak=tweak), base_offset=0, partition_leader_epoch=0),
                            build_batch(_kv(2, 3), base_offset=3, partition_leader_epoch=0), tail], 7)
-        (part,) = compare_in_process([str(root)]).partitions
+        (part,) = segtools.compare([str(root)], find_metadata_log=False).partitions
         statuses = sorted(r.status for r in part.verdict.replicas)
         codes = {f.code for r in part.verdict.replicas for f in r.findings}
         if benign:
@@ -235,9 +235,9 @@ def test_cause_names_the_last_known_leader_that_restarted_uncleanly(tmp_path):
     unflushed tail; nobody else is eligible, so when it registers again the controller drops it
     from the ELR (unclean restart) and elects it as the last known leader: the committed
     records it lost are gone, and the cause names that election and that restart."""
+    import segtools
     from segtools.forensics.elections import load_histories
     from segtools.forensics.loss import AckIndex
-    from segtools.forensics.pipeline import compare_in_process
     from segtools.simulate import run
     from segtools.simulate.scenario import parse_scenario
 
@@ -266,8 +266,8 @@ def test_cause_names_the_last_known_leader_that_restarted_uncleanly(tmp_path):
     shutil.copytree(out / "broker-1", tmp_path / "cmp" / "broker-1")
     (tmp_path / "cmp" / "broker-9" / "meta.properties").write_text(
         (tmp_path / "cmp" / "broker-9" / "meta.properties").read_text().replace("node.id=1", "node.id=9"))
-    report = compare_in_process([str(tmp_path / "cmp")], acks=AckIndex.load(out / "acks.jsonl"),
-                                histories=histories)
+    report = segtools.compare([str(tmp_path / "cmp")], acks=AckIndex.load(out / "acks.jsonl"),
+                              metadata_log=out / "controller", find_metadata_log=False)
     rv = next(r for r in report.partitions[0].verdict.replicas if r.broker == 9)
     assert rv.cause == "UNCLEAN_ELECTION"
     assert rv.cause_election == {"epoch": 2, "leader": 1, "class": "last_known_leader", "isr": [1],

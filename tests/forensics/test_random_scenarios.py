@@ -8,9 +8,8 @@ import os
 import pytest
 from forensics_helpers import check_against_truth, disk_records_by_replica
 
-from segtools.forensics.elections import load_histories
+import segtools
 from segtools.forensics.loss import AckIndex
-from segtools.forensics.pipeline import compare_in_process
 from segtools.simulate import random_scenario, run
 
 CHUNK = 25
@@ -21,8 +20,8 @@ def _run_seed(seed: int, root, *, metadata: bool):
     scenario["cluster"]["metadata_log"] = metadata
     result = run(scenario, str(root))
     acks = AckIndex.load(os.path.join(root, "acks.jsonl"))
-    histories = load_histories(os.path.join(root, "controller")) if metadata else None
-    report = compare_in_process([str(root)], acks=acks, histories=histories)
+    report = segtools.compare([str(root)], acks=acks, find_metadata_log=False,
+                              metadata_log=os.path.join(root, "controller") if metadata else None)
     return report, result.truth, disk_records_by_replica(root)
 
 

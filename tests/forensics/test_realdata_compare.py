@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from segtools.forensics.elections import load_histories
-from segtools.forensics.pipeline import compare_in_process
+import segtools
 
 
 def test_kraft_logdir_missing_segments_are_truncated_below_hw(realdata):
     # README: customers-0 and products-0 lost their .log on the way (only indexes remain)
     logdir = realdata / "kafka-3.6-kraft-flink-stack" / "logdir"
-    report = compare_in_process([str(logdir)], histories=load_histories(logdir))
+    report = segtools.compare([str(logdir)], metadata_log=logdir, find_metadata_log=False)
     status = {(p.verdict.topic, p.verdict.partition): p.verdict.replicas[0] for p in report.partitions}
     assert len(status) == 152
     bad = {k for k, r in status.items() if r.status != "CONSISTENT"}
@@ -25,7 +24,7 @@ def test_kraft_logdir_missing_segments_are_truncated_below_hw(realdata):
 
 def test_early_vs_final_in_process(realdata):
     src = realdata / "kafka-2.5-zk-first-topic"
-    report = compare_in_process([str(src / "early"), str(src / "final")])
+    report = segtools.compare([str(src / "early"), str(src / "final")], find_metadata_log=False)
     assert {r.status for p in report.partitions for r in p.verdict.replicas} == {"CONSISTENT", "LAGGING_PREFIX"}
     assert not any(p.lost for p in report.partitions)
     # no metadata log among the real dirs: nothing seen lost, not proven (issue 21)

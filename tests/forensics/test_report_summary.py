@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segtools.forensics.pipeline import compare_in_process
+import segtools
 from segtools.forensics.report import render_summary
 from segtools.simulate import run
 
@@ -30,7 +30,7 @@ def test_lost_records_are_counted_once(tmp_path: Path):
     result = run(SCENARIO, str(tmp_path))
     truly_lost = result.truth["t-0"]["lost"]
     assert len(truly_lost) == 5
-    report = compare_in_process([str(tmp_path / f"broker-{b}") for b in (1, 2, 3)])
+    report = segtools.compare([str(tmp_path / f"broker-{b}") for b in (1, 2, 3)], find_metadata_log=False)
     assert sum(len(p.lost) for p in report.partitions) == 10        # 5 records x 2 replicas
     totals = next(line for line in render_summary(report).splitlines() if "lost record(s)" in line)
     assert "5 lost record(s) (on 10 replica copies)" in totals

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from forensics_helpers import check_against_truth, disk_records_by_replica
 
-from segtools.forensics.elections import load_histories
+import segtools
 from segtools.forensics.loss import AckIndex
-from segtools.forensics.pipeline import compare_in_process
 
 GENERATED = Path(__file__).resolve().parents[2] / "samples" / "generated"
 SAMPLES = sorted(p.name for p in GENERATED.iterdir() if (p / "truth.json").is_file()) if GENERATED.is_dir() else []
@@ -20,9 +19,10 @@ BENIGN = ("S0-", "S1-", "S11a-", "S14-", "S15-", "S17-", "S18-", "a-preferred")
 
 def _compare(folder: Path, sample: Path):
     controller = sample / "controller"
-    histories = load_histories(controller) if controller.is_dir() else None
+    metadata = controller if controller.is_dir() else None
     acks = AckIndex.load(sample / "acks.jsonl")
-    return compare_in_process([str(folder)], acks=acks, histories=histories), histories is not None
+    return (segtools.compare([str(folder)], acks=acks, metadata_log=metadata, find_metadata_log=False),
+            metadata is not None)
 
 
 def test_samples_are_present():

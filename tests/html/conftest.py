@@ -23,18 +23,12 @@ def compare_sample(name: str, *, acks: bool = True) -> dict[str, Any]:
 
 @functools.cache
 def _compare_sample(name: str, acks: bool) -> str:
-    from segtools.cli.compare import default_metadata_log
-    from segtools.forensics.elections import load_histories
-    from segtools.forensics.loss import AckIndex
-    from segtools.forensics.pipeline import compare_in_process
+    import segtools
 
     folder = GENERATED / name
-    log = default_metadata_log([str(folder)])
-    histories = load_histories(log) if log else None
-    ack_index = AckIndex.load(str(folder / "acks.jsonl")) if acks and (folder / "acks.jsonl").exists() else None
-    report = compare_in_process([str(folder)], acks=ack_index, histories=histories)
-    if histories is not None:
-        report.broker_events = list(histories.brokers)
+    ack_file = folder / "acks.jsonl"
+    # segtools.compare finds the controller's metadata log next to the broker dirs, as the CLI
+    report = segtools.compare([str(folder)], acks=ack_file if acks and ack_file.exists() else None)
     # with compare's summary block when this version of compare writes one (docs/REPORT.md)
     doc = report.report_json(runner="in-process") if hasattr(report, "report_json") else report.to_json()
     return json.dumps(doc)

@@ -116,7 +116,7 @@ def _timeless(doc: dict) -> dict:
     return doc
 
 
-def test_compare_in_process_s3_equals_local(s3, evidence, untouched, tmp_path):
+def test_compare_s3_equals_local(s3, evidence, untouched, tmp_path):
     local = evidence.local["scenario"]
     uri = evidence.uri["scenario"]
     report_uri = f"s3://{BUCKET}/reports/s7.json"

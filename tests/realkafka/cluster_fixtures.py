@@ -81,12 +81,9 @@ def run_log(real_dir: Path) -> dict[str, Any]:
 
 
 def compare_dir(folder: Path, acks: Path, *, metadata: Path | None):
-    from segtools.forensics.elections import load_histories
-    from segtools.forensics.loss import AckIndex
-    from segtools.forensics.pipeline import compare_in_process
+    import segtools
 
-    histories = load_histories(metadata) if metadata is not None else None
-    return compare_in_process([str(folder)], acks=AckIndex.load(acks), histories=histories)
+    return segtools.compare([str(folder)], acks=acks, metadata_log=metadata, find_metadata_log=False)
 
 
 def verdicts(report) -> dict[tuple[str, int], tuple[str, str | None]]:

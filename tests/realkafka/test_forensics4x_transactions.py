@@ -130,8 +130,8 @@ def _dump(runtime, files: list[str]) -> tuple[dict[int, tuple[int, int, str]], d
 
 
 def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
+    import segtools
     from segtools.forensics.elections import load_histories
-    from segtools.forensics.pipeline import compare_in_process
     from segtools.realcluster.cluster import RealCluster
     from segtools.realcluster.kafka_runtime import kafka_runtime
     from segtools.realcluster.processes import kill_all
@@ -168,7 +168,8 @@ def test_transactions_v2_outcomes_and_lso_match_kafka(tmp_path: Path) -> None:
 
     histories = load_histories(out / "controller")
     assert histories.features.get("transaction.version") == 2
-    report = compare_in_process([str(out / "broker-1")], histories=histories)
+    report = segtools.compare([str(out / "broker-1")], metadata_log=out / "controller",
+                              find_metadata_log=False)
     (part,) = [p for p in report.partitions if p.verdict.topic == TOPIC]
     txns = part.to_json()["transactions"]
     assert txns["transaction_version"] == 2

@@ -3,7 +3,8 @@
 Walkers: the object reader (``SegmentReader``), the columnar walk with each engine
 (``iter_batch_batches``: ``engine="python"`` and ``engine="numba"``), dump's index peek
 (``_first_batch_last_offset``: one step at each batch position), the writer's recovery walk
-(``_Segment.read_batches``, like ``LogSegment.recover``) and salvage's "is there a valid batch
+(``_Segment.read_batches``, like ``LogSegment.recover``), the segment-file object
+(``SegmentFile.batches_from``) and salvage's "is there a valid batch
 at pos" decision (``check_batch_at`` + ``_why_bad``).
 
 Expected values never come from a walker: the edge files below spell their batch positions and
@@ -29,12 +30,13 @@ from test_batches import record_body, v2_batch, zz
 from test_one_reader import EDGES as RECORD_EDGES
 from test_one_reader import OPS, REAL, _kp_segment, mutate
 
-from segtools.dump.index_dump import _first_batch_last_offset, _LogHeads
+from segtools.dump.index_dump import _first_batch_last_offset
 from segtools.errors import FormatError
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES
 from segtools.records import batches as batches_module
 from segtools.records import columnar
 from segtools.records.batches import SegmentReader
+from segtools.records.segment_file import SegmentFile
 from segtools.salvage import _why_bad, check_batch_at
 from segtools.writer.log_writer import _Segment
 
@@ -166,11 +168,10 @@ def walk_index_peek(path: Path, limit: int | None) -> tuple[list[int], int, tupl
     data = path.read_bytes()
     positions: list[int] = []
     pos = 0
-    with open(path, "rb") as f:
-        log = _LogHeads(f)
+    with SegmentFile(str(path), window=64) as log:
         while True:
             try:
-                _first_batch_last_offset(log, pos, 1 << 30, str(path))
+                _first_batch_last_offset(log, pos, 1 << 30)
             except FormatError as exc:
                 if str(exc.reason).startswith("no complete batch"):
                     return positions, pos, END
@@ -206,8 +207,18 @@ def walk_salvage(path: Path, limit: int | None) -> tuple[list[int], int, tuple]:
     return positions, pos, ("end",) if silent else ("stop",)
 
 
+def walk_segment_file(path: Path, limit: int | None) -> tuple[list[int], int, tuple]:
+    """SegmentFile.batches_from (the file object dump, the writer and forensics read through),
+    with a window smaller than most batches so its reloads are walked too."""
+    with SegmentFile(str(path), window=64) as log:
+        positions = [step.position for step in log.batches_from(0, limit=limit)]
+        assert log.stop is not None
+        error = log.stop_error(limit)
+        return positions, log.stop.position, END if error is None else _error(error)
+
+
 READERS = {"objects": walk_objects, "columnar_python": _walk_columnar("python"),
-           "columnar_numba": _walk_columnar("numba")}
+           "columnar_numba": _walk_columnar("numba"), "segment_file": walk_segment_file}
 WALKERS = [*READERS, "index_peek", "writer", "salvage"]
 
 

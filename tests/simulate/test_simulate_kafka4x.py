@@ -49,15 +49,16 @@ def _txn_spec(version: int) -> dict:
 
 
 def test_model_transactions_v2_bump_the_epoch_at_every_end_as_the_java_client(tmp_path):
+    import segtools
     from segtools.forensics.elections import load_histories
-    from segtools.forensics.pipeline import compare_in_process
 
     for version in (2, 1):
         out = tmp_path / f"v{version}"
         run(parse_scenario(_txn_spec(version)), out)
         histories = load_histories(out / "controller")
         assert histories.features["transaction.version"] == version
-        (part,) = compare_in_process([str(out)], histories=histories).partitions
+        (part,) = segtools.compare([str(out)], metadata_log=out / "controller",
+                                   find_metadata_log=False).partitions
         txns = part.to_json()["transactions"]
         got = [(t["first_offset"], t["state"], t["producer_epoch"], t.get("marker_epoch"))
                for t in txns["transactions"]]

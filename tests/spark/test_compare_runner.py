@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from segtools.forensics.pipeline import compare_in_process
+import segtools
 
 pytestmark = pytest.mark.spark
 
@@ -20,13 +20,11 @@ GENERATED = Path(__file__).resolve().parents[2] / "samples" / "generated"
 
 
 def test_same_dir_twice_both_runners_agree(spark):
-    from segtools.spark.compare_job import run_compare
-
     sample = GENERATED / "S7-simple-unclean-election"
     dirs = [str(sample / "broker-1"), str(sample / "broker-2"), str(sample / "broker-1")]
-    once = compare_in_process(dirs[:2]).to_json()
-    assert compare_in_process(dirs).to_json() == once
-    assert run_compare(spark, dirs).to_json() == once
+    once = segtools.compare(dirs[:2], find_metadata_log=False).to_json()
+    assert segtools.compare(dirs, find_metadata_log=False).to_json() == once
+    assert segtools.compare(dirs, find_metadata_log=False, engine="spark", spark=spark).to_json() == once
 
 
 def _descendants(pid: int) -> set[int]:

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from segtools.forensics.elections import load_histories
+import segtools
 from segtools.forensics.loss import AckIndex
-from segtools.forensics.pipeline import compare_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -64,13 +63,11 @@ def test_data_source_levels_match_kafka_python(spark, realdata):
 
 
 def _spark_vs_local(spark, folder: Path, sample: Path):
-    from segtools.spark.compare_job import run_compare
-
     controller = sample / "controller"
-    histories = load_histories(controller) if controller.is_dir() else None
-    acks = AckIndex.load(sample / "acks.jsonl")
-    distributed = run_compare(spark, [str(folder)], acks=acks, histories=histories)
-    local = compare_in_process([str(folder)], acks=acks, histories=histories)
+    given = {"acks": AckIndex.load(sample / "acks.jsonl"), "find_metadata_log": False,
+             "metadata_log": controller if controller.is_dir() else None}
+    distributed = segtools.compare([str(folder)], engine="spark", spark=spark, **given)
+    local = segtools.compare([str(folder)], **given)
     return distributed, local
 
 
@@ -184,16 +181,14 @@ def test_spark_compare_agrees_on_damaged_replicas(spark, tmp_path):
     sys.path.insert(0, str(REPO / "tests" / "forensics"))
     from test_corrupt_inputs import _copy, corrupt_length
 
-    from segtools.spark.compare_job import run_compare
-
     root = _copy(tmp_path)
     (root / "broker-2" / ".kafka_cleanshutdown").write_text("")
     corrupt_length(root / "broker-2" / "orders-0" / "00000000000000000000.log", 3)
     with open(root / "broker-3" / "orders-0" / "00000000000000000000.log", "ab") as fh:
         fh.write(b"\x00\x00\x00\x00\x00\x00\x00\x09garbage-bytes")
     (root / "broker-3" / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    distributed = run_compare(spark, [str(root)])
-    assert distributed.to_json() == compare_in_process([str(root)]).to_json()
+    distributed = segtools.compare([str(root)], engine="spark", spark=spark, find_metadata_log=False)
+    assert distributed.to_json() == segtools.compare([str(root)], find_metadata_log=False).to_json()
     reps = {r.broker: r.status for p in distributed.partitions for r in p.verdict.replicas}
     assert reps[2] == "CRC_INVALID" and distributed.exit_code == 1
 
@@ -204,11 +199,9 @@ def test_spark_reports_groups_that_consumed_lost_records(spark, tmp_path):
     sys.path.insert(0, str(REPO / "tests" / "forensics"))
     from test_consumer_groups import s7_with_groups
 
-    from segtools.spark.compare_job import run_compare
-
     root = s7_with_groups(tmp_path)
-    distributed = run_compare(spark, [str(root)])
-    assert distributed.to_json() == compare_in_process([str(root)]).to_json()
+    distributed = segtools.compare([str(root)], engine="spark", spark=spark, find_metadata_log=False)
+    assert distributed.to_json() == segtools.compare([str(root)], find_metadata_log=False).to_json()
     codes = [f["code"] for p in distributed.to_json()["partitions"] for f in p["findings"]]
     assert codes.count("GROUP_CONSUMED_DIVERGENT") == 2
 
