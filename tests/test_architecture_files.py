@@ -60,6 +60,10 @@ OTHER_READERS = {
     "segtools/realcluster/cluster.py": "broker log4j output",
     "segtools/realcluster/kafka_runtime.py": "downloaded Kafka jars",
     "segtools/simulate/scenario.py": "scenario files",
+    "segtools/tier/aiven.py": "Aiven's remote objects (manifest, chunked and encrypted segment "
+                              "objects) and the RSA private key; decodes them, never walks batches",
+    "segtools/tier/remote_view.py": "copies a remote tier's objects (object store or Aiven's layout) "
+                                    "into a local staging folder",
     "segtools/writer/log_writer.py": "opens its own files read-only to fsync them",
 }
 
