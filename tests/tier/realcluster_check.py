@@ -1,7 +1,8 @@
-"""By hand (not collected by pytest; ~3 minutes on 2 cores): tiering on a real 3-broker Kafka
-4.3.1 cluster with Kafka's LocalTieredStorage and the topic-based metadata manager, then
-``segtools tier`` on its log dirs: 0 findings when clean, each mutation of a copy of the remote
-folder found. Needs jvm/pom.xml's ``tiered-storage`` profile resolved by Maven.
+"""By hand (not collected by pytest; minutes on 2 cores): tiering on a real 3-broker Kafka
+4.3.1 cluster with Kafka's LocalTieredStorage and the topic-based metadata manager
+(tiered_cluster.py), then ``segtools tier`` on its log dirs: 0 findings when clean, each
+mutation of a copy of the remote folder found. Needs jvm/pom.xml's ``tiered-storage`` profile
+resolved by Maven. The lean subset runs in CI as test_tier_realkafka.py.
 
     .venv/bin/python tests/tier/realcluster_check.py /tmp/tier-check
 """
@@ -11,77 +12,27 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TIERED_BROKER = [
-    "remote.log.storage.system.enable=true",
-    "remote.log.storage.manager.class.name="
-    "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
-    "remote.log.storage.manager.impl.prefix=rsm.config.",
-    "remote.log.metadata.manager.listener.name=PLAINTEXT",
-    "remote.log.manager.task.interval.ms=1000",
-    "log.retention.check.interval.ms=1000",
-]
+from tiered_cluster import TieredCluster  # noqa: E402
 
 
-def classpath(version: str = "4.3.1") -> str:
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"segtools-tiered-cp-{version}.txt"
-    subprocess.run(["mvn", "-q", "-B", "-f", str(REPO / "jvm" / "pom.xml"), "-Ptiered-storage",
-                    f"-Dkafka.version={version}", "dependency:build-classpath",
-                    f"-Dmdep.outputFile={out}"], check=True, stdin=subprocess.DEVNULL)
-    return out.read_text().strip()
-
-
-def run_cluster(out: Path, records: int = 40000) -> dict[str, Any]:
-    from confluent_kafka import Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-
-    from segtools.realcluster import cluster, config
-    from segtools.realcluster.kafka_runtime import KafkaRuntime, find_java
-    from segtools.simulate import load_scenario
-
-    tiered = out / "tiered"
-    tiered.mkdir(parents=True)
-    broker_props, controller_props = config.broker_properties, config.controller_properties
-    extra = "\n".join([*TIERED_BROKER, f"rsm.config.dir={tiered}"])
-    # the controller validates remote.storage.enable on topics, so it needs the switch too
-    config.broker_properties = lambda *a, **k: broker_props(*a, **k) + "\n" + extra + "\n"  # type: ignore[assignment]
-    config.controller_properties = lambda *a, **k: (  # type: ignore[assignment]
-        controller_props(*a, **k) + "\nremote.log.storage.system.enable=true\n")
-    scenario = load_scenario(REPO / "samples" / "scenarios" / "S0-healthy-baseline.yaml")
-    rc = cluster.RealCluster(scenario, str(out), KafkaRuntime(find_java(), classpath(), "4.3.1"))
+def run_cluster(out: Path, records: int = 6000) -> dict[str, Any]:
+    cluster = TieredCluster(out)
     try:
-        rc.start(timeout=120)
-        admin = AdminClient({"bootstrap.servers": rc.bootstrap()})
-        for fut in admin.create_topics([NewTopic("tt", 1, 3, config={
-                "remote.storage.enable": "true", "segment.bytes": "1048576",
-                "local.retention.bytes": "1", "min.insync.replicas": "2"})]).values():
-            fut.result(60)
-        producer = Producer({"bootstrap.servers": rc.bootstrap(), "acks": "all"})
-        for i in range(records):
-            producer.produce("tt", value=os.urandom(100), key=str(i).encode())
-            if i % 1000 == 0:
-                producer.poll(0)
-        producer.flush(60)
-
-        def offset(spec: Any) -> int:
-            res = admin.list_offsets({TopicPartition("tt", 0): spec})
-            return int(next(iter(res.values())).result(30).offset)
-
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(glob.glob(f"{tiered}/*/*/*.log")) < 4:
-            time.sleep(2)
-        time.sleep(5)  # let local retention delete the tiered local segments
-        return {"earliest": offset(OffsetSpec.earliest()), "latest": offset(OffsetSpec.latest())}
+        cluster.start()
+        cluster.create_topic("tt", **{"local.retention.bytes": "1"})
+        cluster.produce("tt", records)
+        cluster.wait(lambda: len(cluster.remote_logs("tt")) >= 4
+                     and all(len(v) == 1 for v in cluster.local_logs("tt").values()),
+                     "four tiered segments and the local copies deleted", timeout=180)
+        return cluster.list_offsets("tt:0")["tt:0"]
     finally:
-        rc.stop()
-        config.broker_properties, config.controller_properties = broker_props, controller_props
+        cluster.stop()
 
 
 def main(out: Path) -> int:
@@ -95,7 +46,9 @@ def main(out: Path) -> int:
     (p,) = report.partitions
     print("live", live, "audit", p.to_json(), "findings", [f.kind for f in report.findings])
     assert report.findings == [], report.findings
-    assert (p.earliest_offset, p.log_end_offset) == (live["earliest"], live["latest"])
+    assert (p.earliest_offset, p.earliest_local_offset, p.latest_tiered_offset,
+            p.log_end_offset) == (live["earliest"], live["earliest_local"],
+                                  live["latest_tiered"], live["latest"])
     mutant = out / "mutant"
     shutil.copytree(out / "tiered", mutant)
     logs = sorted(glob.glob(f"{mutant}/*/*/*.log"))
