@@ -95,6 +95,10 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
             warnings.extend(w.message for w in resolution.messages)
     # one source per partition dir: the resolver has dropped repeats (and warned)
     sources = [s for s in resolution.partitions if s.partition_dir is not None and s.partition >= 0]
+    # a remote tier (LocalTieredStorage folder) is no replica: it joins each local one
+    from segtools.tier.history import across_tiers
+
+    sources = across_tiers(sources, every_replica=True)
     if not sources:
         raise InputError("no Kafka files found (no Kafka partition directories) in: "
                          + ", ".join(map(str, paths)))

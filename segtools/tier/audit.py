@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segtools.errors import InputError, SegtoolsError
+from segtools.files import tiered_storage
 from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import remote_layout, states
+from segtools.tier import states
 from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
 
@@ -376,14 +377,14 @@ def _objects(root: str, segments: dict[str, RemoteSegment],
              replicas: dict[tuple[str, int], list[Replica]]) -> list[Finding]:
     out: list[Finding] = []
     try:
-        objs = remote_layout.scan(root)
+        objs = tiered_storage.scan(root)
     except OSError as e:
         raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
     for sid, seg in segments.items():
         if seg.state != states.FINISHED:
             continue
         obj = objs.get(sid)
-        missing = [s for s in remote_layout.REQUIRED if obj is None or s not in obj.files]
+        missing = [s for s in tiered_storage.REQUIRED if obj is None or s not in obj.files]
         if missing:
             out.append(Finding(
                 "metadata_without_objects",

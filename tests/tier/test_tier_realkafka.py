@@ -78,8 +78,8 @@ def test_clean_tiering_matches_list_offsets(tiered: Tiered) -> None:
 
 
 def test_remote_segment_equals_the_uploaders_own(tiered: Tiered) -> None:
+    from segtools.files.tiered_storage import scan
     from segtools.tier import audit
-    from segtools.tier.remote_layout import scan
 
     objects = scan(str(tiered.remote))
     segs = [s for s in audit(tiered.brokers).segments if s.topic == "tk"]
@@ -121,8 +121,8 @@ def test_dump_of_a_remote_segment_equals_kafka_dump_log(tiered: Tiered, tmp_path
 
 
 def test_mutated_copies_are_found(tiered: Tiered, tmp_path: Path) -> None:
+    from segtools.files.tiered_storage import scan
     from segtools.tier import audit
-    from segtools.tier.remote_layout import scan
 
     remote = tmp_path / "tiered"
     shutil.copytree(tiered.remote, remote)

@@ -1,0 +1,102 @@
+"""Remote segments as inputs: a LocalTieredStorage folder given to dump and export (built here;
+the expected records are the ones written, the ground truth). The real plugin's layout and a
+remote object read back against the broker's own segment and the real kafka-dump-log are in
+test_tier_realkafka.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from segtools.cli.main import cli
+from segtools.files.sources import resolve
+from tests.tier.test_tier_audit import TOPIC_ID, _log_bytes, _sid, broker_dir, remote_object, start, update
+
+pytestmark = pytest.mark.fast
+
+
+def _tiers(tmp_path: Path, local_start: int = 20) -> tuple[Path, Path]:
+    """Remote segments [0, 9] and [10, 19] (values r<offset>), a broker holding
+    [local_start, 30) locally (values x)."""
+    root = tmp_path / "tiered"
+    for n, lo in ((1, 10), (0, 0)):        # written out of order: the reader sorts them
+        remote_object(root, n, lo, _log_bytes(lo, [f"r{o}".encode() for o in range(lo, lo + 10)]))
+    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0}), update(1, 1)]
+    return root, broker_dir(tmp_path, md, local_start=local_start, log_end=30, epochs={0: 0})
+
+
+def test_resolve_reads_the_layout_at_every_level(tmp_path: Path) -> None:
+    root, _ = _tiers(tmp_path)
+    part = root / "kafka-tiered-storage" / f"t-0-{TOPIC_ID}"
+    for given in (root, root / "kafka-tiered-storage", part):
+        (src,) = resolve([str(given)]).partitions
+        assert (src.topic, src.partition, src.broker) == ("t", 0, None)
+        assert src.extra == {"tier": "remote", "topic_id": TOPIC_ID}
+        assert [Path(s).name for s in src.segments] == [
+            f"{0:020d}-{_sid(0)}.log", f"{10:020d}-{_sid(1)}.log"]
+        assert src.files == src.segments     # the indexes under remote names are not dumped
+
+
+def test_dump_of_a_remote_folder(tmp_path: Path) -> None:
+    root, _ = _tiers(tmp_path)
+    res = CliRunner().invoke(cli, ["dump", "--deep-iteration", "--print-data-log",
+                                   "--files", str(root)])
+    assert res.exit_code == 0, res.output
+    payloads = [line.rsplit("payload: ", 1)[1] for line in res.stdout.splitlines()
+                if line.startswith("| offset:")]
+    assert payloads == [f"r{o}" for o in range(20)]
+    assert res.stdout.count("Dumping ") == 2
+
+
+def _offsets_values(out: Path) -> list[tuple[int, bytes]]:
+    t = pq.read_table(out).sort_by("offset")
+    return list(zip(t["offset"].to_pylist(), t["value"].to_pylist()))
+
+
+def test_export_joins_the_remote_tier_and_the_local_replica(tmp_path: Path) -> None:
+    root, broker = _tiers(tmp_path)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["export", str(root), str(broker), "--topics", "t",
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert _offsets_values(out) == [(o, f"r{o}".encode()) for o in range(20)] + [
+        (o, b"x") for o in range(20, 30)]
+
+
+def test_export_by_broker_keeps_the_remote_tier_apart(tmp_path: Path) -> None:
+    root, broker = _tiers(tmp_path)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["export", str(root), str(broker), "--topics", "t",
+                                   "--by-broker", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert [o for o, _ in _offsets_values(out / "replica=remote")] == list(range(20))
+    assert [o for o, _ in _offsets_values(out / "replica=broker-1")] == list(range(20, 30))
+
+
+def test_export_refuses_offsets_held_in_both_tiers(tmp_path: Path) -> None:
+    # the replica still holds [15, 30) locally: remote segment [10, 19] straddles 15
+    root, broker = _tiers(tmp_path, local_start=15)
+    res = CliRunner().invoke(cli, ["export", str(root), str(broker), "--topics", "t",
+                                   "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2
+    assert "10..19" in res.output and "--by-broker" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_compare_reads_each_replica_across_tiers(tmp_path: Path) -> None:
+    """The remote tier is no replica: it joins the local replica, whose history then starts at
+    the remote tier's first offset (20 without it)."""
+    from segtools.forensics.pipeline import compare_in_process
+
+    root, broker = _tiers(tmp_path)
+
+    def replicas(paths: list[str]) -> list[tuple[int | None, int | None, int | None]]:
+        report = compare_in_process(paths)
+        return [(r.broker, r.log_start_offset, r.log_end_offset) for p in report.partitions
+                if p.verdict.topic == "t" for r in p.verdict.replicas]
+
+    assert replicas([str(broker)]) == [(1, 20, 30)]
+    assert replicas([str(broker), str(root)]) == [(1, 0, 30)]
