@@ -54,6 +54,12 @@ def remote_start_offset(path: str) -> int | None:
     return None if m is None else int(m.group(1))
 
 
+def remote_segment_id(path: str) -> str | None:
+    """The segment id a remote object's name carries, or None for another name."""
+    m = _FILE.match(os.path.basename(path))
+    return None if m is None else m.group(2)
+
+
 def _partition_dirs(root: str) -> list[tuple[re.Match[str], str]]:
     """The partition folders ``root`` stands for (the plugin's dir, its storage folder, a
     copy of it under another name, or one partition folder)."""

@@ -165,7 +165,9 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
     """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is a
     LocalTieredStorage folder whose objects are checked against the metadata."""
     res = resolve(paths)
-    parts = [p for p in (q for r in res.inputs for q in r.all_partitions)]
+    # a remote folder among the inputs holds objects, not replicas (``remote_root`` reads it)
+    parts = [p for p in (q for r in res.inputs for q in r.all_partitions)
+             if p.extra.get("tier") != "remote"]
     meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
     if not meta_parts:
         raise InputError(f"no {METADATA_TOPIC} partition under the inputs: nothing tells what "

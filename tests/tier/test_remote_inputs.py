@@ -13,7 +13,16 @@ from click.testing import CliRunner
 
 from segtools.cli.main import cli
 from segtools.files.sources import resolve
-from tests.tier.test_tier_audit import TOPIC_ID, _log_bytes, _sid, broker_dir, remote_object, start, update
+from tests.tier.test_tier_audit import (
+    TOPIC_ID,
+    _log_bytes,
+    _sid,
+    _write_log,
+    broker_dir,
+    remote_object,
+    start,
+    update,
+)
 
 pytestmark = pytest.mark.fast
 
@@ -100,3 +109,24 @@ def test_compare_reads_each_replica_across_tiers(tmp_path: Path) -> None:
 
     assert replicas([str(broker)]) == [(1, 20, 30)]
     assert replicas([str(broker), str(root)]) == [(1, 0, 30)]
+
+
+def test_compare_reads_only_what_kafka_serves(tmp_path: Path) -> None:
+    """Segment [10, 19] was only STARTED (its upload never finished): Kafka serves none of it,
+    nor, through that hole, segment [0, 9]; the replica's history stays local. Without any
+    __remote_log_metadata on the evidence nothing remote is read, and a warning says why."""
+    from segtools.forensics.collect import discover_replicas
+
+    root = tmp_path / "tiered"
+    for n, lo in ((0, 0), (1, 10)):
+        remote_object(root, n, lo, _log_bytes(lo, [b"r"] * 10))
+    broker = broker_dir(tmp_path, [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0})],
+                        local_start=20, log_end=30, epochs={0: 0})
+    (spec,) = [s for s in discover_replicas([str(broker), str(root)]) if s.topic == "t"]
+    assert [Path(p).name for p, _ in spec.segments] == [f"{20:020d}.log"]
+    bare = tmp_path / "bare"
+    _write_log(bare / "broker-1" / "t-0", 20, [b"x"] * 10)
+    warnings: list[str] = []
+    (spec,) = discover_replicas([str(bare / "broker-1"), str(root)], warnings=warnings)
+    assert [Path(p).name for p, _ in spec.segments] == [f"{20:020d}.log"]
+    assert any("remote tier is not read" in w for w in warnings)
