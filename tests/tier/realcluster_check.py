@@ -13,6 +13,7 @@ import glob
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ def main(out: Path) -> int:
 
     if out.exists():
         sys.exit(f"{out} exists: give a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
     live = run_cluster(out)
     brokers = sorted(str(p) for p in out.glob("broker-*"))
     report = audit(brokers, remote_root=str(out / "tiered"))
@@ -64,5 +66,57 @@ def main(out: Path) -> int:
     return 0
 
 
+
+
+def leader_killed_during_upload(out: Path) -> dict[str, Any]:
+    """(ii) The leader is SIGKILLed the moment the plugin has written a remote .log (the copy
+    of the other objects and the COPY_SEGMENT_FINISHED record still to come): the audit of
+    the brokers' dirs must report that segment as a dangling COPY_SEGMENT_STARTED."""
+    import threading
+
+    from segtools.files.tiered_storage import remote_segment_id
+    from segtools.tier import audit
+
+    cluster = TieredCluster(out)
+    seen: list[str] = []
+    try:
+        cluster.start()
+        cluster.create_topic("tt")
+        leader, _ = cluster.view("tt")
+        done = threading.Event()
+
+        def watch() -> None:       # kill at the first remote .log, polled every millisecond
+            while not done.is_set():
+                logs = cluster.remote_logs("tt")
+                if logs:
+                    cluster.rc.brokers[leader].kill()
+                    seen.extend(logs)
+                    return
+                time.sleep(0.001)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            cluster.produce("tt", 1300, acks="1")   # one 1 MiB segment rolls and is uploaded
+            cluster.wait(lambda: bool(seen), "the first upload", timeout=120)
+        finally:
+            done.set()
+            watcher.join()
+        time.sleep(3)   # the other brokers see the leader gone; the evidence is taken now
+    finally:
+        cluster.stop()
+    report = audit(cluster.brokers)
+    killed = {remote_segment_id(p) for p in seen}
+    dangling = {f.segment_id for f in report.findings if f.kind == "dangling_started"}
+    states = {s.segment_id: [h[0] for h in s.history] for s in report.segments}
+    print("(ii) leader", leader, "killed at", seen, "dangling", dangling, "histories", states)
+    assert killed <= dangling, (killed, dangling, states)
+    return {"leader": leader, "segment": sorted(killed), "findings": [f.kind for f in report.findings]}
+
+
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    which = sys.argv[2] if len(sys.argv) > 2 else "all"
+    if which in ("clean", "all"):
+        main(Path(sys.argv[1]) / "clean")
+    if which in ("killed", "all"):
+        print(leader_killed_during_upload(Path(sys.argv[1]) / "killed"))

@@ -97,17 +97,42 @@ class TieredCluster:
     def create_topic(self, name: str, **conf: str) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        admin = AdminClient({"bootstrap.servers": self.rc.bootstrap()})
         conf = {"remote.storage.enable": "true", "segment.bytes": "1048576",
                 "min.insync.replicas": "2", **conf}
-        for fut in admin.create_topics([NewTopic(name, 1, 3, config=conf)]).values():
-            fut.result(60)
+        for attempt in range(3):   # a broker still settling may drop the request's connection
+            admin = AdminClient({"bootstrap.servers": self.rc.bootstrap()})
+            try:
+                for fut in admin.create_topics([NewTopic(name, 1, 3, config=conf)]).values():
+                    fut.result(60)
+                return
+            except Exception as exc:  # noqa: BLE001
+                if "TOPIC_ALREADY_EXISTS" in str(exc) and attempt:
+                    return
+                if attempt == 2:
+                    raise
+                time.sleep(2)
 
-    def produce(self, topic: str, records: int, size: int = 1000) -> None:
+    def view(self, topic: str) -> tuple[int, list[int]]:
+        """(leader, ISR) of ``topic``-0 as a running broker answers now."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.rc.bootstrap()})
+        got: list[tuple[int, list[int]]] = []
+
+        def ask() -> bool:
+            pm = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(0)
+            if pm is not None and pm.leader >= 0:
+                got.append((pm.leader, list(pm.isrs)))
+            return bool(got)
+
+        self.wait(ask, f"a leader of {topic}-0", timeout=60)
+        return got[-1]
+
+    def produce(self, topic: str, records: int, size: int = 1000, acks: str = "all") -> None:
         """Incompressible values: ``records * size`` bytes decide how many segments roll."""
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.rc.bootstrap(), "acks": "all",
+        producer = Producer({"bootstrap.servers": self.rc.bootstrap(), "acks": acks,
                              "linger.ms": 5, "batch.size": 16384})
         for i in range(records):
             producer.produce(topic, value=os.urandom(size), key=str(i).encode())
