@@ -114,9 +114,76 @@ def leader_killed_during_upload(out: Path) -> dict[str, Any]:
     return {"leader": leader, "segment": sorted(killed), "findings": [f.kind for f in report.findings]}
 
 
+def unclean_election_after_uploads(out: Path) -> dict[str, Any]:
+    """(iii) Topic ``tu`` on brokers 1 (leader) and 2. Both take 100 records; broker 2 is
+    killed and drops out of the ISR; broker 1 takes ~2.6 MB more alone and uploads two
+    segments; broker 1 is killed, broker 2 restarted and elected uncleanly. The evidence copied
+    before the election gives the audit's out-of-lineage set against broker 2's chain; the
+    metadata after Kafka's own clean-up says which segments Kafka deleted: the sets must be
+    equal."""
+    from segtools.errors import SegtoolsError
+    from segtools.tier import audit
+
+    cluster = TieredCluster(out)
+    before = out.parent / (out.name + "-before-election")
+    try:
+        cluster.start()
+        cluster.create_topic("tu", replicas=[1, 2], **{"min.insync.replicas": "1"})
+        cluster.wait(lambda: cluster.view("tu") == (1, [1, 2]), "tu led by 1 with ISR [1, 2]")
+        cluster.produce("tu", 100)
+        # killed, not paused: a paused broker holds its connections open and the metadata
+        # manager's clients wait on it (seen: an upload failing after 60 s)
+        cluster.rc.crash(2)
+        cluster.wait(lambda: cluster.view("tu")[1] == [1], "broker 2 out of the ISR", timeout=60)
+        cluster.produce("tu", 2600, acks="1")
+        cluster.wait(lambda: len(cluster.remote_logs("tu")) >= 2, "two uploads by broker 1",
+                     timeout=120)
+        time.sleep(5)   # COPY_SEGMENT_FINISHED written (a metadata partition may have moved)
+        cluster.rc.crash(1)
+        cluster.rc.restart(2)
+        time.sleep(3)
+        for b in cluster.brokers:
+            shutil.copytree(b, before / Path(b).name)
+        cluster.elect_unclean("tu", via=[2, 3])
+        print("(iii) unclean election: broker 2 leads tu-0")
+        deleted: dict[str, set[str]] = {}
+
+        def kafka_deleted(when: str) -> bool:
+            try:
+                segs = [s for s in audit(cluster.brokers).segments if s.topic == "tu"]
+            except SegtoolsError:   # live dirs: a file renamed or removed while listed
+                return False
+            deleted[when] = {s.segment_id for s in segs if any(h[0] >= 2 for h in s.history)}
+            return bool(deleted[when]) and all(s.state == 3 for s in segs
+                                               if s.segment_id in deleted[when])
+
+        # Kafka's own clean-up with the topic's retention untouched (7 days)
+        found = cluster.wait(lambda: kafka_deleted("untouched"), "a deletion", timeout=60,
+                             fail=False)
+        if not found:   # then with retention breached by every record (retention.ms=1000)
+            cluster.alter_topic("tu", **{"retention.ms": "1000"})
+            cluster.wait(lambda: kafka_deleted("retention.ms=1000"), "a deletion", timeout=60,
+                         fail=False)
+    finally:
+        cluster.stop()
+    report = audit(sorted(str(p) for p in before.glob("broker-*")))
+    rejected = {f.segment_id for f in report.findings
+                if f.kind == "out_of_lineage" and f.broker == 2}
+    uploaded = {s.segment_id for s in report.segments if s.topic == "tu"}
+    after = {s.segment_id: [h[0] for h in s.history] for s in audit(cluster.brokers).segments
+             if s.topic == "tu"}
+    print("(iii) uploaded", sorted(uploaded), "out of lineage for broker 2", sorted(rejected),
+          "deleted by Kafka", {k: sorted(v) for k, v in deleted.items()}, "histories after", after)
+    assert rejected == uploaded, (rejected, uploaded)
+    return {"uploaded": sorted(uploaded), "out_of_lineage": sorted(rejected),
+            "deleted_by_kafka": {k: sorted(v) for k, v in deleted.items()}}
+
+
 if __name__ == "__main__":
     which = sys.argv[2] if len(sys.argv) > 2 else "all"
     if which in ("clean", "all"):
         main(Path(sys.argv[1]) / "clean")
     if which in ("killed", "all"):
         print(leader_killed_during_upload(Path(sys.argv[1]) / "killed"))
+    if which in ("unclean", "all"):
+        print(unclean_election_after_uploads(Path(sys.argv[1]) / "unclean"))

@@ -94,7 +94,7 @@ class TieredCluster:
     def brokers(self) -> list[str]:
         return sorted(str(p) for p in self.out.glob("broker-*"))
 
-    def create_topic(self, name: str, **conf: str) -> None:
+    def create_topic(self, name: str, replicas: list[int] | None = None, **conf: str) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         conf = {"remote.storage.enable": "true", "segment.bytes": "1048576",
@@ -102,7 +102,9 @@ class TieredCluster:
         for attempt in range(3):   # a broker still settling may drop the request's connection
             admin = AdminClient({"bootstrap.servers": self.rc.bootstrap()})
             try:
-                for fut in admin.create_topics([NewTopic(name, 1, 3, config=conf)]).values():
+                topic = (NewTopic(name, 1, 3, config=conf) if replicas is None else
+                         NewTopic(name, 1, replica_assignment=[replicas], config=conf))
+                for fut in admin.create_topics([topic]).values():
                     fut.result(60)
                 return
             except Exception as exc:  # noqa: BLE001
@@ -128,6 +130,24 @@ class TieredCluster:
         self.wait(ask, f"a leader of {topic}-0", timeout=60)
         return got[-1]
 
+    def elect_unclean(self, topic: str, via: list[int]) -> None:
+        """An UNCLEAN election of ``topic``-0 through the running brokers ``via``, asked
+        until the partition has a leader."""
+        from confluent_kafka import ElectionType, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.rc.bootstrap(via)})
+
+        def elected() -> bool:
+            try:
+                admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result()
+            except Exception:  # noqa: BLE001 - the controller not answering yet: ask again
+                pass
+            pm = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(0)
+            return pm is not None and pm.leader in via
+
+        self.wait(elected, f"an unclean leader of {topic}-0", timeout=90)
+
     def produce(self, topic: str, records: int, size: int = 1000, acks: str = "all") -> None:
         """Incompressible values: ``records * size`` bytes decide how many segments roll."""
         from confluent_kafka import Producer
@@ -147,12 +167,32 @@ class TieredCluster:
     def local_logs(self, topic: str) -> dict[str, list[str]]:
         return {b: sorted(glob.glob(f"{b}/{topic}-0/*.log")) for b in self.brokers}
 
-    def wait(self, cond: Any, what: str, timeout: float = 90) -> None:
+    def wait(self, cond: Any, what: str, timeout: float = 90, fail: bool = True) -> bool:
         deadline = time.monotonic() + timeout
         while not cond():
             if time.monotonic() > deadline:
+                if not fail:
+                    return False
                 raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
             time.sleep(0.5)
+        return True
+
+    def alter_topic(self, topic: str, **conf: str) -> None:
+        from confluent_kafka.admin import (
+            AdminClient,
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        admin = AdminClient({"bootstrap.servers": self.rc.bootstrap(sorted(
+            b for b, p in self.rc.brokers.items() if p.alive()))})
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in conf.items()])
+        for fut in admin.incremental_alter_configs([res]).values():
+            fut.result(60)
 
     def list_offsets(self, *partitions: str) -> dict[str, dict[str, int]]:
         """``topic:partition`` -> EARLIEST, EARLIEST_LOCAL, LATEST_TIERED and LATEST as the
