@@ -152,3 +152,18 @@ def test_mutated_copies_are_found(tiered: Tiered, tmp_path: Path) -> None:
         ("object_without_metadata", stray_id, None),
         ("overlap_mismatch", by_topic["tk"][0].segment_id, 2),
     }
+
+
+def test_compare_reads_the_history_across_tiers(tiered: Tiered) -> None:
+    """tt's tiered segments are gone locally: without the remote folder each replica starts
+    at EARLIEST_LOCAL, with it at EARLIEST, as Kafka answered live."""
+    from segtools.forensics.pipeline import compare_in_process
+
+    def tt(paths: list[str]) -> set[tuple[int | None, int | None]]:
+        return {(r.log_start_offset, r.log_end_offset)
+                for p in compare_in_process(paths).partitions if p.verdict.topic == "tt"
+                for r in p.verdict.replicas}
+
+    live = tiered.live["tt:0"]
+    assert tt(tiered.brokers) == {(live["earliest_local"], live["latest"])}
+    assert tt([*tiered.brokers, str(tiered.remote)]) == {(live["earliest"], live["latest"])}
