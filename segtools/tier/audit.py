@@ -296,8 +296,9 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             name, part, tid, mp, min(starts) if starts else None, earliest_local,
             max((s.end_offset for s in finished), default=None), leo))
 
-    if remote_root is not None:
-        findings.extend(_objects(remote_root, segments, replicas))
+    roots = _remote_roots(res.inputs, remote_root)
+    if roots:
+        findings.extend(_objects(roots, segments, replicas))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
     return TierReport(ordered, summaries, findings, present)
 
@@ -375,15 +376,40 @@ def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> l
     return out
 
 
-def _objects(root: str, segments: dict[str, RemoteSegment],
+def _remote_roots(inputs: Iterable[Any], remote_root: str | None
+                  ) -> list[tuple[str, tuple[str, int] | None]]:
+    """The LocalTieredStorage folders to check: ``--remote`` and any given among the inputs,
+    each with the one partition it is limited to (a partition folder) or None (a whole
+    storage folder: every FINISHED segment must have its objects there)."""
+    roots: list[tuple[str, tuple[str, int] | None]] = []
+    if remote_root is not None:
+        roots.append((remote_root, None))
+    for r in inputs:
+        rem = [p for p in r.all_partitions if p.extra.get("tier") == "remote"]
+        if not rem:
+            continue
+        one = len(rem) == 1 and rem[0].partition_dir is not None and \
+            os.path.realpath(rem[0].partition_dir) == os.path.realpath(r.path)
+        roots.append((r.path, (rem[0].topic, rem[0].partition) if one else None))
+    return roots
+
+
+def _objects(roots: list[tuple[str, tuple[str, int] | None]], segments: dict[str, RemoteSegment],
              replicas: dict[tuple[str, int], list[Replica]]) -> list[Finding]:
     out: list[Finding] = []
-    try:
-        objs = tiered_storage.scan(root)
-    except OSError as e:
-        raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
+    objs: dict[str, tiered_storage.RemoteObjects] = {}
+    for root, _ in roots:
+        try:
+            objs.update(tiered_storage.scan(root))
+        except OSError as e:
+            raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
+    # partition folders given alone vouch for their partition only
+    scope = None if any(part is None for _, part in roots) else {part for _, part in roots}
+    root = ", ".join(r for r, _ in roots)
     for sid, seg in segments.items():
         if seg.state != states.FINISHED:
+            continue
+        if scope is not None and (seg.topic, seg.partition) not in scope:
             continue
         obj = objs.get(sid)
         missing = [s for s in tiered_storage.REQUIRED if obj is None or s not in obj.files]

@@ -130,3 +130,29 @@ def test_compare_reads_only_what_kafka_serves(tmp_path: Path) -> None:
     (spec,) = discover_replicas([str(bare / "broker-1"), str(root)], warnings=warnings)
     assert [Path(p).name for p, _ in spec.segments] == [f"{20:020d}.log"]
     assert any("remote tier is not read" in w for w in warnings)
+
+
+def test_tier_takes_the_remote_folder_as_an_input(tmp_path: Path) -> None:
+    """Given among the inputs, the remote folder is checked like --remote: segment 1's objects
+    are missing, an unknown segment 5's are there. A partition folder of another partition
+    given alone does not vouch for t-0 (no finding about t-0's objects either way)."""
+    from segtools.tier import audit
+
+    seg0 = _log_bytes(0, [b"x"] * 10)
+    md = [start(0, 0, 9, {0: 0}, size=len(seg0)), update(0, 1), start(1, 10, 19, {0: 0}),
+          update(1, 1)]
+    broker = broker_dir(tmp_path, md, local_start=20, log_end=30, epochs={0: 0})
+    root = tmp_path / "tiered"
+    remote_object(root, 0, 0, seg0)
+    remote_object(root, 5, 40, _log_bytes(40, [b"y"]))
+
+    def found(report: object) -> set[tuple[str, str]]:
+        return {(f.kind, f.segment_id) for f in report.findings}  # type: ignore[attr-defined]
+
+    expected = {("metadata_without_objects", _sid(1)), ("object_without_metadata", _sid(5))}
+    assert found(audit([str(broker)], remote_root=str(root))) == expected
+    assert found(audit([str(broker), str(root)])) == expected
+    other = root / "kafka-tiered-storage" / f"u-3-{TOPIC_ID}"
+    other.mkdir()
+    (other / f"{0:020d}-{_sid(7)}.log").write_bytes(_log_bytes(0, [b"z"]))
+    assert found(audit([str(broker), str(other)])) == {("object_without_metadata", _sid(7))}
