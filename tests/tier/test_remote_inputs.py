@@ -156,3 +156,40 @@ def test_tier_takes_the_remote_folder_as_an_input(tmp_path: Path) -> None:
     other.mkdir()
     (other / f"{0:020d}-{_sid(7)}.log").write_bytes(_log_bytes(0, [b"z"]))
     assert found(audit([str(broker), str(other)])) == {("object_without_metadata", _sid(7))}
+
+
+def test_the_audit_joins_compares_report(tmp_path: Path) -> None:
+    """Clean tiering: the report carries the audit with no finding. A dangling upload of the
+    partition: its answer cannot be "safe", and the missing evidence names the finding."""
+    from segtools.forensics.api import compare
+    from segtools.forensics.report_html import render_html
+
+    _, clean = _tiers(tmp_path / "clean")
+    report = compare([str(clean)]).report_json()
+    assert report["tier"]["findings"] == [] and len(report["tier"]["partitions"]) == 1
+    assert not any(x["evidence"] == "remote_tier" for m in report["summary"]["missing_evidence"]
+                   for x in m["missing"])
+    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0})]   # 1 never finished
+    bad = broker_dir(tmp_path / "bad", md, local_start=20, log_end=30, epochs={0: 0})
+    result = compare([str(bad)])
+    report = result.report_json()
+    assert [f["kind"] for f in report["tier"]["findings"]] == ["dangling_started", "coverage_gap"]
+    assert report["summary"]["answer"] != "safe" and result.exit_code == 1
+    tier_gaps = [x for m in report["summary"]["missing_evidence"] if m["topic"] == "t"
+                 for x in m["missing"] if x["evidence"] == "remote_tier"]
+    assert [x["detail"].split(":")[0] for x in tier_gaps] == ["dangling_started", "coverage_gap"]
+    html = render_html(report)
+    assert '<section id="tier">' in html and "dangling_started" in html
+
+
+def test_an_unreadable_replica_leaves_compare_standing_but_not_safe(tmp_path: Path) -> None:
+    from segtools.forensics.api import compare
+
+    _, broker = _tiers(tmp_path)
+    (broker / "t-0" / "partition.metadata").write_bytes(b"\xff\xfe not a checkpoint")
+    result = compare([str(broker)])
+    report = result.report_json()
+    assert [f["kind"] for f in report["tier"]["findings"]] == ["unreadable_replica", "cannot_tell"]
+    assert "partition.metadata" in report["tier"]["findings"][0]["message"]
+    assert any(x["evidence"] == "remote_tier" for m in report["summary"]["missing_evidence"]
+               for x in m["missing"]) and result.exit_code == 1
