@@ -39,7 +39,8 @@ def tier(paths: tuple[str, ...], remote_root: str | None, remote_format: str,
     __remote_log_metadata partitions): every remote segment's state history (illegal
     transitions, dangling COPY_SEGMENT_STARTED, unfinished deletes), lineage by Kafka's
     leader-epoch rule against each replica, and coverage of the log by FINISHED remote
-    segments and local segments.
+    segments and local segments. A LocalTieredStorage folder among PATHS is checked like
+    --remote.
 
     Exit status: 0 no finding, 1 findings (or cannot tell), 2 unusable input or usage error.
     """

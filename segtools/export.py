@@ -178,7 +178,8 @@ def broker_folders(sources: list[PartitionSource]) -> dict[str, str]:
     by_id: dict[str, list[str]] = {}
     for src in sources:
         ident = _replica_identity(src)
-        name = f"broker-{src.broker if src.broker is not None else 'unknown'}"
+        name = ("remote" if src.extra.get("tier") == "remote"   # a LocalTieredStorage folder
+                else f"broker-{src.broker if src.broker is not None else 'unknown'}")
         if ident not in by_id.setdefault(name, []):
             by_id[name].append(ident)
     folders: dict[str, str] = {}
@@ -553,6 +554,10 @@ def plan_export(paths: list[str | os.PathLike[str]], out_dir: str, options: Expo
         raise InputError("no Kafka files found in: " + ", ".join(map(str, paths)))
     # the resolver has read every repeat once (a dir given twice, a link to a sibling segment)
     sources = select_sources(resolution.partitions, options)
+    if not options.by_broker:   # a remote tier given beside one replica: one history
+        from segtools.tier.history import across_tiers
+
+        sources = across_tiers(sources)
     _check_output(list(paths), out_dir, sources, overwrite)
     _check_names(sources)
     _check_collisions(sources, options)

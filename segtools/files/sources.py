@@ -693,6 +693,8 @@ class _Resolver:
         if not self._first_visit(fs, inner):
             return ResolvedInput(display, "nothing", duplicate_of=self.seen_dirs[fs.realpath(inner)])
         entries = fs.list(inner)
+        if fs.local and (remote := _remote_tier(display, inner)) is not None:
+            return remote
         name = inner.rstrip("/").rsplit("/", 1)[-1] or inner
         markers = any(e.name in ROOT_MARKERS for e in entries if not e.is_dir)
         parts, others = self._partition_subdirs(fs, entries, markers)
@@ -749,6 +751,24 @@ class _Resolver:
                                partition_dir=fs.display(parent), log_dir=log_dir, broker=broker,
                                state=state, files=(display,))
         return ResolvedInput(display, "segment", partitions=[part])
+
+
+def _remote_tier(display: str, inner: str) -> ResolvedInput | None:
+    """A LocalTieredStorage folder (files/tiered_storage.py): one source per partition, its
+    remote ``.log`` objects as segments in start-offset order, held by no broker."""
+    from segtools.files.tiered_storage import remote_partitions
+
+    parts = remote_partitions(inner)
+    if parts is None:
+        return None
+    rel = len(inner.rstrip("/"))
+    shown = [display.rstrip("/") + p.path[rel:] for p in parts]  # the user's spelling
+    return ResolvedInput(display, "segment_folder", partitions=[
+        PartitionSource(p.topic, p.partition, tuple(d + f[len(p.path):] for _, f in p.logs),
+                        d, state="", files=tuple(d + f[len(p.path):] for _, f in p.logs),
+                        segment_sizes=tuple(os.path.getsize(f) for _, f in p.logs),
+                        extra={"tier": "remote", "topic_id": p.topic_id})
+        for p, d in zip(parts, shown)])
 
 
 def _refuse_pseudo_file(inner: str, display: str) -> None:

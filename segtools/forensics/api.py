@@ -163,6 +163,10 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
         # them: they describe the end of the log, and have no metadata offset)
         report.broker_events = [*getattr(histories, "brokers", []), *unclean_stops_from_log_dirs(report.partitions)]
     report.replicas = list(specs)
+    from segtools.tier.compare_section import METADATA_TOPIC, tier_section
+
+    if any(p.topic == METADATA_TOPIC for p in resolution.partitions):   # something was tiered
+        report.tier = tier_section(given)
     if histories is not None:
         # a partition of a compared topic that the metadata log knows and no given dir holds:
         # its answer is cannot tell, not silence

@@ -95,6 +95,12 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
             warnings.extend(w.message for w in resolution.messages)
     # one source per partition dir: the resolver has dropped repeats (and warned)
     sources = [s for s in resolution.partitions if s.partition_dir is not None and s.partition >= 0]
+    # a remote tier (LocalTieredStorage folder) is no replica: what Kafka serves of it (by the
+    # metadata on the evidence) joins each local replica
+    from segtools.tier.history import across_tiers, served_segments
+
+    served = served_segments(paths, sources, warnings)
+    sources = across_tiers(sources, every_replica=True, served=served)
     if not sources:
         raise InputError("no Kafka files found (no Kafka partition directories) in: "
                          + ", ".join(map(str, paths)))

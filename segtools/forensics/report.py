@@ -89,6 +89,8 @@ class CompareReport:
     acks_given: bool = False
     #: partitions of compared topics the metadata log knows but no given dir holds (cannot tell)
     unseen: list[dict[str, Any]] = field(default_factory=list)
+    #: the tier audit of the evidence (segtools/tier/compare_section.py), None: nothing tiered
+    tier: dict[str, Any] | None = None
     #: lost records' timestamps and transaction states, read once from ``replicas`` (lost_details.py)
     _lost_details: dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]] | None = field(
         default=None, repr=False)
@@ -107,6 +109,8 @@ class CompareReport:
         out: dict[str, Any] = {"partitions": [p.to_json(self.lost_details()) for p in parts]}
         if self.broker_events:
             out["metadata"] = {"brokers": self.broker_events}
+        if self.tier is not None:
+            out["tier"] = self.tier
         return out
 
     def lost_details(self) -> dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]]:
@@ -162,13 +166,19 @@ class CompareReport:
         if not self.partitions:
             return CANNOT_TELL
         values = [(p.answer or {}).get("value", CANNOT_TELL) for p in self.partitions]
-        return worst(values + [CANNOT_TELL] * bool(self.unseen))
+        return worst(values + [CANNOT_TELL] * bool(self.unseen or self._tier_gaps()))
+
+    def _tier_gaps(self) -> list[dict[str, Any]]:
+        from segtools.tier.compare_section import missing_evidence
+
+        return missing_evidence(self.tier)
 
     def cannot_tell(self) -> list[dict[str, Any]]:
         """Per partition whose answer is not proven: the missing evidence (report.json)."""
         out = [{"topic": p.verdict.topic, "partition": p.verdict.partition, "missing": p.answer["missing"]}
                for p in self.partitions if p.answer and p.answer["missing"]]
-        return sorted(out + list(self.unseen), key=lambda g: (g["topic"], g["partition"]))
+        return sorted(out + list(self.unseen) + self._tier_gaps(),
+                      key=lambda g: (g["topic"], g["partition"]))
 
     def totals(self) -> dict[str, Any]:
         """Counts for the summary line and report.json's summary block (docs/REPORT.md)."""

@@ -217,6 +217,8 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
     _partitions(w, parts, ctx)
     if brokers:
         _broker_table(w, brokers, ev)
+    if report.get("tier") is not None:
+        _tier_table(w, report["tier"])
     _lost_table(w, parts, t)
     for k in range(0, len(lazy), LAZY_CHUNK):
         packed = gzip.compress(json.dumps(lazy[k:k + LAZY_CHUNK]).encode("utf-8"), compresslevel=6, mtime=0)
@@ -687,6 +689,29 @@ def _tail(path: str | None, n: int = 2) -> str | None:
 
 def _short(path: Any) -> str | None:
     return os.path.basename(str(path)) if path else None
+
+
+def _tier_table(w: Any, tier: Mapping[str, Any]) -> None:
+    """The tier audit (docs/TIER.md): per tiered partition its offsets, then every finding."""
+    w('<section id="tier"><h2>Remote tier</h2><table class="tier"><tr><th>partition</th>'
+      '<th>earliest</th><th>earliest local</th><th>latest tiered</th><th>log end</th></tr>')
+    for p in tier.get("partitions") or []:
+        w(f'<tr><td>{esc(p.get("topic"))}-{esc(p.get("partition"))}</td>'
+          f'<td class="num">{esc(p.get("earliest_offset"))}</td>'
+          f'<td class="num">{esc(p.get("earliest_local_offset"))}</td>'
+          f'<td class="num">{esc(p.get("latest_tiered_offset"))}</td>'
+          f'<td class="num">{esc(p.get("log_end_offset"))}</td></tr>')
+    w("</table>")
+    findings = tier.get("findings") or []
+    w(f"<p>{len(findings)} finding(s) of the tier audit</p>")
+    if findings:
+        w('<table class="tier-findings"><tr><th>kind</th><th>partition</th><th>segment</th>'
+          "<th>what</th></tr>")
+        for f in findings:
+            w(f'<tr><td>{esc(f.get("kind"))}</td><td>{esc(f.get("topic"))}-{esc(f.get("partition"))}'
+              f'</td><td>{esc(f.get("segment_id"))}</td><td>{esc(f.get("message"))}</td></tr>')
+        w("</table>")
+    w("</section>")
 
 
 def _broker_table(w: Any, brokers: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from segtools.errors import InputError, SegtoolsError
+from segtools.files import tiered_storage
 from segtools.files.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from segtools.files.indexes import read_offset_index, read_time_index
 from segtools.files.outputs import check_output_location, partial_run, prepare_output_dir
@@ -23,7 +24,7 @@ from segtools.files.remote import is_remote
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import aiven, index_cache, remote_layout, states
+from segtools.tier import aiven, index_cache, states
 from segtools.tier.index_cache import CacheEntry
 from segtools.tier.lineage import within_leader_epochs
 from segtools.tier.partitioner import metadata_partition
@@ -193,7 +194,9 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
         paths = [paths] if isinstance(paths, str) else list(paths)
         check_output_location(extract_to, [*paths, remote_root], flag="--extract-remote")
     res = resolve(paths)
-    parts = [p for p in (q for r in res.inputs for q in r.all_partitions)]
+    # a remote folder among the inputs holds objects, not replicas (``remote_root`` reads it)
+    parts = [p for p in (q for r in res.inputs for q in r.all_partitions)
+             if p.extra.get("tier") != "remote"]
     meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
     if not meta_parts:
         raise InputError(f"no {METADATA_TOPIC} partition under the inputs: nothing tells what "
@@ -333,17 +336,22 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
         if extract_to is not None:
             out = prepare_output_dir(extract_to, [*paths, remote_root], flag="--extract-remote")
         with remote_view(remote_root, remote_format, rsa_key) as view:
+            roots = [(view.root, None), *_remote_roots(res.inputs)]
             findings.extend(replace(f, message=view.show(f.message))
-                            for f in [*_objects(view.root, segments, replicas, view),
+                            for f in [*_objects(roots, segments, replicas, view),
                                       *_index_cache_vs_remote(cache, view.root)])
             remote_summary = {"root": remote_root, "format": view.format,
-                              "segments_read": len(remote_layout.scan(view.root)),
+                              "segments_read": len(tiered_storage.scan(view.root)),
                               "segments_unreadable": len(view.undecodable)}
             if extract_to is not None:
                 with partial_run(out, command="segtools tier --extract-remote") as run:
                     # every file the view holds (undecodable segments have none)
                     shutil.copytree(view.root, out, dirs_exist_ok=True)
                     run.summary["segments"] = sum(1 for _ in out.rglob("*.log"))
+    else:
+        roots = _remote_roots(res.inputs)
+        if roots:
+            findings.extend(_objects(roots, segments, replicas))
     ordered = sorted(segments.values(), key=lambda s: (s.topic, s.partition, s.start_offset))
     return TierReport(ordered, summaries, findings, present, cache, remote_summary)
 
@@ -406,7 +414,7 @@ def _index_cache_vs_remote(cache: list[CacheEntry], root: str) -> list[Finding]:
     """A broker's cached offset and time indexes against the remote segment's own: Kafka
     copies them byte for byte from the remote storage."""
     out: list[Finding] = []
-    objs = remote_layout.scan(root) if cache else {}
+    objs = tiered_storage.scan(root) if cache else {}
     for e in cache:
         obj = objs.get(e.segment_id)
         if obj is None:
@@ -503,19 +511,44 @@ def _compare_object(seg: RemoteSegment, log_path: str, reps: list[Replica]) -> l
     return out
 
 
-def _objects(root: str, segments: dict[str, RemoteSegment],
+def _remote_roots(inputs: Iterable[Any]) -> list[tuple[str, tuple[str, int] | None]]:
+    """The LocalTieredStorage folders given among the inputs, each with the one partition it is
+    limited to (a partition folder) or None (a whole storage folder: every FINISHED segment must
+    have its objects there)."""
+    roots: list[tuple[str, tuple[str, int] | None]] = []
+    for r in inputs:
+        rem = [p for p in r.all_partitions if p.extra.get("tier") == "remote"]
+        if not rem:
+            continue
+        one = len(rem) == 1 and rem[0].partition_dir is not None and \
+            os.path.realpath(rem[0].partition_dir) == os.path.realpath(r.path)
+        roots.append((r.path, (rem[0].topic, rem[0].partition) if one else None))
+    return roots
+
+
+def _objects(roots: list[tuple[str, tuple[str, int] | None]], segments: dict[str, RemoteSegment],
              replicas: dict[tuple[str, int], list[Replica]],
              view: RemoteView | None = None) -> list[Finding]:
+    """The objects of the remote folders ``roots`` against the metadata. ``view``: the
+    ``--remote`` tier as read back (its root is the first of ``roots``), with the segments it
+    could not decode."""
     out: list[Finding] = []
     undecodable = view.undecodable if view is not None else {}
     if view is not None and view.format == "aiven":
         out.extend(_aiven_custom_metadata(segments, view))
-    try:
-        objs = remote_layout.scan(root)
-    except OSError as e:
-        raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
+    objs: dict[str, tiered_storage.RemoteObjects] = {}
+    for root, _ in roots:
+        try:
+            objs.update(tiered_storage.scan(root))
+        except OSError as e:
+            raise InputError(f"{root}: cannot list the remote storage folder: {e.strerror}") from e
+    # partition folders given alone vouch for their partition only
+    scope = None if any(part is None for _, part in roots) else {part for _, part in roots}
+    root = ", ".join(r for r, _ in roots)
     for sid, seg in segments.items():
         if seg.state != states.FINISHED:
+            continue
+        if scope is not None and (seg.topic, seg.partition) not in scope:
             continue
         u = undecodable.get(sid)
         if u is not None:   # the objects are there, but not readable as a segment
@@ -528,7 +561,7 @@ def _objects(root: str, segments: dict[str, RemoteSegment],
                                sid, seg.broker, seg.start_offset, seg.end_offset))
             continue
         obj = objs.get(sid)
-        missing = [s for s in remote_layout.REQUIRED if obj is None or s not in obj.files]
+        missing = [s for s in tiered_storage.REQUIRED if obj is None or s not in obj.files]
         if missing:
             out.append(Finding(
                 "metadata_without_objects",
