@@ -73,6 +73,11 @@ def quorum(dirs: tuple[str, ...], as_json: bool, image_at: str | None, diff_from
             click.echo(f"keep {s.node} (end {s.log_end}): loses {lost}{warn}")
         for f in result.findings:
             click.echo(f"FINDING {f.kind}: {f.message}")
+        for o in result.observations:
+            click.echo(f"NOTE {o.kind}: {o.message}")
+        for m in result.known_bugs:
+            click.echo(f"KNOWN BUG {m.bug.key} ({m.verdict}) for {m.mark}: {m.why}; "
+                       f"{' '.join(m.bug.links)}")
     sys.exit(1 if result.findings else 0)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from segtools.errors import SegtoolsError
 from segtools.quorum.fingerprint import Fingerprint, fingerprint
 from segtools.quorum.image import SnapshotCheck, check_snapshots
+from segtools.quorum.known_bugs import BugMatch, bugs_for, match
 from segtools.quorum.nodes import BatchInfo, ControllerNode, LeaderChange, VoterSet
 
 
@@ -84,6 +85,10 @@ class QuorumAudit:
     survivors: list[SurvivorChoice] = field(default_factory=list)
     fingerprints: list[Fingerprint] = field(default_factory=list)
     snapshot_checks: list[tuple[str, SnapshotCheck]] = field(default_factory=list)
+    #: what the logs show that is not wrong in itself (a voter added again, a voter history
+    #: that starts at a snapshot, an old leader appending after a newer epoch began)
+    observations: list[Finding] = field(default_factory=list)
+    known_bugs: list[BugMatch] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +113,8 @@ class QuorumAudit:
                                  "first_difference": None if c.first_difference is None
                                  else repr(c.first_difference)}
                                 for n, c in self.snapshot_checks],
+            "observations": [o.to_json() for o in self.observations],
+            "known_bugs": [m.to_json() for m in self.known_bugs],
         }
 
 
@@ -274,8 +281,18 @@ def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
         out.findings.append(Finding(
             "split-at-formatting",
             "the bootstrap snapshots (0-0.checkpoint) name different voter sets, two quorums "
-            "can elect leaders independently (KAFKA-19489): " + "; ".join(
+            "can elect leaders independently: " + "; ".join(
                 f"{k}: {sorted(i for i, _ in v)}" for k, v in boots.items()), tuple(boots)))
+    # a node that ran a static quorum (kraft.version 0: LEADER_CHANGE records, never a
+    # VotersRecord) beside one formatted with a dynamic voter set
+    static = [n for n in nodes if n.leader_changes and not n.voter_sets]
+    if boots and static and len(cids) <= 1:
+        out.findings.append(Finding(
+            "split-at-formatting",
+            f"{', '.join(n.name for n in static)} ran a static quorum (LEADER_CHANGE records "
+            "and no VotersRecord: controller.quorum.voters) while "
+            f"{', '.join(boots)} bootstrapped a dynamic voter set (0-0.checkpoint) under the "
+            "same cluster id: two quorums", tuple(n.name for n in static) + tuple(boots)))
     # --- Log Matching, pairwise
     for i, a in enumerate(nodes):
         for b in nodes[i + 1:]:
@@ -349,4 +366,63 @@ def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
             n.name, n.log_end, tuple(loses),
             n.log_end < out.committed_end
             or any(f < out.committed_end and m in holders for m, f, _ in loses)))
+    _observe(nodes, out)
+    _match_bugs(nodes, out)
     return out
+
+
+def _observe(nodes: Sequence[ControllerNode], out: QuorumAudit) -> None:
+    """Voters added again, voter histories cut by a snapshot, old leaders appending late."""
+    was: dict[tuple[int, str], list[int]] = {}      # voter -> offsets where its presence flips
+    prev: set[tuple[int, str]] = set()
+    for v in out.voter_history:
+        cur = set(v.voters)
+        for key in cur ^ prev:
+            was.setdefault(key, []).append(v.offset)
+        prev = cur
+    for (vid, did), flips in sorted(was.items()):
+        if len(flips) >= 3:        # in, out, in again
+            out.observations.append(Finding(
+                "voter-rejoined", f"voter {vid} (directory {did}) left the voter set at offset "
+                f"{flips[1]} and is in it again from offset {flips[2]}: an operator's "
+                "add-controller, or auto-join adding a removed controller",
+                (), flips[2]))
+    for n in nodes:
+        if n.voter_sets and n.log_start > 0:
+            out.observations.append(Finding(
+                "voter-history-truncated", f"{n.name}: the log starts at offset {n.log_start}; "
+                "before it only the snapshot's voter set (the one in force) is known, a voter "
+                "removed earlier leaves no trace on this node", (n.name,), n.log_start))
+    by_name = {n.name: n for n in nodes}
+    for d in out.divergences:
+        if d.stale is None or d.offset is None:
+            continue
+        old = by_name[d.stale]
+        new = by_name[d.b if d.stale == d.a else d.a]
+        new_epoch = max(d.epoch_a or 0, d.epoch_b or 0)
+        began = min((b.max_timestamp for b in new.batches if b.epoch == new_epoch
+                     and b.max_timestamp >= 0), default=None)
+        late = max((b.max_timestamp for b in old.batches if b.base_offset >= d.offset),
+                   default=-1)
+        if began is not None and late > began:
+            out.observations.append(Finding(
+                "stale-leader-appended", f"{old.name} appended in epoch "
+                f"{min(d.epoch_a or 0, d.epoch_b or 0)} until {late} ms, {late - began} ms "
+                f"after {new.name}'s epoch {new_epoch} began ({began} ms): a leader without a "
+                "majority resigns after 1.5 x controller.quorum.fetch.timeout.ms (default "
+                "2000 ms) in releases with the fix; longer points at a leader that did not",
+                (old.name,), d.offset))
+
+
+def _match_bugs(nodes: Sequence[ControllerNode], out: QuorumAudit) -> None:
+    by_name = {n.name: n for n in nodes}
+    prints = {f.node: f for f in out.fingerprints}
+    for mark in out.findings + out.observations:
+        for bug in bugs_for(mark.kind):
+            involved = [by_name[x] for x in mark.nodes if x in by_name] or list(nodes)
+            if mark.kind in ("split-at-formatting", "split-brain"):
+                # the act is the formatting: the files kafka-storage format wrote date it
+                dating = [fingerprint(n, bootstrap_only=True) for n in involved]
+            else:
+                dating = [prints[n.name] for n in involved if n.name in prints]
+            out.known_bugs.append(match(bug, mark.kind, [n.name for n in involved], dating))

@@ -62,8 +62,12 @@ class Image:
             e[("topic", str(d["topicId"]))] = {"name": d["name"]}
         elif name == "REMOVE_TOPIC_RECORD":
             tid = str(d["topicId"])
+            topic = e.get(("topic", tid), {}).get("name")
+            # the topic's configs go with it (Kafka's MetadataDelta replays the removal into
+            # the configs delta too); resource type 2 is TOPIC
             for gone in [k for k in e
-                         if k == ("topic", tid) or (k[0] == "partition" and k[1][0] == tid)]:
+                         if k == ("topic", tid) or (k[0] == "partition" and k[1][0] == tid)
+                         or (k[0] == "config" and k[1][:2] == (2, topic))]:
                 del e[gone]
         elif name == "PARTITION_RECORD":
             e[("partition", (str(d["topicId"]), d["partitionId"]))] = {
@@ -136,19 +140,27 @@ def metadata_records(path: str, *, skip_unreadable: bool = False
                      ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
     """(offset, timestamp, type name, data) of the metadata records of one file; a record
     that does not decode raises, or is passed over with ``skip_unreadable``."""
+    for offset, ts, name, _v, data in versioned_records(path, skip_unreadable=skip_unreadable):
+        yield offset, ts, name, data
+
+
+def versioned_records(path: str, *, skip_unreadable: bool = False
+                      ) -> Iterator[tuple[int, int, str, int, dict[str, Any]]]:
+    """:func:`metadata_records` with each record's version (offset, timestamp, type name,
+    version, data)."""
     with SegmentReader(path) as reader:
         for batch in reader:
             if batch.is_control:
                 continue
             for rec in batch.records():
                 try:
-                    name, _v, data = decode_record(rec.value)
+                    name, version, data = decode_record(rec.value)
                 except SegtoolsError as e:
                     if skip_unreadable:
                         continue
                     raise SegtoolsError(f"{path}: byte {batch.position}, offset {rec.offset}: "
                                         f"metadata record unreadable: {e}") from None
-                yield rec.offset, rec.timestamp, name, data
+                yield rec.offset, rec.timestamp, name, version, data
 
 
 def image_from_snapshot(path: str, end_offset: int) -> Image:
