@@ -4,9 +4,13 @@ finds, one test per row, on controller dirs whose history the test chose
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from segtools import schemas
 from segtools.cli.main import cli
 from segtools.quorum import audit_dirs
 from segtools.quorum.known_bugs import KNOWN_BUGS
@@ -71,6 +75,12 @@ def test_kafka_19850_removed_voter_added_again(tmp_path: object) -> None:
     assert [(o.offset, "voter 3" in o.message) for o in rejoined] == [(5, True)]
     assert _matches(r, "KAFKA-19850") == [("voter-rejoined", "possible")]   # not fixed
     assert r.findings == []                  # an operator may have added it: not a finding
+    res = CliRunner().invoke(cli, ["quorum", c1, "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    jsonschema.Draft202012Validator(schemas.load("quorum")).validate(doc)
+    assert [(b["bug"], b["verdict"], b["mark"]) for b in doc["known_bugs"]] == [
+        ("KAFKA-19850", "possible", "voter-rejoined")]
     # removed and never added again: nothing to match
     c2 = controller(str(tmp_path), "c2", 1, log[:5], quorum_state=qs(1, 1))
     assert _matches(audit_dirs([c2]), "KAFKA-19850") == []

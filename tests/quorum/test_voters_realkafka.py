@@ -224,6 +224,13 @@ def test_replay_reproduces_every_snapshot_written(cluster: dict[str, Any],
     print(f"{RELEASE}: {len(written)} snapshots reproduced by replay")
 
 
+def test_fingerprint_contains_the_release_that_ran(audited: QuorumAudit) -> None:
+    true = ".".join(RELEASE.split(".")[:2])
+    for fp in audited.fingerprints:
+        assert fp.release_min == true and not fp.newer_than_known, fp.note
+        print(f"{RELEASE} {fp.node}: {fp.note}; evidence {sorted({e[:2] for e in fp.evidence})}")
+
+
 # --- kafka-metadata-shell parity -------------------------------------------------------------
 
 #: the shell's commands, one output section each (the shell prints its ">> " prompt first)
