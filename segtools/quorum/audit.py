@@ -74,6 +74,26 @@ class SurvivorChoice:
                 "loses": [{"node": n, "from": f, "to": t} for n, f, t in self.loses]}
 
 
+@dataclass(frozen=True)
+class ReplicaCheck:
+    """A broker's ``__cluster_metadata-0`` (an observer's copy) against the controllers'."""
+
+    broker: str
+    node_id: int | None
+    log_end: int
+    reference: str            # the controller whose log shares the longest prefix with it
+    identical_below: int
+    first_divergence: int | None
+    stale_suffix: bool        # the broker's batch there has the lower epoch
+    missing_committed: int    # offsets proven committed that the broker does not hold yet
+
+    def to_json(self) -> dict[str, Any]:
+        return {"broker": self.broker, "node_id": self.node_id, "log_end": self.log_end,
+                "reference": self.reference, "identical_below": self.identical_below,
+                "first_divergence": self.first_divergence, "stale_suffix": self.stale_suffix,
+                "missing_committed": self.missing_committed}
+
+
 @dataclass
 class QuorumAudit:
     nodes: list[ControllerNode]
@@ -89,6 +109,8 @@ class QuorumAudit:
     #: that starts at a snapshot, an old leader appending after a newer epoch began)
     observations: list[Finding] = field(default_factory=list)
     known_bugs: list[BugMatch] = field(default_factory=list)
+    #: brokers' metadata replicas compared with the controllers' logs
+    replicas: list[ReplicaCheck] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +137,7 @@ class QuorumAudit:
                                 for n, c in self.snapshot_checks],
             "observations": [o.to_json() for o in self.observations],
             "known_bugs": [m.to_json() for m in self.known_bugs],
+            "broker_replicas": [r.to_json() for r in self.replicas],
         }
 
 
@@ -263,8 +286,10 @@ def _snapshot_oracle(n: ControllerNode, out: QuorumAudit) -> None:
                 f"at offset {s.end_offset - 1} has epoch {e}", (n.name,), s.end_offset))
 
 
-def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
-    """Run every check over the given controllers."""
+def audit(nodes: Sequence[ControllerNode],
+          brokers: Sequence[ControllerNode] = ()) -> QuorumAudit:
+    """Run every check over the given controllers; ``brokers``' metadata replicas are
+    compared with them (they take no part in the quorum's answers)."""
     out = QuorumAudit(list(nodes))
     out.fingerprints = [fingerprint(n) for n in nodes]   # before problems become findings
     for n in nodes:
@@ -368,7 +393,39 @@ def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
             or any(f < out.committed_end and m in holders for m, f, _ in loses)))
     _observe(nodes, out)
     _match_bugs(nodes, out)
+    # a replica is compared with the logs proven to hold the committed prefix, when known
+    refs = [n for n in nodes if n.name in holders] or list(nodes)
+    for b in brokers:
+        _compare_replica(b, refs, out)
     return out
+
+
+def _compare_replica(b: ControllerNode, nodes: Sequence[ControllerNode],
+                     out: QuorumAudit) -> None:
+    """A broker's metadata replica: of ``nodes`` (the controllers holding the committed
+    prefix, when known), the log it shares the longest prefix with, where they part, and
+    whether the broker holds all of the proven committed prefix. Its own snapshots go
+    through the replay oracle like a controller's."""
+    _snapshot_oracle(b, out)
+    out.findings.extend(Finding("evidence", p, (b.name,)) for p in b.problems)
+    if not nodes:
+        return
+    pairs = [(diverge(b, c), c) for c in nodes]
+    (d, same_epoch), ref = max(pairs, key=lambda p: (p[0][0].common_end, p[1].log_end))
+    out.findings.extend(same_epoch)          # equal offset and epoch, other bytes
+    held = max([b.log_end] + [s.end_offset for s in b.snapshots])
+    stale = d.offset is not None and d.stale == b.name
+    out.replicas.append(ReplicaCheck(b.name, b.node_id, held, ref.name, d.common_end, d.offset,
+                                     stale, max(0, out.committed_end - held)))
+    if d.offset is not None and not same_epoch:
+        who = (f"{b.name} holds the stale suffix (an older leader's batches; truncated when "
+               "it fetches again, brokers apply only committed records)" if stale
+               else f"{ref.name} holds the older epoch there: the broker saw a newer leader's "
+               "batches than any controller given")
+        out.observations.append(Finding(
+            "replica-diverges", f"broker replica {b.name} and {ref.name} are identical below "
+            f"offset {d.common_end} and differ from offset {d.offset} (epoch {d.epoch_a} vs "
+            f"{d.epoch_b}); {who}", (b.name, ref.name), d.offset))
 
 
 def _observe(nodes: Sequence[ControllerNode], out: QuorumAudit) -> None:

@@ -13,8 +13,13 @@ import pytest
 
 
 def kafka_uuid() -> str:
-    """A Kafka Uuid as kafka-storage prints it: 16 random bytes, URL-safe base64, unpadded."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka Uuid as kafka-storage prints it: 16 random bytes, URL-safe base64, unpadded;
+    never starting with "-" (Kafka's Uuid.randomUuid draws again too: such an id would read
+    as an option on a command line, and kafka-storage format refuses it)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 def controller_properties(path: Path, node_id: int, port: int, log_dir: Path, bootstrap: str,

@@ -116,3 +116,4 @@ def test_kafka_19489_static_quorum_beside_a_dynamic_bootstrap(tmp_path: object) 
     assert {v for _, v in _matches(r, "KAFKA-19489")} == {"excluded"}
     res = CliRunner().invoke(cli, ["quorum", c1, c3])
     assert res.exit_code == 1 and "KNOWN BUG KAFKA-19489 (excluded)" in res.output, res.output
+

@@ -194,7 +194,9 @@ def test_voter_history_equals_kafka_metadata_quorum_live(cluster: dict[str, Any]
         assert status == repl, (step, status, repl)   # Kafka's two views agree
     r = audited
     history = [tuple(sorted(v.voters)) for v in r.voter_history]
-    assert _distinct(history) == [status for _, status, _ in live], (history, live)
+    assert _distinct(history) == [status for _, status, _ in live], (
+        [(v.offset, v.source, v.node, [i for i, _ in v.voters]) for v in r.voter_history],
+        live, r.committed_end)
     # every node's own history (its log and snapshots) tells the same story
     for i in NODES:
         mine = [tuple(sorted(v.voters)) for v in r.voter_history if v.node == str(dirs[i])]
