@@ -4,7 +4,7 @@ Three kinds of evidence, each a lower bound (what a release can write, every lat
 can write too; a newer release may still write old versions, so no upper bound is claimed):
 
 * ``metadata.version`` levels (FeatureLevelRecords of ``bootstrap.checkpoint``, snapshots, log);
-* record versions and record types (a RegisterBrokerRecord of version 4 needs Kafka 4.4);
+* record versions and record types (a RegisterBrokerRecord of version 4 needs Kafka 4.3);
 * the bootstrap layout: a VotersRecord in ``0-0.checkpoint`` (a dynamic quorum formatted with
   ``--standalone`` or ``--initial-controllers``) needs Kafka 3.9.
 """
@@ -42,7 +42,7 @@ RECORD_FIRST_RELEASE: dict[tuple[str, int], str] = {
     ("PARTITION_CHANGE_RECORD", 2): "3.7", ("PARTITION_RECORD", 1): "3.7",
     ("PARTITION_RECORD", 2): "3.7", ("REGISTER_BROKER_RECORD", 3): "3.7",
     ("REGISTER_CONTROLLER_RECORD", 0): "3.7",
-    ("REGISTER_BROKER_RECORD", 4): "4.4", ("BROKER_REGISTRATION_CHANGE_RECORD", 3): "4.4",
+    ("REGISTER_BROKER_RECORD", 4): "4.3", ("BROKER_REGISTRATION_CHANGE_RECORD", 3): "4.3",
     ("UNREGISTER_CONTROLLER_RECORD", 0): "4.4",
 }
 #: the highest version of each record type the newest release of the table (4.4) writes: a

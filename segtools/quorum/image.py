@@ -262,3 +262,26 @@ def image_json(img: Image) -> dict[str, Any]:
     for (kind, ident), data in sorted(img.entities.items(), key=lambda kv: repr(kv[0])):
         out["entities"].setdefault(kind, []).append({"id": ident, **data})
     return out
+
+
+def images_after(path: str, offsets: Iterable[int]) -> dict[int, Image]:
+    """The image just after each metadata offset (records up to and including it applied) of
+    the metadata dir ``path``, replayed once in offset order from the newest snapshot at or
+    before the first. Offsets the log cannot rebuild (before its start, no snapshot) are
+    left out."""
+    from segtools.quorum.nodes import load_node
+
+    node = load_node(path)
+    logs = sorted({b.path for b in node.batches})
+    out: dict[int, Image] = {}
+    cur: Image | None = None
+    for offset in sorted(set(offsets)):
+        if cur is None:
+            try:
+                cur = image_at(node, offset=offset + 1)
+            except SegtoolsError:
+                continue
+        else:
+            cur = replay(cur, logs, until_offset=offset + 1)
+        out[offset] = cur
+    return out
