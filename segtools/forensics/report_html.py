@@ -683,7 +683,7 @@ def _election_images(report: Mapping[str, Any], parts: Sequence[Mapping[str, Any
 
     try:
         return dict(images_after(mdir, offsets[:MAX_ELECTION_IMAGES]))
-    except SegtoolsError:
+    except (SegtoolsError, OSError):
         return {}          # the report stands without them; compare reported the log's problems
 
 

@@ -183,13 +183,19 @@ def _stale(a: ControllerNode, b: ControllerNode, ea: int | None, eb: int | None)
     return a.name if ea < eb else b.name
 
 
+def _history_order(v: VoterSet) -> tuple[int, bool, str]:
+    # a snapshot ending at E holds the voter set in force before E: it comes before a
+    # VotersRecord written at offset E itself
+    return v.offset, v.source == "log", v.node
+
+
 def voters_at(history: Sequence[VoterSet], nodes: Sequence[ControllerNode],
               offset: int) -> tuple[set[int] | None, str]:
     """The voter set in force at ``offset``: the last VotersRecord before it, else the static
     voters of the last LEADER_CHANGE before it (kraft.version 0), else unknown."""
     vs = [v for v in history if v.offset <= offset]
     if vs:
-        last = max(vs, key=lambda v: v.offset)
+        last = max(vs, key=_history_order)
         return {i for i, _ in last.voters}, f"VotersRecord at offset {last.offset} ({last.source})"
     lcs = [lc for n in nodes for lc in n.leader_changes if lc.offset <= offset and lc.voters]
     if lcs:
@@ -358,7 +364,7 @@ def audit(nodes: Sequence[ControllerNode],
                     f"the voters granting leader {lid} (a double vote, or a mutated quorum-state)",
                     (n.name,)))
     # --- voter history and directory ids
-    hist = sorted((v for n in nodes for v in n.voter_sets), key=lambda v: (v.offset, v.node))
+    hist = sorted((v for n in nodes for v in n.voter_sets), key=_history_order)
     seen: set[tuple[int, tuple[tuple[int, str], ...]]] = set()
     for v in hist:
         if (v.offset, v.voters) not in seen:

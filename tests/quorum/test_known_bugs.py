@@ -117,3 +117,24 @@ def test_kafka_19489_static_quorum_beside_a_dynamic_bootstrap(tmp_path: object) 
     res = CliRunner().invoke(cli, ["quorum", c1, c3])
     assert res.exit_code == 1 and "KNOWN BUG KAFKA-19489 (excluded)" in res.output, res.output
 
+
+
+def test_a_snapshot_ending_at_a_voters_record_comes_before_it(tmp_path: object) -> None:
+    # the snapshot 00..03-1 ends at offset 3 (exclusive): it holds the voters before the
+    # VotersRecord at offset 3 removes voter 3. Sorted after it, the history would read
+    # {1,2,3} {1,2} {1,2,3} (a removal undone) instead of {1,2,3} {1,2}.
+    import os
+
+    v123, v12 = [(1, D1), (2, D2), (3, D3)], [(1, D1), (2, D2)]
+    log = [leader_change(0, 1, 1, [], [1, 2]), voters_record(1, 1, v123), data(2, 1),
+           voters_record(3, 1, v12), data(4, 1)]
+    # two nodes: c1's log record at 3 and c2's snapshot ending at 3 meet in the merged history
+    c1 = controller(str(tmp_path), "c1", 1, log, quorum_state=qs(1, 1))
+    c2 = controller(str(tmp_path), "c2", 2, log, quorum_state=qs(1, 1))
+    snap = os.path.join(c2, "__cluster_metadata-0", "00000000000000000003-0000000001.checkpoint")
+    with open(snap, "wb") as fh:
+        fh.write(voters_record(0, 1, v123))
+    r = audit_dirs([c1, c2])
+    assert [([i for i, _ in v.voters], v.offset) for v in r.voter_history] == [
+        ([1, 2, 3], 1), ([1, 2, 3], 3), ([1, 2], 3)]
+    assert not [o for o in r.observations if o.kind == "voter-rejoined"]

@@ -204,7 +204,9 @@ def test_voter_history_equals_kafka_metadata_quorum_live(cluster: dict[str, Any]
         live, r.committed_end)
     # every node's own history (its log and snapshots) tells the same story
     for i in NODES:
-        mine = [tuple(sorted(v.voters)) for v in r.voter_history if v.node == str(dirs[i])]
+        # (the audit's history keeps each (offset, voter set) once, from whichever node)
+        mine = [tuple(sorted(v.voters)) for v in sorted(load_node(str(dirs[i])).voter_sets,
+                                                         key=lambda v: v.offset)]
         assert _distinct(mine) == [status for _, status, _ in live], (i, mine)
     assert not [f for f in r.findings if f.kind != "divergence"], [f.message for f in r.findings]
     # voter 3 was removed and added again here, by add-controller: observed, not a finding
@@ -338,7 +340,11 @@ def test_image_at_log_end_equals_the_metadata_shell(cluster: dict[str, Any],
     cp = shell_classpath(cluster["rt"])
     quiet = tmp_path / "log4j2-off.properties"
     quiet.write_text("status = error\nrootLogger.level = OFF\n")   # stdout is the answer
-    for i in NODES:
+    # CI compares the node with the longest log (one shell JVM); by hand (voters_matrix.py
+    # sets the release) every node
+    ends = {i: load_node(str(dirs[i])).log_end for i in NODES}
+    chosen = NODES if "SEGTOOLS_QUORUM_RELEASE" in os.environ else (max(ends, key=ends.__getitem__),)
+    for i in chosen:
         node = load_node(str(dirs[i]))
         logs = sorted({b.path for b in node.batches})
         assert len(logs) == 1 and node.log_start == 0, logs   # the shell reads one file
