@@ -2,8 +2,9 @@
 (broker+controller nodes on 127.0.0.1, a snapshot every second): node 3 is removed with
 ``kafka-metadata-quorum remove-controller`` and added back with ``add-controller``.
 
-Oracles, all Kafka's own: the voter sets ``kafka-metadata-quorum describe --status`` and
-``--replication`` print live after each change; every snapshot the controllers wrote (replay
+Oracles, all Kafka's own: the voter set ``kafka-storage format --initial-controllers`` was
+given, then the voter sets ``kafka-metadata-quorum describe --status`` and ``--replication``
+print live after each change; every snapshot the controllers wrote (replay
 must reproduce each); and ``kafka-metadata-shell`` of the same release on a copy of each dir
 (the image at the log end: topics, partitions, brokers, features).
 
@@ -142,7 +143,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         fut = admin.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})])
         fut[TOPIC].result(30)
         new_snapshots()
-        capture("formatted", True)
+        # the voter set formatted: what kafka-storage was told (--initial-controllers)
+        live.append(("formatted", tuple(sorted(dids.items())), tuple(sorted(dids.items()))))
         quorum_tool("remove-controller", "--controller-id", "3", "--controller-directory-id",
                     dids[3])
         new_snapshots()
@@ -161,7 +163,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         capture("added 3", True)
         admin.delete_topics([TOPIC])[TOPIC].result(30)      # a removal the image must show
         admin.create_topics([NewTopic(TOPIC + "2", 2, 2)])[TOPIC + "2"].result(30)
-        time.sleep(2)
         # stop: the quorum leader last (earlier stops are controlled shutdowns it commits);
         # alone it has no majority to commit its own controlled shutdown: killed, not waited for
         leader = json.loads((dirs[1] / "__cluster_metadata-0" / "quorum-state").read_text())
