@@ -162,7 +162,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         new_snapshots()
         capture("added 3", True)
         admin.delete_topics([TOPIC])[TOPIC].result(30)      # a removal the image must show
-        admin.create_topics([NewTopic(TOPIC + "2", 2, 2)])[TOPIC + "2"].result(30)
+        admin.create_topics([NewTopic(TOPIC + "2", 2, 2, config={"retention.ms": "3600000"})]
+                            )[TOPIC + "2"].result(30)
         # stop: the quorum leader last (earlier stops are controlled shutdowns it commits);
         # alone it has no majority to commit its own controlled shutdown: killed, not waited for
         leader = json.loads((dirs[1] / "__cluster_metadata-0" / "quorum-state").read_text())
@@ -245,7 +246,10 @@ def test_fingerprint_contains_the_release_that_ran(audited: QuorumAudit) -> None
 
 #: the shell's commands, one output section each (the shell prints its ">> " prompt first)
 SHELL_COMMANDS = ("tree /image/topics", "tree /image/cluster", "tree /image/features",
-                  "cat /image/provenance")
+                  "cat /image/provenance", "tree /image/configs",
+                  "cat /image/producerIds/nextProducerId")
+#: ConfigResource.Type ids as the shell names them
+_RESOURCE = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 _FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|'[^']*'|[^,()\[\]]*)")
 
 
@@ -311,8 +315,14 @@ def _shell_view(stdout: str) -> dict[str, Any]:
     mv = features[("metadataVersion",)][0]          # Optional[4.3-IV0]
     prov = re.match(r"offset (-?\d+), epoch (-?\d+)", sections[3].strip())
     assert prov, sections[3]
+    configs: dict[tuple[str, str], dict[str, str]] = {}
+    for path, values in _tree(sections[4]).items():
+        if len(path) == 2:                      # ("TOPIC:name", key) -> [value]
+            kind, _, name = path[0].partition(":")
+            configs.setdefault((kind, name), {})[path[1]] = values[0] if values else ""
     return {"topics": names, "partitions": parts, "brokers": brokers, "levels": levels,
-            "metadata.version": mv[len("Optional["):-1], "last_offset": int(prov.group(1))}
+            "metadata.version": mv[len("Optional["):-1], "last_offset": int(prov.group(1)),
+            "configs": configs, "next_producer_id": int(sections[5].strip())}
 
 
 def _our_view(img: Image) -> dict[str, Any]:
@@ -330,9 +340,16 @@ def _our_view(img: Image) -> dict[str, Any]:
                for k, d in img.entities.items() if k[0] == "broker"}
     features = {k[1]: d["level"] for k, d in img.entities.items() if k[0] == "feature"}
     mv = features.pop("metadata.version")
+    configs: dict[tuple[str, str], dict[str, str]] = {}
+    for k, d in img.entities.items():
+        if k[0] == "config":
+            rtype, rname, key = k[1]
+            configs.setdefault((_RESOURCE.get(rtype, str(rtype)), rname), {})[key] = d["value"]
+    pids = img.entities.get(("producer-ids", None))
     return {"topics": names, "partitions": parts, "brokers": brokers, "levels": features,
             # the shell names the level (4.3-IV0); the release it belongs to is compared
-            "metadata.version": f"{first_release(mv)}-", "last_offset": img.offset - 1}
+            "metadata.version": f"{first_release(mv)}-", "last_offset": img.offset - 1,
+            "configs": configs, "next_producer_id": pids["nextProducerId"] if pids else -1}
 
 
 def test_image_at_log_end_equals_the_metadata_shell(cluster: dict[str, Any],
