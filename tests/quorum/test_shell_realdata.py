@@ -8,15 +8,14 @@ still hold; every other entity must be equal. One JVM, no cluster."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from segtools.quorum import load_node
 from segtools.quorum.image import image_at
+from tests.quorum.metadata_shell import our_view, run_shell, shell_view
 from tests.quorum.real_controllers import shell_classpath
-from tests.quorum.test_voters_realkafka import SHELL_COMMANDS, _our_view, _shell_view
 
 pytestmark = pytest.mark.realkafka
 
@@ -33,18 +32,9 @@ def test_image_at_the_end_of_a_real_36_log_equals_the_metadata_shell(tmp_path: P
     (log,) = sorted({b.path for b in node.batches})
     copy = tmp_path / "metadata.log"
     shutil.copy(log, copy)                  # Kafka's tools run on copies only
-    quiet = tmp_path / "log4j2-off.properties"
-    quiet.write_text("status = error\nrootLogger.level = OFF\n")
-    res = subprocess.run(
-        [rt.java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-         f"-Dlog4j2.configurationFile={quiet}", "-cp", shell_classpath(rt),
-         "org.apache.kafka.shell.MetadataShell", "-s", str(copy)],
-        input="\n".join(SHELL_COMMANDS) + "\nexit\n", capture_output=True, text=True,
-        timeout=120, check=False)
-    assert res.returncode == 0, res.stderr[-3000:]
-    shell = _shell_view(res.stdout)
+    shell = shell_view(run_shell(rt, shell_classpath(rt), copy, tmp_path))
     # from the snapshot at 14926 plus the log after it; the shell replays the log from 0
-    ours = _our_view(image_at(node))
+    ours = our_view(image_at(node))
     assert shell.pop("metadata.version").startswith(ours.pop("metadata.version"))
     dropped = 0
     for values in ours["configs"].values():

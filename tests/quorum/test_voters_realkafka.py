@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,7 +25,8 @@ from typing import Any
 import pytest
 
 from segtools.quorum import QuorumAudit, audit_dirs, load_node
-from segtools.quorum.image import Image, image_at
+from segtools.quorum.image import image_at
+from tests.quorum.metadata_shell import our_view, run_shell, shell_view
 from tests.quorum.real_controllers import (
     combined_properties,
     format_controller,
@@ -242,122 +242,10 @@ def test_fingerprint_contains_the_release_that_ran(audited: QuorumAudit) -> None
         print(f"{RELEASE} {fp.node}: {fp.note}; evidence {sorted({e[:2] for e in fp.evidence})}")
 
 
-# --- kafka-metadata-shell parity -------------------------------------------------------------
-
-#: the shell's commands, one output section each (the shell prints its ">> " prompt first)
-SHELL_COMMANDS = ("tree /image/topics", "tree /image/cluster", "tree /image/features",
-                  "cat /image/provenance", "tree /image/configs",
-                  "cat /image/producerIds/nextProducerId")
-#: ConfigResource.Type ids as the shell names them
-_RESOURCE = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
-_FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|'[^']*'|[^,()\[\]]*)")
-
-
-def _fields(text: str) -> dict[str, str]:
-    """``Name(a=1, b=[1, 2], ...)`` as Kafka's toString prints it: field -> text (the first
-    occurrence: nested objects' fields come later and are not asked for)."""
-    out: dict[str, str] = {}
-    for k, v in _FIELD.findall(text):
-        out.setdefault(k, v)
-    return out
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in re.findall(r"-?\d+", text)]
-
-
-def _tree(section: str) -> dict[tuple[str, ...], list[str]]:
-    """One ``tree`` section: each ``name:`` line opens a node two spaces deeper than its
-    parent; any other line is a value of the node it is indented under."""
-    out: dict[tuple[str, ...], list[str]] = {}
-    path: list[str] = []
-    for line in section.splitlines():
-        body = line.strip()
-        if not body:
-            continue
-        depth = (len(line) - len(line.lstrip(" "))) // 2
-        if body.endswith(":"):
-            del path[depth:]
-            path.append(body[:-1])
-        else:
-            out.setdefault(tuple(path[:depth]), []).append(body)
-    return out
-
-
-def _shell_view(stdout: str) -> dict[str, Any]:
-    sections = stdout.split(">> ")[1:len(SHELL_COMMANDS) + 1]
-    assert len(sections) == len(SHELL_COMMANDS), stdout
-    topics, cluster, features = (_tree(s) for s in sections[:3])
-    parts: dict[tuple[str, int], dict[str, Any]] = {}
-    names: dict[str, str] = {}
-    for path, values in topics.items():
-        if len(path) == 3 and path[0] == "byName" and path[2] == "id":
-            names[values[0]] = path[1]
-        if len(path) == 3 and path[0] == "byName" and path[2].isdigit():
-            f = _fields(values[0])
-            parts[(path[1], int(path[2]))] = {
-                "replicas": _ints(f["replicas"]), "isr": _ints(f["isr"]),
-                "elr": _ints(f["elr"]), "lastKnownElr": _ints(f["lastKnownElr"]),
-                "leader": int(f["leader"]), "leaderEpoch": int(f["leaderEpoch"]),
-                "partitionEpoch": int(f["partitionEpoch"])}
-    brokers = {}
-    for path, values in cluster.items():
-        if len(path) == 2 and path[0] == "brokers":
-            f = _fields(values[0])
-            rack = f["rack"]
-            brokers[int(path[1])] = {
-                "epoch": int(f["epoch"]), "incarnationId": f["incarnationId"],
-                "fenced": f["fenced"] == "true",
-                "inControlledShutdown": f["inControlledShutdown"] == "true",
-                "rack": None if rack == "Optional.empty" else rack[len("Optional["):-1]}
-    levels = {path[0][len("finalized_"):]: int(v[0]) for path, v in features.items()
-              if path and path[0].startswith("finalized_")}
-    mv = features[("metadataVersion",)][0]          # Optional[4.3-IV0]
-    prov = re.match(r"offset (-?\d+), epoch (-?\d+)", sections[3].strip())
-    assert prov, sections[3]
-    configs: dict[tuple[str, str], dict[str, str]] = {}
-    for path, values in _tree(sections[4]).items():
-        if len(path) == 2:                      # ("TOPIC:name", key) -> [value]
-            kind, _, name = path[0].partition(":")
-            configs.setdefault((kind, name), {})[path[1]] = values[0] if values else ""
-    return {"topics": names, "partitions": parts, "brokers": brokers, "levels": levels,
-            "metadata.version": mv[len("Optional["):-1], "last_offset": int(prov.group(1)),
-            "configs": configs, "next_producer_id": int(sections[5].strip())}
-
-
-def _our_view(img: Image) -> dict[str, Any]:
-    from segtools.quorum.fingerprint import first_release
-
-    names = {tid: d["name"] for (k, tid), d in img.entities.items() if k == "topic"}
-    parts = {(names[k[1][0]], k[1][1]): {
-        "replicas": d["replicas"], "isr": d["isr"], "elr": d["eligibleLeaderReplicas"] or [],
-        "lastKnownElr": d["lastKnownElr"] or [], "leader": d["leader"],
-        "leaderEpoch": d["leaderEpoch"], "partitionEpoch": d["partitionEpoch"]}
-        for k, d in img.entities.items() if k[0] == "partition"}
-    brokers = {k[1]: {"epoch": d["brokerEpoch"], "incarnationId": d["incarnationId"],
-                      "fenced": d["fenced"], "inControlledShutdown": d["inControlledShutdown"],
-                      "rack": d["rack"]}
-               for k, d in img.entities.items() if k[0] == "broker"}
-    features = {k[1]: d["level"] for k, d in img.entities.items() if k[0] == "feature"}
-    mv = features.pop("metadata.version")
-    configs: dict[tuple[str, str], dict[str, str]] = {}
-    for k, d in img.entities.items():
-        if k[0] == "config":
-            rtype, rname, key = k[1]
-            configs.setdefault((_RESOURCE.get(rtype, str(rtype)), rname), {})[key] = d["value"]
-    pids = img.entities.get(("producer-ids", None))
-    return {"topics": names, "partitions": parts, "brokers": brokers, "levels": features,
-            # the shell names the level (4.3-IV0); the release it belongs to is compared
-            "metadata.version": f"{first_release(mv)}-", "last_offset": img.offset - 1,
-            "configs": configs, "next_producer_id": pids["nextProducerId"] if pids else -1}
-
-
 def test_image_at_log_end_equals_the_metadata_shell(cluster: dict[str, Any],
                                                     tmp_path: Path) -> None:
     dirs: dict[int, Path] = cluster["dirs"]
     cp = shell_classpath(cluster["rt"])
-    quiet = tmp_path / "log4j2-off.properties"
-    quiet.write_text("status = error\nrootLogger.level = OFF\n")   # stdout is the answer
     # CI compares the node with the longest log (one shell JVM); by hand (voters_matrix.py
     # sets the release) every node
     ends = {i: load_node(str(dirs[i])).log_end for i in NODES}
@@ -367,21 +255,14 @@ def test_image_at_log_end_equals_the_metadata_shell(cluster: dict[str, Any],
         logs = sorted({b.path for b in node.batches})
         assert len(logs) == 1 and node.log_start == 0, logs   # the shell reads one file
         copy = tmp_path / f"c{i}.log"
-        shutil.copy(logs[0], copy)             # Kafka's tools run on copies only
-        res = subprocess.run(
-            [cluster["rt"].java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             f"-Dlog4j2.configurationFile={quiet}", "-cp", cp,
-             "org.apache.kafka.shell.MetadataShell", "-s", str(copy)],
-            input="\n".join(SHELL_COMMANDS) + "\nexit\n",
-            capture_output=True, text=True, timeout=120, check=False)
-        assert res.returncode == 0, res.stderr[-3000:]
-        shell = _shell_view(res.stdout)
+        shutil.copy(logs[0], copy)
+        shell = shell_view(run_shell(cluster["rt"], cp, copy, tmp_path))
         # the image at the log end, from the newest snapshot plus the log after it
-        ours = _our_view(image_at(node))
-        assert shell["partitions"] and shell["brokers"] and shell["levels"], res.stdout
-        assert shell["metadata.version"].startswith(ours.pop("metadata.version")), shell
-        shell.pop("metadata.version")
+        ours = our_view(image_at(node))
+        assert shell["partitions"] and shell["brokers"] and shell["levels"], shell
+        assert shell.pop("metadata.version").startswith(ours.pop("metadata.version")), shell
         assert ours == shell, (ours, shell)
         print(f"node {i}: image at offset {ours['last_offset'] + 1} = metadata shell: "
               f"{len(shell['topics'])} topics, {len(shell['partitions'])} partitions, "
-              f"{len(shell['brokers'])} brokers, {len(shell['levels'])} feature levels")
+              f"{len(shell['brokers'])} brokers, {len(shell['levels'])} feature levels, "
+              f"{len(shell['configs'])} config sets")
