@@ -85,7 +85,7 @@ Docs: docs/CONTRACT.md section 11.""",
 \b
 Examples:
   segtools quorum controller-1/ controller-2/ controller-3/
-  segtools quorum c1/__cluster_metadata-0 c2/__cluster_metadata-0 --json
+  segtools quorum c1/__cluster_metadata-0 c2/__cluster_metadata-0 --broker broker-4/ --json
   segtools quorum controller-1/ --image-at end --diff-from 1500
 \b
 Docs: docs/QUORUM.md (the rules and what each answer proves), docs/CONTRACT.md.""",

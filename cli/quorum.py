@@ -21,16 +21,22 @@ from segtools.cli.errors import handle_errors
 @click.option("--diff-from", "diff_from", default=None, metavar="OFFSET",
               help="With --image-at: print only the entities that differ between the image at "
                    "OFFSET and the one at --image-at.")
+@click.option("--broker", "brokers", multiple=True, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False),
+              help="A broker's log dir (or its __cluster_metadata-0): compare its metadata "
+                   "replica with the controllers' logs (repeatable).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def quorum(dirs: tuple[str, ...], as_json: bool, image_at: str | None, diff_from: str | None,
-           debug: bool) -> None:
+           brokers: tuple[str, ...], debug: bool) -> None:
     """Audit the controllers' metadata dirs DIRS together (each a metadata.log.dir or its
     __cluster_metadata-0): Log Matching across them (first divergence per pair and which node
     holds the stale suffix), one leader per epoch (split brain), quorum-state votes against
     LEADER_CHANGE granting voters (double votes), the prefix proven committed without a
     persisted high watermark, the voter-set history, split quorums at formatting, and which
-    survivor to keep after losing a majority (what each choice loses).
+    survivor to keep after losing a majority (what each choice loses); with --broker, each
+    broker's metadata replica against the controllers'; known Kafka bugs matching what is
+    found (docs/QUORUM.md).
 
     Exit status: 0 no finding, 1 findings, 2 usage error or unusable input.
     """
@@ -45,7 +51,7 @@ def quorum(dirs: tuple[str, ...], as_json: bool, image_at: str | None, diff_from
     if image_at is not None:
         _time_travel(dirs[0], image_at, diff_from)
         return
-    result = audit_dirs(list(dirs))
+    result = audit_dirs(list(dirs), list(brokers))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=1))
     else:
@@ -71,8 +77,20 @@ def quorum(dirs: tuple[str, ...], as_json: bool, image_at: str | None, diff_from
             lost = "; ".join(f"{n} {f}..{t}" for n, f, t in s.loses) or "nothing from the others"
             warn = " (LOSES COMMITTED RECORDS)" if s.loses_committed else ""
             click.echo(f"keep {s.node} (end {s.log_end}): loses {lost}{warn}")
+        for r in result.replicas:
+            part = (f", differs from offset {r.first_divergence}" if r.first_divergence
+                    is not None else "")
+            lacks = (f"; lacks {r.missing_committed} committed offsets" if r.missing_committed
+                     else "")
+            click.echo(f"broker replica {r.broker}: holds up to {r.log_end}, identical to "
+                       f"{r.reference} below {r.identical_below}{part}{lacks}")
         for f in result.findings:
             click.echo(f"FINDING {f.kind}: {f.message}")
+        for o in result.observations:
+            click.echo(f"NOTE {o.kind}: {o.message}")
+        for m in result.known_bugs:
+            click.echo(f"KNOWN BUG {m.bug.key} ({m.verdict}) for {m.mark}: {m.why}; "
+                       f"{' '.join(m.bug.links)}")
     sys.exit(1 if result.findings else 0)
 
 

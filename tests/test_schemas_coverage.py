@@ -54,6 +54,7 @@ SITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("segtools/forensics/report_html.py", "_json_block"): (
         "not an output: the page's lost-record rows for its own script (machines read compare --report)",),
     ("segtools/forensics/report_html.py", "render_html"): ("not an output: gzip chunks of the page's rows",),
+    ("segtools/forensics/report_html.py", "_pre_json"): ("not an output: a cluster image shown in the page's <pre>",),
     ("segtools/forensics/report_html.py", "_cell"): ("not an output: a value shown in an HTML cell",),
     ("spark/compare_job.py", "run_specs"): ("not an output: JSON strings in Parquet table columns",
                                             "not an output: JSON strings in Parquet table columns"),
@@ -142,8 +143,10 @@ def test_code_enums_are_the_codes_the_product_writes() -> None:
     from segtools.forensics.transactions import TXN_STATES
     from segtools.simulate import truth
 
-    quorum = schemas.load("quorum")["properties"]["findings"]["items"]["properties"]["kind"]["enum"]
-    assert set(quorum) == _finding_kinds("segtools/quorum")
+    quorum = schemas.load("quorum")["properties"]
+    # the audit's findings and its observations (NOTE lines) are both Finding objects
+    kinds = {k for key in ("findings", "observations") for k in quorum[key]["items"]["properties"]["kind"]["enum"]}
+    assert kinds == _finding_kinds("segtools/quorum")
     tier = schemas.load("tier")["properties"]["findings"]["items"]["properties"]["kind"]["enum"]
     assert set(tier) == _finding_kinds("segtools/tier")
     assert set(schemas.load("lost-record")["properties"]["txn_state"]["enum"]) == set(TXN_STATES)

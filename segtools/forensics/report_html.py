@@ -21,7 +21,7 @@ import re
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -212,13 +212,15 @@ def render_html(report: Mapping[str, Any], *, html_dir: str | None = None, sourc
     _summary(w, t, parts, report.get("summary"), report, ev)
     _legend(w)
     _codes_legend(w)
-    ctx = _Ctx(brokers, ev, [], lost_offset_ranges(report.get("summary")))
+    ctx = _Ctx(brokers, ev, [], lost_offset_ranges(report.get("summary")),
+               _election_images(report, parts))
     lazy = ctx.lazy
     _partitions(w, parts, ctx)
     if brokers:
         _broker_table(w, brokers, ev)
     if report.get("tier") is not None:
         _tier_table(w, report["tier"])
+    _images_section(w, parts, ctx.images)
     _lost_table(w, parts, t)
     for k in range(0, len(lazy), LAZY_CHUNK):
         packed = gzip.compress(json.dumps(lazy[k:k + LAZY_CHUNK]).encode("utf-8"), compresslevel=6, mtime=0)
@@ -542,6 +544,7 @@ class _Ctx:
     ev: _Evidence
     lazy: list[str]                              # collapsed bodies, packed at the end
     lost_offsets: dict[tuple[Any, Any], tuple[int, int]]
+    images: Mapping[int, Any] = field(default_factory=dict)   # election offset -> Image
 
 
 def _partitions(w: Any, parts: Sequence[Mapping[str, Any]], ctx: _Ctx) -> None:
@@ -591,7 +594,7 @@ def _partition(w: Any, i: int, p: Mapping[str, Any], is_open: bool, found: bool,
         unclean = sum(1 for c in changes if c.get("election") == "unclean")
         w(f'<details class="changes"><summary>Metadata log: {len(changes)} partition change(s), '
           f'{elections} election(s), {unclean} unclean</summary>')
-        _changes_table(w, changes, ev)
+        _changes_table(w, changes, ev, ctx.images)
         w("</details>")
     if lost:
         w(f'<p><a class="lost-link" href="#lost" data-filter="{esc(name)}">Show the '
@@ -664,7 +667,57 @@ def _findings(w: Any, p: Mapping[str, Any], ev: _Evidence) -> None:
     w("</table>")
 
 
-def _changes_table(w: Any, changes: Sequence[Mapping[str, Any]], ev: _Evidence) -> None:
+#: elections whose cluster image the report embeds (each a replay step of the metadata log)
+MAX_ELECTION_IMAGES = 50
+_ELECTIONS = ("clean", "unclean", "offline")
+
+
+def _election_images(report: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> dict[int, Any]:
+    """The cluster image just after each election's metadata record (segtools.quorum.image),
+    for the first MAX_ELECTION_IMAGES elections; none without a readable metadata log."""
+    mdir = _metadata_dir(report)
+    offsets = sorted({c["offset"] for p in parts for c in p.get("metadata_changes") or []
+                      if c.get("election") in _ELECTIONS and isinstance(c.get("offset"), int)})
+    if not mdir or not offsets:
+        return {}
+    from segtools.errors import SegtoolsError
+    from segtools.quorum.image import images_after
+
+    try:
+        return dict(images_after(mdir, offsets[:MAX_ELECTION_IMAGES]))
+    except (SegtoolsError, OSError):
+        return {}          # the report stands without them; compare reported the log's problems
+
+
+def _images_section(w: Any, parts: Sequence[Mapping[str, Any]], images: Mapping[int, Any]) -> None:
+    """One collapsed block per election: its partition's topic and the brokers, as the
+    metadata log stood right after the election (docs/QUORUM.md, time travel)."""
+    if not images:
+        return
+    w('<section id="election-images"><h2>Cluster at each election (metadata log)</h2>')
+    for offset, img in sorted(images.items()):
+        topics = {str(p.get("topic")) for p in parts
+                  if any(c.get("offset") == offset for c in p.get("metadata_changes") or [])}
+        ids = {k[1] for k, d in img.entities.items() if k[0] == "topic" and d.get("name") in topics}
+        rows = {"offset": offset, "topics": sorted(topics),
+                "partitions": [{"topic_id": k[1][0], "partition": k[1][1], **d}
+                               for k, d in sorted(img.entities.items(), key=lambda kv: repr(kv[0]))
+                               if k[0] == "partition" and k[1][0] in ids],
+                "brokers": [{"id": k[1], **d} for k, d in sorted(img.entities.items(), key=lambda kv: repr(kv[0]))
+                            if k[0] == "broker"]}
+        w(f'<details id="image-{offset}"><summary>after metadata offset {offset}: '
+          f'{esc(", ".join(sorted(topics)))}</summary><pre>{_pre_json(rows)}</pre>'
+          "</details>")
+    w("</section>")
+
+
+def _pre_json(doc: Any) -> str:
+    # esc shows control characters as visible escapes: each line is escaped on its own
+    return "\n".join(esc(line) for line in json.dumps(doc, indent=1, default=str).splitlines())
+
+
+def _changes_table(w: Any, changes: Sequence[Mapping[str, Any]], ev: _Evidence,
+                   images: Mapping[int, Any] | None = None) -> None:
     w('<table class="metadata-changes"><tr><th>time</th><th>metadata offset</th><th>record</th>'
       '<th>leader epoch</th><th>leader</th><th>ISR</th><th>ELR</th><th>election</th><th>evidence</th></tr>')
     for c in changes:
@@ -673,8 +726,9 @@ def _changes_table(w: Any, changes: Sequence[Mapping[str, Any]], ev: _Evidence) 
           f'<td class="num">{esc(c.get("offset"))}</td><td>{esc(c.get("record"))}</td>'
           f'<td class="num">{esc(c.get("leader_epoch"))}</td><td>{esc(c.get("leader"))}</td>'
           f'<td>{esc(c.get("isr"))}</td><td>{esc(c.get("elr") if c.get("elr") is not None else "")}</td>'
-          f'<td>{esc(election)}</td>'
-          f'<td>{ev.link(c.get("file"), c.get("position"), _short(c.get("file")))}</td></tr>')
+          f'<td>{esc(election)}'
+          + (f' <a href="#image-{c["offset"]}">image</a>' if images and c.get("offset") in images else "")
+          + f'</td><td>{ev.link(c.get("file"), c.get("position"), _short(c.get("file")))}</td></tr>')
     w("</table>")
 
 

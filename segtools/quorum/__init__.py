@@ -18,6 +18,7 @@ from segtools.quorum.nodes import ControllerNode, load_node
 __all__ = ["ControllerNode", "Finding", "QuorumAudit", "audit", "audit_dirs", "load_node"]
 
 
-def audit_dirs(paths: Sequence[str]) -> QuorumAudit:
-    """Load each controller's metadata dir and audit them together."""
-    return audit([load_node(p) for p in paths])
+def audit_dirs(paths: Sequence[str], brokers: Sequence[str] = ()) -> QuorumAudit:
+    """Load each controller's metadata dir and audit them together; ``brokers``: brokers' log
+    dirs whose metadata replicas are compared with the controllers'."""
+    return audit([load_node(p) for p in paths], [load_node(p) for p in brokers])

@@ -22,6 +22,7 @@ from typing import Any
 from segtools.errors import SegtoolsError
 from segtools.quorum.fingerprint import Fingerprint, fingerprint
 from segtools.quorum.image import SnapshotCheck, check_snapshots
+from segtools.quorum.known_bugs import BugMatch, bugs_for, match
 from segtools.quorum.nodes import BatchInfo, ControllerNode, LeaderChange, VoterSet
 
 
@@ -73,6 +74,26 @@ class SurvivorChoice:
                 "loses": [{"node": n, "from": f, "to": t} for n, f, t in self.loses]}
 
 
+@dataclass(frozen=True)
+class ReplicaCheck:
+    """A broker's ``__cluster_metadata-0`` (an observer's copy) against the controllers'."""
+
+    broker: str
+    node_id: int | None
+    log_end: int
+    reference: str            # the controller whose log shares the longest prefix with it
+    identical_below: int
+    first_divergence: int | None
+    stale_suffix: bool        # the broker's batch there has the lower epoch
+    missing_committed: int    # offsets proven committed that the broker does not hold yet
+
+    def to_json(self) -> dict[str, Any]:
+        return {"broker": self.broker, "node_id": self.node_id, "log_end": self.log_end,
+                "reference": self.reference, "identical_below": self.identical_below,
+                "first_divergence": self.first_divergence, "stale_suffix": self.stale_suffix,
+                "missing_committed": self.missing_committed}
+
+
 @dataclass
 class QuorumAudit:
     nodes: list[ControllerNode]
@@ -84,6 +105,12 @@ class QuorumAudit:
     survivors: list[SurvivorChoice] = field(default_factory=list)
     fingerprints: list[Fingerprint] = field(default_factory=list)
     snapshot_checks: list[tuple[str, SnapshotCheck]] = field(default_factory=list)
+    #: what the logs show that is not wrong in itself (a voter added again, a voter history
+    #: that starts at a snapshot, an old leader appending after a newer epoch began)
+    observations: list[Finding] = field(default_factory=list)
+    known_bugs: list[BugMatch] = field(default_factory=list)
+    #: brokers' metadata replicas compared with the controllers' logs
+    replicas: list[ReplicaCheck] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +135,9 @@ class QuorumAudit:
                                  "first_difference": None if c.first_difference is None
                                  else repr(c.first_difference)}
                                 for n, c in self.snapshot_checks],
+            "observations": [o.to_json() for o in self.observations],
+            "known_bugs": [m.to_json() for m in self.known_bugs],
+            "broker_replicas": [r.to_json() for r in self.replicas],
         }
 
 
@@ -153,13 +183,19 @@ def _stale(a: ControllerNode, b: ControllerNode, ea: int | None, eb: int | None)
     return a.name if ea < eb else b.name
 
 
+def _history_order(v: VoterSet) -> tuple[int, bool, str]:
+    # a snapshot ending at E holds the voter set in force before E: it comes before a
+    # VotersRecord written at offset E itself
+    return v.offset, v.source == "log", v.node
+
+
 def voters_at(history: Sequence[VoterSet], nodes: Sequence[ControllerNode],
               offset: int) -> tuple[set[int] | None, str]:
     """The voter set in force at ``offset``: the last VotersRecord before it, else the static
     voters of the last LEADER_CHANGE before it (kraft.version 0), else unknown."""
     vs = [v for v in history if v.offset <= offset]
     if vs:
-        last = max(vs, key=lambda v: v.offset)
+        last = max(vs, key=_history_order)
         return {i for i, _ in last.voters}, f"VotersRecord at offset {last.offset} ({last.source})"
     lcs = [lc for n in nodes for lc in n.leader_changes if lc.offset <= offset and lc.voters]
     if lcs:
@@ -256,8 +292,10 @@ def _snapshot_oracle(n: ControllerNode, out: QuorumAudit) -> None:
                 f"at offset {s.end_offset - 1} has epoch {e}", (n.name,), s.end_offset))
 
 
-def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
-    """Run every check over the given controllers."""
+def audit(nodes: Sequence[ControllerNode],
+          brokers: Sequence[ControllerNode] = ()) -> QuorumAudit:
+    """Run every check over the given controllers; ``brokers``' metadata replicas are
+    compared with them (they take no part in the quorum's answers)."""
     out = QuorumAudit(list(nodes))
     out.fingerprints = [fingerprint(n) for n in nodes]   # before problems become findings
     for n in nodes:
@@ -274,8 +312,18 @@ def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
         out.findings.append(Finding(
             "split-at-formatting",
             "the bootstrap snapshots (0-0.checkpoint) name different voter sets, two quorums "
-            "can elect leaders independently (KAFKA-19489): " + "; ".join(
+            "can elect leaders independently: " + "; ".join(
                 f"{k}: {sorted(i for i, _ in v)}" for k, v in boots.items()), tuple(boots)))
+    # a node that ran a static quorum (kraft.version 0: LEADER_CHANGE records, never a
+    # VotersRecord) beside one formatted with a dynamic voter set
+    static = [n for n in nodes if n.leader_changes and not n.voter_sets]
+    if boots and static and len(cids) <= 1:
+        out.findings.append(Finding(
+            "split-at-formatting",
+            f"{', '.join(n.name for n in static)} ran a static quorum (LEADER_CHANGE records "
+            "and no VotersRecord: controller.quorum.voters) while "
+            f"{', '.join(boots)} bootstrapped a dynamic voter set (0-0.checkpoint) under the "
+            "same cluster id: two quorums", tuple(n.name for n in static) + tuple(boots)))
     # --- Log Matching, pairwise
     for i, a in enumerate(nodes):
         for b in nodes[i + 1:]:
@@ -316,7 +364,7 @@ def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
                     f"the voters granting leader {lid} (a double vote, or a mutated quorum-state)",
                     (n.name,)))
     # --- voter history and directory ids
-    hist = sorted((v for n in nodes for v in n.voter_sets), key=lambda v: (v.offset, v.node))
+    hist = sorted((v for n in nodes for v in n.voter_sets), key=_history_order)
     seen: set[tuple[int, tuple[tuple[int, str], ...]]] = set()
     for v in hist:
         if (v.offset, v.voters) not in seen:
@@ -349,4 +397,95 @@ def audit(nodes: Sequence[ControllerNode]) -> QuorumAudit:
             n.name, n.log_end, tuple(loses),
             n.log_end < out.committed_end
             or any(f < out.committed_end and m in holders for m, f, _ in loses)))
+    _observe(nodes, out)
+    _match_bugs(nodes, out)
+    # a replica is compared with the logs proven to hold the committed prefix, when known
+    refs = [n for n in nodes if n.name in holders] or list(nodes)
+    for b in brokers:
+        _compare_replica(b, refs, out)
     return out
+
+
+def _compare_replica(b: ControllerNode, nodes: Sequence[ControllerNode],
+                     out: QuorumAudit) -> None:
+    """A broker's metadata replica: of ``nodes`` (the controllers holding the committed
+    prefix, when known), the log it shares the longest prefix with, where they part, and
+    whether the broker holds all of the proven committed prefix. Its own snapshots go
+    through the replay oracle like a controller's."""
+    _snapshot_oracle(b, out)
+    out.findings.extend(Finding("evidence", p, (b.name,)) for p in b.problems)
+    if not nodes:
+        return
+    pairs = [(diverge(b, c), c) for c in nodes]
+    (d, same_epoch), ref = max(pairs, key=lambda p: (p[0][0].common_end, p[1].log_end))
+    out.findings.extend(same_epoch)          # equal offset and epoch, other bytes
+    held = max([b.log_end] + [s.end_offset for s in b.snapshots])
+    stale = d.offset is not None and d.stale == b.name
+    out.replicas.append(ReplicaCheck(b.name, b.node_id, held, ref.name, d.common_end, d.offset,
+                                     stale, max(0, out.committed_end - held)))
+    if d.offset is not None and not same_epoch:
+        who = (f"{b.name} holds the stale suffix (an older leader's batches; truncated when "
+               "it fetches again, brokers apply only committed records)" if stale
+               else f"{ref.name} holds the older epoch there: the broker saw a newer leader's "
+               "batches than any controller given")
+        out.observations.append(Finding(
+            "replica-diverges", f"broker replica {b.name} and {ref.name} are identical below "
+            f"offset {d.common_end} and differ from offset {d.offset} (epoch {d.epoch_a} vs "
+            f"{d.epoch_b}); {who}", (b.name, ref.name), d.offset))
+
+
+def _observe(nodes: Sequence[ControllerNode], out: QuorumAudit) -> None:
+    """Voters added again, voter histories cut by a snapshot, old leaders appending late."""
+    was: dict[tuple[int, str], list[int]] = {}      # voter -> offsets where its presence flips
+    prev: set[tuple[int, str]] = set()
+    for v in out.voter_history:
+        cur = set(v.voters)
+        for key in cur ^ prev:
+            was.setdefault(key, []).append(v.offset)
+        prev = cur
+    for (vid, did), flips in sorted(was.items()):
+        if len(flips) >= 3:        # in, out, in again
+            out.observations.append(Finding(
+                "voter-rejoined", f"voter {vid} (directory {did}) left the voter set at offset "
+                f"{flips[1]} and is in it again from offset {flips[2]}: an operator's "
+                "add-controller, or auto-join adding a removed controller",
+                (), flips[2]))
+    for n in nodes:
+        if n.voter_sets and n.log_start > 0:
+            out.observations.append(Finding(
+                "voter-history-truncated", f"{n.name}: the log starts at offset {n.log_start}; "
+                "before it only the snapshot's voter set (the one in force) is known, a voter "
+                "removed earlier leaves no trace on this node", (n.name,), n.log_start))
+    by_name = {n.name: n for n in nodes}
+    for d in out.divergences:
+        if d.stale is None or d.offset is None:
+            continue
+        old = by_name[d.stale]
+        new = by_name[d.b if d.stale == d.a else d.a]
+        new_epoch = max(d.epoch_a or 0, d.epoch_b or 0)
+        began = min((b.max_timestamp for b in new.batches if b.epoch == new_epoch
+                     and b.max_timestamp >= 0), default=None)
+        late = max((b.max_timestamp for b in old.batches if b.base_offset >= d.offset),
+                   default=-1)
+        if began is not None and late > began:
+            out.observations.append(Finding(
+                "stale-leader-appended", f"{old.name} appended in epoch "
+                f"{min(d.epoch_a or 0, d.epoch_b or 0)} until {late} ms, {late - began} ms "
+                f"after {new.name}'s epoch {new_epoch} began ({began} ms): a leader without a "
+                "majority resigns after 1.5 x controller.quorum.fetch.timeout.ms (default "
+                "2000 ms) in releases with the fix; longer points at a leader that did not",
+                (old.name,), d.offset))
+
+
+def _match_bugs(nodes: Sequence[ControllerNode], out: QuorumAudit) -> None:
+    by_name = {n.name: n for n in nodes}
+    prints = {f.node: f for f in out.fingerprints}
+    for mark in out.findings + out.observations:
+        for bug in bugs_for(mark.kind):
+            involved = [by_name[x] for x in mark.nodes if x in by_name] or list(nodes)
+            if mark.kind in ("split-at-formatting", "split-brain"):
+                # the act is the formatting: the files kafka-storage format wrote date it
+                dating = [fingerprint(n, bootstrap_only=True) for n in involved]
+            else:
+                dating = [prints[n.name] for n in involved if n.name in prints]
+            out.known_bugs.append(match(bug, mark.kind, [n.name for n in involved], dating))

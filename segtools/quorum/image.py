@@ -62,8 +62,12 @@ class Image:
             e[("topic", str(d["topicId"]))] = {"name": d["name"]}
         elif name == "REMOVE_TOPIC_RECORD":
             tid = str(d["topicId"])
+            topic = e.get(("topic", tid), {}).get("name")
+            # the topic's configs go with it (Kafka's MetadataDelta replays the removal into
+            # the configs delta too); resource type 2 is TOPIC
             for gone in [k for k in e
-                         if k == ("topic", tid) or (k[0] == "partition" and k[1][0] == tid)]:
+                         if k == ("topic", tid) or (k[0] == "partition" and k[1][0] == tid)
+                         or (k[0] == "config" and k[1][:2] == (2, topic))]:
                 del e[gone]
         elif name == "PARTITION_RECORD":
             e[("partition", (str(d["topicId"]), d["partitionId"]))] = {
@@ -136,19 +140,27 @@ def metadata_records(path: str, *, skip_unreadable: bool = False
                      ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
     """(offset, timestamp, type name, data) of the metadata records of one file; a record
     that does not decode raises, or is passed over with ``skip_unreadable``."""
+    for offset, ts, name, _v, data in versioned_records(path, skip_unreadable=skip_unreadable):
+        yield offset, ts, name, data
+
+
+def versioned_records(path: str, *, skip_unreadable: bool = False
+                      ) -> Iterator[tuple[int, int, str, int, dict[str, Any]]]:
+    """:func:`metadata_records` with each record's version (offset, timestamp, type name,
+    version, data)."""
     with SegmentReader(path) as reader:
         for batch in reader:
             if batch.is_control:
                 continue
             for rec in batch.records():
                 try:
-                    name, _v, data = decode_record(rec.value)
+                    name, version, data = decode_record(rec.value)
                 except SegtoolsError as e:
                     if skip_unreadable:
                         continue
                     raise SegtoolsError(f"{path}: byte {batch.position}, offset {rec.offset}: "
                                         f"metadata record unreadable: {e}") from None
-                yield rec.offset, rec.timestamp, name, data
+                yield rec.offset, rec.timestamp, name, version, data
 
 
 def image_from_snapshot(path: str, end_offset: int) -> Image:
@@ -249,4 +261,27 @@ def image_json(img: Image) -> dict[str, Any]:
                            "entities": {}}
     for (kind, ident), data in sorted(img.entities.items(), key=lambda kv: repr(kv[0])):
         out["entities"].setdefault(kind, []).append({"id": ident, **data})
+    return out
+
+
+def images_after(path: str, offsets: Iterable[int]) -> dict[int, Image]:
+    """The image just after each metadata offset (records up to and including it applied) of
+    the metadata dir ``path``, replayed once in offset order from the newest snapshot at or
+    before the first. Offsets the log cannot rebuild (before its start, no snapshot) are
+    left out."""
+    from segtools.quorum.nodes import load_node
+
+    node = load_node(path)
+    logs = sorted({b.path for b in node.batches})
+    out: dict[int, Image] = {}
+    cur: Image | None = None
+    for offset in sorted(set(offsets)):
+        if cur is None:
+            try:
+                cur = image_at(node, offset=offset + 1)
+            except SegtoolsError:
+                continue
+        else:
+            cur = replay(cur, logs, until_offset=offset + 1)
+        out[offset] = cur
     return out

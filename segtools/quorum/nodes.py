@@ -38,6 +38,7 @@ class BatchInfo:
     digest: str          # sha256 of the batch's bytes on disk
     path: str
     position: int
+    max_timestamp: int = -1
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,8 @@ def _read_file(node: ControllerNode, path: str, source: str, at: int | None) -> 
                 if keep:
                     node.batches.append(BatchInfo(
                         batch.base_offset, batch.last_offset, batch.partition_leader_epoch,
-                        hashlib.sha256(batch.raw()).hexdigest(), path, batch.position))
+                        hashlib.sha256(batch.raw()).hexdigest(), path, batch.position,
+                        batch.max_timestamp))
                     if not batch.crc_valid:
                         node.problems.append(f"{path}: byte {batch.position}, offset "
                                              f"{batch.base_offset}: CRC mismatch")

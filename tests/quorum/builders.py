@@ -3,6 +3,7 @@ history chosen here: which node wrote what, in which epoch)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import struct
@@ -32,6 +33,37 @@ def leader_change(offset: int, epoch: int, leader: int, voters: list[int],
     struct.pack_into(">h", raw, _ATTR_POS, attrs)
     struct.pack_into(">I", raw, _CRC_POS, crc32c(bytes(raw[_ATTR_POS:])))
     return bytes(raw)
+
+
+def _control_batch(offset: int, epoch: int, control_type: int, value: bytes,
+                   timestamp: int) -> bytes:
+    raw = bytearray(build_batch([NewRecord(struct.pack(">hh", 0, control_type), value, (),
+                                           timestamp)],
+                                base_offset=offset, partition_leader_epoch=epoch))
+    attrs = struct.unpack_from(">h", raw, _ATTR_POS)[0] | _CONTROL
+    struct.pack_into(">h", raw, _ATTR_POS, attrs)
+    struct.pack_into(">I", raw, _CRC_POS, crc32c(bytes(raw[_ATTR_POS:])))
+    return bytes(raw)
+
+
+def voters_record(offset: int, epoch: int, voters: list[tuple[int, str]]) -> bytes:
+    """A VotersRecord control batch (control type 6, version 0): each voter's id and
+    directory id (Kafka base64url text), no endpoints, kraft.version 0-1."""
+    body = struct.pack(">h", 0) + bytes([len(voters) + 1])
+    for vid, did in voters:
+        uid = base64.urlsafe_b64decode(did + "==")
+        # voterId, directory uuid, endpoints (empty compact array), KRaftVersionFeature
+        # {min 0, max 1, no tags}, no tags
+        body += struct.pack(">i", vid) + uid + b"\x01" + struct.pack(">hh", 0, 1) + b"\x00\x00"
+    return _control_batch(offset, epoch, 6, body + b"\x00", 1000 + offset)
+
+
+def feature_level(offset: int, epoch: int, level: int) -> bytes:
+    """A FeatureLevelRecord batch setting metadata.version to ``level``."""
+    value = encode_record("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version",
+                                                      "featureLevel": level})
+    return build_batch([NewRecord(None, value, (), 1000 + offset)], base_offset=offset,
+                       partition_leader_epoch=epoch)
 
 
 def data(offset: int, epoch: int, tag: str = "") -> bytes:

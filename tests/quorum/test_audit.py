@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from segtools import schemas
 from segtools.cli.main import cli
 from segtools.quorum import audit_dirs
 from tests.quorum.builders import controller, data, failover, leader_change, qs
@@ -119,3 +122,45 @@ def test_fingerprint_from_feature_level_record(tmp_path: object) -> None:
     c1 = controller(str(tmp_path), "c1", 1, b, quorum_state=qs(1, 1))
     (fp,) = audit_dirs([c1]).fingerprints
     assert fp.release_min == "3.6" and "or later" in fp.note
+
+
+def test_broker_replicas_against_the_controllers(tmp_path: object) -> None:
+    # builders.failover: committed below 10 (epoch 2 on c2, c3); c1 holds epoch 1's stale 6-8.
+    # b1 copied c2's log up to offset 8 (behind: lacks 8, 9); b2 kept the old leader's suffix.
+    import os
+    import shutil
+
+    from segtools.quorum.nodes import METADATA_DIR
+    from tests.quorum.builders import failover
+
+    root = str(tmp_path)
+    c1, c2, c3 = failover(root)
+    b1 = os.path.join(root, "b1")
+    shutil.copytree(c2, b1)
+    log = os.path.join(b1, METADATA_DIR, "00000000000000000000.log")
+    with open(log, "rb") as fh:
+        blob = fh.read()
+    with open(log, "wb") as fh:          # the first 8 batches (offsets 0-7), one record each
+        fh.write(blob[:sum(len(x) for x in _batches(blob)[:8])])
+    b2 = os.path.join(root, "b2")
+    shutil.copytree(c1, b2)
+    r = audit_dirs([c1, c2, c3], [b1, b2])
+    rows = {x.broker: (x.log_end, x.identical_below, x.first_divergence, x.stale_suffix,
+                       x.missing_committed) for x in r.replicas}
+    assert rows == {b1: (8, 8, None, False, 2), b2: (9, 6, 6, True, 1)}
+    assert [o.nodes[0] for o in r.observations if o.kind == "replica-diverges"] == [b2]
+    res = CliRunner().invoke(cli, ["quorum", c1, c2, c3, "--broker", b1, "--json"])
+    doc = json.loads(res.stdout)
+    jsonschema.Draft202012Validator(schemas.load("quorum")).validate(doc)
+    assert doc["broker_replicas"][0]["missing_committed"] == 2
+
+
+def _batches(blob: bytes) -> list[bytes]:
+    import struct
+
+    out, pos = [], 0
+    while pos < len(blob):
+        size = 12 + struct.unpack_from(">i", blob, pos + 8)[0]
+        out.append(blob[pos:pos + size])
+        pos += size
+    return out

@@ -15,7 +15,8 @@ from tests.quorum.real_controllers import controller_properties, format_controll
 
 pytestmark = pytest.mark.realkafka
 
-RELEASE = "4.3.1"
+#: 4.3.1 in CI; SEGTOOLS_QUORUM_RELEASE runs the module on another release by hand
+RELEASE = os.environ.get("SEGTOOLS_QUORUM_RELEASE", "4.3.1")
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +60,9 @@ def test_split_quorum_at_formatting_is_reported(formatted: tuple[list[str], dict
     # one cluster id; only the split is found (a dir only formatted has no quorum-state yet)
     assert len({n.cluster_id for n in r.nodes}) == 1
     assert [f.kind for f in r.findings] == ["split-at-formatting"]
+    # 4.3.1 formats this mix although KAFKA-19489's fix (4.2) refuses --standalone beside
+    # static voters: the bug row is excluded by the bootstrap files' release, the split stays
+    assert [(m.bug.key, m.verdict) for m in r.known_bugs] == [("KAFKA-19489", "excluded")]
     # inputs are evidence: nothing written
     assert {p: p.stat().st_mtime_ns for d in dirs for p in Path(d).rglob("*")} == before
     assert not any(os.path.basename(p) == "quorum-state" for p in before)
@@ -81,3 +85,36 @@ def test_fingerprint_of_a_formatted_dir_contains_the_release(
     # the range [release_min, newest) contains the true release, and is tight for a fresh format
     assert fp.release_min == true, fp.note
     assert order.index(fp.release_min) <= order.index(true)
+
+
+@pytest.mark.parametrize("release", ["4.1.0", "4.2.0"])
+def test_kafka_19489_row_matches_what_each_release_formats(release: str, tmp_path: Path) -> None:
+    """The known-bug table says KAFKA-19489 (--standalone on a node with
+    controller.quorum.voters set) affects releases before 4.2: 4.1.0 must format such a node
+    and 4.2.0 must refuse it. The oracle is each release's own kafka-storage."""
+    from segtools.quorum.fingerprint import fingerprint, release_key
+    from segtools.quorum.known_bugs import KNOWN_BUGS
+    from segtools.quorum.nodes import load_node
+    from segtools.realcluster.kafka_runtime import kafka_runtime
+    from segtools.realcluster.processes import run_tool
+
+    row = next(b for b in KNOWN_BUGS if b.key == "KAFKA-19489")
+    assert row.fixed_in is not None
+    rt = kafka_runtime(version=release)
+    d = tmp_path / "c3"
+    d.mkdir()
+    props = controller_properties(
+        tmp_path / "c3.properties", 3, 19193, d, "127.0.0.1:19193",
+        "controller.quorum.voters=1@127.0.0.1:19191,2@127.0.0.1:19192,3@127.0.0.1:19193\n")
+    props.write_text(props.read_text().replace("controller.quorum.bootstrap.servers=", "#"))
+    res = run_tool(rt.command("kafka.tools.StorageTool", "format", "-t", kafka_uuid(), "-c",
+                              str(props), "--standalone", heap="128m"), timeout=120)
+    affected = release_key(row.affected_from) <= release_key(release[:3]) \
+        < release_key(row.fixed_in)
+    assert (res.returncode == 0) == affected, res.stdout + res.stderr
+    if affected:
+        # the dir the buggy format wrote dates itself inside the row's range
+        fp = fingerprint(load_node(str(d)), bootstrap_only=True)
+        assert fp.release_min == release[:3], fp.note
+    else:
+        assert "cannot specify controller.quorum.voters" in res.stdout + res.stderr
