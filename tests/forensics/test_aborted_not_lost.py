@@ -130,3 +130,22 @@ def test_a_transaction_with_no_marker_anywhere_is_never_an_all_clear(tmp_path):
     assert {x["txn_state"] for x in part["lost_records"]} == {"open"}
     assert part["answer"]["value"] == "lost" and report["summary"]["records_lost"]["aborted"] == 0
     assert _verdict(page) == ("bad", "lost")
+
+
+def test_advise_does_not_trade_a_committed_record_for_aborted_ones(tmp_path):
+    """advise over the same story: electing broker 2 or 3 (the new leader and its follower)
+    drops x0, x1, which the scenario aborted; electing broker 1 back (unclean) drops `after`,
+    committed. Before, advise counted the aborted records as two committed losses and
+    recommended the unclean election of broker 1."""
+    evidence, spec, truth = _story(tmp_path, "abort_transaction")
+    assert {("orders", x["value"]) for x in truth["lost"]} <= aborted_values(spec)
+    out = tmp_path / "advice.json"
+    result = CliRunner().invoke(cli, ["advise", str(evidence), "--topic", "orders", "--partition", "0",
+                                      "--acks", str(evidence / "acks.jsonl"), "--metadata-log",
+                                      str(evidence / "controller" / "__cluster_metadata-0"), "--json", str(out)])
+    (entry,) = json.loads(out.read_text())
+    assert entry["recommended"] == 2 and entry["verdict"] == "safe", result.output
+    by_broker = {c["broker"]: c["lost"] for c in entry["candidates"]}
+    assert by_broker[2]["total"] == 0 and by_broker[2]["aborted"] == 2
+    assert by_broker[1]["committed"] == 1        # `after`, acknowledged with acks=all
+    assert result.exit_code == 0
