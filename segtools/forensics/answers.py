@@ -34,7 +34,11 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
     if live:
         distinct = {(x.offset, x.leader_epoch) for x in live}
         committed = {(x.offset, x.leader_epoch) for x in live if x.committed}
-        lost.append(f"{len(distinct)} record(s) held only off the surviving lineage ({len(committed)} committed)")
+        # an open or unknown transaction: no marker in the evidence says whether it committed
+        undecided = {(x.offset, x.leader_epoch) for x in live if getattr(x, "txn_state", None) in ("open", "unknown")}
+        lost.append(f"{len(distinct)} record(s) held only off the surviving lineage ({len(committed)} committed"
+                    + (f"; {len(undecided)} of open or unknown transactions, whose outcome no marker in the "
+                       "evidence shows" if undecided else "") + ")")
     if p.lost_offsets is not None:
         lost.append(f"offsets {p.lost_offsets.first_offset}..{p.lost_offsets.end_offset - 1} committed "
                     "(high-watermark checkpoint) with no copy on any replica")

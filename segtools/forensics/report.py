@@ -124,9 +124,8 @@ class CompareReport:
             return
         from segtools.forensics.lost_details import apply_transaction_states
 
-        if apply_transaction_states(self.partitions, self.lost_details()) or any(
-                x.txn_state == "aborted" for p in self.partitions for x in p.lost):
-            self._answer_all()
+        apply_transaction_states(self.partitions, self.lost_details())
+        self._answer_all()      # aborted records leave the answer's losses, open ones are flagged
 
     def lost_details(self) -> dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]]:
         """Timestamp and transaction state of each lost record, from the replicas compared

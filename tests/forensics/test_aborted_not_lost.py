@@ -129,6 +129,7 @@ def test_a_transaction_with_no_marker_anywhere_is_never_an_all_clear(tmp_path):
     (part,) = report["partitions"]
     assert {x["txn_state"] for x in part["lost_records"]} == {"open"}
     assert part["answer"]["value"] == "lost" and report["summary"]["records_lost"]["aborted"] == 0
+    assert "2 of open or unknown transactions" in part["answer"]["lost"][0]     # flagged
     assert _verdict(page) == ("bad", "lost")
 
 
