@@ -136,6 +136,9 @@ class CandidateCost:
     #: the counts are lower bounds: a replica of the partition is not among the inputs (or the
     #: replica set is unknown, no metadata log)
     lower_bound: bool = False
+    #: records of aborted transactions other replicas hold and this one lacks: not counted
+    #: as lost (never delivered to read_committed consumers, never replayed)
+    aborted: int = 0
 
     def all_lost(self) -> list[LostByElection]:
         return [*self.lost, *self.lost_from_acks]
@@ -147,6 +150,7 @@ class CandidateCost:
         out["total"] = len(self.lost) + len(self.lost_from_acks)
         out["from_acks"] = len(self.lost_from_acks)
         out["conflict"] = sum(r.conflict for r in self.lost)
+        out["aborted"] = self.aborted
         return out
 
     def rank_key(self) -> tuple[int, int, int, int, int, int]:
@@ -337,6 +341,9 @@ class _Replica:
     control: set[int] = field(default_factory=set)   # offsets of transaction markers
     #: the newest leader epoch the dir knows (records and leader-epoch-checkpoint)
     newest_epoch: int = -1
+    #: transactional data and markers (offset order): rows as
+    #: segtools.forensics.transactions.lost_transaction_states reads them
+    txn_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _digest(key: bytes | None, value: bytes | None, headers: Any) -> bytes:
@@ -355,7 +362,9 @@ def _load(spec: Any) -> _Replica:
 
     records: dict[int, tuple[int, int, int, bytes]] = {}
     control: set[int] = set()
-    cols = ["offset", "leader_epoch", "producer_id", "sequence", "key", "value", "headers", "is_control"]
+    cols = ["offset", "leader_epoch", "producer_id", "sequence", "key", "value", "headers", "is_control",
+            "producer_epoch", "is_transactional"]
+    txn_rows: list[dict[str, Any]] = []
     for path, _size in spec.segments:
         for rb in iter_record_batches(path, topic=spec.topic, partition=spec.partition, broker=spec.broker,
                                       include_control=True):
@@ -364,10 +373,30 @@ def _load(spec: Any) -> _Replica:
                                         _digest(r["key"], r["value"], r["headers"]))
                 if r["is_control"]:
                     control.add(r["offset"])
+                if r["is_control"] or r["is_transactional"]:
+                    txn_rows.append({k: r[k] for k in ("offset", "producer_id", "producer_epoch",
+                                                       "is_transactional", "is_control")}
+                                    | {"key": r["key"] if r["is_control"] else None})
     # records below the log start offset were deleted on purpose (retention, DeleteRecords)
     start = max(min(records, default=0), getattr(spec, "log_start_checkpoint", None) or 0)
     newest = max([-1, *(r[0] for r in records.values()), *(e for e, _o in spec.epoch_checkpoint or ())])
-    return _Replica(spec.broker, spec.high_watermark, start, records, control, newest)
+    return _Replica(spec.broker, spec.high_watermark, start, records, control, newest,
+                    sorted(txn_rows, key=lambda r: r["offset"]))
+
+
+def _aborted(follower: _Replica, cut: int, others: Sequence[_Replica]) -> set[int]:
+    """Offsets of ``follower``'s records from ``cut`` on whose transaction aborted (the ABORT
+    marker in its own log or on another replica, as compare reads it): electing a leader
+    without them loses nothing a read_committed consumer could see, and replay never
+    produces them."""
+    from segtools.forensics.transactions import lost_transaction_states
+
+    lost = [r for r in follower.txn_rows if r["offset"] >= cut and r["is_transactional"] and not r["is_control"]]
+    if not lost:
+        return set()
+    own = [r for r in follower.txn_rows if r["offset"] >= cut]
+    states = lost_transaction_states(lost, own, (), [o.txn_rows for o in others], cut)
+    return {o for o, state in states.items() if state == "aborted"}
 
 
 def _divergence(follower: _Replica, leader: _Replica) -> int:
@@ -402,10 +431,15 @@ def _cost(candidate: _Replica, others: Sequence[_Replica], acked: dict[tuple[int
             return "acked" if acked.get(key) else "unacknowledged"
         return "uncommitted"
 
+    aborted: set[tuple[int, int]] = set()
     for f in others:
         cut = _divergence(f, candidate)
+        gone = _aborted(f, cut, [candidate, *(o for o in others if o is not f)])
         for off in sorted(o for o in f.records if o not in f.control and o >= candidate.log_start):
             epoch, pid, seq, digest = f.records[off]
+            if off in gone:
+                aborted.add((off, epoch))     # an aborted transaction's: no loss for consumers
+                continue
             if off < cut:
                 # the same offset and leader epoch on both: the follower keeps its own record.
                 # Different data there is a log-matching violation, not agreement.
@@ -429,7 +463,7 @@ def _cost(candidate: _Replica, others: Sequence[_Replica], acked: dict[tuple[int
     return CandidateCost(candidate.broker, max(candidate.records, default=-1) + 1,
                          max(epochs, default=-1),
                          sorted(lost.values(), key=lambda r: (r.offset, r.broker or 0)),
-                         lost_from_acks=from_acks)
+                         lost_from_acks=from_acks, aborted=len(aborted))
 
 
 def _missing(topic: str, partition: int, state: MetadataState | None,

@@ -25,10 +25,20 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
     ``problems``: its replicas with a problem status ("broker N: STATUS")."""
     v = p.verdict
     lost: list[str] = []
-    if p.lost:
-        distinct = {(x.offset, x.leader_epoch) for x in p.lost}
-        committed = {(x.offset, x.leader_epoch) for x in p.lost if x.committed}
-        lost.append(f"{len(distinct)} record(s) held only off the surviving lineage ({len(committed)} committed)")
+    # records of an aborted transaction (its ABORT marker read on some replica): never delivered
+    # to read_committed consumers, never replayed; named, but no loss
+    live = [x for x in p.lost if getattr(x, "txn_state", None) != "aborted"]
+    aborted = {(x.offset, x.leader_epoch) for x in p.lost if getattr(x, "txn_state", None) == "aborted"}
+    not_delivered = [f"{len(aborted)} record(s) of aborted transactions held only off the surviving lineage: "
+                     "aborted, not delivered to read_committed consumers"] if aborted else []
+    if live:
+        distinct = {(x.offset, x.leader_epoch) for x in live}
+        committed = {(x.offset, x.leader_epoch) for x in live if x.committed}
+        # an open or unknown transaction: no marker in the evidence says whether it committed
+        undecided = {(x.offset, x.leader_epoch) for x in live if getattr(x, "txn_state", None) in ("open", "unknown")}
+        lost.append(f"{len(distinct)} record(s) held only off the surviving lineage ({len(committed)} committed"
+                    + (f"; {len(undecided)} of open or unknown transactions, whose outcome no marker in the "
+                       "evidence shows" if undecided else "") + ")")
     if p.lost_offsets is not None:
         lost.append(f"offsets {p.lost_offsets.first_offset}..{p.lost_offsets.end_offset - 1} committed "
                     "(high-watermark checkpoint) with no copy on any replica")
@@ -124,7 +134,9 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
             f"epoch {e}) lie below a replica's log start and on no replica: the segments that held them were "
             "deleted (retention, DeleteRecords) or never written there",
             "whether those acknowledged records were in the log before its start moved"))
-    if problems and not lost:
+    if problems and not lost and aborted and _aborted_only(v, p.lost):
+        pass    # every problem replica diverged by aborted transactions alone: explained
+    elif problems and not lost:
         marker = _lost_marker_only(v)
         ref_start = next((r.log_start_offset for r in v.replicas if r.is_reference), 0)
         if marker == "" and ref_start > 0:
@@ -170,9 +182,29 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
     if lost and lineage_unknown:
         # measured against a given replica, not the surviving log: at risk, not proven lost
         # (the missing broker may hold them); the records stay in lost_records for --lost-out
-        return {"value": CANNOT_TELL, "lost": [], "at_risk": lost, "missing": missing}
+        return {"value": CANNOT_TELL, "lost": [], "at_risk": lost, "missing": missing,
+                **({"not_delivered": not_delivered} if not_delivered else {})}
     value = LOST if lost else CANNOT_TELL if missing else SAFE
-    return {"value": value, "lost": lost, "missing": missing}
+    return {"value": value, "lost": lost, "missing": missing,
+            **({"not_delivered": not_delivered} if not_delivered else {})}
+
+
+def _aborted_only(v: Any, lost: Any) -> bool:
+    """Every problem replica diverged by records of aborted transactions alone (and markers):
+    status DIVERGED_UNCOMMITTED, no unreadable file, and each divergent record is a lost record
+    whose transaction aborted."""
+    for r in v.replicas:
+        if any(f.code == "READ_ERROR" for f in r.findings):
+            return False
+        if r.status in ("CONSISTENT", "LAGGING_PREFIX"):
+            continue
+        if r.status != "DIVERGED_UNCOMMITTED":
+            return False
+        mine = [x for x in lost if (x.broker, x.log_dir) == (r.broker, r.log_dir)]
+        if any(getattr(x, "txn_state", None) != "aborted" for x in mine) \
+                or len(mine) != (r.divergent or {}).get("records", -1):
+            return False
+    return True
 
 
 def _lost_marker_only(v: Any) -> str | None:

@@ -162,7 +162,7 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
         # the metadata log's events, then the unclean stops only the log dirs show (after
         # them: they describe the end of the log, and have no metadata offset)
         report.broker_events = [*getattr(histories, "brokers", []), *unclean_stops_from_log_dirs(report.partitions)]
-    report.replicas = list(specs)
+    report.attach_replicas(specs)
     from segtools.tier.compare_section import METADATA_TOPIC, tier_section
 
     if any(p.topic == METADATA_TOPIC for p in resolution.partitions):   # something was tiered

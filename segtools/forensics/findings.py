@@ -32,6 +32,8 @@ INFO_CODES = frozenset({
     # Kafka 4.x forensics (docs/REPORT.md)
     "HW_FROZEN_UNDER_MIN_ISR", "UNCLEAN_SHUTDOWN", "TXN_OPEN", "TXN_HANGING", "EPOCH_CKPT_CORRUPT",
     "BENIGN_FORMAT_CONVERTED",
+    # issue 21: lost records of an aborted transaction (no loss for consumers)
+    "TXN_ABORTED_LOST",
 })
 
 

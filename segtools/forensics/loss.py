@@ -45,6 +45,9 @@ class LostRecord:
     producer_id: int = -1
     sequence: int = -1
     log_dir: str = ""
+    #: the state of its transaction once the report read the markers (lost_details.py):
+    #: "aborted" records are no loss for consumers; None until then
+    txn_state: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -63,3 +63,50 @@ def as_json(detail: tuple[int | None, str, bool] | None) -> dict[str, Any]:
     if detail is None:
         return {}
     return {"timestamp": detail[0], "txn_state": detail[1], "is_transactional": detail[2]}
+
+
+def apply_transaction_states(partitions: Sequence[Any], details: Details) -> int:
+    """Fold the transaction states into the verdicts (issue 21): a lost record whose transaction
+    aborted (its ABORT marker on any replica, in the lost replica's own log or ``.txnindex``)
+    was never delivered to read_committed consumers and is never replayed, so it is no
+    committed loss, whatever a high-watermark checkpoint or an acks=all acknowledgement says
+    of its offset. Clears its ``committed`` flag, lowers its replica's ``committed_records``
+    (COMMITTED_LOSS becomes DIVERGED_UNCOMMITTED when nothing committed is left) and adds a
+    TXN_ABORTED_LOST finding per replica. Records of open or unknown transactions keep their
+    flag: nothing proves they were not committed. Returns the records cleared."""
+    from segtools.forensics.findings import Finding, rank_status
+
+    cleared_total = 0
+    for part in partitions:
+        v = part.verdict
+        by_replica: dict[tuple[int, str], list[Any]] = {}
+        for x in part.lost:
+            detail = details.get((v.topic, v.partition, x.broker, x.offset, x.leader_epoch))
+            if detail is None:
+                continue
+            x.txn_state = detail[1]
+            if detail[1] == "aborted":
+                by_replica.setdefault((x.broker, x.log_dir), []).append(x)
+        for (broker, log_dir), recs in sorted(by_replica.items()):
+            cleared = [x for x in recs if x.committed]
+            for x in cleared:
+                x.committed = False
+            cleared_total += len(cleared)
+            rv = next((r for r in v.replicas if (r.broker, r.log_dir) == (broker, log_dir)), None)
+            if rv is None:
+                continue
+            div: dict[str, Any] = rv.divergent or {}
+            if cleared and div.get("committed_records"):
+                div["committed_records"] = max(0, div["committed_records"] - len(cleared))
+            if rv.status == "COMMITTED_LOSS" and not div.get("committed_records") and not any(
+                    x.committed for x in part.lost if (x.broker, x.log_dir) == (broker, log_dir)):
+                # what else the replica has (a corrupt batch, a truncation) keeps its rank
+                rv.status = rank_status({f.code for f in rv.findings} | {"DIVERGED_UNCOMMITTED"})
+            offsets = sorted(x.offset for x in recs)
+            producers = sorted({x.producer_id for x in recs})
+            part.extra_findings.append(Finding(
+                "TXN_ABORTED_LOST", f"broker {broker}: {len(recs)} lost record(s) (offsets {offsets[0]}.."
+                f"{offsets[-1]}, producer(s) {producers[:5]}) belong to aborted transactions: never delivered "
+                "to read_committed consumers and never replayed, so no loss for consumers",
+                offset=offsets[0]))
+    return cleared_total

@@ -541,6 +541,6 @@ class LocalRunner:
         if progress is not None:
             progress.done()
         report = finish_report(verdicts, lost, commits, acks)
-        report.replicas = list(specs)    # what the report's lost-record details are read from
+        report.attach_replicas(specs)    # what the report's lost-record details are read from
         return report
 

@@ -94,6 +94,8 @@ class CompareReport:
     #: lost records' timestamps and transaction states, read once from ``replicas`` (lost_details.py)
     _lost_details: dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]] | None = field(
         default=None, repr=False)
+    #: attach_replicas folded the transaction states in
+    _txn_settled: bool = field(default=False, repr=False)
 
     def describe(self, *, inputs: dict[str, Any] | None, warnings: list[str], runner: str,
                  legend: list[str]) -> None:
@@ -112,6 +114,22 @@ class CompareReport:
         if self.tier is not None:
             out["tier"] = self.tier
         return out
+
+    def attach_replicas(self, specs: Any) -> None:
+        """Record the replicas compared and read the lost records' transaction states from them:
+        records of an aborted transaction stop counting as committed losses (verdicts, counts
+        and answers; lost_details.apply_transaction_states). Once per report."""
+        self.replicas = list(specs)
+        if self._txn_settled or not self.replicas:
+            return
+        self._txn_settled = True
+        # only a producer's records can be transactional: reports without any read nothing more
+        if not any(x.producer_id >= 0 for p in self.partitions for x in p.lost):
+            return
+        from segtools.forensics.lost_details import apply_transaction_states
+
+        apply_transaction_states(self.partitions, self.lost_details())
+        self._answer_all()      # aborted records leave the answer's losses, open ones are flagged
 
     def lost_details(self) -> dict[tuple[str, int, int, int, int], tuple[int | None, str, bool]]:
         """Timestamp and transaction state of each lost record, from the replicas compared
@@ -135,12 +153,16 @@ class CompareReport:
     def attach_lost_offsets(self, acks: AckIndex | None = None) -> None:
         """Committed offsets that survive on no replica, acknowledged offsets no lineage holds,
         and each partition's three-valued answer (both runners end here)."""
-        from segtools.forensics.answers import partition_answer
-
         self.acks_given = acks is not None
         for p in self.partitions:
             p.lost_offsets = committed_offsets_lost(p.verdict, acks)
             p.acked_lost = reconcile_acks(p.verdict, acks)
+        self._answer_all()
+
+    def _answer_all(self) -> None:
+        from segtools.forensics.answers import partition_answer
+
+        for p in self.partitions:
             problems = sorted({f"broker {r.broker}: {r.status}" for r in p.verdict.replicas
                                if replica_problem(p.verdict, r)})
             p.answer = partition_answer(p, acks_given=self.acks_given, problems=problems)
@@ -195,6 +217,8 @@ class CompareReport:
                 key = (p.verdict.topic, p.verdict.partition, x.offset, x.leader_epoch)
                 c, a = distinct.get(key, (False, False))
                 distinct[key] = (c or bool(x.committed), a or bool(x.acked))
+        aborted = {(p.verdict.topic, p.verdict.partition, x.offset, x.leader_epoch)
+                   for p in self.partitions for x in p.lost if x.txn_state == "aborted"}
         acks_known = any(x.acked is not None for p in self.partitions for x in p.lost)
         ranges = [p.lost_offsets for p in self.partitions if p.lost_offsets]
         offsets_acked_known = any(r.acked is not None for r in ranges)
@@ -209,6 +233,8 @@ class CompareReport:
                 "committed": sum(c for c, _ in distinct.values()),
                 "acked": sum(a for _, a in distinct.values()) if acks_known else None,
                 "replica_copies": sum(len(p.lost) for p in self.partitions),
+                # of an aborted transaction: never delivered to read_committed consumers, no loss
+                "aborted": len(aborted),
             },
             "offsets_lost": {
                 "total": sum(r.count for r in ranges),
@@ -344,6 +370,9 @@ def render_summary(report: CompareReport, *, max_rows: int | None = 200, all_row
     held = f" (on {rec['replica_copies']} replica copies)" if rec["replica_copies"] != rec["total"] else ""
     line = (f"{t['partitions']} partition(s), {t['replicas']} replica(s), {t['replicas_with_problems']} "
             f"with problems; {rec['total']} lost record(s){held}, {rec['committed']} committed")
+    if rec.get("aborted"):
+        line += (f" ({rec['aborted']} of aborted transactions: not delivered to read_committed consumers, "
+                 "no loss)")
     if off["total"]:
         where = ", ".join(f"{x['topic']}-{x['partition']} {x['first_offset']}..{x['end_offset'] - 1}"
                           for x in off["partitions"][:3])

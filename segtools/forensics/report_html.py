@@ -128,12 +128,15 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
     by_status = Counter(_partition_status(p) for p in parts)
     distinct: dict[tuple[Any, ...], list[bool | None]] = {}
     relocated: set[tuple[Any, ...]] = set()
+    aborted: set[tuple[Any, ...]] = set()
     causes: Counter[str] = Counter()
     for p in parts:
         for x in p.get("lost_records") or []:
             # counted as compare counts them (report.json's summary, the terminal line)
             if x.get("relocated_to") is not None:
                 relocated.add(_lost_key(p, x))
+            if x.get("txn_state") == "aborted":
+                aborted.add(_lost_key(p, x))
             d = distinct.setdefault(_lost_key(p, x), [False, None])
             d[0] = d[0] or bool(x.get("committed"))
             if x.get("acked") is not None:
@@ -145,6 +148,8 @@ def totals(report: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "partitions": len(parts), "by_status": dict(by_status),
         "lost": len(distinct), "relocated": len(relocated),
+        # of aborted transactions: not delivered to read_committed consumers, no loss (issue 21)
+        "aborted": len(aborted),
         "lost_copies": sum(len(p.get("lost_records") or []) for p in parts),
         "committed": sum(1 for c, _ in distinct.values() if c),
         "acked": sum(1 for _, a in distinct.values() if a),
@@ -412,14 +417,21 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
     if answer == "lost" or t["problem"] or n_offsets:
         lost = (f'{t["lost"]} record(s) lost, {t["committed"]} of them committed'
                 + (f', {t["acked"]} acknowledged to producers' if t["acks_known"] else ""))
+        if t.get("aborted"):
+            lost += (f', {t["aborted"]} of them in aborted transactions (not delivered to read_committed '
+                     'consumers, no loss)')
         if n_offsets:
             lost += f"; {esc(n_offsets)} committed offset(s) lost with no copy on any replica"
         acked_off = (block.get("acked_offsets_lost") or {}).get("total") if isinstance(
             block.get("acked_offsets_lost"), Mapping) else None
         if acked_off:
             lost += f"; {esc(acked_off)} acknowledged offset(s) held by no replica"
-        w(f'<p class="verdict bad" id="verdict" data-answer="lost">{esc(verdict) + ": " if verdict else ""}'
-          f'Data was lost or replicas diverged: {lost}.</p>')
+        # a divergence nothing was lost by (all of it aborted transactions) is a finding (exit 1),
+        # not green; the attribute carries the report's own answer
+        head = ("Replicas diverged, nothing lost for consumers (proven)" if answer == "safe"
+                else "Data was lost or replicas diverged")
+        w(f'<p class="verdict bad" id="verdict" data-answer="{"safe" if answer == "safe" else "lost"}">'
+          f'{esc(verdict) + ": " if verdict else ""}{head}: {lost}.</p>')
     elif answer == "safe":
         w('<p class="verdict ok" id="verdict" data-answer="safe">Safe: every replica is consistent (or a '
           'lagging prefix of the reference) and the evidence proves nothing was lost.</p>')
@@ -446,7 +458,10 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
       f'record(s) lost' + (f' <span class="muted">(on {t["lost_copies"]} replica copies)</span>'
                            if t["lost_copies"] != t["lost"] else "")
       + (f' <span class="muted" id="relocated-count">{t["relocated"]} held again at another offset '
-         f'(relocated)</span>' if t["relocated"] else "") + "</div>")
+         f'(relocated)</span>' if t["relocated"] else "")
+      + (f' <span class="muted" id="aborted-count" data-count="{t["aborted"]}">{t["aborted"]} of aborted '
+         'transactions, not delivered to read_committed consumers</span>' if t.get("aborted") else "")
+      + "</div>")
     w(f'<div class="card"><div class="n" id="committed-count">{t["committed"]}</div>committed</div>')
     acked = t["acked"] if t["acks_known"] else "?"
     w(f'<div class="card"><div class="n" id="acked-count">{acked}</div>acknowledged'

@@ -8,7 +8,8 @@ open: tests/forensics/test_lost_out_txn.py) are replayed into one fresh broker w
 - the committed transaction's two records arrive, inside one transaction: a read_committed
   consumer reads both, and the broker's log holds a COMMIT marker after them (read back with
   kafka-python's record reader from the broker's own segment);
-- the aborted and the open transaction's records never reach the cluster (exit 1: held);
+- the aborted (with its marker lost, or only on the new leader) and the open transaction's
+  records never reach the cluster (exit 1: held);
 - a second replay adds nothing (the cluster check finds the replay headers).
 
 Real Kafka is required: a missing Java/Maven/jar/confluent-kafka FAILS."""
@@ -27,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "forensics"))
 pytestmark = pytest.mark.realkafka
 
 
-def _lost_dir(tmp_path: Path, name: str, before: str | None, **kw) -> Path:
+def _lost_dir(tmp_path: Path, name: str, before: str | None, after: str | None = None, **kw) -> Path:
     from test_lost_out_txn import _lost_out, _spec
 
-    out, _rows, _truth = _lost_out(tmp_path, _spec(name, before, None, **kw))
+    out, _rows, _truth = _lost_out(tmp_path, _spec(name, before, after, **kw))
     return out
 
 
@@ -65,6 +66,8 @@ def test_replay_into_a_real_broker_keeps_transactions_whole_and_holds_what_must_
     committed = _lost_dir(tmp_path / "c", "c", "commit_transaction")
     aborted = _lost_dir(tmp_path / "a", "a", "abort_transaction")
     keyed = _lost_dir(tmp_path / "k", "k", None, keys=["k1", "k2"])      # open: held
+    # aborted after the election: the ABORT marker only on the new leader (issue 21)
+    aborted_late = _lost_dir(tmp_path / "al", "al", None, "abort_transaction")
     require_real_kafka()
     scenario = parse_scenario({"cluster": {"brokers": [1]},
                                "topics": [{"name": "orders", "replication_factor": 1}], "steps": []})
@@ -112,6 +115,8 @@ def test_replay_into_a_real_broker_keeps_transactions_whole_and_holds_what_must_
         assert held.exit_code == 1 and "produced 0" in held.output, held.output
         undecided = runner.invoke(cli, ["replay", str(keyed), "--bootstrap-server", bootstrap])
         assert undecided.exit_code == 1 and "produced 0" in undecided.output, undecided.output
+        late = runner.invoke(cli, ["replay", str(aborted_late), "--bootstrap-server", bootstrap])
+        assert late.exit_code == 1 and "produced 0" in late.output, late.output
         again = runner.invoke(cli, ["replay", str(committed), "--bootstrap-server", bootstrap])
         assert again.exit_code == 0 and "2 already in the cluster, produced 0" in again.output, again.output
         assert _read_committed(bootstrap) == got

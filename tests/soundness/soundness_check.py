@@ -206,7 +206,7 @@ def justified(ev: EvidenceSet, item: Any, starts: dict[tuple[str, int, int], int
         # checkpoints are exact only when every broker in the set stopped cleanly
         return (not _has_files(ev, "replication-offset-checkpoint", False)
                 or not _has_files(ev, "leader-epoch-checkpoint", True)
-                or ev.kind == "stale_checkpoints" or not set(ev.brokers) <= ev.clean_stops)
+                or "stale_checkpoints" in ev.kind.split("+") or not set(ev.brokers) <= ev.clean_stops)
     if kind == "untruncated_log":
         # a copy of that broker from before the unclean election: missing when the broker's dir
         # is not given, or when its given dir already knows a later epoch (it followed the new
@@ -418,13 +418,16 @@ def _precious_missing(ev: EvidenceSet, tp: tuple[str, int], broker: int,
     return out
 
 
-def check_advise(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, int], int]) -> None:
+def check_advise(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, int], int],
+                 all_partitions: bool = False) -> None:
+    """advise on each partition truth says is offline (``all_partitions``: on every partition;
+    the advice then is which replica to elect were its leader lost now, judged the same way)."""
     from click.testing import CliRunner
 
     from segtools.cli.advise import advise as advise_cli
 
     for p in ev.truth.values():
-        if p["leader"] is not None:
+        if p["leader"] is not None and not all_partitions:
             continue
         tp = (p["topic"], p["partition"])
         if not any((tp[0], tp[1], b) in starts for b in ev.brokers):
@@ -475,11 +478,12 @@ def check_advise(ev: EvidenceSet, out: Outcome, starts: dict[tuple[str, int, int
         _check_cannot_tell(ev, out, answer, starts, "advise")
 
 
-def check(ev: EvidenceSet) -> Outcome:
+def check(ev: EvidenceSet, *, advise_all: bool = False) -> Outcome:
+    """compare on the set, advise on its offline partitions (``advise_all``: on every one)."""
     out = Outcome(ev.kind, ev.scenario)
     starts = log_starts(ev)
     check_compare(ev, out, starts)
-    check_advise(ev, out, starts)
+    check_advise(ev, out, starts, advise_all)
     return out
 
 

@@ -41,6 +41,21 @@ SAMPLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "sc
 KINDS = ("full", "drop_last_leader", "drop_holder", "after_restart", "no_metadata_log", "no_acks",
          "no_checkpoints", "stale_checkpoints", "retention", "bare")
 
+#: what one real cluster run is turned into (test_soundness_realkafka.py): every kind that needs
+#: no second run, each pair of removals that can go together ("a+b"), and the sets of one topic
+#: only ("topic:NAME", alone or with a removal: an SRE who copied the affected topic's dirs).
+#: Real segments are at least 1 MiB, so ``retention`` cuts each replica's log at its second
+#: batch, as a segment rolled there and then deleted would leave it (:func:`_retain_split`).
+_PAIRABLE = ("drop_last_leader", "no_metadata_log", "no_acks", "no_checkpoints", "stale_checkpoints", "retention")
+
+
+def real_kinds(*topics: str) -> tuple[str, ...]:
+    pairs = [f"{a}+{b}" for i, a in enumerate(_PAIRABLE) for b in _PAIRABLE[i + 1:]
+             if {a, b} != {"no_checkpoints", "stale_checkpoints"}]
+    one_topic = [k for t in topics for k in (f"topic:{t}", *(f"topic:{t}+{k}" for k in _PAIRABLE))]
+    return ("full", "drop_last_leader", "drop_holder", "no_metadata_log", "no_acks", "no_checkpoints",
+            "stale_checkpoints", "retention", "bare", *pairs, *one_topic)
+
 HW_CKPT = "replication-offset-checkpoint"
 EPOCH_CKPT = "leader-epoch-checkpoint"
 LOG_START_CKPT = "log-start-offset-checkpoint"
@@ -257,6 +272,121 @@ def _apply_retention(root: str) -> list[str]:
     return touched
 
 
+def _batch_starts(data: bytes) -> list[int]:
+    """Byte positions of the whole v2 batches of a segment (baseOffset int64, length int32)."""
+    out, pos = [], 0
+    while pos + 17 <= len(data):
+        length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if length < 14 or pos + 12 + length > len(data):
+            break
+        out.append(pos)
+        pos += 12 + length
+    return out
+
+
+def _retain_split(root: str) -> list[str]:
+    """Retention on logs of one segment each (a real broker's: segment.bytes is at least 1 MiB):
+    each replica's log loses its first batch as if a segment had rolled after it and retention
+    had deleted that segment. The rest of the segment's bytes become a segment named by its new
+    base offset (indexes left out: Kafka rebuilds them), the log-start-offset checkpoint moves
+    there, and the leader-epoch checkpoint is cut from the start as Kafka's
+    LeaderEpochFileCache.truncateFromStart does (the entry covering the new start begins there)."""
+    touched = []
+    for b in _brokers_in(root):
+        bdir = os.path.join(root, f"broker-{b}")
+        ck = os.path.join(bdir, LOG_START_CKPT)
+        starts: dict[tuple[str, int], int] = dict(read_offset_checkpoint(ck).entries) if os.path.exists(ck) else {}
+        changed = False
+        for pdir in _partition_dirs(bdir):
+            topic, _, part = os.path.basename(pdir).rpartition("-")
+            bases = _segment_bases(pdir)
+            if not part.isdigit() or topic.startswith("__") or len(bases) != 1:
+                continue
+            seg = os.path.join(pdir, f"{bases[0]:020d}.log")
+            with open(seg, "rb") as fh:
+                data = fh.read()
+            batches = _batch_starts(data)
+            if len(batches) < 2:
+                continue
+            cut = int.from_bytes(data[batches[1]:batches[1] + 8], "big")
+            for name in os.listdir(pdir):
+                if name.startswith(f"{bases[0]:020d}.") and not name.endswith(".snapshot"):
+                    os.remove(os.path.join(pdir, name))
+            with open(os.path.join(pdir, f"{cut:020d}.log"), "wb") as fh:
+                fh.write(data[batches[1]:])
+            ep = os.path.join(pdir, EPOCH_CKPT)
+            if os.path.exists(ep):
+                entries = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(ep)]
+                below = [e for e in entries if e[1] < cut]
+                kept = [e for e in entries if e[1] >= cut]
+                if below and not any(e[1] == cut for e in kept):
+                    kept.insert(0, (below[-1][0], cut))
+                write_leader_epoch_checkpoint(ep, kept)
+            starts[(topic, int(part))] = max(starts.get((topic, int(part)), 0), cut)
+            changed = True
+            touched.append(f"segments_below:{b}:{os.path.basename(pdir)}:{cut}")
+        if changed:
+            write_offset_checkpoint(ck, starts)
+    return touched
+
+
+def _composite(name: str, kind: str, base: str, target: str, truth: dict[str, Any], cluster: Any,
+               brokers: tuple[int, ...], has_mlog: bool) -> EvidenceSet | None:
+    """A set made by several removals at once (``a+b``), or of one topic's dirs only
+    (``topic:NAME``; the truth kept is that topic's). None when a part removes nothing."""
+    drop: set[str] = set()
+    drop_in: set[str] = set()
+    missing: list[str] = []
+    post = []
+    keep_topic = None
+    for part in kind.split("+"):
+        if part.startswith("topic:"):
+            keep_topic = part[len("topic:"):]
+            for b in brokers:
+                for pdir in _partition_dirs(os.path.join(base, f"broker-{b}")):
+                    if os.path.basename(pdir).rpartition("-")[0] != keep_topic:
+                        drop.add(os.path.join(f"broker-{b}", os.path.basename(pdir)))
+        elif part == "drop_last_leader":
+            victim = _last_leader({k: v for k, v in truth.items() if keep_topic in (None, v["topic"])})
+            if len(brokers) < 2 or victim is None or victim not in brokers:
+                return None
+            drop.add(f"broker-{victim}")
+            missing.append(f"log_dir:{victim}")
+        elif part == "no_metadata_log":
+            if not has_mlog:
+                return None
+            drop.add("controller")
+            missing.append("metadata_log")
+        elif part == "no_acks":
+            drop.add("acks.jsonl")
+            missing.append("acks")
+        elif part == "no_checkpoints":
+            drop_in |= {HW_CKPT, EPOCH_CKPT}
+            missing += [f"hw_checkpoint:{b}" for b in brokers] + ["epoch_checkpoints"]
+        elif part == "stale_checkpoints":
+            post.append(_age_checkpoints)
+        elif part == "retention":
+            post.append(lambda root: _apply_retention(root) or _retain_split(root))
+        else:
+            raise ValueError(f"unknown degradation {part!r} in {kind!r}")
+    _copy(base, target, drop=drop, drop_in_brokers=drop_in)
+    if not any(True for b in _brokers_in(target) for _p in _partition_dirs(os.path.join(target, f"broker-{b}"))):
+        shutil.rmtree(target, ignore_errors=True)     # every replica of the topic dropped: no evidence
+        return None
+    for fn in post:
+        touched = fn(target)
+        if not touched:
+            shutil.rmtree(target, ignore_errors=True)
+            return None
+        missing += touched
+    if keep_topic is not None:
+        truth = {k: v for k, v in truth.items() if v["topic"] == keep_topic}
+        if not truth:
+            shutil.rmtree(target, ignore_errors=True)
+            return None
+    return _set(name, kind, target, truth, cluster, tuple(missing))
+
+
 def _restart_steps(cluster: Any) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for b, st in sorted(cluster.brokers.items()):
@@ -314,8 +444,12 @@ def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str
     has_mlog = os.path.isdir(os.path.join(base, "controller"))
     brokers = _brokers_in(base)
     for kind in kinds:
-        target = os.path.join(workdir, kind)
-        if kind == "full":
+        target = os.path.join(workdir, kind.replace(":", "_"))
+        if "+" in kind or kind.startswith("topic:"):
+            ev = _composite(name, kind, base, target, truth, cluster, brokers, has_mlog)
+            if ev is not None:
+                yield ev
+        elif kind == "full":
             _copy(base, target)
             yield _set(name, kind, target, truth, cluster, ())
         elif kind in ("drop_last_leader", "drop_holder"):
@@ -366,7 +500,8 @@ def _degrade(name: str, scenario: dict[str, Any], workdir: str, kinds: tuple[str
                 yield _set(name, kind, target, truth, cluster, tuple(touched))
         elif kind == "retention":
             _copy(base, target)
-            touched = _apply_retention(target)
+            # a real broker's logs are one segment each: cut at the second batch instead
+            touched = _apply_retention(target) or (_retain_split(target) if engine == "kafka" else [])
             if touched:
                 yield _set(name, kind, target, truth, cluster, tuple(touched))
         else:

@@ -227,3 +227,63 @@ def test_aborted_transactions_are_read_from_the_scenario():
              {"commit_transaction": {"producer": "tx"}},
              {"produce": {"topic": "t0", "values": ["v4"]}}]
     assert aborted_values({"steps": steps}) == {("t0", "v1"), ("t0", "v2")}
+
+
+def test_real_engine_kinds_remove_what_they_claim(tmp_path):
+    """The kinds the real sample uses (real_kinds), on the model run of the same story: a pair
+    removes both parts, a topic set holds that topic's dirs and truth only, and retention on
+    one-segment logs (a real broker's) cuts each at its second batch, moving the log-start and
+    leader-epoch checkpoints there."""
+    import yaml
+    from soundness_degrade import real_kinds
+
+    from segtools.files.checkpoints import read_leader_epoch_checkpoint
+    from tests.forensics.test_answers import SOLE_ISR_WITHIN_EPOCH
+
+    sc = yaml.safe_load(SOLE_ISR_WITHIN_EPOCH)
+    sc["cluster"]["brokers"] = [1, 2, 3]
+    sc["topics"].append({"name": "u", "replication_factor": 1, "assignment": {0: [3]}})
+    sc["steps"].insert(0, {"produce": {"topic": "u", "partition": 0, "acks": "all", "values": ["u0", "u1"]}})
+    kinds = real_kinds("u", "t")
+    sets = {ev.kind: ev for ev in degrade("real-kinds", sc, str(tmp_path),
+                                          ("full", "no_acks+retention", "no_metadata_log+no_acks", "topic:u",
+                                           "topic:u+drop_last_leader"))}
+    assert len(kinds) >= 30 and {"no_metadata_log+no_acks", "topic:u", "retention"} <= set(kinds)
+    both = sets["no_metadata_log+no_acks"]
+    assert both.acks is None and both.metadata_log is None and set(both.missing) == {"acks", "metadata_log"}
+    only_u = sets["topic:u"]
+    assert set(only_u.truth) == {"u-0"}
+    assert {os.path.basename(p) for d in only_u.broker_dirs for p in _partition_dirs_of(d)} == {"u-0"}
+    assert "topic:u+drop_last_leader" not in sets          # u's only replica dropped: no evidence left
+    # retention (in a pair: alone, the model's kind deletes whole segments only): the logs here
+    # are one segment each, like a real broker's
+    full, cut = sets["full"], sets["no_acks+retention"]
+    assert [m for m in cut.missing if m.startswith("segments_below:")]
+    for b in (1, 2):          # t's replicas (u's on broker 3 holds one batch: nothing to cut)
+        pdir = os.path.join(cut.root, f"broker-{b}", "t-0")
+        orig = os.path.join(full.root, f"broker-{b}", "t-0")
+        (base,) = _segment_bases(orig)
+        batches = _base_offsets(os.path.join(orig, f"{base:020d}.log"))
+        (new_base,) = _segment_bases(pdir)
+        assert new_base == batches[1]               # the first batch is gone
+        start = read_offset_checkpoint(os.path.join(cut.root, f"broker-{b}", LOG_START_CKPT)).entries
+        assert start[("t", 0)] == new_base
+        epochs = read_leader_epoch_checkpoint(os.path.join(pdir, EPOCH_CKPT))
+        assert epochs[0].start_offset == new_base
+        assert _base_offsets(os.path.join(pdir, f"{new_base:020d}.log")) == batches[1:]
+
+
+def _partition_dirs_of(broker_dir: str) -> list[str]:
+    return [os.path.join(broker_dir, n) for n in os.listdir(broker_dir) if os.path.isdir(os.path.join(broker_dir, n))]
+
+
+def _base_offsets(segment: str) -> list[int]:
+    """Base offsets of a segment's batches, read by kafka-python (not segtools' reader)."""
+    from kafka.record import MemoryRecords
+
+    with open(segment, "rb") as fh:
+        records = MemoryRecords(fh.read())
+    out = []
+    while (b := records.next_batch()) is not None:
+        out.append(b.base_offset)
+    return out
