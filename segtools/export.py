@@ -198,10 +198,29 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
     return f"replica={folders[_replica_identity(src)]}"
 
 
-def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
+def _small_segments(src: PartitionSource, options: ExportOptions) -> columnar.SmallSegments | None:
+    """The reader that decodes neighbouring small segments together, where its rows are the
+    per-file reader's: record level, local files of known size, no offset or time range (a
+    ``--where`` filter applies to its rows as to any)."""
+    if (options.level == "batches" or not src.segments or _remote(src.segments[0])
+            or len(src.segment_sizes) != len(src.segments)
+            or any(v is not None for v in (options.start_offset, options.end_offset,
+                                           options.start_timestamp, options.end_timestamp))):
+        return None
+    return columnar.SmallSegments(list(src.segments), list(src.segment_sizes), topic=src.topic,
+                                  partition=src.partition, broker=src.broker,
+                                  engine=options.engine, include_control=options.include_control,
+                                  max_batch_bytes=options.max_batch_bytes)
+
+
+def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions,
+                 grouped: list[pa.RecordBatch] | None = None) -> Iterator[pa.RecordBatch]:
+    # ``grouped``: the segment's rows as SmallSegments read them with its neighbours
     # an object-store segment is read by the Arrow reader from a private local copy (on the
     # Spark executor that exports it), removed when the segment is done
-    if options.level == "batches":
+    if grouped is not None:
+        tables: Iterator[pa.RecordBatch] = iter(grouped)
+    elif options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
                                               broker=src.broker, located=True,
                                               max_batch_bytes=options.max_batch_bytes):
@@ -209,13 +228,14 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
             if rb.num_rows:
                 yield rb
         return
-    tables = columnar.iter_record_batches(
-        segment, topic=src.topic, partition=src.partition, broker=src.broker, located=True,
-        include_control=options.include_control, start_offset=options.start_offset,
-        end_offset=options.end_offset, start_timestamp=options.start_timestamp,
-        end_timestamp=options.end_timestamp, engine=options.engine,
-        max_batch_bytes=options.max_batch_bytes,
-    )
+    else:
+        tables = columnar.iter_record_batches(
+            segment, topic=src.topic, partition=src.partition, broker=src.broker, located=True,
+            include_control=options.include_control, start_offset=options.start_offset,
+            end_offset=options.end_offset, start_timestamp=options.start_timestamp,
+            end_timestamp=options.end_timestamp, engine=options.engine,
+            max_batch_bytes=options.max_batch_bytes,
+        )
     if not options.where:
         yield from tables
         return
@@ -451,6 +471,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     current_bytes = 0
     # a replica's segments are all local or all in one object store
     remote = bool(src.segments) and _remote(src.segments[0])
+    small = _small_segments(src, options)
     try:
         for segment in _segments_in_range(src.segments, options):
             # unknown size (a hand-made source): a file of its own, as if it were large
@@ -465,7 +486,9 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
             def rows_so_far() -> int:
                 return seg_rows  # noqa: B023 - read during this segment's iteration
 
-            for rb in _frame_errors_as_findings(_iter_tables(segment, src, options), findings, rows_so_far):
+            grouped = small.batches(segment) if small is not None else None
+            tables = _iter_tables(segment, src, options, grouped)
+            for rb in _frame_errors_as_findings(tables, findings, rows_so_far):
                 if current is None:
                     current = _FileGroup(filesystem, folder, src, options, rb, offset_col)
                 if not current.segments or current.segments[-1] != segment:
@@ -474,7 +497,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                 seg_rows += rb.num_rows
                 # rows come in file order: the last row is in the segment's last batch read
                 last_batch = max(last_batch, rb.column(position_col)[rb.num_rows - 1].as_py())
-            if findings is not None and len(findings) == known and not remote:
+            # a grouped segment is whole batches to its end by construction: no tail to report
+            if findings is not None and len(findings) == known and not remote and grouped is None:
                 findings.extend(_tail_findings(segment, last_batch))
             if current is not None:
                 current_bytes += size
