@@ -55,6 +55,7 @@ from segtools.formats.record_batch import (
     TRANSACTIONAL_FLAG_MASK,
     V2_MIN_BATCH_LENGTH,
 )
+from segtools.primitives import codecs as _codecs
 from segtools.primitives import crc as _crc
 from segtools.primitives.codecs import COMPRESSION_NAMES
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES, resolve_max_batch_bytes
@@ -881,7 +882,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
                 src[j] = 1
                 start[j] = 0
                 end[j] = len(data)
-                dec_addr[j] = np.frombuffer(data, dtype=np.uint8).ctypes.data
+                dec_addr[j] = pa.py_buffer(data).address   # (numpy's .ctypes costs ~4 us)
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -1028,13 +1029,11 @@ def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[memoryvi
 
 def _decompress_task(data: bytes | memoryview, codec: int, path: str, pos: int, base_offset: int,
                      count: int, max_uncompressed: int) -> bytes:
-    from segtools.primitives import codecs
-
     check_v2_batch(path=path, position=pos, base_offset=base_offset,
                    size=RECORD_BATCH_OVERHEAD + len(data), count=count, codec=codec,
                    limit=max_uncompressed)
     try:
-        return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
+        return _codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
     except FormatError as exc:  # located where the compressed records start, as batches.py
         raise exc.located(path=path, position=pos + RECORD_BATCH_OVERHEAD,
                           base_offset=base_offset) from None
@@ -1277,14 +1276,14 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         run_starts = np.concatenate([[0], cuts]).tolist()
         run_ends = np.concatenate([cuts, [n]]).tolist()
 
-        parts: list[np.ndarray] = []
+        parts: list[tuple[int, int]] = []   # [start, end) ranges of batch indexes
         payloads: dict[int, bytes] = {}
         rows = 0
         nbytes = 0
 
         # flush() is called inside the loops below and must see the current parts/h/payloads
         def flush() -> _RowChunk:
-            idx = np.concatenate(parts) if len(parts) > 1 else parts[0]  # noqa: B023
+            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in parts])  # noqa: B023
             if kernel is not None:
                 return _decode_kernel(kernel, mf, h, idx, payloads)  # noqa: B023
             return _decode_python(mf, h, idx, payloads)  # noqa: B023
@@ -1320,7 +1319,7 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                             parts, payloads, rows, nbytes = [], {}, 0, 0
                             continue
                         j = s + 1              # one batch larger than a chunk: never split
-                    parts.append(np.arange(s, j, dtype=np.int64))
+                    parts.append((s, j))
                     rows += int(cum_cap[j] - cum_cap[s])
                     nbytes += int(cum_bytes[j] - cum_bytes[s])
                     s = j
@@ -1339,7 +1338,10 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                 if parts and (rows + c > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
                     yield flush(), h
                     parts, payloads, rows, nbytes = [], {}, 0, 0
-                parts.append(np.array([i], dtype=np.int64))
+                if parts and parts[-1][1] == i:   # ranges of batch indexes, not an array a batch
+                    parts[-1] = (parts[-1][0], i + 1)
+                else:
+                    parts.append((i, i + 1))
                 payloads[i] = payload
                 rows += c
                 nbytes += len(payload)
