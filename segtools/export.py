@@ -364,6 +364,8 @@ FILE_BYTES = 64 << 20
 ROW_GROUP_ROWS = 65536
 ROW_GROUP_BYTES = 32 << 20
 _MERGE_BATCHES = 256
+#: reader batches of fewer rows than this on average are merged before they are written
+_SMALL_BATCH_ROWS = 4096
 
 
 class _FileGroup:
@@ -410,10 +412,14 @@ class _FileGroup:
 
     def _merge(self) -> None:
         if self._pending:
-            batch = self._pending[0] if len(self._pending) == 1 else pa.concat_batches(self._pending)
-            self._pending = []
-            self.invalid += batch.num_rows - batch.column("crc_valid").true_count
-            self._merged.append(batch)
+            pending, self._pending = self._pending, []
+            for rb in pending:
+                self.invalid += rb.num_rows - rb.column("crc_valid").true_count
+            if len(pending) > 1 and len(pending) * _SMALL_BATCH_ROWS > sum(rb.num_rows for rb in pending):
+                # small batches are what costs memory held one by one: copied into one
+                pending = [pa.concat_batches(pending)]
+            # large ones go to the writer as they are (the copy cost ~10% of an export)
+            self._merged.extend(pending)
 
     def _flush(self) -> None:
         self._merge()
