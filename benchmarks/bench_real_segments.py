@@ -28,8 +28,10 @@ Usage::
    ``iter_record_batches``), aiokafka's compiled reader, kafka-python's ``DefaultRecordBatch``
    (every record's offset, timestamp, key, value, headers), ``read_batch_table``
    (``iter_batch_batches``) and the floor of a batch scan: reading the bytes into a reused buffer
-   plus CRC-32C over all of them (the ``crc32c`` C extension). Medians of wall and CPU time
-   (``time.process_time``: segtools' helper threads count). Record counts must agree.
+   plus CRC-32C over all of them (the ``crc32c`` C extension), and ``export`` (``segtools
+   export`` of the segment's partition dir to Parquet in a temporary folder, removed after each
+   round). Medians of wall and CPU time (``time.process_time``: segtools' helper threads
+   count). Record counts must agree.
 
 Each row carries ``os.getloadavg()`` before and after it: on a shared machine the wall figures
 are noisy, CPU-time ratios much less so. Prints Markdown tables and which targets of issue 25 are
@@ -308,10 +310,22 @@ def copy_crc_floor(path: str) -> int:
     return crc & 0
 
 
+def segtools_export(path: str) -> int:
+    """``segtools export`` of the segment's partition dir to Parquet (snappy, the default) in a
+    temporary folder, removed afterwards: the rows written."""
+    from segtools.export import export
+
+    out = tempfile.mkdtemp(prefix="segtools-bench-export-")
+    try:
+        return export([os.path.dirname(path)], os.path.join(out, "pq")).rows
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 READERS: dict[str, Callable[[str], int]] = {
     "read_records": segtools_records, "aiokafka": aiokafka_records,
     "kafka-python": kafka_python_records, "read_batch_table": segtools_scan,
-    "copy+crc32c": copy_crc_floor,
+    "copy+crc32c": copy_crc_floor, "export": segtools_export,
 }
 
 
@@ -344,7 +358,7 @@ def bench_read(path: str, name: str, runs: int) -> ReadRow:
             row.wall.setdefault(r, []).append(time.perf_counter() - w0)
             row.cpu.setdefault(r, []).append(time.process_time() - c0)
             counts[r] = n
-    recs = {counts[r] for r in ("read_records", "aiokafka", "kafka-python")}
+    recs = {counts[r] for r in ("read_records", "aiokafka", "kafka-python", "export")}
     if len(recs) != 1:
         raise SystemExit(f"{name}: the readers disagree on the record count: {counts}")
     row.records = recs.pop()
@@ -423,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                 med = {k: statistics.median(v) for k, v in rd.cpu.items()}
                 rr_w, rr_c = (rd.ratio("read_records", "aiokafka", w) for w in ("wall", "cpu"))
                 sc_w, sc_c = (rd.ratio("read_batch_table", "copy+crc32c", w) for w in ("wall", "cpu"))
+                ex_c = 1 / rd.ratio("export", "read_records", "cpu")   # export's CPU / read_records'
                 out.append([c.name, f"{rd.records:,}",
                             " / ".join(f"{med[k]:.2f}" for k in READERS),
                             f"{rr_w:.2f}× / {rr_c:.2f}×",
@@ -430,13 +445,14 @@ def main(argv: list[str] | None = None) -> int:
                             f"{'yes' if min(rr_w, rr_c) >= 2 else 'no'}",
                             f"{sc_w:.2f}× / {sc_c:.2f}×",
                             f"{'yes' if min(sc_w, sc_c) >= 0.9 else 'no'}",
+                            f"{ex_c:.2f}× ({'yes' if ex_c <= 1.5 else 'no'})",
                             f"{rd.load[0]:.1f} / {rd.load[1]:.1f}"])
                 print(f"  read {c.name}: done (load {rd.load[1]:.1f})", flush=True)
             print()
             _table(["segment", "records", "CPU s: " + " / ".join(READERS),
                     "read_records vs aiokafka (wall / CPU)", "vs kafka-python (CPU)",
                     "≥ 2×", "read_batch_table vs copy+CRC (wall / CPU)", "≥ 0.9×",
-                    "load before / after"], out)
+                    "export CPU / read_records CPU (≤ 1.5×)", "load before / after"], out)
         for c in cases:
             print(f"- {c.name}: {c.note}")
         return 0 if ok else 1

@@ -199,10 +199,29 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
     return f"replica={folders[_replica_identity(src)]}"
 
 
-def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> Iterator[pa.RecordBatch]:
+def _small_segments(src: PartitionSource, options: ExportOptions) -> columnar.SmallSegments | None:
+    """The reader that decodes neighbouring small segments together, where its rows are the
+    per-file reader's: record level, local files of known size, no offset or time range (a
+    ``--where`` filter applies to its rows as to any)."""
+    if (options.level == "batches" or not src.segments or _remote(src.segments[0])
+            or len(src.segment_sizes) != len(src.segments)
+            or any(v is not None for v in (options.start_offset, options.end_offset,
+                                           options.start_timestamp, options.end_timestamp))):
+        return None
+    return columnar.SmallSegments(list(src.segments), list(src.segment_sizes), topic=src.topic,
+                                  partition=src.partition, broker=src.broker,
+                                  engine=options.engine, include_control=options.include_control,
+                                  max_batch_bytes=options.max_batch_bytes)
+
+
+def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions,
+                 grouped: list[pa.RecordBatch] | None = None) -> Iterator[pa.RecordBatch]:
+    # ``grouped``: the segment's rows as SmallSegments read them with its neighbours
     # an object-store segment is read by the Arrow reader from a private local copy (on the
     # Spark executor that exports it), removed when the segment is done
-    if options.level == "batches":
+    if grouped is not None:
+        tables: Iterator[pa.RecordBatch] = iter(grouped)
+    elif options.level == "batches":
         for rb in columnar.iter_batch_batches(segment, topic=src.topic, partition=src.partition,
                                               broker=src.broker, located=True,
                                               max_batch_bytes=options.max_batch_bytes):
@@ -210,13 +229,14 @@ def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions) -> 
             if rb.num_rows:
                 yield rb
         return
-    tables = columnar.iter_record_batches(
-        segment, topic=src.topic, partition=src.partition, broker=src.broker, located=True,
-        include_control=options.include_control, start_offset=options.start_offset,
-        end_offset=options.end_offset, start_timestamp=options.start_timestamp,
-        end_timestamp=options.end_timestamp, engine=options.engine,
-        max_batch_bytes=options.max_batch_bytes,
-    )
+    else:
+        tables = columnar.iter_record_batches(
+            segment, topic=src.topic, partition=src.partition, broker=src.broker, located=True,
+            include_control=options.include_control, start_offset=options.start_offset,
+            end_offset=options.end_offset, start_timestamp=options.start_timestamp,
+            end_timestamp=options.end_timestamp, engine=options.engine,
+            max_batch_bytes=options.max_batch_bytes,
+        )
     if not options.where:
         yield from tables
         return
@@ -345,6 +365,8 @@ FILE_BYTES = 64 << 20
 ROW_GROUP_ROWS = 65536
 ROW_GROUP_BYTES = 32 << 20
 _MERGE_BATCHES = 256
+#: reader batches of fewer rows than this on average are merged before they are written
+_SMALL_BATCH_ROWS = 4096
 
 
 class _FileGroup:
@@ -391,10 +413,14 @@ class _FileGroup:
 
     def _merge(self) -> None:
         if self._pending:
-            batch = self._pending[0] if len(self._pending) == 1 else pa.concat_batches(self._pending)
-            self._pending = []
-            self.invalid += batch.num_rows - batch.column("crc_valid").true_count
-            self._merged.append(batch)
+            pending, self._pending = self._pending, []
+            for rb in pending:
+                self.invalid += rb.num_rows - rb.column("crc_valid").true_count
+            if len(pending) > 1 and len(pending) * _SMALL_BATCH_ROWS > sum(rb.num_rows for rb in pending):
+                # small batches are what costs memory held one by one: copied into one
+                pending = [pa.concat_batches(pending)]
+            # large ones go to the writer as they are (the copy cost ~10% of an export)
+            self._merged.extend(pending)
 
     def _flush(self) -> None:
         self._merge()
@@ -452,6 +478,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     current_bytes = 0
     # a replica's segments are all local or all in one object store
     remote = bool(src.segments) and _remote(src.segments[0])
+    small = _small_segments(src, options)
     try:
         for segment in _segments_in_range(src.segments, options):
             # unknown size (a hand-made source): a file of its own, as if it were large
@@ -466,7 +493,9 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
             def rows_so_far() -> int:
                 return seg_rows  # noqa: B023 - read during this segment's iteration
 
-            for rb in _frame_errors_as_findings(_iter_tables(segment, src, options), findings, rows_so_far):
+            grouped = small.batches(segment) if small is not None else None
+            tables = _iter_tables(segment, src, options, grouped)
+            for rb in _frame_errors_as_findings(tables, findings, rows_so_far):
                 if current is None:
                     current = _FileGroup(filesystem, folder, src, options, rb, offset_col)
                 if not current.segments or current.segments[-1] != segment:
@@ -475,7 +504,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                 seg_rows += rb.num_rows
                 # rows come in file order: the last row is in the segment's last batch read
                 last_batch = max(last_batch, rb.column(position_col)[rb.num_rows - 1].as_py())
-            if findings is not None and len(findings) == known and not remote:
+            # a grouped segment is whole batches to its end by construction: no tail to report
+            if findings is not None and len(findings) == known and not remote and grouped is None:
                 findings.extend(_tail_findings(segment, last_batch))
             if current is not None:
                 current_bytes += size

@@ -55,6 +55,7 @@ from segtools.formats.record_batch import (
     TRANSACTIONAL_FLAG_MASK,
     V2_MIN_BATCH_LENGTH,
 )
+from segtools.primitives import codecs as _codecs
 from segtools.primitives import crc as _crc
 from segtools.primitives.codecs import COMPRESSION_NAMES
 from segtools.primitives.limits import DEFAULT_MAX_BATCH_BYTES, resolve_max_batch_bytes
@@ -291,7 +292,9 @@ class _SegmentFile:
 
     def _buffer(self, index: int, size: int) -> np.ndarray:
         if self._bufs[index].shape[0] < size:
-            self._bufs[index] = np.empty(max(size, self._window), dtype=np.uint8)
+            # no more than the file holds: a 16 MiB window per one-batch segment was an
+            # allocation (and its page faults) per file for a few hundred bytes
+            self._bufs[index] = np.empty(max(size, min(self._window, self.size)), dtype=np.uint8)
         return self._bufs[index]
 
     def _read(self, buf: np.ndarray, pos: int, want: int) -> int:
@@ -713,7 +716,21 @@ def _const_string(value: str | None, n: int) -> pa.Array:
 def _const_int32(value: int | None, n: int) -> pa.Array:
     if value is None:
         return pa.nulls(n, pa.int32())
-    return pa.array(np.full(n, value, dtype=np.int32))
+    return _np_arrow(np.full(n, value, dtype=np.int32), _INT32)
+
+
+_INT8, _INT32, _INT64, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.bool_()
+_TS_US = pa.timestamp("us", tz="UTC")
+_NP_TYPES = {_INT8: np.int8, _INT32: np.int32, _INT64: np.int64, _TS_US: np.int64}
+
+
+def _np_arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """A numpy column as an Arrow array without nulls, wrapped (``pa.array`` costs several
+    times as much per call, which a partition of one-batch segments pays per segment)."""
+    if typ == _BOOL:   # no faster way than pa.array's own
+        return pa.array(values, _BOOL)
+    values = np.ascontiguousarray(values, dtype=_NP_TYPES[typ])
+    return pa.Array.from_buffers(typ, int(values.shape[0]), [None, pa.py_buffer(values)])
 
 
 _COMPRESSION_DICT = pa.array(_COMPRESSION_NAMES, pa.string())
@@ -728,14 +745,14 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _const_int32(seg.partition, n),
         _const_int32(seg.broker, n),
         _const_string(_text(os.path.basename(seg.path)), n),
-        pa.array(h.position, pa.int64()),
-        pa.array((h.batch_length + 12).astype(np.int32), pa.int32()),
-        pa.array(h.base_offset, pa.int64()),
-        pa.array(h.last_offset, pa.int64()),
-        pa.array(h.batch_length.astype(np.int32), pa.int32()),
-        pa.array(h.partition_leader_epoch, pa.int32()),
-        pa.array(h.magic, pa.int8()),
-        pa.array(h.crc, pa.int64()),
+        _np_arrow(h.position, _INT64),
+        _np_arrow(h.batch_length + 12, _INT32),
+        _np_arrow(h.base_offset, _INT64),
+        _np_arrow(_done(h.last_offset), _INT64),
+        _np_arrow(h.batch_length, _INT32),
+        _np_arrow(h.partition_leader_epoch, _INT32),
+        _np_arrow(h.magic, _INT8),
+        _np_arrow(h.crc, _INT64),
         pa.array(h.crc_valid, pa.bool_()),
         pa.array(h.attributes, pa.int16()),
         _COMPRESSION_DICT.take(pa.array(codec)),
@@ -743,13 +760,13 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         pa.array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
-        pa.array(h.last_offset_delta, pa.int32()),
-        pa.array(h.base_timestamp, pa.int64()),
-        pa.array(h.max_timestamp, pa.int64()),
-        pa.array(h.producer_id, pa.int64()),
+        _np_arrow(h.last_offset_delta, _INT32),
+        _np_arrow(h.base_timestamp, _INT64),
+        _np_arrow(h.max_timestamp, _INT64),
+        _np_arrow(h.producer_id, _INT64),
         pa.array(h.producer_epoch, pa.int16()),
-        pa.array(h.base_sequence, pa.int32()),
-        pa.array(h.records_count, pa.int32()),
+        _np_arrow(h.base_sequence, _INT32),
+        _np_arrow(h.records_count, _INT32),
     ], schema=BATCH_SCHEMA)
 
 
@@ -865,7 +882,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
                 src[j] = 1
                 start[j] = 0
                 end[j] = len(data)
-                dec_addr[j] = np.frombuffer(data, dtype=np.uint8).ctypes.data
+                dec_addr[j] = pa.py_buffer(data).address   # (numpy's .ctypes costs ~4 us)
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -1012,13 +1029,11 @@ def _compressed_payload(mf: _SegmentFile, h: _Headers, i: int) -> tuple[memoryvi
 
 def _decompress_task(data: bytes | memoryview, codec: int, path: str, pos: int, base_offset: int,
                      count: int, max_uncompressed: int) -> bytes:
-    from segtools.primitives import codecs
-
     check_v2_batch(path=path, position=pos, base_offset=base_offset,
                    size=RECORD_BATCH_OVERHEAD + len(data), count=count, codec=codec,
                    limit=max_uncompressed)
     try:
-        return codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
+        return _codecs.decompress(codec, data, magic=2, max_size=max_uncompressed)
     except FormatError as exc:  # located where the compressed records start, as batches.py
         raise exc.located(path=path, position=pos + RECORD_BATCH_OVERHEAD,
                           base_offset=base_offset) from None
@@ -1114,9 +1129,9 @@ def _timestamps_us(ts_ms: np.ndarray) -> pa.Array:
     """ms -> Arrow timestamp[us, UTC]; values that overflow in microseconds become null."""
     ok = (ts_ms <= _TS_LIMIT) & (ts_ms >= -_TS_LIMIT)
     if ok.all():
-        return pa.array(ts_ms * 1000, pa.timestamp("us", tz="UTC"))
+        return _np_arrow(ts_ms * 1000, _TS_US)
     us = np.where(ok, ts_ms, 0) * 1000
-    return pa.array(us, pa.timestamp("us", tz="UTC"), mask=~ok)
+    return pa.array(us, _TS_US, mask=~ok)
 
 
 def _per_row(values: np.ndarray, b: np.ndarray, lo: int, hi: int, dtype: Any) -> np.ndarray:
@@ -1133,7 +1148,7 @@ def _compression_column(codec: np.ndarray) -> pa.Array:
     """Codec names per row: a slice of a cached constant column when every row has the same
     codec (the usual case; a gather of strings per row cost 4% of read_records on lz4)."""
     if codec.shape[0] and (codec == codec[0]).all():
-        return _const_string(_COMPRESSION_DICT[int(codec[0])].as_py(), int(codec.shape[0]))
+        return _const_string(_COMPRESSION_NAMES[int(codec[0])], int(codec.shape[0]))
     return _COMPRESSION_DICT.take(pa.array(codec.astype(np.int32)))
 
 
@@ -1152,23 +1167,23 @@ def _record_batch(rc: _RowChunk, h: _Headers, seg: _Segment) -> pa.RecordBatch:
         rc.value,
         _const_string(seg.topic, n),
         _const_int32(seg.partition, n),
-        pa.array(rc.offset, pa.int64()),
+        _np_arrow(rc.offset, _INT64),
         _timestamps_us(rc.timestamp_ms),
-        pa.array(_per_row(_done(h.timestamp_type), b, lo, hi, np.int32), pa.int32()),
+        _np_arrow(_per_row(_done(h.timestamp_type), b, lo, hi, np.int32), _INT32),
         rc.headers,
-        pa.array(_per_row(h.partition_leader_epoch, b, lo, hi, np.int32), pa.int32()),
-        pa.array(h.base_offset[b], pa.int64()),
-        pa.array(_per_row(h.producer_id, b, lo, hi, np.int64), pa.int64()),
-        pa.array(_per_row(h.producer_epoch, b, lo, hi, np.int32), pa.int32()),
-        pa.array(rc.sequence, pa.int32()),
-        pa.array(((attrs & TRANSACTIONAL_FLAG_MASK) != 0) & v2, pa.bool_()),
-        pa.array(((attrs & CONTROL_FLAG_MASK) != 0) & v2, pa.bool_()),
+        _np_arrow(_per_row(h.partition_leader_epoch, b, lo, hi, np.int32), _INT32),
+        _np_arrow(h.base_offset[b], _INT64),
+        _np_arrow(_per_row(h.producer_id, b, lo, hi, np.int64), _INT64),
+        _np_arrow(_per_row(h.producer_epoch, b, lo, hi, np.int32), _INT32),
+        _np_arrow(rc.sequence, _INT32),
+        _np_arrow(((attrs & TRANSACTIONAL_FLAG_MASK) != 0) & v2, _BOOL),
+        _np_arrow(((attrs & CONTROL_FLAG_MASK) != 0) & v2, _BOOL),
         _const_int32(seg.broker, n),
-        pa.array(rc.timestamp_ms, pa.int64()),
-        pa.array(magic, pa.int8()),
+        _np_arrow(rc.timestamp_ms, _INT64),
+        _np_arrow(magic, _INT8),
         _compression_column(attrs & COMPRESSION_CODEC_MASK),
-        pa.array(crc_valid, pa.bool_()),
-        pa.array(h.position[b], pa.int64()),
+        _np_arrow(crc_valid, _BOOL),
+        _np_arrow(h.position[b], _INT64),
         _const_string(_text(os.path.basename(seg.path)), n),
     ], schema=RECORD_SCHEMA)
 
@@ -1228,7 +1243,8 @@ def _ms(value: Any) -> int | None:
 
 
 def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows: int,
-                     max_uncompressed: int, start: int = 0) -> Iterator[tuple[_RowChunk, _Headers]]:
+                     max_uncompressed: int, start: int = 0,
+                     seen: list[_Headers] | None = None) -> Iterator[tuple[_RowChunk, _Headers]]:
     """Decoded rows of one file in groups of at most ``max_rows`` rows / ``_CHUNK_BYTES``.
 
     Runs of uncompressed v2 batches are cut with cumulative sums (no Python work per batch);
@@ -1236,6 +1252,8 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
     object reader.
     """
     for h in _iter_headers(mf, kernel, limit=max_uncompressed, start=start):
+        if seen is not None:   # every batch's header, also of batches without rows
+            seen.append(h)
         n = len(h)
         region = h.batch_length + 12 - RECORD_BATCH_OVERHEAD
         # each record takes at least 7 bytes: a hostile recordsCount cannot inflate buffers
@@ -1258,14 +1276,14 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         run_starts = np.concatenate([[0], cuts]).tolist()
         run_ends = np.concatenate([cuts, [n]]).tolist()
 
-        parts: list[np.ndarray] = []
+        parts: list[tuple[int, int]] = []   # [start, end) ranges of batch indexes
         payloads: dict[int, bytes] = {}
         rows = 0
         nbytes = 0
 
         # flush() is called inside the loops below and must see the current parts/h/payloads
         def flush() -> _RowChunk:
-            idx = np.concatenate(parts) if len(parts) > 1 else parts[0]  # noqa: B023
+            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in parts])  # noqa: B023
             if kernel is not None:
                 return _decode_kernel(kernel, mf, h, idx, payloads)  # noqa: B023
             return _decode_python(mf, h, idx, payloads)  # noqa: B023
@@ -1301,7 +1319,7 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                             parts, payloads, rows, nbytes = [], {}, 0, 0
                             continue
                         j = s + 1              # one batch larger than a chunk: never split
-                    parts.append(np.arange(s, j, dtype=np.int64))
+                    parts.append((s, j))
                     rows += int(cum_cap[j] - cum_cap[s])
                     nbytes += int(cum_bytes[j] - cum_bytes[s])
                     s = j
@@ -1320,7 +1338,10 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                 if parts and (rows + c > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
                     yield flush(), h
                     parts, payloads, rows, nbytes = [], {}, 0, 0
-                parts.append(np.array([i], dtype=np.int64))
+                if parts and parts[-1][1] == i:   # ranges of batch indexes, not an array a batch
+                    parts[-1] = (parts[-1][0], i + 1)
+                else:
+                    parts.append((i, i + 1))
                 payloads[i] = payload
                 rows += c
                 nbytes += len(payload)
@@ -1382,3 +1403,185 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
 def read_records(path: str | os.PathLike[str] | bytes, **kw: Any) -> pa.Table:
     """All records under ``path`` as one table (concatenation of :func:`iter_record_batches`)."""
     return pa.Table.from_batches(list(iter_record_batches(path, **kw)), schema=RECORD_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------
+# many small segments
+
+
+#: segments up to this size are read with their neighbours as one group
+SMALL_SEGMENT_BYTES = 1 << 20
+_GROUP_BYTES = 8 << 20
+_GROUP_FILES = 256
+
+
+class _Unusual(Exception):
+    """Internal: a group of small segments holds something the per-file reader must judge."""
+
+
+class _Concatenated:
+    """The :class:`_SegmentFile` interface over small segment files read back to back into one
+    buffer, all of it loaded. Whatever would make the per-file reader look again (a bad CRC,
+    a torn tail, a read past the end) is :class:`_Unusual`: the group is then read file by
+    file, so every error and finding is the per-file reader's own."""
+
+    def __init__(self, data: np.ndarray, path: str) -> None:
+        self.path = path
+        self.name = os.path.basename(path)
+        data.flags.writeable = False
+        self.array = data
+        self.view = memoryview(cast(bytearray, data))
+        self.base = 0
+        self.filled = self.size = int(data.shape[0])
+        self.at_eof = True
+
+    def load(self, pos: int, need: int = 0) -> None:
+        if pos != 0:
+            raise _Unusual
+
+    def prefetch(self, pos: int) -> None:
+        pass
+
+    def changed(self, why: str, pos: int | None = None) -> Exception:
+        return _Unusual()
+
+    def check_unchanged(self, pos: int | None = None, n: int = 0) -> None:
+        raise _Unusual
+
+    def crc_step_read(self, pos: int, n: int) -> np.ndarray:
+        raise _Unusual
+
+
+def _read_group(paths: list[str], sizes: list[int]) -> np.ndarray | None:
+    """The files' bytes back to back, or None when one is not a regular file of the size
+    discovery listed (the per-file reader reports it)."""
+    buf = np.empty(max(1, sum(sizes)), dtype=np.uint8)
+    mv = memoryview(cast(bytearray, buf))
+    at = 0
+    for path, size in zip(paths, sizes):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+                return None
+            got = os.preadv(fd, [mv[at:at + size]], 0) if _HAVE_PREADV and size else 0
+            if got != size:
+                return None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        at += size
+    return buf[:at]
+
+
+class SmallSegments:
+    """Records of a partition replica's small segments (up to ``SMALL_SEGMENT_BYTES``), decoded
+    a group of neighbours at a time: one header walk, one decode and one Arrow batch for up to
+    ``_GROUP_FILES`` files, handed out per segment as zero-copy slices. Per-file set-up (the
+    read window, the header and row columns, 22 Arrow columns) cost several times reading a
+    one-batch segment, so exporting partitions of thousands of such segments was slow
+    (issue 23).
+
+    A group is used only when it reads exactly as its files do one by one: every file a run of
+    complete batches with valid CRCs, ending at its own end. Anything else (damage, a torn tail,
+    a file changed since discovery) makes :meth:`batches` return None for the group's files:
+    the caller reads them with :func:`iter_record_batches`, whose errors and findings are the
+    reference. Rows are those of :func:`iter_record_batches` with the same filters."""
+
+    def __init__(self, segments: list[str], sizes: list[int], *, topic: str | None,
+                 partition: int | None, broker: int | None, engine: str = "auto",
+                 include_control: bool = True, max_batch_bytes: int | None = None) -> None:
+        self._segments = segments
+        self._sizes = sizes
+        self._index = {seg: i for i, seg in enumerate(segments)}
+        self._seg = _Segment("", _text(topic), partition, broker)
+        self._kernel = _pick_engine(engine)
+        self._filters = _Filters(include_control, None, None, None, None)
+        self._limit = resolve_max_batch_bytes(max_batch_bytes)
+        self._rows: dict[int, tuple[pa.RecordBatch, int, int] | None] = {}
+
+    def batches(self, segment: str) -> list[pa.RecordBatch] | None:
+        """The segment's rows (no batch for a segment without rows), or None: read it alone."""
+        i = self._index.get(segment)
+        if i is None or self._sizes[i] > SMALL_SEGMENT_BYTES:
+            return None
+        if i not in self._rows:
+            self._rows = {}   # groups are read in order: the previous one is done
+            self._decode_from(i)
+        got = self._rows.get(i)
+        if got is None:
+            return None
+        rb, start, n = got
+        return [rb.slice(start, n)] if n else []
+
+    def _decode_from(self, first: int) -> None:
+        last = first
+        total = 0
+        while (last < len(self._segments) and last - first < _GROUP_FILES
+               and self._sizes[last] <= SMALL_SEGMENT_BYTES
+               and total + self._sizes[last] <= _GROUP_BYTES):
+            total += self._sizes[last]
+            last += 1
+        paths = self._segments[first:last]
+        sizes = self._sizes[first:last]
+        decoded = self._decode(paths, sizes) if len(paths) > 1 else None
+        for k in range(len(paths)):
+            self._rows[first + k] = None if decoded is None else decoded[k]
+
+    def _decode(self, paths: list[str], sizes: list[int]) -> list[tuple[pa.RecordBatch, int, int]] | None:
+        data = _read_group(paths, sizes)
+        if data is None:
+            return None
+        sf = _Concatenated(data, paths[0])
+        seen: list[_Headers] = []
+        parts: list[pa.RecordBatch] = []
+        try:
+            for rc, h in _iter_row_chunks(sf, self._kernel, self._filters, _SCAN_CHUNK,  # type: ignore[arg-type]
+                                          self._limit, seen=seen):
+                parts.append(_record_batch(rc, h, self._seg))
+        except Exception:  # noqa: BLE001 - any error: the per-file reader reads and reports it
+            return None
+        starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        if not seen:
+            return None if starts[-1] else [(_EMPTY_ROWS, 0, 0)] * len(paths)
+        pos = np.concatenate([h.position for h in seen])
+        end = pos + 12 + np.concatenate([h.batch_length for h in seen])
+        valid = np.concatenate([_done(h.crc_valid) for h in seen])
+        # every file a run of whole batches: each file's start is a batch's start (or the end)
+        # and the last batch ends where the last file does
+        begins = starts[:-1][np.asarray(sizes) > 0]
+        if (int(end[-1]) != int(starts[-1]) or not valid.all()
+                or not np.isin(begins, pos).all()):
+            return None
+        rb = (parts[0] if len(parts) == 1 else pa.concat_batches(parts)) if parts else _EMPTY_ROWS
+        counts = np.zeros(len(paths), dtype=np.int64)
+        if rb.num_rows:   # positions and names of the files, not of the concatenation
+            position = rb.column("batch_position").to_numpy()
+            owner = np.searchsorted(starts, position, "right") - 1
+            counts = np.bincount(owner, minlength=len(paths))
+            rb = rb.set_column(rb.schema.get_field_index("batch_position"), "batch_position",
+                               _np_arrow(position - starts[owner], _INT64))
+            rb = rb.set_column(rb.schema.get_field_index("segment"), "segment",
+                               _names(paths, counts))
+        first_row = np.zeros(len(paths) + 1, dtype=np.int64)
+        np.cumsum(counts, out=first_row[1:])
+        return [(rb, int(first_row[k]), int(counts[k])) for k in range(len(paths))]
+
+
+_EMPTY_ROWS = pa.RecordBatch.from_pylist([], schema=RECORD_SCHEMA)
+
+
+def _names(paths: list[str], counts: np.ndarray) -> pa.Array:
+    """The ``segment`` column: each file's name repeated for its rows."""
+    names = [(_text(os.path.basename(p)) or "").encode("utf-8") for p in paths]
+    lengths = np.repeat(np.array([len(b) for b in names], dtype=np.int64), counts)
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = b"".join(b * int(c) for b, c in zip(names, counts.tolist()))
+    return pa.Array.from_buffers(pa.string(), int(lengths.shape[0]),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])

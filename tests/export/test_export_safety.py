@@ -181,9 +181,9 @@ _SLOW_EXPORT = textwrap.dedent("""
     real_iter = ex._iter_tables
     started = []
 
-    def slow(segment, src, options):      # the second segment stalls mid-file
+    def slow(segment, src, options, *rest):    # the second segment stalls mid-file
         started.append(segment)
-        for i, rb in enumerate(real_iter(segment, src, options)):
+        for i, rb in enumerate(real_iter(segment, src, options, *rest)):
             yield rb
             if len(started) == 2:
                 print("READY", flush=True)

@@ -1,0 +1,119 @@
+"""export reads neighbouring small segments as one group (columnar.SmallSegments, issue 23's
+per-segment cost): the rows, files and findings must be those of reading every segment
+alone, on healthy segments (checked against the records written) and on damaged ones (where
+the group gives way to the per-file reader)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+
+import segtools.export as export_mod
+from segtools.export import export
+from segtools.records import columnar
+from segtools.writer import NewRecord
+from segtools.writer.batch_builder import build_batch, build_control_batch
+
+TS = 1_700_000_000_000
+
+
+def _records(seg: int, n: int) -> list[NewRecord]:
+    return [NewRecord(None if (seg + i) % 5 == 0 else f"k{seg}-{i}".encode(),
+                      f"value {seg}-{i} ".encode() * (1 + i % 3), (("h", b"x"),) if i % 2 else (),
+                      TS + seg * 10 + i) for i in range(n)]
+
+
+def _partition(root: Path, segments: int = 60) -> tuple[str, dict[int, tuple[Any, ...]]]:
+    """One partition of small segments of 0-3 batches each: plain, gzip, lz4, zstd,
+    transactional with its COMMIT marker, and an empty file. Returns the broker dir and, per
+    offset, the written key and value, the segment's name and the last byte of its batch."""
+    bdir = root / "broker-1"
+    pdir = bdir / "small-0"
+    pdir.mkdir(parents=True)
+    (bdir / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    written: dict[int, tuple[Any, ...]] = {}
+    offset = 0
+    for seg in range(segments):
+        data = bytearray()
+        start = offset
+        for b in range(seg % 4):      # seg % 4 == 0: an empty segment file
+            recs = _records(seg, 1 + (seg + b) % 3)
+            codec = ("none", "gzip", "lz4", "zstd")[(seg + b) % 4]
+            txn = seg % 7 == 3
+            batch_at = len(data)
+            data += build_batch(recs, base_offset=offset, compression=codec,
+                                producer_id=42 if txn else -1, producer_epoch=0 if txn else -1,
+                                base_sequence=offset if txn else -1, is_transactional=txn)
+            for i, r in enumerate(recs):
+                written[offset + i] = (r.key, r.value, f"{start:020d}.log", batch_at)
+            offset += len(recs)
+            if txn:
+                data += build_control_batch("COMMIT", base_offset=offset, producer_id=42,
+                                            producer_epoch=0, timestamp=TS)
+                offset += 1
+        (pdir / f"{start:020d}.log").write_bytes(bytes(data))
+    return str(bdir), written
+
+
+def _export(src: str, out: Path, **options: Any) -> tuple[list[dict[str, Any]], list[str], int]:
+    summary = export([src], str(out), export_mod.ExportOptions(**options))
+    table = ds.dataset(str(out), format="parquet").to_table().sort_by("offset")
+    return table.to_pylist(), list(summary.findings), len(summary.files)
+
+
+def _both(src: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Any, Any, int]:
+    groups: list[bool] = []
+    real = columnar.SmallSegments._decode
+
+    def counted(self: columnar.SmallSegments, paths: list[str], sizes: list[int]) -> Any:
+        got = real(self, paths, sizes)
+        groups.append(got is not None)
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(columnar.SmallSegments, "_decode", counted)
+        grouped = _export(src, tmp_path / "grouped", **options)
+    with monkeypatch.context() as m:
+        m.setattr(export_mod, "_small_segments", lambda src, options: None)
+        alone = _export(src, tmp_path / "alone", **options)
+    return grouped, alone, sum(groups)
+
+
+def test_grouped_rows_are_the_written_records_and_the_per_file_rows(tmp_path, monkeypatch):
+    src, written = _partition(tmp_path / "in")
+    grouped, alone, used = _both(src, tmp_path, monkeypatch)
+    assert used >= 1, "the small segments were not read as a group"
+    assert grouped == alone
+    rows, findings, files = grouped
+    assert findings == [] and files == 1
+    data = [r for r in rows if not r["is_control"]]
+    # positions and names are the files', not the group's
+    assert {r["offset"]: (r["key"], r["value"], r["segment"], r["batch_position"])
+            for r in data} == written
+    assert sum(r["is_control"] for r in rows) == sum(s % 4 for s in range(60) if s % 7 == 3)
+
+
+def test_grouped_control_filter_matches_per_file(tmp_path, monkeypatch):
+    src, _ = _partition(tmp_path / "in", 30)
+    grouped, alone, used = _both(src, tmp_path, monkeypatch, include_control=False)
+    assert used >= 1 and grouped == alone
+    assert not any(r["is_control"] for r in grouped[0])
+
+
+def test_damaged_segments_fall_back_to_the_per_file_reader(tmp_path, monkeypatch):
+    src, _ = _partition(tmp_path / "in")
+    logs = sorted(Path(src, "small-0").glob("*.log"))
+    torn = next(p for p in logs if p.stat().st_size > 100)
+    torn.write_bytes(torn.read_bytes()[:-5])                     # a batch cut short at the end
+    flipped = [p for p in logs if p.stat().st_size > 100][5]
+    raw = bytearray(flipped.read_bytes())
+    raw[20] ^= 0x20                                  # the first batch's stored CRC: no longer matches
+    flipped.write_bytes(bytes(raw))
+    grouped, alone, _ = _both(src, tmp_path, monkeypatch)
+    assert grouped == alone
+    rows, findings, _ = grouped
+    assert any("invalid bytes at the end" in f and torn.name in f for f in findings), findings
+    assert any(not r["crc_valid"] and r["segment"] == flipped.name for r in rows)
