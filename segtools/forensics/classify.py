@@ -208,7 +208,8 @@ def mismatches_below(ref: ReplicaView, rep: ReplicaView, fork: int) -> list[Batc
     for b in rep.batches:
         if b.base_offset >= fork:
             break
-        if b.last_offset < lo:
+        if b.last_offset < lo or (ref.holes and ref.in_hole(b)):
+            # (a salvage hole of the reference: what it held there is unknown, SALVAGE_HOLE)
             continue
         compacted = _compacted(ref, b.last_offset) or _compacted(rep, b.last_offset)
         m = ref_by_base.get(b.base_offset)
@@ -306,7 +307,8 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                                             f"reference broker {ref.broker} (old message format rewritten as v2 "
                                             "by the log cleaner, KIP-724) but the records are the same",
                                             offset=lo))
-            suffix = [b for b in v.batches if b.last_offset >= t]
+            # offsets of a salvage hole in the reference are not compared: cannot tell (SALVAGE_HOLE)
+            suffix = [b for b in v.batches if b.last_offset >= t and not (ref.holes and ref.in_hole(b))]
             if bad:
                 codes.add("LOG_MATCHING_VIOLATION")
                 first_bad = bad[0]
@@ -365,7 +367,9 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                 findings = [Finding("HW_ABOVE_LEO_COVERED", f.detail + f"; reference broker "
                                     f"{ref.broker} holds them", offset=f.offset)
                             if f.code == "TRUNCATED_BELOW_HW" else f for f in findings]
-        status = rank_status(codes & {"LOG_MATCHING_VIOLATION", "COMMITTED_LOSS", "CRC_INVALID",
+        if v.holes:
+            codes.add("SALVAGE_HOLE")
+        status = rank_status(codes & {"LOG_MATCHING_VIOLATION", "COMMITTED_LOSS", "CRC_INVALID", "SALVAGE_HOLE",
                                       "NON_MONOTONIC_OFFSETS", "EPOCH_REGRESSION",
                                       "TRUNCATED_BELOW_HW", "DIVERGED_UNCOMMITTED",
                                       "NOT_COMPARABLE", "LAGGING_PREFIX"})
