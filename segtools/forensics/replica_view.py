@@ -3,6 +3,7 @@ checks that need only this replica (FORENSICS.md Part D.1, S4, S5, S17, S20)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from segtools.forensics.epochs import EpochMap, build_epoch_map
@@ -31,7 +32,7 @@ class ReplicaView:
     """Derived facts of one replica: the batches of its lineage and its epoch map."""
 
     facts: ReplicaFacts
-    batches: list[BatchFacts]          # lineage batches (torn tail removed)
+    batches: Sequence[BatchFacts]      # lineage batches (torn tail removed)
     log_start_offset: int
     log_end_offset: int
     epoch_map: EpochMap
