@@ -64,3 +64,13 @@ def test_a_verdict_from_columns_is_the_verdict_from_objects(realdata: Path) -> N
         b = classify_partition([f for f in from_objects if (f.topic, f.partition) == topic_partition])
         assert [r.to_json() for r in a.replicas] == [r.to_json() for r in b.replicas]
         assert [x.to_json() for x in a.findings] == [x.to_json() for x in b.findings]
+
+
+def test_rows_of_replicas_in_any_order_give_the_same_facts(realdata: Path) -> None:
+    """Spark hands stage 2 a partition's rows in any replica order (filtered, not sliced)."""
+    rows, specs = _rows(realdata)
+    in_order = replica_facts_of_rows(rows, specs)
+    shuffled = rows.take(pa.array(sorted(range(rows.num_rows), key=lambda i: -rows.column("broker")[i].as_py())))
+    assert shuffled.column("broker")[0].as_py() != rows.column("broker")[0].as_py()
+    other = replica_facts_of_rows(shuffled, specs)
+    assert [list(f.batches) for f in other] == [list(f.batches) for f in in_order]
