@@ -21,7 +21,9 @@ pytestmark = pytest.mark.fast
 REAL = "kafka-3.6-kraft-flink-stack/logdir"
 
 
-def _rows(realdata: Path) -> tuple[pa.Table, list]:
+@pytest.fixture(scope="module")
+def scanned(realdata: Path) -> tuple[pa.Table, list]:
+    """Stage 1's rows of the six largest replicas of a real broker's log dir, and their specs."""
     specs = sorted(discover_replicas([str(realdata / REAL)]), key=lambda s: -sum(n for _p, n in s.segments))[:6]
     rows = pa.Table.from_batches([rb for s in specs for p, _ in s.segments
                                   for rb in scan_segment(p, s.topic, s.partition, s.replica_id)],
@@ -30,8 +32,8 @@ def _rows(realdata: Path) -> tuple[pa.Table, list]:
     return rows, specs
 
 
-def test_columns_read_as_the_rows(realdata: Path) -> None:
-    rows, _specs = _rows(realdata)
+def test_columns_read_as_the_rows(scanned: tuple[pa.Table, list]) -> None:
+    rows, _specs = scanned
     expected = [BatchFacts.from_row(r) for r in rows.to_pylist()]
     cols = BatchColumns.from_arrow(rows)
     assert len(cols) == len(expected)
@@ -52,8 +54,8 @@ def test_columns_read_as_the_rows(realdata: Path) -> None:
     assert cols == sorted(expected, key=key)
 
 
-def test_a_verdict_from_columns_is_the_verdict_from_objects(realdata: Path) -> None:
-    rows, specs = _rows(realdata)
+def test_a_verdict_from_columns_is_the_verdict_from_objects(scanned: tuple[pa.Table, list]) -> None:
+    rows, specs = scanned
     from_columns = replica_facts_of_rows(rows, specs)
     assert any(isinstance(f.batches, BatchColumns) for f in from_columns)
     from_objects = replica_facts_of_rows(rows, specs)
@@ -66,9 +68,9 @@ def test_a_verdict_from_columns_is_the_verdict_from_objects(realdata: Path) -> N
         assert [x.to_json() for x in a.findings] == [x.to_json() for x in b.findings]
 
 
-def test_rows_of_replicas_in_any_order_give_the_same_facts(realdata: Path) -> None:
+def test_rows_of_replicas_in_any_order_give_the_same_facts(scanned: tuple[pa.Table, list]) -> None:
     """Spark hands stage 2 a partition's rows in any replica order (filtered, not sliced)."""
-    rows, specs = _rows(realdata)
+    rows, specs = scanned
     in_order = replica_facts_of_rows(rows, specs)
     shuffled = rows.take(pa.array(sorted(range(rows.num_rows), key=lambda i: -rows.column("broker")[i].as_py())))
     assert shuffled.column("broker")[0].as_py() != rows.column("broker")[0].as_py()

@@ -61,7 +61,7 @@ def test_salvage_traced_peak_grows_by_a_few_bytes_per_batch(tmp_path: Path, monk
     from segtools.files.read_window import ReadWindow
 
     monkeypatch.setattr(module, "ReadWindow", lambda path: ReadWindow(path, window=1 << 16))
-    small, large = 1000, 50000
+    small, large = 1000, 25000
     _segment(tmp_path / "warm" / "t-0" / f"{0:020d}.log", 10)
     salvage(tmp_path / "warm" / "t-0", tmp_path / "warm-out")     # imports, outside the measure
     peaks = {}
