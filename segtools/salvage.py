@@ -29,9 +29,10 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -51,7 +52,7 @@ from .formats.names import LOG_SUFFIX, filename_prefix_from_offset, stem_offset
 from .formats.record_batch import CRC_STRUCT_FORMAT
 from .writer.index_files import OffsetIndexFile, TimeIndexFile
 
-__all__ = ["SalvagedBatch", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
+__all__ = ["SalvagedBatch", "SalvagedBatches", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
            "check_batch_at", "SalvageResult", "salvage_holes", "SALVAGE_MARKER"]
 
 _LEN = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)
@@ -91,6 +92,58 @@ class DroppedRange:
     before_offset: int | None = None
 
 
+_BATCH_FIELDS = ("position", "size", "base_offset", "last_offset", "records_count", "partition_leader_epoch",
+                 "magic", "max_timestamp")
+
+
+class SalvagedBatches(Sequence[SalvagedBatch]):
+    """Intact batches as columns (8 int64 per batch, ~64 bytes): a segment of millions of
+    batches is not held as an object per batch (~300 bytes with its ints). A SalvagedBatch is
+    made on read."""
+
+    __slots__ = ("_cols",)
+
+    def __init__(self, batches: Iterable[SalvagedBatch] = ()) -> None:
+        self._cols = tuple(array("q") for _ in _BATCH_FIELDS)
+        for b in batches:
+            self.append(b)
+
+    def append(self, b: SalvagedBatch) -> None:
+        for col, name in zip(self._cols, _BATCH_FIELDS):
+            col.append(getattr(b, name))
+
+    def __len__(self) -> int:
+        return len(self._cols[0])
+
+    @overload
+    def __getitem__(self, i: int) -> SalvagedBatch: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[SalvagedBatch]: ...
+
+    def __getitem__(self, i: int | slice) -> SalvagedBatch | list[SalvagedBatch]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return SalvagedBatch(*(col[i] for col in self._cols))
+
+    def __iter__(self) -> Iterator[SalvagedBatch]:
+        for vals in zip(*self._cols):
+            yield SalvagedBatch(*vals)
+
+    def column(self, name: str) -> array[int]:
+        return self._cols[_BATCH_FIELDS.index(name)]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, SalvagedBatches)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SalvagedBatches({len(self)} batches)"
+
+
 @dataclass
 class SegmentSalvage:
     """What the scan of one segment found."""
@@ -98,7 +151,7 @@ class SegmentSalvage:
     path: str
     base_offset: int
     file_size: int
-    kept: list[SalvagedBatch] = field(default_factory=list)
+    kept: Sequence[SalvagedBatch] = field(default_factory=SalvagedBatches)
     dropped: list[DroppedRange] = field(default_factory=list)
 
     @property
@@ -199,6 +252,24 @@ def _parse(buf: Any, rel: int, pos: int, size: int, path: str) -> SalvagedBatch 
                          batch.partition_leader_epoch, batch.magic, batch.max_timestamp)
 
 
+def _whole_chain(batches: SalvagedBatches, floor: int) -> bool:
+    """Whether every batch is in the chain already (offsets strictly increasing from
+    ``floor``, v2 epochs never going down): the undamaged case, decided without the chain's
+    per-batch lists."""
+    base, last, epochs = batches.column("base_offset"), batches.column("last_offset"), \
+        batches.column("partition_leader_epoch")
+    prev_last, prev_epoch = floor - 1, -1
+    for b, e, ep in zip(base, last, epochs):
+        if b <= prev_last or e < b:
+            return False
+        if ep >= 0:
+            if ep < prev_epoch:
+                return False
+            prev_epoch = ep
+        prev_last = e
+    return True
+
+
 def _longest_chain(batches: Sequence[SalvagedBatch], floor: int) -> set[int]:
     """Indexes of the longest run of batches (file order) with strictly increasing offsets
     from ``floor`` on, then non-decreasing v2 epochs (patience sorting, O(n log n))."""
@@ -250,9 +321,13 @@ def _scan(win: ReadWindow, max_batch_bytes: int) -> SegmentSalvage:
     if win.size == 0:
         return result
     found, bad = _walk(win, max_batch_bytes)
-    chain = _longest_chain(found, result.base_offset)
-    kept = [b for i, b in enumerate(found) if i in chain]
     dropped: list[tuple[int, int, str, str]] = list(bad)
+    if _whole_chain(found, result.base_offset):
+        result.kept = found
+        result.dropped = _merge(dropped, found)
+        return result
+    chain = _longest_chain(found, result.base_offset)
+    kept = SalvagedBatches(b for i, b in enumerate(found) if i in chain)
     for i, b in enumerate(found):
         if i not in chain:
             dropped.append((b.position, b.position + b.size, "inconsistent_header",
@@ -266,8 +341,8 @@ def _scan(win: ReadWindow, max_batch_bytes: int) -> SegmentSalvage:
 
 
 def _walk(win: ReadWindow, max_batch_bytes: int
-          ) -> tuple[list[SalvagedBatch], list[tuple[int, int, str, str]]]:
-    found: list[SalvagedBatch] = []
+          ) -> tuple[SalvagedBatches, list[tuple[int, int, str, str]]]:
+    found = SalvagedBatches()
     bad: list[tuple[int, int, str, str]] = []
     size = win.size
     path = win.path
@@ -333,7 +408,7 @@ def _merge(dropped: list[tuple[int, int, str, str]], kept: Sequence[SalvagedBatc
             last[3] = f"{last[3]}; {detail}"
         else:
             merged.append([start, end, reason, detail])
-    positions = [b.position for b in kept]
+    positions = kept.column("position") if isinstance(kept, SalvagedBatches) else [b.position for b in kept]
     out = []
     for start, end, reason, detail in merged:
         k = bisect.bisect_left(positions, start)

@@ -11,7 +11,7 @@ from typing import Any
 
 from segtools.files.sources import SALVAGE_MARKER
 
-__all__ = ["hole_findings", "salvage_holes"]
+__all__ = ["hole_findings", "partition_holes", "salvage_holes"]
 
 
 def salvage_holes(log_path: str) -> list[dict[str, Any]] | None:
@@ -32,6 +32,24 @@ def salvage_holes(log_path: str) -> list[dict[str, Any]] | None:
         return [{"reason": "unreadable_marker", "detail": f"{SALVAGE_MARKER}: {exc}",
                  "after_offset": None, "before_offset": None}]
     return holes
+
+
+def partition_holes(partition_dir: str) -> list[tuple[str | None, dict[str, Any]]]:
+    """Every hole the marker of a rebuilt partition dir lists, as (segment name, hole), in
+    segment order; [] when the dir holds no marker. Compare reads them all, also those of a
+    segment no longer in the dir (its records are then missing too). An unreadable marker is
+    one hole of unknown extent and segment (None)."""
+    marker = os.path.join(partition_dir, SALVAGE_MARKER)
+    if not partition_dir or not os.path.isfile(marker):
+        return []
+    try:
+        with open(marker, "rb") as fh:
+            data = json.loads(fh.read(16 << 20))
+        return [(str(name), dict(h)) for name, entry in sorted(data["segments"].items())
+                for h in entry["holes"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return [(None, {"reason": "unreadable_marker", "detail": f"{SALVAGE_MARKER}: {exc}",
+                        "after_offset": None, "before_offset": None})]
 
 
 def hole_findings(log_paths: Iterable[str]) -> list[str]:

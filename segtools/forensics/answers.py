@@ -134,6 +134,14 @@ def partition_answer(p: Any, *, acks_given: bool, problems: list[str]) -> dict[s
             f"epoch {e}) lie below a replica's log start and on no replica: the segments that held them were "
             "deleted (retention, DeleteRecords) or never written there",
             "whether those acknowledged records were in the log before its start moved"))
+    for r in same:
+        for f in r.findings:
+            if f.code == "SALVAGE_HOLE":
+                missing.append(_missing(
+                    "salvage_hole", f"broker {r.broker}'s original segment, {f.detail}",
+                    "whether this replica held records there that no other replica holds", broker=r.broker))
+    # the holes are named above: a replica whose only problem they are needs no intact copy named
+    problems = [x for x in problems if not x.endswith(": SALVAGE_HOLE")]
     if problems and not lost and aborted and _aborted_only(v, p.lost):
         pass    # every problem replica diverged by aborted transactions alone: explained
     elif problems and not lost:

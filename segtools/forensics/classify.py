@@ -11,10 +11,13 @@ from __future__ import annotations
 import bisect
 import os
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from segtools.forensics.batch_columns import BatchColumns
 from segtools.forensics.elections import PartitionHistory
 from segtools.forensics.findings import Finding, rank_status
 from segtools.forensics.model import BatchFacts, ReplicaFacts
@@ -191,6 +194,30 @@ def _covering(batches: Sequence[BatchFacts], offset: int) -> BatchFacts | None:
     return None
 
 
+def _ident(b: BatchFacts) -> tuple[str, int, int, int, int, int]:
+    """One batch of one replica: where it is and what it holds."""
+    return (b.segment, b.position, b.base_offset, b.last_offset, b.partition_leader_epoch, b.crc)
+
+
+def _by_base(batches: Sequence[BatchFacts]) -> Callable[[int], BatchFacts | None]:
+    """base offset -> the (last) batch of ``batches`` starting there. Columns with strictly
+    increasing base offsets (the common case) are searched in place; anything else is indexed
+    in a dict."""
+    if isinstance(batches, BatchColumns):
+        bases = batches.column("base_offset")
+        arr = np.frombuffer(bases, dtype=np.int64)
+        if arr.size < 2 or bool(np.all(arr[1:] > arr[:-1])):
+            del arr
+
+            def find(base: int) -> BatchFacts | None:
+                i = bisect.bisect_left(bases, base)
+                return batches[i] if i < len(bases) and bases[i] == base else None
+            return find
+        del arr
+    index = {b.base_offset: b for b in batches}
+    return index.get
+
+
 def _compacted(view: ReplicaView, offset: int) -> bool:
     c = view.facts.cleaner_checkpoint
     return c is not None and offset < c
@@ -203,15 +230,16 @@ def mismatches_below(ref: ReplicaView, rep: ReplicaView, fork: int) -> list[Batc
     if not ref.batches or not rep.batches:
         return []
     lo = max(ref.batches[0].base_offset, rep.batches[0].base_offset)
-    ref_by_base = {b.base_offset: b for b in ref.batches}
+    ref_by_base = _by_base(ref.batches)
     bad: list[BatchFacts] = []
     for b in rep.batches:
         if b.base_offset >= fork:
             break
-        if b.last_offset < lo:
+        if b.last_offset < lo or (ref.holes and ref.in_hole(b)):
+            # (a salvage hole of the reference: what it held there is unknown, SALVAGE_HOLE)
             continue
         compacted = _compacted(ref, b.last_offset) or _compacted(rep, b.last_offset)
-        m = ref_by_base.get(b.base_offset)
+        m = ref_by_base(b.base_offset)
         if m is None:
             if compacted and _covering(ref.batches, b.base_offset) is None:
                 continue
@@ -246,6 +274,27 @@ def _records_in(b: BatchFacts, first: int) -> int:
     return max(0, b.last_offset - first + 1)
 
 
+class _Holders:
+    """Which replicas hold a batch identically (by ``BatchFacts.key``), indexed on the first
+    question: only a partition with divergent batches asks, so the index of every batch of
+    every replica is not built (nor held through classification) for the others."""
+
+    __slots__ = ("_index", "_views")
+
+    def __init__(self, views: Sequence[ReplicaView]) -> None:
+        self._views = views
+        self._index: dict[tuple[int, int, int, int], list[ReplicaView]] | None = None
+
+    def get(self, key: tuple[int, int, int, int], default: list[ReplicaView]) -> list[ReplicaView]:
+        if self._index is None:
+            index: dict[tuple[int, int, int, int], list[ReplicaView]] = defaultdict(list)
+            for v in self._views:
+                for b in v.batches:
+                    index[b.key].append(v)
+            self._index = index
+        return self._index.get(key, default)
+
+
 def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHistory | None = None,
                        topic_id_hint: str | None = None) -> PartitionVerdict:
     """Stage 2 for one partition: every replica's status, fork offset, divergent ranges."""
@@ -264,10 +313,7 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
         ref = choose_reference([v for v in views if v.facts.state not in SPECIAL_STATES] or views) or views[0]
 
     # Which replicas hold a given batch identically (for the committed bound, S7 / A.3).
-    holders: dict[tuple[int, int, int, int], list[ReplicaView]] = defaultdict(list)
-    for v in views:
-        for b in v.batches:
-            holders[b.key].append(v)
+    holders = _Holders(views)
 
     ref_latest = ref.epoch_map.latest_epoch()
     tails: list[tuple[ReplicaView, list[BatchFacts]]] = []
@@ -306,7 +352,8 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                                             f"reference broker {ref.broker} (old message format rewritten as v2 "
                                             "by the log cleaner, KIP-724) but the records are the same",
                                             offset=lo))
-            suffix = [b for b in v.batches if b.last_offset >= t]
+            # offsets of a salvage hole in the reference are not compared: cannot tell (SALVAGE_HOLE)
+            suffix = [b for b in v.batches if b.last_offset >= t and not (ref.holes and ref.in_hole(b))]
             if bad:
                 codes.add("LOG_MATCHING_VIOLATION")
                 first_bad = bad[0]
@@ -315,18 +362,19 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                                         f"differs from reference broker {ref.broker} below fork {t}",
                                         offset=first_bad.base_offset, segment=first_bad.segment,
                                         position=first_bad.position))
-            bad_ids = {id(b) for b in bad}
-            div_batches = bad + [b for b in suffix if id(b) not in bad_ids]
+            # by what the batch is, not by object: columns make a new object per read
+            bad_ids = {_ident(b) for b in bad}
+            div_batches = bad + [b for b in suffix if _ident(b) not in bad_ids]
             if div_batches:
                 fork = min(t, bad[0].base_offset) if bad else t
                 bounds = []
                 records = committed = control = 0
                 for b in div_batches:
-                    first = b.base_offset if id(b) in bad_ids else max(b.base_offset, t)
+                    first = b.base_offset if _ident(b) in bad_ids else max(b.base_offset, t)
                     hws = [x.high_watermark for x in holders.get(b.key, [v]) if x.high_watermark is not None]
                     # Below the fork a reconciled replica's HW checkpoint speaks for the lineage
                     # it follows now, not for its spliced batch (S6): committed is unknown there.
-                    bound = -1 if id(b) in bad_ids else (max(hws) if hws else -1)
+                    bound = -1 if _ident(b) in bad_ids else (max(hws) if hws else -1)
                     bounds.append((first, b.last_offset, bound))
                     n = _records_in(b, first)
                     if b.is_control:
@@ -365,7 +413,9 @@ def classify_partition(replicas: Sequence[ReplicaFacts], *, history: PartitionHi
                 findings = [Finding("HW_ABOVE_LEO_COVERED", f.detail + f"; reference broker "
                                     f"{ref.broker} holds them", offset=f.offset)
                             if f.code == "TRUNCATED_BELOW_HW" else f for f in findings]
-        status = rank_status(codes & {"LOG_MATCHING_VIOLATION", "COMMITTED_LOSS", "CRC_INVALID",
+        if v.holes:
+            codes.add("SALVAGE_HOLE")
+        status = rank_status(codes & {"LOG_MATCHING_VIOLATION", "COMMITTED_LOSS", "CRC_INVALID", "SALVAGE_HOLE",
                                       "NON_MONOTONIC_OFFSETS", "EPOCH_REGRESSION",
                                       "TRUNCATED_BELOW_HW", "DIVERGED_UNCOMMITTED",
                                       "NOT_COMPARABLE", "LAGGING_PREFIX"})

@@ -9,7 +9,7 @@ read-only and reads only small text files, so it runs on the driver.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from segtools.formats.names import stem_offset
 
 if TYPE_CHECKING:
     from segtools.files.sources import Resolution
+    from segtools.forensics.batch_columns import BatchColumns
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
@@ -165,7 +166,7 @@ def replica_facts(spec: ReplicaSpec, batch_rows: Iterable[Mapping[str, Any]],
     return replica_facts_from_batches(spec, [BatchFacts.from_row(r) for r in batch_rows], read_error)
 
 
-def _in_file_order(spec: ReplicaSpec, batches: list[BatchFacts]) -> bool:
+def _in_file_order(spec: ReplicaSpec, batches: Sequence[BatchFacts]) -> bool:
     """Whether ``batches`` are already in file order (segment order, then position), as the
     in-process scan yields them: checked in one pass without a name -> index map, which for a
     partition of many small segments costs more than the batches' own objects."""
@@ -186,9 +187,10 @@ def _in_file_order(spec: ReplicaSpec, batches: list[BatchFacts]) -> bool:
     return True
 
 
-def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts],
+def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts] | BatchColumns,
                                read_error: str | None = None) -> ReplicaFacts:
-    """:func:`replica_facts` for batches already built (sorted here, in place, into file order)."""
+    """:func:`replica_facts` for batches already built, a list or columns (sorted here, in
+    place, into file order)."""
     if not _in_file_order(spec, batches):
         seg_order = {os.path.basename(p): i for i, (p, _) in enumerate(spec.segments)}
         batches.sort(key=lambda b: (seg_order.get(b.segment, -1), b.position))

@@ -11,6 +11,7 @@ STATUS_ORDER = (
     "LOG_MATCHING_VIOLATION",
     "COMMITTED_LOSS",
     "CRC_INVALID",
+    "SALVAGE_HOLE",
     "NON_MONOTONIC_OFFSETS",
     "EPOCH_REGRESSION",
     "TRUNCATED_BELOW_HW",
@@ -21,7 +22,7 @@ STATUS_ORDER = (
 )
 
 #: Statuses that mean data is lost, diverged or corrupt (compare exits 1).
-PROBLEM_STATUSES = frozenset(STATUS_ORDER[:7])
+PROBLEM_STATUSES = frozenset(STATUS_ORDER[:8])
 
 #: Informational codes: reported, never raise the status.
 INFO_CODES = frozenset({

@@ -8,7 +8,7 @@ from rows and the in-process path can build them straight from ``segtools.record
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,8 @@ class ReplicaFacts:
     broker: int
     topic: str
     partition: int
-    batches: list[BatchFacts] = field(default_factory=list)
+    #: a list, or columns (segtools.forensics.batch_columns) for a scanned partition
+    batches: Sequence[BatchFacts] = field(default_factory=list)
     log_dir: str = ""
     partition_dir: str = ""                      # the folder its segments are in, as discovered
     topic_id: str | None = None

@@ -3,11 +3,28 @@ checks that need only this replica (FORENSICS.md Part D.1, S4, S5, S17, S20)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from segtools.forensics.epochs import EpochMap, build_epoch_map
 from segtools.forensics.findings import Finding
 from segtools.forensics.model import BatchFacts, ReplicaFacts
+from segtools.formats.names import stem_offset
+
+
+@dataclass(frozen=True, slots=True)
+class SalvageHole:
+    """Offsets ``[first, last]`` (``last`` None: to the end of the log and past it) whose
+    records ``segtools salvage`` could not copy into this rebuilt replica: what this replica
+    held there is unknown, so it neither holds nor lacks them (docs/REPORT.md SALVAGE_HOLE)."""
+
+    first: int
+    last: int | None
+    segment: str | None
+    detail: str
+
+    def overlaps(self, first: int, last: int) -> bool:
+        return last >= self.first and (self.last is None or first <= self.last)
 
 
 @dataclass(slots=True)
@@ -15,11 +32,16 @@ class ReplicaView:
     """Derived facts of one replica: the batches of its lineage and its epoch map."""
 
     facts: ReplicaFacts
-    batches: list[BatchFacts]          # lineage batches (torn tail removed)
+    batches: Sequence[BatchFacts]      # lineage batches (torn tail removed)
     log_start_offset: int
     log_end_offset: int
     epoch_map: EpochMap
     findings: list[Finding] = field(default_factory=list)
+    holes: list[SalvageHole] = field(default_factory=list)
+
+    def in_hole(self, b: BatchFacts) -> bool:
+        """Does batch ``b`` (of another replica) lie in offsets this replica cannot speak for?"""
+        return any(h.overlaps(b.base_offset, b.last_offset) for h in self.holes)
 
     @property
     def broker(self) -> int:
@@ -47,8 +69,45 @@ def _torn_tail_start(facts: ReplicaFacts) -> int:
     return cut
 
 
+def _int_or_none(x: object) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def salvage_holes_of(facts: ReplicaFacts) -> list[SalvageHole]:
+    """The holes the ``segtools-salvage.json`` marker in this replica's partition dir lists, as
+    offset ranges: after the kept batch before the hole, up to the kept batch after it (or
+    from the segment's base offset; up to the next segment's first batch, or without end)."""
+    from segtools.files.salvage_marker import partition_holes
+
+    raw = partition_holes(facts.partition_dir)
+    if not raw:
+        return []
+    out = []
+    for segment, h in raw:
+        base = stem_offset(segment) if segment else None
+        after, before = _int_or_none(h.get("after_offset")), _int_or_none(h.get("before_offset"))
+        first = after + 1 if after is not None else (base if base is not None else 0)
+        if before is not None:
+            last: int | None = before - 1
+        else:
+            later = [b.base_offset for b in facts.batches
+                     if base is not None and (stem_offset(b.segment) or -1) > base]
+            last = min(later) - 1 if later else None
+        start, end = h.get("original_start"), h.get("original_end")
+        where = (f"bytes {start}-{end} of the original {segment}" if start is not None
+                 else str(h.get("detail") or "extent unknown"))
+        span = (f"offsets {first} and above" if last is None else f"offsets {first}..{last}" if last >= first
+                else f"between offsets {last} and {first}")
+        out.append(SalvageHole(first, last, segment, f"{span}: {where} ({h.get('reason')}) were not "
+                               "copied by segtools salvage; what this replica held there is unknown"))
+    return out
+
+
 def build_view(facts: ReplicaFacts) -> ReplicaView:
     findings: list[Finding] = []
+    holes = salvage_holes_of(facts)
+    for h in holes:
+        findings.append(Finding("SALVAGE_HOLE", h.detail, offset=h.first, segment=h.segment))
     cut = _torn_tail_start(facts)
     kept = facts.batches[:cut]
     if cut < len(facts.batches):
@@ -119,4 +178,4 @@ def build_view(facts: ReplicaFacts) -> ReplicaView:
                                 f"{facts.high_watermark} ({facts.high_watermark - leo} offsets)",
                                 offset=leo))
     return ReplicaView(facts=facts, batches=kept, log_start_offset=log_start,
-                       log_end_offset=leo, epoch_map=epoch_map, findings=findings)
+                       log_end_offset=leo, epoch_map=epoch_map, findings=findings, holes=holes)

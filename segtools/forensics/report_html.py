@@ -71,6 +71,9 @@ ADVICE: dict[str, str] = {
                               "report it.",
     "EPOCH_REGRESSION": "Leader epochs go backwards inside a log: a segment from another lineage or a "
                         "corrupt file. See the findings' evidence.",
+    "SALVAGE_HOLE": "A replica was rebuilt by segtools salvage and has holes: the original segment's "
+                    "bytes there did not check out. Keep the original segment; compare cannot tell what "
+                    "the replica held in those offsets.",
     "NON_MONOTONIC_OFFSETS": "Offsets go backwards inside a log: a corrupt or foreign segment. See the "
                              "findings' evidence.",
 }
@@ -259,6 +262,8 @@ CODES: dict[str, str] = {
     "LOG_MATCHING_VIOLATION": "two replicas hold different records under the same offset and leader epoch",
     "COMMITTED_LOSS": "this replica holds committed records the surviving log does not: they were lost",
     "CRC_INVALID": "a batch fails its CRC check: corrupt bytes on this disk",
+    "SALVAGE_HOLE": "a dir rebuilt by segtools salvage: the records in its holes are unknown, so nothing "
+                    "there is proven held or lost",
     "NON_MONOTONIC_OFFSETS": "offsets go backwards inside the log: corrupt or foreign segment",
     "EPOCH_REGRESSION": "leader epochs go backwards inside the log",
     "TRUNCATED_BELOW_HW": "the log ends below its own high-watermark checkpoint: committed records lost on this disk",

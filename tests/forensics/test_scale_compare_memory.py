@@ -9,10 +9,11 @@ what the code before it took:
 
 - discovery (``discover_replicas``): ~320 bytes per segment at the peak (was ~660: the whole
   ``os.scandir`` listing, with each entry's cached stat, was held until the end);
-- stages 2-3 (``compare_partition`` over stage 1's rows): ~455 bytes per batch (was ~630:
-  a segment name -> index map built per replica, a name string per batch, every column of the
-  partition as Python values at once). What is left is one BatchFacts with its ints (~260
-  bytes) and the classifier's index of batches by key (~220 bytes).
+- stages 2-3 (``compare_partition`` over stage 1's rows): ~136 bytes per batch (was ~630,
+  then ~425: a BatchFacts object with its ints per batch, ~260 bytes, and the classifier's
+  index of every batch by key, ~100 bytes). What is left is the batch's columns
+  (segtools.forensics.batch_columns, ~60 bytes) and its segment's name (one str per segment,
+  shared by the replicas: ~37 bytes a batch of each of two replicas).
 
 Stage 1 (the scan) keeps Arrow rows (not traced by tracemalloc) merged every 256 segments;
 benchmarks/bench_scale.py measures the process RSS over 1,000 to 100,000 segments."""
@@ -41,7 +42,7 @@ from tests.forensics.test_scale_memory import _cluster
 
 #: traced peak bytes per additional segment (per replica)
 DISCOVERY_SLOPE = 450
-STAGE2_SLOPE = 560
+STAGE2_SLOPE = 250   # the per-object code before measured 425
 
 
 def _traced_peak(fn: Callable[[], Any]) -> tuple[int, Any]:
