@@ -236,7 +236,7 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
     if progress is not None:
         progress.done()
     report = finish_report(verdicts.values(), lost, commits, acks)
-    report.replicas = list(specs)    # what the report's lost-record details are read from (as LocalRunner)
+    report.attach_replicas(specs)    # the lost records' details and transaction states (as LocalRunner)
     if tables_dir:
         _write_small_table(os.path.join(tables_dir, "replicas"),
                            [{k: (json.dumps(v) if isinstance(v, (list, dict)) else v)
