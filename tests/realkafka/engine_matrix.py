@@ -4,6 +4,12 @@ instead of stopping the run. Prints one line per run and the figures at the end:
 
     .venv/bin/python tests/realkafka/engine_matrix.py                     # everything
     .venv/bin/python tests/realkafka/engine_matrix.py --releases 4.4.0 --random 50 --no-samples
+    .venv/bin/python tests/realkafka/engine_matrix.py --no-samples --random 25 \
+        --append benchmarks/engine_campaign.jsonl     # a campaign over several sessions
+
+``--append FILE`` adds one JSON line per run to FILE and skips every (scenario, release) the file
+already holds: random seeds continue after the ones run before, so a campaign stopped at any
+point goes on in the next session without repeating a seed.
 
 Per run: refused (the real engine cannot do the scenario: support.check_supported), failed
 (an error), or ran: steps whose state was not reached (``reached: false`` in run.json),
@@ -72,6 +78,14 @@ def run_one(scenario: Any, release: str, work: Path) -> dict[str, Any]:
     return row
 
 
+def _done(path: Path) -> set[tuple[str, str]]:
+    """(scenario, release) of every run an earlier session appended to ``path``."""
+    if not path.exists():
+        return set()
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {(r["scenario"], r["release"]) for r in rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     from segtools.realcluster.kafka_runtime import KAFKA_VERSIONS
     from segtools.simulate import load_scenario
@@ -83,17 +97,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random", type=int, default=50, help="random scenarios (on the newest release)")
     ap.add_argument("--random-seed", type=int, default=1000)
     ap.add_argument("--json", default=None, help="write every row here")
+    ap.add_argument("--append", default=None,
+                    help="JSON lines file: add a line per run, skip runs it already holds")
     ap.add_argument("--keep", default=None,
                     help="keep every run's output (OUT/kafka/controller.log, run.json) under this folder")
     args = ap.parse_args(argv)
     releases = args.releases.split(",")
+    done = _done(Path(args.append)) if args.append else set()
     jobs: list[tuple[Any, str]] = []
     if not args.no_samples:
         for path in sorted((REPO / "samples" / "scenarios").glob(args.samples + ".yaml")):
             for rel in releases:
-                jobs.append((load_scenario(path), rel))
-    for i in range(args.random):
-        jobs.append((_random_scenario(args.random_seed + i), releases[-1]))
+                scenario = load_scenario(path)
+                if (scenario.name, rel) not in done:
+                    jobs.append((scenario, rel))
+    seed, random_jobs = args.random_seed, 0
+    while random_jobs < args.random:  # seeds an earlier session ran are skipped, not counted
+        if (f"random-{seed}", releases[-1]) not in done:
+            jobs.append((_random_scenario(seed), releases[-1]))
+            random_jobs += 1
+        seed += 1
     rows = []
     for scenario, rel in jobs:
         if args.keep:  # a run to diagnose: its controller log and run.json stay
@@ -116,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                     + row["lost_differences"][:2]:
                 state += f"\n      {d}"
         print(f"{row['scenario']:40s} {rel:6s} {row.get('seconds', 0):6.1f}s {state}", flush=True)
+        if args.append:
+            with open(args.append, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row, default=str) + "\n")
         if args.json:  # after every run: a long run stopped early keeps what it measured
             Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     ran = [r for r in rows if "refused" not in r and "failed" not in r]
