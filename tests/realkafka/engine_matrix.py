@@ -94,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--releases", default=",".join(KAFKA_VERSIONS))
     ap.add_argument("--samples", default="*", help="glob of samples/scenarios/*.yaml names")
     ap.add_argument("--no-samples", action="store_true")
+    ap.add_argument("--scenario", action="append", default=[],
+                    help="a scenario file to run too (each release); repeatable")
     ap.add_argument("--random", type=int, default=50, help="random scenarios (on the newest release)")
     ap.add_argument("--random-seed", type=int, default=1000)
     ap.add_argument("--json", default=None, help="write every row here")
@@ -111,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
                 scenario = load_scenario(path)
                 if (scenario.name, rel) not in done:
                     jobs.append((scenario, rel))
+    for path in args.scenario:
+        for rel in releases:
+            scenario = load_scenario(Path(path))
+            if (scenario.name, rel) not in done:
+                jobs.append((scenario, rel))
     seed, random_jobs = args.random_seed, 0
     while random_jobs < args.random:  # seeds an earlier session ran are skipped, not counted
         if (f"random-{seed}", releases[-1]) not in done:
