@@ -36,6 +36,7 @@ class JvmProcess:
         self.log_path = log_path
         self._log: IO[bytes] = open(log_path, "ab")
         self.paused = False
+        self.paused_at = 0.0  # time.monotonic() of the last pause
         #: SIGTERM sent, the JVM still in Kafka's controlled shutdown (begin_terminate)
         self.stopping = False
         self.proc = subprocess.Popen(
@@ -66,6 +67,7 @@ class JvmProcess:
     def pause(self) -> None:
         self._signal(signal.SIGSTOP)
         self.paused = True
+        self.paused_at = time.monotonic()
 
     def resume(self) -> None:
         self._signal(signal.SIGCONT)
