@@ -319,8 +319,9 @@ class ProducerSteps:
         # model's time and the paused broker was fenced). What is still unanswered then
         # counts as timed out, as in the model, and stays queued in librdkafka: it reaches
         # the leader's log when the leader resumes, never acked (the model's parked
-        # request); later steps wait for their own records only, not for it.
-        deadline = time.monotonic() + (config.real_step_s(self.scenario, step) + 1.0
+        # request); later steps wait for their own records only, not for it. (0.2 s: no
+        # answer can come from a paused leader, and every second runs its followers' lag)
+        deadline = time.monotonic() + (config.real_step_s(self.scenario, step) + 0.2
                                        if named is not None and (to_paused or timed_out) else 60.0)
         for i, line in enumerate(planned):
             producer.produce(line.topic, partition=line.partition,
