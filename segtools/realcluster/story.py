@@ -73,10 +73,10 @@ def _show(change: dict[str, Any] | None) -> str:
 
 def _joined_expansions(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The changes without an ISR expansion followed, at the same step, by another that only
-    adds members: when two followers rejoin in one step, which the leader adds first is a
-    race of their fetches (real-durability-matrix on 4.3.1: the model [1] -> [1, 2] ->
-    [1, 2, 3], the cluster [1] -> [1, 3] -> [1, 2, 3], both at steps[69]); what the step
-    ends with is compared."""
+    adds members: when two followers rejoin in one step, which the leader adds first depends
+    on when each fetches up to its log end, which the model does not time (real-durability-
+    matrix on 4.3.1 and 4.4.0: the model [1] -> [1, 2] -> [1, 2, 3], the cluster [1] ->
+    [1, 3] -> [1, 2, 3], both at steps[69]); what the step ends with is compared."""
     def grows(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return (a["epoch"], a["leader"], a["elr"]) == (b["epoch"], b["leader"], b["elr"]) \
             and b["election"] is None and set(a["isr"]) < set(b["isr"])
