@@ -335,7 +335,48 @@ class RealCluster:
             return fenced_in_controller_log(fh.read(), b)
 
     def shutdown(self, b: int) -> bool:
-        return self.brokers[b].terminate(60.0)
+        """Kafka's controlled shutdown of broker ``b``. False when it had to be SIGKILLed.
+
+        While another broker is paused the controller does not grant it: a shutdown is granted
+        once every active broker's metadata offset has reached the records that moved the
+        leaders off ``b`` (BrokerHeartbeatManager's lowest active offset), and a SIGSTOPped
+        broker reports none until it is resumed or fenced. The records that tell the story
+        (leaders moved, ``b`` out of the ISRs, its fetchers stopped) are written at once, so
+        the run goes on as soon as they are there and ``b`` finishes later (``reap_stopping``);
+        waiting here let the paused follower's lag run out (random seed 1007)."""
+        p = self.brokers[b]
+        others_paused = any(q.paused for c, q in self.brokers.items() if c != b)
+        if not others_paused:
+            return p.terminate(60.0)
+        p.begin_terminate()
+        if p.exited(2.0):
+            return True
+        moved = self.wait_for(lambda: self._moved_off(b), 15.0,
+                              f"broker {b}'s leaderships moved", raise_on_timeout=False)
+        if not moved:
+            return p.finish_terminate(0.0)
+        return True
+
+    def _moved_off(self, b: int) -> bool:
+        """Does the Admin API show broker ``b`` leading nothing, and out of every ISR that
+        has a leader (a partition left without one keeps its last ISR member)?"""
+        try:
+            view = self.describe()
+        except Exception:  # noqa: BLE001 - no broker answering yet: not moved as far as we know
+            return False
+        return all(v.leader != b and (v.leader is None or b not in v.isr) for v in view.values())
+
+    def stopping(self) -> list[int]:
+        """Brokers told to stop that are still in their controlled shutdown."""
+        return sorted(b for b, p in self.brokers.items() if p.stopping and p.process_alive())
+
+    def reap_stopping(self, timeout: float) -> list[int]:
+        """Brokers still in controlled shutdown once nobody is paused any more get the grant
+        at the next heartbeats: wait ``timeout`` s for them to exit; SIGKILL the ones that do
+        not (returned)."""
+        if any(p.paused for p in self.brokers.values()):
+            return []
+        return [b for b in self.stopping() if not self.brokers[b].finish_terminate(timeout)]
 
     def pause(self, b: int) -> None:
         self.brokers[b].pause()
@@ -402,7 +443,7 @@ class RealCluster:
         is stopped with SIGTERM so its log is complete."""
         self._admin = None
         for p in self.brokers.values():
-            if p.alive():
+            if p.process_alive():
                 p.kill()
         if self.coordinator is not None and self.coordinator.alive():
             self.coordinator.kill()

@@ -139,6 +139,11 @@ def _real_step_ms(scenario: Scenario, step: Step, scale: float) -> float:
     return real
 
 
+def real_step_s(scenario: Scenario, step: Step) -> float:
+    """The real seconds ``step`` may take beyond its overhead (what the session is sized for)."""
+    return _real_step_ms(scenario, step, time_scale(scenario)) / 1000
+
+
 def longest_pause_ms(scenario: Scenario) -> int:
     """The longest real time a broker of ``scenario`` stays paused (SIGSTOP): the scenario
     time its steps take in the model, scaled (a produce at most as long as the real

@@ -36,6 +36,9 @@ class JvmProcess:
         self.log_path = log_path
         self._log: IO[bytes] = open(log_path, "ab")
         self.paused = False
+        self.paused_at = 0.0  # time.monotonic() of the last pause
+        #: SIGTERM sent, the JVM still in Kafka's controlled shutdown (begin_terminate)
+        self.stopping = False
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             cwd=cwd, start_new_session=True,
@@ -48,6 +51,11 @@ class JvmProcess:
         return self.proc.pid
 
     def alive(self) -> bool:
+        """Running, and not a broker the engine has told to stop (``begin_terminate``): one
+        still waiting for the controller's grant is stopped for the scenario."""
+        return self.proc.poll() is None and not self.stopping
+
+    def process_alive(self) -> bool:
         return self.proc.poll() is None
 
     def _signal(self, sig: int) -> None:
@@ -59,6 +67,7 @@ class JvmProcess:
     def pause(self) -> None:
         self._signal(signal.SIGSTOP)
         self.paused = True
+        self.paused_at = time.monotonic()
 
     def resume(self) -> None:
         self._signal(signal.SIGCONT)
@@ -71,20 +80,40 @@ class JvmProcess:
         # a paused broker that crashes is no longer paused: the steps after its crash wait
         # for the state they imply instead of looking once (as while a pause runs)
         self.paused = False
+        self.stopping = False
 
     def terminate(self, timeout: float = 30.0) -> bool:
         """SIGTERM (Kafka's controlled shutdown); SIGKILL after ``timeout``. True when the
         JVM exited by itself."""
+        self.begin_terminate()
+        return self.finish_terminate(timeout)
+
+    def begin_terminate(self) -> None:
+        """SIGTERM without waiting: the JVM exits when the controller grants its controlled
+        shutdown (``finish_terminate`` waits for that)."""
         if self.paused:
             self.resume()
         self._signal(signal.SIGTERM)
+        self.stopping = True
+
+    def exited(self, timeout: float) -> bool:
+        """Did the JVM exit within ``timeout`` seconds (reaped if so)?"""
         try:
             self.proc.wait(timeout)
-            clean = True
         except subprocess.TimeoutExpired:
+            return False
+        self._reap(1.0)
+        self.stopping = False
+        return True
+
+    def finish_terminate(self, timeout: float) -> bool:
+        """Wait ``timeout`` seconds for the exit a ``begin_terminate`` asked for; SIGKILL
+        after it. True when the JVM exited by itself."""
+        clean = self.exited(timeout)
+        if not clean:
             self._signal(signal.SIGKILL)
-            clean = False
-        self._reap(10.0)
+            self._reap(10.0)
+            self.stopping = False
         return clean
 
     def _reap(self, timeout: float) -> None:

@@ -30,6 +30,17 @@ def error_name(err: Any) -> str:
     return _ERROR_NAMES.get(name, name.lstrip("_"))
 
 
+def _await_answers(producer: Any, results: list[Any], n: int, deadline: float) -> int:
+    """Serve ``producer``'s delivery callbacks until the first ``n`` of ``results`` are
+    answered or ``deadline`` (monotonic) passes; how many are still unanswered. Unlike
+    ``flush`` it does not wait for records of earlier steps still queued."""
+    while True:
+        left = sum(r is None for r in results[:n])
+        if not left or time.monotonic() >= deadline:
+            return left
+        producer.poll(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
 def log_bytes(pdir: str) -> int:
     """The total size of a partition dir's segments (0 when it is not there)."""
     try:
@@ -210,6 +221,12 @@ class ProducerSteps:
                                "how": "coordinator's Complete* state (or, a broker paused, "
                                       "the markers in the leaders' logs)"})
 
+    def _model_offline(self, topic: str, partition: int) -> bool:
+        from segtools.simulate.controller import NO_LEADER
+
+        ps = self.model.partitions.get((topic, partition))
+        return ps is not None and ps.leader == NO_LEADER
+
     def _model_leader_paused(self, topic: str, partition: int) -> bool:
         from segtools.simulate.controller import NO_LEADER
 
@@ -229,8 +246,12 @@ class ProducerSteps:
             self._produce_in_flight(step)
             return
         view = self._view()
+        # (or offline in the model while the real controller has not yet fenced the crashed
+        # leader: the send fails in both, and a real one waiting for that fencing ran out a
+        # paused broker's session -- random seed 1006, 30 s for an acks=0 send)
         offline = any(view.get((line.topic, line.partition)) is None
-                      or view[(line.topic, line.partition)].leader is None for line in planned)
+                      or view[(line.topic, line.partition)].leader is None
+                      or self._model_offline(line.topic, line.partition) for line in planned)
         # the scenario's request_timeout_ms, scaled, when the model says the sends time out
         # (a request that expires before the lag drops the follower: the ISR stays, as the
         # scenario says); otherwise config.produce_request_ms (8 s or more), so an ISR
@@ -291,6 +312,17 @@ class ProducerSteps:
                     pdir = os.path.join(self.cluster.broker_dir(v.leader), f"{line.topic}-{line.partition}")
                     watched[pdir] = log_bytes(pdir)
         headers = [(k, None if v is None else v.encode()) for k, v in a["headers"]] or None
+        # a long-lived idempotent producer has one request.timeout.ms and retries a batch
+        # until its message timeout: a send the model times out (a paused leader, or an
+        # acks=all send outlasted by the lag) waits as long as the model's send (its request
+        # timeout, scaled), not longer (a 60 s flush outlasted the session sized for the
+        # model's time and the paused broker was fenced). What is still unanswered then
+        # counts as timed out, as in the model, and stays queued in librdkafka: it reaches
+        # the leader's log when the leader resumes, never acked (the model's parked
+        # request); later steps wait for their own records only, not for it. (0.2 s: no
+        # answer can come from a paused leader, and every second runs its followers' lag)
+        deadline = time.monotonic() + (config.real_step_s(self.scenario, step) + 0.2
+                                       if named is not None and (to_paused or timed_out) else 60.0)
         for i, line in enumerate(planned):
             producer.produce(line.topic, partition=line.partition,
                              key=None if line.key is None else line.key.encode(),
@@ -300,8 +332,9 @@ class ProducerSteps:
             if named is not None and (i + 1) % a["batch_size"] == 0:
                 # one long-lived producer cannot take the step's batch.num.messages: its
                 # batches are cut here instead (one request in flight, no linger)
-                producer.flush(60)
-        left = producer.flush(60)
+                _await_answers(producer, results, i + 1, deadline)
+        left = (_await_answers(producer, results, len(results), deadline) if named is not None
+                else producer.flush(60))
         if watched:
             grown = self.cluster.wait_for(lambda: all(log_bytes(d) > n for d, n in watched.items()),
                                           5, "acks=0 records appended", raise_on_timeout=False)

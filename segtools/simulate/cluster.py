@@ -459,6 +459,7 @@ class Cluster:
                 if b != election.leader:
                     self.become_follower(tp, ps, r)
             self.maybe_increment_hw(tp, ps)  # a leader alone in the ISR commits its log at once
+            self.producing.rewrite_pending_marker(tp)
 
     def elect_after_loss(self, broker: int, reason: str) -> None:
         """A broker left (crash or controlled shutdown): move its leaderships, shrink ISRs."""

@@ -113,6 +113,12 @@ class Producers:
                                           tuple[tuple[str, str | None], ...],
                                           ProducerState | None, int]]] = {}
         self._just_parked = False
+        #: per partition, the transaction marker the coordinator has not yet had acknowledged
+        #: (written with acks=-1: acknowledged once the leader's HW passes it), with the
+        #: broker holding it; None: no leader took it yet. The coordinator retries a marker
+        #: on the partition's next leader (TransactionMarkerRequestCompletionHandler retries
+        #: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, ...), see rewrite_pending_marker
+        self.pending_markers: dict[TP, tuple[SimBatch, int | None]] = {}
         self.producers: dict[str, ProducerState] = {}
         for spec in specs:
             self.producers[spec.name] = ProducerState(
@@ -131,6 +137,45 @@ class Producers:
             p.txn_partitions = []
             p.txn_first_offsets = {}
 
+    def _write_marker(self, tp: TP, template: SimBatch) -> None:
+        """The coordinator's WriteTxnMarkers to ``tp``'s leader now."""
+        ps = self.host.partitions[tp]
+        leader = self.host.replicas[tp][ps.leader]
+        self.host.tick()
+        batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
+                         self.host.now, template.producer_id, template.producer_epoch, -1, True,
+                         template.control_type)
+        batch.extra["txn_first_offset"] = template.extra["txn_first_offset"]
+        self.host.leader_append(leader, batch)
+        self.pending_markers[tp] = (batch, ps.leader)
+        self.host.maybe_increment_hw(tp, ps)
+
+    def rewrite_pending_marker(self, tp: TP) -> None:
+        """``tp`` has a new leader: a marker its old leader had not had acknowledged (the HW
+        had not passed it, and the new leader had not fetched it) is written again by the
+        coordinator, on the new leader. Kafka's rule for caught-up followers keeps a paused
+        follower in the ISR, so a marker written just before the leader's crash is written
+        again on the follower elected cleanly (S19 on the real engine, 4.3.1 and 4.4.0)."""
+        entry = self.pending_markers.get(tp)
+        if entry is None:
+            return
+        batch, holder = entry
+        if holder is not None and batch.base_offset < self.host.replicas[tp][holder].high_watermark:
+            del self.pending_markers[tp]  # acknowledged: the coordinator is done with it
+            return
+        ps = self.host.partitions[tp]
+        if ps.leader == NO_LEADER or not self.host.is_alive(ps.leader) or ps.leader == holder:
+            return
+        if holder is not None and any(
+                b.control_type == batch.control_type and b.producer_id == batch.producer_id
+                and b.producer_epoch == batch.producer_epoch
+                for b in self.host.replicas[tp][ps.leader].batches_from(batch.base_offset)):
+            # the new leader had fetched it: its next fetch told the old leader, whose HW
+            # passed it within a fetch round (a step of the model) -- acknowledged
+            del self.pending_markers[tp]
+            return
+        self._write_marker(tp, batch)
+
     def commit_transaction(self, producer: str) -> None:
         self._end_transaction(self.producers[producer], "COMMIT")
 
@@ -148,15 +193,12 @@ class Producers:
         marker_epoch = p.producer_epoch + 1 if v2 else p.producer_epoch
         for tp in p.txn_partitions:
             ps = self.host.partitions[tp]
+            marker = SimBatch(0, 0, 0, [], 0, p.producer_id, marker_epoch, -1, True, control_type)
+            marker.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, 0)
+            self.pending_markers[tp] = (marker, None)
             if ps.leader == NO_LEADER or not self.host.is_alive(ps.leader):
-                continue  # the coordinator would retry; the marker is missing meanwhile (S19)
-            leader = self.host.replicas[tp][ps.leader]
-            self.host.tick()
-            batch = SimBatch(leader.log_end_offset, leader.log_end_offset, ps.leader_epoch, [],
-                             self.host.now, p.producer_id, marker_epoch, -1, True, control_type)
-            batch.extra["txn_first_offset"] = p.txn_first_offsets.get(tp, leader.log_end_offset)
-            self.host.leader_append(leader, batch)
-            self.host.maybe_increment_hw(tp, ps)
+                continue  # the coordinator retries on the next leader; missing meanwhile (S19)
+            self._write_marker(tp, marker)
         p.in_transaction = False
         p.txn_partitions = []
         if v2:
