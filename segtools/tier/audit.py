@@ -578,25 +578,20 @@ def _objects(roots: list[tuple[str, tuple[str, int] | None]], segments: dict[str
             reps = [r for r in replicas.get((seg.topic, seg.partition), [])
                     if r.topic_id in (None, seg.topic_id)]
             out.extend(_compare_object(seg, obj.log_path, reps))
-    for sid, obj in objs.items():
+    # objects no live metadata names: read back (with what Aiven's manifest says of them) or not
+    stray = [(sid, os.path.dirname(next(iter(obj.files.values()))), obj.topic, obj.partition,
+              obj.start_offset, view.manifest_says(sid) if view is not None else "")
+             for sid, obj in objs.items()]
+    stray += [(sid, u.where, u.topic, u.partition, u.start_offset, "") for sid, u in undecodable.items()]
+    for sid, where, topic, partition, start, says in stray:
         known = segments.get(sid)
         if known is None or known.state == states.DELETE_FINISHED:
             out.append(Finding(
                 "object_without_metadata",
-                f"{os.path.dirname(next(iter(obj.files.values())))}: objects of segment {sid} "
+                f"{where}: objects of segment {sid} "
                 + ("that the metadata says were deleted" if known else
-                   "that no metadata record names (a leak)")
-                + (view.manifest_says(sid) if view is not None else ""),
-                obj.topic, obj.partition, sid, start_offset=obj.start_offset))
-    for sid, u in undecodable.items():
-        known = segments.get(sid)
-        if known is None or known.state == states.DELETE_FINISHED:
-            out.append(Finding(
-                "object_without_metadata",
-                f"{u.where}: objects of segment {sid} "
-                + ("that the metadata says were deleted" if known else
-                   "that no metadata record names (a leak)"),
-                u.topic, u.partition, sid, start_offset=u.start_offset))
+                   "that no metadata record names (a leak)") + says,
+                topic, partition, sid, start_offset=start))
     return out
 
 
