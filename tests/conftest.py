@@ -74,13 +74,21 @@ def real_settle_wait():
 
 # The fast tier, `pytest -m fast` (under 3 minutes on 2 cores, for everyday work): every test
 # except those that start a JVM (real Kafka, Spark), an S3 server or a browser, and the long
-# fuzz campaigns. CI runs everything. New heavy tests belong in those folders or carry `slow`.
+# fuzz and memory campaigns. CI runs everything. New heavy tests belong in those folders or carry `slow`.
 _NOT_FAST_DIRS = frozenset({"realkafka", "spark", "objectstore", "html"})
 _NOT_FAST_MARKS = frozenset({"spark", "realkafka", "slow"})
 _LONG_FUZZ = frozenset({
     "test_columnar.py::test_hypothesis_hostile_bytes_only_segtools_errors",
     "test_columnar.py::test_mutated_bytes_give_only_segtools_errors_and_engines_agree",
     "test_hostile_limits.py::test_every_reader_stops_every_bomb_with_the_same_error_under_a_memory_cap",
+    # memory bounds measured over many batches (tracemalloc) and whole real-data walks: 10-20 s each
+    "test_hostile_limits.py::test_legal_giant_batches_are_verified_with_memory_flat_in_batch_size",
+    "test_hostile_one_offset.py::test_memory_is_bounded_over_many_batches_at_one_offset",
+    "test_salvage_memory.py::test_salvage_traced_peak_grows_by_a_few_bytes_per_batch",
+    "test_scale_compare_memory.py::test_stage2_traced_peak_grows_by_the_batches_only",
+    "test_writer_realdata.py::test_offset_and_time_indexes_match_the_broker",
+    "test_columnar_realdata.py::test_columnar_and_object_reader_agree",
+    "test_docs.py::test_the_wheel_carries_the_docs",     # builds the wheel
 })
 
 
