@@ -294,20 +294,13 @@ def bench_dump(workdir: str, name: str, rel: str, runs: int) -> DumpRow:
 
 # the same readers as benchmarks/bench.py measures (one definition of each peer)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import aiokafka_records, kafka_python_records, segtools_records, segtools_scan  # noqa: E402
-
-
-def copy_crc_floor(path: str) -> int:
-    """The least a batch scan that checks CRCs must do: bring every byte in and CRC it."""
-    import crc32c
-
-    buf = bytearray(1 << 20)
-    view = memoryview(buf)
-    crc = 0
-    with open(path, "rb", buffering=0) as f:
-        while n := f.readinto(view):
-            crc = crc32c.crc32c(view[:n], crc)
-    return crc & 0
+from bench import (  # noqa: E402
+    aiokafka_records,
+    copy_crc_floor,
+    kafka_python_records,
+    segtools_records,
+    segtools_scan,
+)
 
 
 def segtools_export(path: str) -> int:
