@@ -19,7 +19,9 @@ def tier_section(paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any] | No
     try:
         return audit([os.fspath(p) for p in paths]).to_json()
     except InputError as e:
-        if METADATA_TOPIC in str(e):
+        # only "no metadata partition" means nothing tiered: an error reading one (its path
+        # names the topic too) must not pass for that
+        if str(e).startswith(f"no {METADATA_TOPIC} partition"):
             return None
         failure: SegtoolsError = e
     except SegtoolsError as e:   # compare goes on; nothing tiered is proven whole then

@@ -193,3 +193,24 @@ def test_an_unreadable_replica_leaves_compare_standing_but_not_safe(tmp_path: Pa
     assert "partition.metadata" in report["tier"]["findings"][0]["message"]
     assert any(x["evidence"] == "remote_tier" for m in report["summary"]["missing_evidence"]
                for x in m["missing"]) and result.exit_code == 1
+
+
+def test_an_unreadable_metadata_partition_is_no_all_clear(monkeypatch) -> None:
+    """compare's tier section: only "no __remote_log_metadata partition" means nothing was
+    tiered; an error reading one names the topic in its path and must leave compare at
+    cannot tell (a tier finding), not drop the section."""
+    from segtools.errors import InputError
+    from segtools.tier import compare_section
+
+    def fails(message: str):
+        def audit(paths):
+            raise InputError(message)
+        return audit
+
+    monkeypatch.setattr(compare_section, "audit", fails("/d/__remote_log_metadata-3/0.log: truncated batch"))
+    section = compare_section.tier_section(["/d"])
+    assert section is not None and [f["kind"] for f in section["findings"]] == ["cannot_tell"]
+    assert compare_section.missing_evidence(section)
+    monkeypatch.setattr(compare_section, "audit",
+                        fails("no __remote_log_metadata partition under the inputs: nothing tells"))
+    assert compare_section.tier_section(["/d"]) is None
