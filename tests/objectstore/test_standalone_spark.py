@@ -32,9 +32,32 @@ def cluster(s3, tmp_path_factory):
     assert leftover_processes(c, workdir) == [], "a cluster JVM or executor outlived the fixture"
 
 
-def _segtools(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "segtools", *args], env=cluster.env,
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+# One driver process runs the user's commands one after another through the CLI's entry
+# point (segtools.cli.main.main, which `python -m segtools` calls), so the application (driver JVM and executors on
+# the workers) starts once for both: each started application costs ~20 s on 2 cores.
+_DRIVER = """
+import contextlib, io, json, sys
+from segtools.cli.main import main
+results = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    results.append({"returncode": code or 0, "stdout": out.getvalue(), "stderr": err.getvalue()})
+print(json.dumps(results))
+"""
+
+
+def _segtools(cluster, *commands: list[str]) -> list[subprocess.CompletedProcess]:
+    run = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(commands)], env=cluster.env,
+                         capture_output=True, text=True, timeout=420, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [subprocess.CompletedProcess(args, r["returncode"], r["stdout"], r["stderr"])
+            for args, r in zip(commands, json.loads(run.stdout.splitlines()[-1]))]
 
 
 def _timeless(doc: dict) -> dict:
@@ -50,13 +73,26 @@ def _rows(table) -> list[dict]:
     return rows
 
 
-def _check_compare(evidence, cluster, tmp_path):
+def _compare_args(evidence, cluster, tmp_path) -> list[str]:
+    return ["compare", evidence.uri["scenario"], "--master", cluster.master_url,
+            "--report", str(tmp_path / "cluster.json")]
+
+
+def _export_args(evidence, cluster) -> list[str]:
+    return ["export", evidence.uri["scenario"], "--by-broker", "--out", _export_uri(evidence),
+            "--master", cluster.master_url]
+
+
+def _export_uri(evidence) -> str:
+    return f"s3://{evidence.uri['scenario'].split('/')[2]}/exports/cluster"
+
+
+def _check_compare(run, evidence, cluster, tmp_path):
     local, uri = evidence.local["scenario"], evidence.uri["scenario"]
     expected_path = tmp_path / "local.json"
     expected_run = CliRunner().invoke(cli, ["compare", str(local), "--no-spark", "--report", str(expected_path)])
     assert expected_run.exit_code == 1
     got_path = tmp_path / "cluster.json"
-    run = _segtools(cluster, "compare", uri, "--master", cluster.master_url, "--report", str(got_path))
     assert run.returncode == 1, run.stderr[-3000:]
     assert f"starting Spark ({cluster.master_url})" in run.stderr
     got = json.loads(got_path.read_text())
@@ -67,14 +103,13 @@ def _check_compare(evidence, cluster, tmp_path):
     assert run.stdout == expected_run.stdout.replace(str(local), uri)
 
 
-def _check_export(s3, evidence, cluster, tmp_path):
+def _check_export(run, s3, evidence, cluster, tmp_path):
     from pyarrow import fs as pafs
 
-    local, uri = evidence.local["scenario"], evidence.uri["scenario"]
+    local = evidence.local["scenario"]
     out_local = tmp_path / "local"
     assert CliRunner().invoke(cli, ["export", str(local), "--by-broker", "--out", str(out_local)]).exit_code == 0
-    out_uri = f"s3://{evidence.uri['scenario'].split('/')[2]}/exports/cluster"
-    run = _segtools(cluster, "export", uri, "--by-broker", "--out", out_uri, "--master", cluster.master_url)
+    out_uri = _export_uri(evidence)
     assert run.returncode == 0, run.stderr[-3000:]
     filesystem, inner = pafs.FileSystem.from_uri(out_uri)
     expected = _rows(pq.read_table(str(out_local)))
@@ -86,5 +121,7 @@ def _check_export(s3, evidence, cluster, tmp_path):
 
 def test_compare_and_export_on_standalone_cluster(s3, evidence, cluster, tmp_path):
     """One test, so that pytest-xdist never starts a second cluster on its other worker."""
-    _check_compare(evidence, cluster, tmp_path)
-    _check_export(s3, evidence, cluster, tmp_path)
+    compared, exported = _segtools(cluster, _compare_args(evidence, cluster, tmp_path),
+                                   _export_args(evidence, cluster))
+    _check_compare(compared, evidence, cluster, tmp_path)
+    _check_export(exported, s3, evidence, cluster, tmp_path)

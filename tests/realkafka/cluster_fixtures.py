@@ -58,6 +58,20 @@ def run_both(scenario_file: Path, tmp: Path, *, kafka_version: str | None = None
     return real.truth, model.truth, real_dir
 
 
+def story_checks(real_dir: Path) -> dict[str, Any]:
+    """The real run reached every state the scenario implies, without drift, and told the
+    model's story (leaders, epochs, ISR/ELR, election kinds): its run.json."""
+    log = run_log(real_dir)
+    assert [w for w in log["waits"] if w["reached"] is False] == []
+    assert log["drift"] == [] and log["allow_drift"] is False
+    assert log["story"]["differences"] == []
+    assert log["story"]["model"] == log["story"]["cluster"] or all(
+        [(c["epoch"], c["leader"], c["isr"], c["elr"], c["election"]) for c in log["story"]["model"][k]]
+        == [(c["epoch"], c["leader"], c["isr"], c["elr"], c["election"]) for c in log["story"]["cluster"][k]]
+        for k in log["story"]["model"])
+    return log
+
+
 def check_run_files(real_dir: Path) -> None:
     """The real engine's run.json, truth.json and acks.jsonl against their shipped schemas."""
     import jsonschema

@@ -196,10 +196,10 @@ def test_sample_no_false_all_clear(sample_outcomes):
 
 @pytest.mark.slow
 def test_random_scenarios_sound(tmp_path):
-    """20 random scenarios (about 150 evidence sets; SEGTOOLS_FUZZ_SCALE multiplies them, and
+    """10 random scenarios (about 75 evidence sets; SEGTOOLS_FUZZ_SCALE multiplies them, and
     benchmarks/soundness.py runs 2,000 sets): no violation of any kind."""
     outs: list[Outcome] = []
-    for name, sc in scenarios(examples(20), first_seed=100, samples=False):
+    for name, sc in scenarios(examples(10), first_seed=100, samples=False):
         outs += run_scenario(name, sc, str(tmp_path / name))
     found = {k: _violations(outs, k) for k in VIOLATIONS}
     assert {k: v for k, v in found.items() if v} == {}
