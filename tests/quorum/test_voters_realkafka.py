@@ -6,7 +6,9 @@ Oracles, all Kafka's own: the voter set ``kafka-storage format --initial-control
 given, then the voter sets ``kafka-metadata-quorum describe --status`` and ``--replication``
 print live after each change; every snapshot the controllers wrote (replay
 must reproduce each); and ``kafka-metadata-shell`` of the same release on a copy of each dir
-(the image at the log end: topics, partitions, brokers, features).
+(the image at the log end: topics, partitions, brokers, features, configs, ACLs, client
+quotas). A fourth, broker-only node's metadata replica is compared with the controllers (the
+oracle: the raw bytes of its log against the controller's).
 
 The release is 4.3.1; ``SEGTOOLS_QUORUM_RELEASE=4.4.0`` runs the same module by hand on 4.4.0
 (tests/quorum/voters_matrix.py). Every JVM is stopped, also on failure."""
