@@ -204,6 +204,16 @@ def voters_at(history: Sequence[VoterSet], nodes: Sequence[ControllerNode],
     return None, "no VotersRecord or LEADER_CHANGE voters before it"
 
 
+def static_voters(n: ControllerNode) -> tuple[int, ...] | None:
+    """The voter ids a node's ``quorum-state`` lists (``currentVoters``: written only with
+    data_version 0, by a node running the static ``controller.quorum.voters``); None otherwise."""
+    cv = (n.quorum_state or {}).get("currentVoters")
+    if not isinstance(cv, list) or not cv:
+        return None
+    ids = [v.get("voterId") for v in cv if isinstance(v, dict)]
+    return tuple(sorted(i for i in ids if isinstance(i, int)))
+
+
 def committed_end(nodes: Sequence[ControllerNode],
                   history: Sequence[VoterSet]) -> tuple[int, str, tuple[str, ...]]:
     """The end (exclusive) of the prefix proven committed, why, and the nodes whose logs hold
@@ -236,34 +246,47 @@ def committed_end(nodes: Sequence[ControllerNode],
             common[(a.name, b.name)] = common[(b.name, a.name)] = c
     cand = sorted({b.last_offset for n in nodes for b in n.batches if b.epoch == top_log},
                   reverse=True)
+    # nodes running static voters (quorum-state currentVoters) that differ from the
+    # VotersRecords count a majority of their own set: the proof must hold in every view
+    statics = sorted({sv for n in nodes if (sv := static_voters(n)) is not None})
+
+    def majority(voters: set[int], end: int) -> list[ControllerNode] | None:
+        holders = [ids[v] for v in voters if v in ids and ids[v].epoch_at(end) == top_log]
+        for n in holders:
+            same = [m for m in holders if m is n or common[(n.name, m.name)] > end]
+            if 2 * len(same) > len(voters):
+                return same
+        return None
+
     for end in cand:
         if end + 1 <= best:
             break
         voters, src = voters_at(history, nodes, end)
         if not voters:
             continue
-        holders = [ids[v] for v in voters if v in ids and ids[v].epoch_at(end) == top_log]
-        for n in holders:
-            same = [m for m in holders if m is n or common[(n.name, m.name)] > end]
-            if 2 * len(same) <= len(voters):
-                continue
-            absent = sorted(v for v in voters if v not in ids)
-            if absent:
-                # a voter not given may hold a newer epoch's batches (Raft figure 8): only
-                # the holders' quorum-state can rule out a newer leader
-                blind = [m.name for m in same if m.quorum_state is None]
-                if blind:
-                    return best, why + (f"; cannot tell past it: voters {absent} not given "
-                                        f"and {', '.join(blind)} have no quorum-state"), held
-                if top_known > top_log:
-                    return best, why + (f"; cannot tell past it: voters {absent} not given "
-                                        f"and a quorum-state knows epoch {top_known}, newer "
-                                        f"than any batch ({top_log})"), held
-            return end + 1, (f"{len(same)} of {len(voters)} voters ({src}: "
-                             f"{', '.join(m.name for m in same)}) hold identical batches "
-                             f"through offset {end} of epoch {top_log}, the highest epoch "
-                             + ("on any voter's disk" if not absent else "shown")), \
-                tuple(m.name for m in same)
+        same = majority(voters, end)
+        others = [set(v) for v in statics if set(v) != voters]
+        if same is None or any(majority(v, end) is None for v in others):
+            continue
+        absent = sorted({v for view in [voters, *others] for v in view if v not in ids})
+        if absent:
+            # a voter not given may hold a newer epoch's batches (Raft figure 8): only
+            # the holders' quorum-state can rule out a newer leader
+            blind = [m.name for m in same if m.quorum_state is None]
+            if blind:
+                return best, why + (f"; cannot tell past it: voters {absent} not given "
+                                    f"and {', '.join(blind)} have no quorum-state"), held
+            if top_known > top_log:
+                return best, why + (f"; cannot tell past it: voters {absent} not given "
+                                    f"and a quorum-state knows epoch {top_known}, newer "
+                                    f"than any batch ({top_log})"), held
+        also = "".join(f"; also a majority of the static voters {sorted(v)} (quorum-state)"
+                       for v in others)
+        return end + 1, (f"{len(same)} of {len(voters)} voters ({src}: "
+                         f"{', '.join(m.name for m in same)}) hold identical batches "
+                         f"through offset {end} of epoch {top_log}, the highest epoch "
+                         + ("on any voter's disk" if not absent else "shown") + also), \
+            tuple(m.name for m in same)
     return best, why, held
 
 
@@ -324,6 +347,32 @@ def audit(nodes: Sequence[ControllerNode],
             "and no VotersRecord: controller.quorum.voters) while "
             f"{', '.join(boots)} bootstrapped a dynamic voter set (0-0.checkpoint) under the "
             "same cluster id: two quorums", tuple(n.name for n in static) + tuple(boots)))
+    # a node running static voters (quorum-state currentVoters, data_version 0) beside a
+    # dynamic voter set bootstrapped as another set: a 0-0.checkpoint's, or a VotersRecord in
+    # a log's first batch (the first leader copies its bootstrap there). An upgrade from
+    # static voters writes its VotersRecord later, and with the static set: not this.
+    boot_sets: dict[tuple[int, ...], list[str]] = {}
+    for n in nodes:
+        first = n.batches[0] if n.batches and n.batches[0].base_offset == 0 else None
+        at_start = [v.voters for v in n.voter_sets if v.source == "log" and first is not None
+                    and v.offset <= first.last_offset]
+        for vs in ([n.bootstrap_voters] if n.bootstrap_voters is not None else []) + at_start:
+            names = boot_sets.setdefault(tuple(sorted(i for i, _ in vs)), [])
+            if n.name not in names:
+                names.append(n.name)
+    for n in nodes:
+        sv = static_voters(n)
+        other = {v: k for v, k in boot_sets.items() if v != sv}
+        if sv is not None and other and len(cids) <= 1:
+            out.findings.append(Finding(
+                "split-at-formatting",
+                f"{n.name} (node {n.node_id}) ran the static voter set {list(sv)} (quorum-state "
+                "currentVoters, data_version 0: controller.quorum.voters) while a dynamic voter "
+                "set was bootstrapped as " + "; ".join(
+                    f"{list(v)} (on {', '.join(k)})" for v, k in sorted(other.items()))
+                + " under the same cluster id: the dynamic quorum's leader commits with a "
+                "majority of its own voters, this node counts a majority of its static set "
+                "(two quorums)", (n.name, *sorted({x for k in other.values() for x in k}))))
     # --- Log Matching, pairwise
     for i, a in enumerate(nodes):
         for b in nodes[i + 1:]:
@@ -436,20 +485,25 @@ def _compare_replica(b: ControllerNode, nodes: Sequence[ControllerNode],
 
 def _observe(nodes: Sequence[ControllerNode], out: QuorumAudit) -> None:
     """Voters added again, voter histories cut by a snapshot, old leaders appending late."""
-    was: dict[tuple[int, str], list[int]] = {}      # voter -> offsets where its presence flips
-    prev: set[tuple[int, str]] = set()
-    for v in out.voter_history:
-        cur = set(v.voters)
-        for key in cur ^ prev:
-            was.setdefault(key, []).append(v.offset)
-        prev = cur
-    for (vid, did), flips in sorted(was.items()):
-        if len(flips) >= 3:        # in, out, in again
-            out.observations.append(Finding(
-                "voter-rejoined", f"voter {vid} (directory {did}) left the voter set at offset "
-                f"{flips[1]} and is in it again from offset {flips[2]}: an operator's "
-                "add-controller, or auto-join adding a removed controller",
-                (), flips[2]))
+    # each node's own history (its log and snapshots are one line of events): the nodes of
+    # a split quorum hold different sets at one offset, merged they would seem to flip
+    rejoined: dict[tuple[int, str], tuple[int, int]] = {}
+    for n in nodes:
+        was: dict[tuple[int, str], list[int]] = {}  # voter -> offsets where its presence flips
+        prev: set[tuple[int, str]] = set()
+        for v in sorted(n.voter_sets, key=_history_order):
+            cur = set(v.voters)
+            for key in cur ^ prev:
+                was.setdefault(key, []).append(v.offset)
+            prev = cur
+        for key, flips in was.items():
+            if len(flips) >= 3:        # in, out, in again
+                rejoined.setdefault(key, (flips[1], flips[2]))
+    for (vid, did), (left, back) in sorted(rejoined.items()):
+        out.observations.append(Finding(
+            "voter-rejoined", f"voter {vid} (directory {did}) left the voter set at offset "
+            f"{left} and is in it again from offset {back}: an operator's "
+            "add-controller, or auto-join adding a removed controller", (), back))
     for n in nodes:
         if n.voter_sets and n.log_start > 0:
             out.observations.append(Finding(

@@ -16,7 +16,24 @@ from segtools.quorum.image import Image
 #: the shell's commands, one output section each (the shell prints its ">> " prompt first)
 SHELL_COMMANDS = ("tree /image/topics", "tree /image/cluster", "tree /image/features",
                   "cat /image/provenance", "tree /image/configs",
-                  "cat /image/producerIds/nextProducerId")
+                  "cat /image/producerIds/nextProducerId", "tree /image/acls",
+                  "tree /image/clientQuotas")
+#: Kafka's codes of AclBinding's enums (org.apache.kafka.common.resource.ResourceType,
+#: PatternType, org.apache.kafka.common.acl.AclOperation, AclPermissionType) as the shell
+#: names them; the image keeps the records' codes
+_ACL_ENUMS = {
+    "resourceType": {2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
+                     6: "DELEGATION_TOKEN", 7: "USER"},
+    "patternType": {3: "LITERAL", 4: "PREFIXED"},
+    "operation": {2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
+                  8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS",
+                  11: "ALTER_CONFIGS", 12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS",
+                  14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"},
+    "permissionType": {2: "DENY", 3: "ALLOW"},
+}
+#: quota entity types as the shell names them in a node's name (``clientId(app)_user(u)``)
+_QUOTA_ENTITY = {"client-id": "clientId", "user": "user", "ip": "ip"}
+_ACL_FIELD = re.compile(r"(\w+)=([^,\]]*)")
 #: ConfigResource.Type ids as the shell names them
 _RESOURCE = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 _FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|'[^']*'|[^,()\[\]]*)")
@@ -89,9 +106,16 @@ def shell_view(stdout: str) -> dict[str, Any]:
         if len(path) == 2:                      # ("TOPIC:name", key) -> [value]
             kind, _, name = path[0].partition(":")
             configs.setdefault((kind, name), {})[path[1]] = values[0] if values else ""
+    acls = {path[1]: dict(_ACL_FIELD.findall(values[0]))
+            for path, values in tree(sections[6]).items()
+            if len(path) == 2 and path[0] == "byId"}
+    # the section's root prints as ":" (an empty name): entities are one level below it
+    quotas = {(path[-2], path[-1]): float(values[0])
+              for path, values in tree(sections[7]).items() if len(path) >= 2 and values}
     return {"topics": names, "partitions": parts, "brokers": brokers, "levels": levels,
             "metadata.version": mv[len("Optional["):-1], "last_offset": int(prov.group(1)),
-            "configs": configs, "next_producer_id": int(sections[5].strip())}
+            "configs": configs, "next_producer_id": int(sections[5].strip()),
+            "acls": acls, "quotas": quotas}
 
 
 def our_view(img: Image) -> dict[str, Any]:
@@ -114,11 +138,19 @@ def our_view(img: Image) -> dict[str, Any]:
         if k[0] == "config":
             rtype, rname, key = k[1]
             configs.setdefault((_RESOURCE.get(rtype, str(rtype)), rname), {})[key] = d["value"]
+    acls = {k[1]: {f: (_ACL_ENUMS[f][v] if f in _ACL_ENUMS else str(v)) for f, v in d.items()}
+            for k, d in img.entities.items() if k[0] == "acl"}
+    # the 4.3.1 shell prints no node for a default entity (a None name): left out of both
+    quotas = {("_".join(f"{_QUOTA_ENTITY.get(t, t)}({n})" for t, n in
+                        sorted(ent, key=lambda e: _QUOTA_ENTITY.get(e[0], e[0]))), key): d["value"]
+              for k, d in img.entities.items() if k[0] == "quota"
+              for ent, key in [k[1]] if all(n is not None for _, n in ent)}
     pids = img.entities.get(("producer-ids", None))
     return {"topics": names, "partitions": parts, "brokers": brokers, "levels": features,
             # the shell names the level (4.3-IV0); the release it belongs to is compared
             "metadata.version": f"{first_release(mv)}-", "last_offset": img.offset - 1,
-            "configs": configs, "next_producer_id": pids["nextProducerId"] if pids else -1}
+            "configs": configs, "next_producer_id": pids["nextProducerId"] if pids else -1,
+            "acls": acls, "quotas": quotas}
 
 
 def run_shell(rt: Any, classpath: str, log_copy: Path, work: Path) -> str:

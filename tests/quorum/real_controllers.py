@@ -62,6 +62,20 @@ def combined_properties(path: Path, node_id: int, broker_port: int, controller_p
     return path
 
 
+def broker_properties(path: Path, node_id: int, port: int, log_dir: Path, bootstrap: str,
+                      extra: str = "") -> Path:
+    """A broker-only server.properties: its ``__cluster_metadata-0`` is an observer's copy of
+    the controllers' log."""
+    path.write_text(
+        f"process.roles=broker\nnode.id={node_id}\ncontroller.listener.names=CONTROLLER\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        f"metadata.log.dir={log_dir}\nlog.dirs={log_dir}\n"
+        f"controller.quorum.bootstrap.servers={bootstrap}\n{extra}")
+    return path
+
+
 def shell_classpath(rt: Any) -> str:
     """The classpath of ``rt``'s release plus its kafka-metadata-shell (jvm/pom.xml's
     ``metadata-shell`` profile, resolved by Maven once and cached beside kafka_runtime's)."""

@@ -119,6 +119,84 @@ def test_kafka_19489_static_quorum_beside_a_dynamic_bootstrap(tmp_path: object) 
 
 
 
+def _bootstrap(d: str, voters: list[tuple[int, str]]) -> None:
+    import os
+
+    snap = os.path.join(d, "__cluster_metadata-0", "00000000000000000000-0000000000.checkpoint")
+    with open(snap, "wb") as fh:
+        fh.write(voters_record(0, 0, voters))
+
+
+def _static_qs(epoch: int, leader: int, voters: list[int]) -> dict[str, object]:
+    # quorum-state data_version 0, as a node running controller.quorum.voters writes it
+    # (read from the real Kafka 4.1.0 run of tests/quorum/kafka19489_run.py --layout static)
+    return {"clusterId": "", "leaderId": leader, "leaderEpoch": epoch, "votedId": -1,
+            "appliedOffset": 0, "currentVoters": [{"voterId": v} for v in voters],
+            "data_version": 0}
+
+
+def test_kafka_19489_static_nodes_following_the_standalone_leader(tmp_path: object) -> None:
+    # what the real 4.1.0 run left: node 3 formatted --standalone beside
+    # controller.quorum.voters=1,2,3 leads epoch 1 alone (voters {3}); nodes 1 and 2, static
+    # (quorum-state currentVoters [1, 2, 3]), follow it and copy its log, bootstrap VotersRecord
+    # {3} in its first batch included. One leader, one log: only the quorum-states show the
+    # two views. Nodes 1 and 2 hold offsets 0-3, node 3 0-5.
+    log = [voters_record(0, 1, [(3, D3)]), leader_change(1, 1, 3, [3], [3])] + \
+        [data(o, 1) for o in range(2, 6)]
+    c1 = controller(str(tmp_path), "c1", 1, log[:4], quorum_state=_static_qs(1, 3, [1, 2, 3]))
+    c2 = controller(str(tmp_path), "c2", 2, log[:4], quorum_state=_static_qs(1, 3, [1, 2, 3]))
+    c3 = controller(str(tmp_path), "c3", 3, log, quorum_state=qs(1, 3))
+    _bootstrap(c3, [(3, D3)])
+    r = audit_dirs([c1, c2, c3])
+    split = [f for f in r.findings if f.kind == "split-at-formatting"]
+    assert [f.nodes[0] for f in split] == [c1, c2], [f.message for f in r.findings]
+    assert all("static voter set [1, 2, 3]" in f.message and "[3]" in f.message for f in split)
+    assert set(_matches(r, "KAFKA-19489")) == {("split-at-formatting", "possible")}
+    # committed: node 3 alone is a majority of {3}, but nodes 1 and 2 count {1, 2, 3}: only
+    # what two of the three hold (offsets 0-3) is committed in both views
+    assert r.committed_end == 4, r.committed_reason
+    # the same logs without the static quorum-states: one quorum {3}, all of node 3's log
+    for d in (c1, c2):
+        with open(f"{d}/__cluster_metadata-0/quorum-state", "w") as fh:
+            json.dump(qs(1, 3), fh)
+    r = audit_dirs([c1, c2, c3])
+    assert not [f for f in r.findings if f.kind == "split-at-formatting"]
+    assert r.committed_end == 6, r.committed_reason
+
+
+def test_a_static_quorum_upgraded_to_kraft_version_1_is_not_a_split(tmp_path: object) -> None:
+    # a static quorum {1, 2, 3} upgraded to kraft.version 1 writes its VotersRecord later in the
+    # log, with the static voters; a follower's quorum-state may still be data_version 0.
+    # A later removal of voter 3 is an operator's change, not a second bootstrap.
+    v123, v12 = [(1, D1), (2, D2), (3, D3)], [(1, D1), (2, D2)]
+    log = [leader_change(0, 1, 1, [1, 2, 3], [1, 2]), data(1, 1), data(2, 1),
+           voters_record(3, 1, v123), data(4, 1), voters_record(5, 1, v12), data(6, 1)]
+    c1 = controller(str(tmp_path), "c1", 1, log, quorum_state=qs(1, 1))
+    c2 = controller(str(tmp_path), "c2", 2, log, quorum_state=_static_qs(1, 1, [1, 2, 3]))
+    r = audit_dirs([c1, c2])
+    assert not [f for f in r.findings if f.kind == "split-at-formatting"], r.findings
+
+
+def test_two_bootstrapped_quorums_are_not_a_voter_rejoining(tmp_path: object) -> None:
+    # the real 4.1.0 run of the flags layout: nodes 1, 2 bootstrapped {1, 2}, node 3 {3}; each
+    # quorum elected its own leader in epoch 1. Merged, the voter sets at offset 0 alternate;
+    # no node's own history ever removes and re-adds a voter.
+    v12 = [(1, D1), (2, D2)]
+    # (each first leader copies its bootstrap VotersRecord into its log, here at offset 2)
+    mine = [leader_change(0, 1, 1, [1, 2], [1, 2]), data(1, 1), voters_record(2, 1, v12)]
+    theirs = [leader_change(0, 1, 3, [3], [3]), data(1, 1, "3"), voters_record(2, 1, [(3, D3)])]
+    c1 = controller(str(tmp_path), "c1", 1, mine, quorum_state=qs(1, 1))
+    c2 = controller(str(tmp_path), "c2", 2, mine, quorum_state=qs(1, 1))
+    c3 = controller(str(tmp_path), "c3", 3, theirs, quorum_state=qs(1, 3))
+    for d, v in ((c1, v12), (c2, v12), (c3, [(3, D3)])):
+        _bootstrap(d, v)
+    r = audit_dirs([c1, c2, c3])
+    kinds = {f.kind for f in r.findings}
+    assert {"split-at-formatting", "split-brain"} <= kinds, kinds
+    assert not [o for o in r.observations if o.kind == "voter-rejoined"], r.observations
+    assert _matches(r, "KAFKA-19850") == []
+
+
 def test_a_snapshot_ending_at_a_voters_record_comes_before_it(tmp_path: object) -> None:
     # the snapshot 00..03-1 ends at offset 3 (exclusive): it holds the voters before the
     # VotersRecord at offset 3 removes voter 3. Sorted after it, the history would read
