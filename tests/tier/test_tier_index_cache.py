@@ -23,7 +23,7 @@ def _index(start_offset: int, offsets: list[int]) -> bytes:
 def build(tmp: Path, *, meta_part: int | None = None) -> Path:
     md = []
     for n, (lo, hi) in OFFSETS.items():
-        md += [start(n, lo, hi, {0: 0}, size=len(_log_bytes(lo, [b"x"] * 10))), update(n, 1)]
+        md += [start(n, lo, hi, {0: lo}, size=len(_log_bytes(lo, [b"x"] * 10))), update(n, 1)]
     return broker_dir(tmp, md, local_start=20, log_end=30, epochs={0: 0}, meta_part=meta_part)
 
 
