@@ -24,7 +24,7 @@ from segtools.files.remote import is_remote
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import aiven, index_cache, states
+from segtools.tier import aiven, index_cache, remote_indexes, states
 from segtools.tier.index_cache import CacheEntry
 from segtools.tier.lineage import (
     EpochIndex,
@@ -672,7 +672,15 @@ def _objects(roots: list[tuple[str, tuple[str, int] | None]], segments: dict[str
         if obj is not None and obj.log_path is not None and not missing:
             reps = [r for r in replicas.get((seg.topic, seg.partition), [])
                     if r.topic_id in (None, seg.topic_id)]
-            out.extend(_compare_object(seg, obj.log_path, reps))
+            found = _compare_object(seg, obj.log_path, reps)
+            out.extend(found)
+            broken = {"object_offsets_mismatch", "unreadable_object"}
+            if os.path.getsize(obj.log_path) == seg.size and not broken & {f.kind for f in found}:
+                # (a cut .log is reported already; its indexes would only echo the cut)
+                out.extend(Finding("remote_index_mismatch", m, seg.topic, seg.partition, sid,
+                                   seg.broker, seg.start_offset, seg.end_offset)
+                           for m in remote_indexes.check(obj.files, seg.start_offset,
+                                                         seg.end_offset, seg.leader_epochs))
     # objects no live metadata names: read back (with what Aiven's manifest says of them) or not
     stray = [(sid, os.path.dirname(next(iter(obj.files.values()))), obj.topic, obj.partition,
               obj.start_offset, view.manifest_says(sid) if view is not None else "")

@@ -18,6 +18,7 @@ from segtools.files.checkpoints import (
     write_meta_properties,
     write_partition_metadata,
 )
+from segtools.files.snapshots import producer_snapshot_bytes
 from segtools.internal_topics.remote_log_metadata import encode_record
 from segtools.tier import audit
 from segtools.tier.lineage import within_leader_epochs
@@ -77,8 +78,12 @@ def remote_object(root: Path, n: int, lo: int, data: bytes) -> None:
     """One remote segment in LocalTieredStorage's layout (RemoteLogSegmentFileset names)."""
     d = root / "kafka-tiered-storage" / f"t-0-{TOPIC_ID}"
     d.mkdir(parents=True, exist_ok=True)
-    for suffix in (".log", ".index", ".timeindex", ".leader_epoch_checkpoint", ".snapshot"):
-        (d / f"{lo:020d}-{_sid(n)}{suffix}").write_bytes(data if suffix == ".log" else b"")
+    # with what a broker uploads beside the .log: epoch 0 from offset 0, no producer state;
+    # the indexes empty (a segment with fewer than index.interval.bytes has no entry)
+    content = {".log": data, ".index": b"", ".timeindex": b"",
+               ".leader_epoch_checkpoint": b"0\n1\n0 0\n", ".snapshot": producer_snapshot_bytes([])}
+    for suffix, body in content.items():
+        (d / f"{lo:020d}-{_sid(n)}{suffix}").write_bytes(body)
 
 
 def broker_dir(root: Path, metadata: list[bytes], *, local_start: int, log_end: int,
