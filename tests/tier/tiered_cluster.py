@@ -196,11 +196,11 @@ class TieredCluster:
         for fut in admin.incremental_alter_configs([res]).values():
             fut.result(60)
 
-    def consume_from(self, topic: str, offset: int, timeout: float = 20
+    def consume_from(self, topic: str, offset: int, timeout: float = 20, idle: float = 5
                      ) -> tuple[list[tuple[int, str]], str]:
         """What a consumer is served of ``topic``-0 from ``offset`` on: (offset, key) of every
-        record until nothing came for 5 s or ``timeout``, and the error that stopped it ('' if
-        none; auto.offset.reset=error: an out-of-range fetch is reported, not skipped)."""
+        record until nothing came for ``idle`` s or ``timeout``, and the error that stopped it
+        ('' if none; auto.offset.reset=error: an out-of-range fetch is reported, not skipped)."""
         from confluent_kafka import Consumer, TopicPartition
 
         consumer = Consumer({"bootstrap.servers": self.rc.bootstrap(sorted(
@@ -210,8 +210,8 @@ class TieredCluster:
         error = ""
         try:
             consumer.assign([TopicPartition(topic, 0, offset)])
-            deadline, idle = time.monotonic() + timeout, time.monotonic() + 5
-            while time.monotonic() < min(deadline, idle):
+            deadline, quiet = time.monotonic() + timeout, time.monotonic() + idle
+            while time.monotonic() < min(deadline, quiet):
                 msg = consumer.poll(0.5)
                 if msg is None:
                     continue
@@ -219,7 +219,7 @@ class TieredCluster:
                     error = str(msg.error())
                     break
                 got.append((msg.offset(), (msg.key() or b"").decode()))
-                idle = time.monotonic() + 5
+                quiet = time.monotonic() + idle
         finally:
             consumer.close()
         return got, error
