@@ -92,7 +92,8 @@ def test_epoch_index_equals_kafkas_cache(tmp_path: Path) -> None:
             lines.extend(f"lookup {epoch} {offset}" for offset in range(0, 61, 3))
             lines.append(f"list {epoch}")
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
-    res = run_tool([find_java(), "-Xmx128m", "-cp", classpath(),
+    res = run_tool([find_java(), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-cp", classpath(),
                     str(Path(__file__).with_name("EpochIndexOracle.java")),
                     str(tmp_path / "in.txt")], timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
