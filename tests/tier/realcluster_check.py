@@ -4,7 +4,11 @@
 mutation of a copy of the remote folder found. Needs jvm/pom.xml's ``tiered-storage`` profile
 resolved by Maven. The lean subset runs in CI as test_tier_realkafka.py.
 
-    .venv/bin/python tests/tier/realcluster_check.py /tmp/tier-check
+    .venv/bin/python tests/tier/realcluster_check.py /tmp/tier-check [clean|killed|unclean|unclean-noroll]
+
+``unclean`` (iii): what a consumer is served and what Kafka deletes after an unclean election,
+against the audit (docs/TIER.md has the runs); ``unclean-noroll`` the same without local
+retention, where the new leader's own upload takes an old segment's place in Kafka's index.
 """
 
 from __future__ import annotations
