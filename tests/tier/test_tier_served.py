@@ -181,3 +181,55 @@ def test_walk_and_thresholds_by_kafkas_rules() -> None:
     # a chain whose last epoch is the segment's: once the log start passes its end
     assert deletion_threshold(Seg("s", 10, 19, {1: 10}), {0: 0, 1: 12}) == 20
     assert deletion_threshold(Seg("s", 10, 19, {3: 10}), {0: 0, 1: 12}) is None
+
+
+def _epochs_in_range(chain: dict[int, int], lo: int, hi: int) -> dict[int, int]:
+    """epochEntriesInRange(lo, hi + 1) of a chain (how a broker records a segment's epochs)."""
+    out = {e: o for e, o in chain.items() if lo <= o <= hi}
+    holder = epoch_for_offset(chain, lo)
+    if holder is not None and lo not in out.values():
+        out[holder] = lo
+    return out
+
+
+@pytest.mark.fast
+def test_one_lineage_is_served_whole(tmp_path: Path) -> None:
+    """Ground truth by construction: 500 histories of one lineage (leader changes at random
+    offsets, segments uploaded in order by whoever led, some uploaded twice as after a leader
+    change, the oldest deleted by retention with the chain truncated at the new log start).
+    Every offset from the log start to the first local offset is served, from its own epoch:
+    no gap, nothing foreign, and every segment stays listed."""
+    rng = random.Random(405)
+    for _ in range(500):
+        log_end = rng.randint(50, 400)
+        starts = sorted(rng.sample(range(1, log_end), rng.randint(0, 4)))
+        chain = dict(enumerate([0, *starts]))
+        cuts = sorted(rng.sample(range(1, log_end - 1), rng.randint(1, 6)))   # segment ends + 1
+        bounds = list(zip([0, *cuts[:-1]], [c - 1 for c in cuts], strict=True))
+        index = EpochIndex()
+        segs = [Seg(f"s{i}", lo, hi, _epochs_in_range(chain, lo, hi))
+                for i, (lo, hi) in enumerate(bounds)]
+        for seg in segs:
+            index.started(seg)
+            index.finished(seg)
+            if rng.random() < 0.2:   # uploaded again by the next leader: same offsets
+                again = Seg(seg.segment_id + "b", seg.start, seg.end, seg.epochs)
+                index.started(again)
+                index.finished(again)
+        deleted = rng.randint(0, len(segs) - 1)
+        for seg in segs[:deleted]:
+            index.delete_started(seg)
+            index.delete_finished(seg)
+        log_start = segs[deleted].start
+        live = {e: o for e, o in chain.items() if o >= log_start}
+        holder = epoch_for_offset(chain, log_start)
+        if holder is not None and log_start not in live.values():
+            live[holder] = log_start                    # truncateFromStart
+        local_start = rng.randint(segs[-1].start, segs[-1].end + 1)
+        walk = serve_walk(index, live, log_start, local_start, log_end)
+        assert walk.gaps == [] and walk.foreign == [], (chain, bounds, walk)
+        held = sorted((lo, hi) for lo, hi, _ in walk.served)
+        assert held == [] if local_start == log_start else \
+            held[0][0] == log_start and held[-1][1] >= local_start - 1
+        assert all(b[0] == a[1] + 1 for a, b in zip(held, held[1:], strict=False))
+        assert all(index.listed(s.segment_id) for s in segs[deleted:])
