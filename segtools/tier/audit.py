@@ -264,6 +264,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                     seg.topic, seg.partition, seg.segment_id, d["brokerId"]))
             seg.history.append((state, d["brokerId"], d["eventTimestampMs"], mp, offset))
 
+    leaders = _leaders(res.inputs)
     replicas: dict[tuple[str, int], list[Replica]] = {}
     for p in parts:
         if p.topic == METADATA_TOPIC or p.topic.startswith("__") or p.state:
@@ -314,10 +315,14 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                 "which is not on the evidence", name, part))
         index = _epoch_index(segments, events.get((tid, part), []))
         top = max((max(r.leader_epochs) for r in reps if r.leader_epochs), default=None)
+        by_log = leaders.get((name, part))
+        if by_log is not None and by_log not in {r.broker for r in reps}:
+            by_log = None   # the leader's replica is not here: the latest epoch on the evidence
         for rep in reps:
-            # the replica holding the latest epoch on the evidence leads: it serves reads
-            # and runs Kafka's clean-up of the remote tier
-            leads = top is not None and bool(rep.leader_epochs) and max(rep.leader_epochs) == top
+            # the leader serves reads and runs Kafka's clean-up of the remote tier: the one
+            # the metadata log names, else the replica holding the latest epoch here
+            leads = rep.broker == by_log if by_log is not None else (
+                top is not None and bool(rep.leader_epochs) and max(rep.leader_epochs) == top)
             for s in finished:
                 why = within_leader_epochs(s.leader_epochs, s.end_offset, rep.log_end,
                                            rep.leader_epochs)
@@ -467,6 +472,24 @@ def _index_cache_vs_remote(cache: list[CacheEntry], root: str) -> list[Finding]:
     return out
 
 
+def _leaders(inputs: Iterable[Any]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> its leader at the end of the KRaft metadata log on the evidence
+    (the longest copy of ``__cluster_metadata-0`` among the inputs); empty without one, or
+    when it cannot be read (the leader is then taken from the replicas' epochs)."""
+    from segtools.forensics.elections import load_histories
+
+    copies = [(sum(p.segment_sizes), r.path) for r in inputs for p in r.all_partitions
+              if p.topic == "__cluster_metadata" and not p.state]
+    if not copies:
+        return {}
+    try:
+        hist = load_histories(max(copies)[1])
+    except SegtoolsError:
+        return {}
+    return {key: h.leader for key, h in hist.items()
+            if h.leader is not None and h.leader >= 0}
+
+
 def _epoch_index(segments: dict[str, RemoteSegment], changes: list[tuple[int, str]]
                  ) -> EpochIndex:
     """Kafka's per-epoch index of one partition's remote segments, after the accepted state
@@ -522,8 +545,8 @@ def _served(name: str, part: int, finished: list[RemoteSegment], rep: Replica,
         seg = next(s for s in finished if s.segment_id == sid)
         out.append(Finding(
             "served_out_of_lineage",
-            f"{name}-{part}: a read below offset {lo} from broker {rep.broker} (the latest "
-            f"leader on the evidence) is answered from remote segment {sid} [{seg.start_offset}"
+            f"{name}-{part}: a read below offset {lo} from broker {rep.broker} (the leader) "
+            f"is answered from remote segment {sid} [{seg.start_offset}"
             f", {seg.end_offset}] (uploaded by broker {seg.broker}), which goes on into offsets "
             f"[{lo}, {hi}] of epoch {theirs} where broker {rep.broker}'s chain has "
             + (f"epoch {mine}" if lo < rep.log_end else f"its log end {rep.log_end}")

@@ -87,11 +87,12 @@ def remote_object(root: Path, n: int, lo: int, data: bytes) -> None:
 
 
 def broker_dir(root: Path, metadata: list[bytes], *, local_start: int, log_end: int,
-               epochs: dict[int, int], meta_part: int | None = None) -> Path:
-    d = root / "broker-1"
+               epochs: dict[int, int], meta_part: int | None = None, node: int = 1) -> Path:
+    d = root / f"broker-{node}"
     d.mkdir(parents=True)
     write_meta_properties(d / "meta.properties", {
-        "version": "1", "node.id": "1", "cluster.id": "c", "directory.id": "AAAAAAAAAAAAAAAAAAAAAg"})
+        "version": "1", "node.id": str(node), "cluster.id": "c",
+        "directory.id": "AAAAAAAAAAAAAAAAAAAAAg"})
     mp = metadata_partition(TOPIC_ID, 0) if meta_part is None else meta_part
     _write_log(d / f"__remote_log_metadata-{mp}", 0, list(metadata))
     tp = d / "t-0"

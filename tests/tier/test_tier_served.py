@@ -233,3 +233,40 @@ def test_one_lineage_is_served_whole(tmp_path: Path) -> None:
             held[0][0] == log_start and held[-1][1] >= local_start - 1
         assert all(b[0] == a[1] + 1 for a, b in zip(held, held[1:], strict=False))
         assert all(index.listed(s.segment_id) for s in segs[deleted:])
+
+
+@pytest.mark.fast
+def test_the_leader_is_the_one_the_metadata_log_names(tmp_path: Path) -> None:
+    """Run 2's partition with two replicas that both hold epoch 2 (a follower caught up):
+    without a KRaft metadata log on the evidence both could lead, and each is named; with one
+    whose last PartitionRecord makes broker 1 leader, only broker 1 serves reads."""
+    import base64
+
+    from segtools.internal_topics.metadata import encode_record
+    from segtools.writer.batch_builder import NewRecord, build_batch
+    from tests.tier.test_tier_audit import TOPIC_ID
+
+    a, b, c, d, e = range(5)
+    md = [start(a, 0, 1027, {0: 0}), update(a, 1), start(b, 1028, 2051, {0: 1028}),
+          update(b, 1), start(c, 100, 100, {2: 100}), update(c, 1),
+          start(d, 101, 1124, {2: 101}), update(d, 1), start(e, 1125, 2148, {2: 1125}),
+          update(e, 1)]
+    dirs = [str(broker_dir(tmp_path, md, local_start=2149, log_end=2701, epochs={0: 0, 2: 100},
+                           node=n)) for n in (1, 2)]
+    served = sorted(f.broker for f in audit(dirs).findings
+                    if f.kind == "served_out_of_lineage")
+    assert served == [1, 2]
+    tid = base64.urlsafe_b64decode(TOPIC_ID + "==")
+    records = [("TopicRecord", 0, {"name": "t", "topicId": tid}),
+               ("PartitionRecord", 0, {"partitionId": 0, "topicId": tid, "replicas": [1, 2],
+                                       "isr": [1, 2], "removingReplicas": [],
+                                       "addingReplicas": [], "leader": 1,
+                                       "leaderRecoveryState": 0, "leaderEpoch": 2,
+                                       "partitionEpoch": 3})]
+    log = Path(dirs[1]) / "__cluster_metadata-0"
+    log.mkdir()
+    (log / f"{0:020d}.log").write_bytes(b"".join(
+        build_batch([NewRecord(None, encode_record(*r), (), 1)], base_offset=i)
+        for i, r in enumerate(records)))
+    found = [f for f in audit(dirs).findings if f.kind == "served_out_of_lineage"]
+    assert [(f.broker, f.start_offset, f.end_offset) for f in found] == [(1, 100, 1027)]
