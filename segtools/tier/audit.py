@@ -484,7 +484,7 @@ def _leaders(inputs: Iterable[Any]) -> dict[tuple[str, int], int]:
         return {}
     try:
         hist = load_histories(max(copies)[1])
-    except SegtoolsError:
+    except (SegtoolsError, OSError):
         return {}
     return {key: h.leader for key, h in hist.items()
             if h.leader is not None and h.leader >= 0}
