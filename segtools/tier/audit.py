@@ -24,9 +24,16 @@ from segtools.files.remote import is_remote
 from segtools.files.sources import PartitionSource, resolve
 from segtools.internal_topics.remote_log_metadata import decode_record
 from segtools.records.batches import iter_batches
-from segtools.tier import aiven, index_cache, states
+from segtools.tier import aiven, index_cache, remote_indexes, states
 from segtools.tier.index_cache import CacheEntry
-from segtools.tier.lineage import within_leader_epochs
+from segtools.tier.lineage import (
+    EpochIndex,
+    Seg,
+    deletion_threshold,
+    epoch_for_offset,
+    serve_walk,
+    within_leader_epochs,
+)
 from segtools.tier.partitioner import metadata_partition
 from segtools.tier.remote_view import RemoteView, remote_view
 
@@ -206,6 +213,8 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
     segments: dict[str, RemoteSegment] = {}
     deleted: dict[tuple[str, int], tuple[int, int]] = {}  # (topic id, partition) -> state, ts
     names: dict[tuple[str, int], str] = {}
+    #: (topic id, partition) -> the state changes Kafka accepted, in metadata-log order
+    events: dict[tuple[str, int], list[tuple[int, str]]] = {}
     for mp in present:
         for offset in sorted(records[mp]):
             try:
@@ -247,6 +256,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                     seg.topic, seg.partition, seg.segment_id, d["brokerId"]))
             else:
                 seg.state = state
+                events.setdefault(key, []).append((state, seg.segment_id))
             if key in deleted:
                 findings.append(Finding(
                     "after_partition_delete",
@@ -254,6 +264,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                     seg.topic, seg.partition, seg.segment_id, d["brokerId"]))
             seg.history.append((state, d["brokerId"], d["eventTimestampMs"], mp, offset))
 
+    leaders = _leaders(res.inputs)
     replicas: dict[tuple[str, int], list[Replica]] = {}
     for p in parts:
         if p.topic == METADATA_TOPIC or p.topic.startswith("__") or p.state:
@@ -302,7 +313,16 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
             findings.append(Finding(
                 "cannot_tell", f"{name}-{part}: its history lives in {METADATA_TOPIC}-{mp}, "
                 "which is not on the evidence", name, part))
+        index = _epoch_index(segments, events.get((tid, part), []))
+        top = max((max(r.leader_epochs) for r in reps if r.leader_epochs), default=None)
+        by_log = leaders.get((name, part))
+        if by_log is not None and by_log not in {r.broker for r in reps}:
+            by_log = None   # the leader's replica is not here: the latest epoch on the evidence
         for rep in reps:
+            # the leader serves reads and runs Kafka's clean-up of the remote tier: the one
+            # the metadata log names, else the replica holding the latest epoch here
+            leads = rep.broker == by_log if by_log is not None else (
+                top is not None and bool(rep.leader_epochs) and max(rep.leader_epochs) == top)
             for s in finished:
                 why = within_leader_epochs(s.leader_epochs, s.end_offset, rep.log_end,
                                            rep.leader_epochs)
@@ -311,9 +331,23 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                         "out_of_lineage",
                         f"{name}-{part} segment {s.segment_id} [{s.start_offset}, "
                         f"{s.end_offset}] (uploaded by broker {s.broker}) against broker "
-                        f"{rep.broker}'s leader-epoch chain: {why}",
+                        f"{rep.broker}'s leader-epoch chain: {why}"
+                        + (_kafka_deletes(s, rep, index) if leads else ""),
                         name, part, s.segment_id, rep.broker, s.start_offset, s.end_offset))
-            findings.extend(_coverage(name, part, finished, rep))
+            if rep.leader_epochs:
+                findings.extend(_served(name, part, finished, rep, index, leads))
+            else:
+                findings.extend(_coverage(name, part, finished, rep))
+        for s in finished:
+            if not index.listed(s.segment_id):
+                findings.append(Finding(
+                    "unlisted_segment",
+                    f"{name}-{part} segment {s.segment_id} [{s.start_offset}, {s.end_offset}] "
+                    f"(uploaded by broker {s.broker}) is FINISHED, but a later segment "
+                    "finished at its start offset in each of its epochs has taken its place in "
+                    "Kafka's index: no read is served from it and no retention or clean-up "
+                    "deletes it (its objects stay until the topic is deleted)",
+                    name, part, s.segment_id, s.broker, s.start_offset, s.end_offset))
         if not reps:
             findings.append(Finding(
                 "cannot_tell", f"{name}-{part}: no local replica on the evidence, so its "
@@ -435,6 +469,90 @@ def _index_cache_vs_remote(cache: list[CacheEntry], root: str) -> list[Finding]:
                     f"{mine} (broker {e.broker}): differs from the remote segment's {theirs}: "
                     "the broker served reads of that segment with another index",
                     obj.topic, obj.partition, e.segment_id, e.broker, obj.start_offset))
+    return out
+
+
+def _leaders(inputs: Iterable[Any]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> its leader at the end of the KRaft metadata log on the evidence
+    (the longest copy of ``__cluster_metadata-0`` among the inputs); empty without one, or
+    when it cannot be read (the leader is then taken from the replicas' epochs)."""
+    from segtools.forensics.elections import load_histories
+
+    copies = [(sum(p.segment_sizes), r.path) for r in inputs for p in r.all_partitions
+              if p.topic == "__cluster_metadata" and not p.state]
+    if not copies:
+        return {}
+    try:
+        hist = load_histories(max(copies)[1])
+    except (SegtoolsError, OSError):
+        return {}
+    return {key: h.leader for key, h in hist.items()
+            if h.leader is not None and h.leader >= 0}
+
+
+def _epoch_index(segments: dict[str, RemoteSegment], changes: list[tuple[int, str]]
+                 ) -> EpochIndex:
+    """Kafka's per-epoch index of one partition's remote segments, after the accepted state
+    changes in metadata-log order."""
+    index = EpochIndex()
+    for state, sid in changes:
+        s = segments[sid]
+        if s.start_offset < 0:
+            continue   # no metadata record: Kafka does not know its offsets either
+        seg = Seg(sid, s.start_offset, s.end_offset, s.leader_epochs)
+        {states.STARTED: index.started, states.FINISHED: index.finished,
+         states.DELETE_STARTED: index.delete_started,
+         states.DELETE_FINISHED: index.delete_finished}[state](seg)
+    return index
+
+
+def _kafka_deletes(s: RemoteSegment, rep: Replica, index: EpochIndex) -> str:
+    """When Kafka's clean-up on the leader ``rep`` deletes the out-of-lineage segment ``s``."""
+    if not index.listed(s.segment_id):
+        return "; Kafka's index no longer lists it, so Kafka never deletes it"
+    at = deletion_threshold(Seg(s.segment_id, s.start_offset, s.end_offset, s.leader_epochs),
+                            rep.leader_epochs)
+    if at is None:
+        return (f"; while broker {rep.broker} leads with this chain Kafka does not delete it "
+                "(retention counts segments in lineage only)")
+    if at <= min(rep.leader_epochs.values()):
+        return ("; its epochs are all below the leader's earliest epoch: Kafka's next "
+                "clean-up deletes it")
+    return (f"; Kafka deletes it once broker {rep.broker}'s log start offset reaches {at} "
+            "(retention of later segments or DeleteRecords; retention alone never deletes "
+            "it)")
+
+
+def _served(name: str, part: int, finished: list[RemoteSegment], rep: Replica,
+            index: EpochIndex, leads: bool) -> list[Finding]:
+    """What Kafka's read path serves of the replica's offsets below its first local offset,
+    with the replica as leader: offsets no read is served for (``coverage_gap``) and, for the
+    leader, records a read is answered with from a segment of another lineage."""
+    out: list[Finding] = []
+    chain = rep.leader_epochs
+    lowest = min([s.start_offset for s in finished] + [rep.local_start])
+    start = max(min(chain.values()), lowest)
+    walk = serve_walk(index, chain, start, min(rep.local_start, rep.log_end), rep.log_end)
+    for lo, hi in walk.gaps:
+        out.append(Finding(
+            "coverage_gap",
+            f"{name}-{part} on broker {rep.broker}: offsets [{lo}, {hi + 1}) are below its "
+            "first local offset and no remote segment is served for them by its leader "
+            f"epochs (epoch {epoch_for_offset(chain, lo)} at {lo}; Kafka answers "
+            "OFFSET_OUT_OF_RANGE): lost in tiering",
+            name, part, broker=rep.broker, start_offset=lo, end_offset=hi))
+    for lo, hi, sid, theirs, mine in walk.foreign if leads else ():
+        seg = next(s for s in finished if s.segment_id == sid)
+        out.append(Finding(
+            "served_out_of_lineage",
+            f"{name}-{part}: a read below offset {lo} from broker {rep.broker} (the leader) "
+            f"is answered from remote segment {sid} [{seg.start_offset}"
+            f", {seg.end_offset}] (uploaded by broker {seg.broker}), which goes on into offsets "
+            f"[{lo}, {hi}] of epoch {theirs} where broker {rep.broker}'s chain has "
+            + (f"epoch {mine}" if lo < rep.log_end else f"its log end {rep.log_end}")
+            + ": a consumer reading through is served another lineage's records there (as "
+            f"many as its fetch size reaches) and skips broker {rep.broker}'s own",
+            name, part, sid, rep.broker, lo, hi))
     return out
 
 
@@ -577,7 +695,15 @@ def _objects(roots: list[tuple[str, tuple[str, int] | None]], segments: dict[str
         if obj is not None and obj.log_path is not None and not missing:
             reps = [r for r in replicas.get((seg.topic, seg.partition), [])
                     if r.topic_id in (None, seg.topic_id)]
-            out.extend(_compare_object(seg, obj.log_path, reps))
+            found = _compare_object(seg, obj.log_path, reps)
+            out.extend(found)
+            broken = {"object_offsets_mismatch", "unreadable_object"}
+            if os.path.getsize(obj.log_path) == seg.size and not broken & {f.kind for f in found}:
+                # (a cut .log is reported already; its indexes would only echo the cut)
+                out.extend(Finding("remote_index_mismatch", m, seg.topic, seg.partition, sid,
+                                   seg.broker, seg.start_offset, seg.end_offset)
+                           for m in remote_indexes.check(obj.files, seg.start_offset,
+                                                         seg.end_offset, seg.leader_epochs))
     # objects no live metadata names: read back (with what Aiven's manifest says of them) or not
     stray = [(sid, os.path.dirname(next(iter(obj.files.values()))), obj.topic, obj.partition,
               obj.start_offset, view.manifest_says(sid) if view is not None else "")

@@ -4,7 +4,11 @@
 mutation of a copy of the remote folder found. Needs jvm/pom.xml's ``tiered-storage`` profile
 resolved by Maven. The lean subset runs in CI as test_tier_realkafka.py.
 
-    .venv/bin/python tests/tier/realcluster_check.py /tmp/tier-check
+    .venv/bin/python tests/tier/realcluster_check.py /tmp/tier-check [clean|killed|unclean|unclean-noroll]
+
+``unclean`` (iii): what a consumer is served and what Kafka deletes after an unclean election,
+against the audit (docs/TIER.md has the runs); ``unclean-noroll`` the same without local
+retention, where the new leader's own upload takes an old segment's place in Kafka's index.
 """
 
 from __future__ import annotations
@@ -114,28 +118,62 @@ def leader_killed_during_upload(out: Path) -> dict[str, Any]:
     return {"leader": leader, "segment": sorted(killed), "findings": [f.kind for f in report.findings]}
 
 
-def unclean_election_after_uploads(out: Path) -> dict[str, Any]:
-    """(iii) Topic ``tu`` on brokers 1 (leader) and 2. Both take 100 records; broker 2 is
-    killed and drops out of the ISR; broker 1 takes ~2.6 MB more alone and uploads two
-    segments; broker 1 is killed, broker 2 restarted and elected uncleanly. The evidence copied
-    before the election gives the audit's out-of-lineage set against broker 2's chain; the
-    metadata after Kafka's own clean-up says which segments Kafka deleted: the sets must be
-    equal."""
+def _runs(served: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """(first offset, last offset, key prefix) of each run of records from one lineage."""
+    out: list[tuple[int, int, str]] = []
+    for offset, key in served:
+        who = key.rstrip("0123456789")
+        if out and out[-1][2] == who and out[-1][1] + 1 == offset:
+            out[-1] = (out[-1][0], offset, who)
+        else:
+            out.append((offset, offset, who))
+    return out
+
+
+def unclean_election_after_uploads(out: Path, roll: bool = True) -> dict[str, Any]:
+    """(iii) Topic ``tu`` on brokers 1 (leader) and 2. Both take 100 records (keys ``c``);
+    broker 2 is killed and drops out of the ISR; broker 1 takes 2,600 more alone (keys ``o``,
+    the old leader's lineage) and uploads two segments; broker 1 is killed, broker 2 restarted
+    and elected uncleanly; it takes 2,600 records of its own (keys ``n``) and uploads them.
+    Recorded live: what a consumer from offset 0 is served (by key, whose lineage each record
+    is) before and after the new leader's records, and which segments Kafka deletes, with the
+    topic untouched, then after DeleteRecords moves the log start offset one past the start of
+    the new leader's epoch (the condition Kafka's RemoteLogManager deletes segments of older
+    epochs under, docs/TIER.md). The audit of the dirs copied before the election names the
+    out-of-lineage set; it must equal what Kafka deleted; the audit of the dirs copied while
+    the consumer read must name the offsets it was served from another lineage."""
     from segtools.errors import SegtoolsError
+    from segtools.files.checkpoints import read_leader_epoch_checkpoint
     from segtools.tier import audit
 
     cluster = TieredCluster(out)
     before = out.parent / (out.name + "-before-election")
+    serving = out.parent / (out.name + "-while-served")
+    facts: dict[str, Any] = {}
+    deleted: dict[str, set[str]] = {}
+
+    def kafka_deleted(when: str) -> bool:
+        try:
+            segs = [s for s in audit(cluster.brokers).segments if s.topic == "tu"]
+        except SegtoolsError:   # live dirs: a file renamed or removed while listed
+            return False
+        deleted[when] = {s.segment_id for s in segs if any(h[0] >= 2 for h in s.history)}
+        return bool(deleted[when]) and all(s.state == 3 for s in segs
+                                           if s.segment_id in deleted[when])
+
     try:
         cluster.start()
-        cluster.create_topic("tu", replicas=[1, 2], **{"min.insync.replicas": "1"})
+        conf = {"min.insync.replicas": "1"}
+        if roll:   # tiered segments are deleted locally at once
+            conf["local.retention.bytes"] = "1"
+        cluster.create_topic("tu", replicas=[1, 2], **conf)
         cluster.wait(lambda: cluster.view("tu") == (1, [1, 2]), "tu led by 1 with ISR [1, 2]")
-        cluster.produce("tu", 100)
+        cluster.produce("tu", 100, prefix="c")
         # killed, not paused: a paused broker holds its connections open and the metadata
         # manager's clients wait on it (seen: an upload failing after 60 s)
         cluster.rc.crash(2)
         cluster.wait(lambda: cluster.view("tu")[1] == [1], "broker 2 out of the ISR", timeout=60)
-        cluster.produce("tu", 2600, acks="1")
+        cluster.produce("tu", 2600, acks="1", prefix="o")
         cluster.wait(lambda: len(cluster.remote_logs("tu")) >= 2, "two uploads by broker 1",
                      timeout=120)
         time.sleep(5)   # COPY_SEGMENT_FINISHED written (a metadata partition may have moved)
@@ -144,26 +182,51 @@ def unclean_election_after_uploads(out: Path) -> dict[str, Any]:
         time.sleep(3)
         for b in cluster.brokers:
             shutil.copytree(b, before / Path(b).name)
+        old = set(cluster.remote_logs("tu"))
         cluster.elect_unclean("tu", via=[2, 3])
         print("(iii) unclean election: broker 2 leads tu-0")
-        deleted: dict[str, set[str]] = {}
-
-        def kafka_deleted(when: str) -> bool:
-            try:
-                segs = [s for s in audit(cluster.brokers).segments if s.topic == "tu"]
-            except SegtoolsError:   # live dirs: a file renamed or removed while listed
-                return False
-            deleted[when] = {s.segment_id for s in segs if any(h[0] >= 2 for h in s.history)}
-            return bool(deleted[when]) and all(s.state == 3 for s in segs
-                                               if s.segment_id in deleted[when])
-
+        time.sleep(5)
+        if roll:
+            # the new leader's segment holding [0, 100) rolls at its next append; Kafka then
+            # takes it as tiered (its epoch 0 ends at 99, and the remote tier holds epoch 0
+            # up to 2051) and deletes it locally: reads below 100 go to the remote tier
+            cluster.alter_topic("tu", **{"segment.ms": "1000"})
+            time.sleep(2)
+            cluster.produce("tu", 1, prefix="r")
+            cluster.wait(lambda: not os.path.exists(f"{out}/broker-2/tu-0/{0:020d}.log"),
+                         "broker 2's local [0, 100) deleted as tiered", timeout=60)
+            facts["broker_2_local_logs"] = [Path(p).name for p in cluster.local_logs("tu")[
+                f"{out}/broker-2"]]
+        served, err = cluster.consume_from("tu", 0)
+        facts["served_before_new_records"] = {"runs": _runs(served), "error": err}
+        print("(iii) served from 0 before new records:", facts["served_before_new_records"])
+        cluster.produce("tu", 2600, prefix="n")
+        cluster.wait(lambda: len(set(cluster.remote_logs("tu")) - old) >= 1,
+                     "an upload by the new leader", timeout=120)
+        time.sleep(5)
+        served, err = cluster.consume_from("tu", 0)
+        facts["served"] = {"runs": _runs(served), "error": err}
+        print("(iii) served from 0:", facts["served"])
+        for b in cluster.brokers:
+            shutil.copytree(b, serving / Path(b).name)
         # Kafka's own clean-up with the topic's retention untouched (7 days)
-        found = cluster.wait(lambda: kafka_deleted("untouched"), "a deletion", timeout=60,
-                             fail=False)
-        if not found:   # then with retention breached by every record (retention.ms=1000)
-            cluster.alter_topic("tu", **{"retention.ms": "1000"})
-            cluster.wait(lambda: kafka_deleted("retention.ms=1000"), "a deletion", timeout=60,
-                         fail=False)
+        cluster.wait(lambda: kafka_deleted("untouched"), "a deletion", timeout=30, fail=False)
+        chain = read_leader_epoch_checkpoint(f"{out}/broker-2/tu-0/leader-epoch-checkpoint")
+        facts["chain_broker_2"] = [(e.epoch, e.start_offset) for e in chain]
+        # what the audit of the copies says Kafka deletes, and from which log start offset
+        predicted = audit(sorted(str(p) for p in serving.glob("broker-*")))
+        lineage = [f for f in predicted.findings if f.kind == "out_of_lineage" and f.broker == 2]
+        never = {f.segment_id for f in lineage if "so Kafka never deletes it" in f.message}
+        at = {f.segment_id: int(f.message.split("log start offset reaches ")[1].split()[0])
+              for f in lineage if "log start offset reaches" in f.message}
+        cut = min(at.values())
+        facts["predicted"] = {"delete_at": at, "never": sorted(never)}
+        cluster.delete_records("tu", cut)
+        facts["delete_records_before"] = cut
+        cluster.wait(lambda: kafka_deleted(f"log start {cut}"), "a deletion", timeout=60,
+                     fail=False)
+        time.sleep(10)   # and nothing more is deleted later
+        kafka_deleted(f"log start {cut}, 10 s later")
     finally:
         cluster.stop()
     report = audit(sorted(str(p) for p in before.glob("broker-*")))
@@ -172,11 +235,23 @@ def unclean_election_after_uploads(out: Path) -> dict[str, Any]:
     uploaded = {s.segment_id for s in report.segments if s.topic == "tu"}
     after = {s.segment_id: [h[0] for h in s.history] for s in audit(cluster.brokers).segments
              if s.topic == "tu"}
-    print("(iii) uploaded", sorted(uploaded), "out of lineage for broker 2", sorted(rejected),
-          "deleted by Kafka", {k: sorted(v) for k, v in deleted.items()}, "histories after", after)
+    foreign = [(f.start_offset, f.end_offset) for f in predicted.findings
+               if f.kind == "served_out_of_lineage"]
+    facts.update(uploaded=sorted(uploaded), out_of_lineage=sorted(rejected),
+                 deleted_by_kafka={k: sorted(v) for k, v in deleted.items()},
+                 histories_after=after, audit_served_out_of_lineage=foreign)
+    print("(iii)", facts)
     assert rejected == uploaded, (rejected, uploaded)
-    return {"uploaded": sorted(uploaded), "out_of_lineage": sorted(rejected),
-            "deleted_by_kafka": {k: sorted(v) for k, v in deleted.items()}}
+    assert deleted.get("untouched", set()) == set(), deleted
+    # the out-of-lineage set is what Kafka deletes at the predicted log start offset, except
+    # the segments the audit says Kafka never deletes (no longer in its index)
+    gone = deleted.get(f"log start {cut}, 10 s later", set())
+    assert gone & rejected == {s for s, v in at.items() if v <= cut}, (gone, at)
+    assert rejected - gone == never | {s for s, v in at.items() if v > cut}, (gone, never)
+    # what the consumer was served of the old leader's lineage is what the audit names
+    old_runs = [(a, b) for a, b, who in facts["served"]["runs"] if who == "o"]
+    assert old_runs == foreign, (old_runs, foreign)
+    return facts
 
 
 if __name__ == "__main__":
@@ -187,3 +262,5 @@ if __name__ == "__main__":
         print(leader_killed_during_upload(Path(sys.argv[1]) / "killed"))
     if which in ("unclean", "all"):
         print(unclean_election_after_uploads(Path(sys.argv[1]) / "unclean"))
+    if which == "unclean-noroll":
+        print(unclean_election_after_uploads(Path(sys.argv[1]) / "unclean-noroll", roll=False))

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from segtools import schemas
 from segtools.cli.main import cli
 from segtools.errors import InputError
+from segtools.files.snapshots import producer_snapshot_bytes
 from segtools.internal_topics.remote_log_metadata import encode_record
 from segtools.tier import audit
 from tests.tier import aiven_encoder as enc
@@ -74,7 +75,8 @@ def build(tmp: Path, *, encrypted: bool = True, custom_size_delta: int = 0) -> T
     for n, lo in ((0, 0), (1, 10)):
         log = _log_bytes(lo, [b"v%d" % i for i in range(10)])
         e = enc.encode_segment(bucket, PREFIX + main_path(n, lo), log,
-                               {".index": b"", ".timeindex": b"", ".snapshot": b"",
+                               {".index": b"", ".timeindex": b"",
+                                ".snapshot": producer_snapshot_bytes([]),
                                 ".leader_epoch_checkpoint": b"0\n1\n0 %d\n" % lo},
                                chunk_size=150, compression=True,
                                public_key=key.public_key() if encrypted else None)

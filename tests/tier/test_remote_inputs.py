@@ -33,7 +33,7 @@ def _tiers(tmp_path: Path, local_start: int = 20) -> tuple[Path, Path]:
     root = tmp_path / "tiered"
     for n, lo in ((1, 10), (0, 0)):        # written out of order: the reader sorts them
         remote_object(root, n, lo, _log_bytes(lo, [f"r{o}".encode() for o in range(lo, lo + 10)]))
-    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0}), update(1, 1)]
+    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 10}), update(1, 1)]
     return root, broker_dir(tmp_path, md, local_start=local_start, log_end=30, epochs={0: 0})
 
 
@@ -120,7 +120,7 @@ def test_compare_reads_only_what_kafka_serves(tmp_path: Path) -> None:
     root = tmp_path / "tiered"
     for n, lo in ((0, 0), (1, 10)):
         remote_object(root, n, lo, _log_bytes(lo, [b"r"] * 10))
-    broker = broker_dir(tmp_path, [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0})],
+    broker = broker_dir(tmp_path, [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 10})],
                         local_start=20, log_end=30, epochs={0: 0})
     (spec,) = [s for s in discover_replicas([str(broker), str(root)]) if s.topic == "t"]
     assert [Path(p).name for p, _ in spec.segments] == [f"{20:020d}.log"]
@@ -139,7 +139,7 @@ def test_tier_takes_the_remote_folder_as_an_input(tmp_path: Path) -> None:
     from segtools.tier import audit
 
     seg0 = _log_bytes(0, [b"x"] * 10)
-    md = [start(0, 0, 9, {0: 0}, size=len(seg0)), update(0, 1), start(1, 10, 19, {0: 0}),
+    md = [start(0, 0, 9, {0: 0}, size=len(seg0)), update(0, 1), start(1, 10, 19, {0: 10}),
           update(1, 1)]
     broker = broker_dir(tmp_path, md, local_start=20, log_end=30, epochs={0: 0})
     root = tmp_path / "tiered"
@@ -169,7 +169,7 @@ def test_the_audit_joins_compares_report(tmp_path: Path) -> None:
     assert report["tier"]["findings"] == [] and len(report["tier"]["partitions"]) == 1
     assert not any(x["evidence"] == "remote_tier" for m in report["summary"]["missing_evidence"]
                    for x in m["missing"])
-    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0})]   # 1 never finished
+    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 10})]   # 1 never finished
     bad = broker_dir(tmp_path / "bad", md, local_start=20, log_end=30, epochs={0: 0})
     result = compare([str(bad)])
     report = result.report_json()

@@ -18,6 +18,7 @@ from segtools.files.checkpoints import (
     write_meta_properties,
     write_partition_metadata,
 )
+from segtools.files.snapshots import producer_snapshot_bytes
 from segtools.internal_topics.remote_log_metadata import encode_record
 from segtools.tier import audit
 from segtools.tier.lineage import within_leader_epochs
@@ -40,6 +41,12 @@ def _tip(p: int = 0) -> dict[str, object]:
 
 def start(n: int, lo: int, hi: int, epochs: dict[int, int], broker: int = 1,
           size: int = 100) -> bytes:
+    """A segment's metadata record. ``epochs`` are put as Kafka records them: the chain's
+    entries truncated at ``lo`` (epochEntriesInRange: the epoch holding ``lo`` starts there)."""
+    below = [e for e, o in epochs.items() if o < lo]
+    epochs = {e: o for e, o in epochs.items() if o >= lo}
+    if below and lo not in epochs.values():
+        epochs[max(below)] = lo
     return encode_record(0, 0, {
         "remoteLogSegmentId": {"topicIdPartition": _tip(), "id": _sid(n)},
         "startOffset": lo, "endOffset": hi, "brokerId": broker, "maxTimestampMs": 1,
@@ -71,16 +78,21 @@ def remote_object(root: Path, n: int, lo: int, data: bytes) -> None:
     """One remote segment in LocalTieredStorage's layout (RemoteLogSegmentFileset names)."""
     d = root / "kafka-tiered-storage" / f"t-0-{TOPIC_ID}"
     d.mkdir(parents=True, exist_ok=True)
-    for suffix in (".log", ".index", ".timeindex", ".leader_epoch_checkpoint", ".snapshot"):
-        (d / f"{lo:020d}-{_sid(n)}{suffix}").write_bytes(data if suffix == ".log" else b"")
+    # with what a broker uploads beside the .log: epoch 0 from offset 0, no producer state;
+    # the indexes empty (a segment with fewer than index.interval.bytes has no entry)
+    content = {".log": data, ".index": b"", ".timeindex": b"",
+               ".leader_epoch_checkpoint": b"0\n1\n0 0\n", ".snapshot": producer_snapshot_bytes([])}
+    for suffix, body in content.items():
+        (d / f"{lo:020d}-{_sid(n)}{suffix}").write_bytes(body)
 
 
 def broker_dir(root: Path, metadata: list[bytes], *, local_start: int, log_end: int,
-               epochs: dict[int, int], meta_part: int | None = None) -> Path:
-    d = root / "broker-1"
+               epochs: dict[int, int], meta_part: int | None = None, node: int = 1) -> Path:
+    d = root / f"broker-{node}"
     d.mkdir(parents=True)
     write_meta_properties(d / "meta.properties", {
-        "version": "1", "node.id": "1", "cluster.id": "c", "directory.id": "AAAAAAAAAAAAAAAAAAAAAg"})
+        "version": "1", "node.id": str(node), "cluster.id": "c",
+        "directory.id": "AAAAAAAAAAAAAAAAAAAAAg"})
     mp = metadata_partition(TOPIC_ID, 0) if meta_part is None else meta_part
     _write_log(d / f"__remote_log_metadata-{mp}", 0, list(metadata))
     tp = d / "t-0"
@@ -144,7 +156,7 @@ def test_lineage_cases_of_kafkas_own_test() -> None:
 
 
 def test_clean_tiering_has_no_finding(tmp_path: Path) -> None:
-    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0}), update(1, 1)]
+    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 10}), update(1, 1)]
     d = broker_dir(tmp_path, md, local_start=15, log_end=30, epochs={0: 0})
     r = audit([str(d)])
     assert r.findings == []
@@ -155,8 +167,8 @@ def test_clean_tiering_has_no_finding(tmp_path: Path) -> None:
 
 def test_dangling_unfinished_illegal_and_gap(tmp_path: Path) -> None:
     md = [start(0, 0, 9, {0: 0}), update(0, 1),
-          start(1, 10, 19, {0: 0}),                       # never finished
-          start(2, 20, 24, {0: 0}), update(2, 1), update(2, 2),   # delete never finished
+          start(1, 10, 19, {0: 10}),                       # never finished
+          start(2, 20, 24, {0: 20}), update(2, 1), update(2, 2),   # delete never finished
           update(0, 0)]                                   # FINISHED -> STARTED: illegal
     d = broker_dir(tmp_path, md, local_start=25, log_end=30, epochs={0: 0})
     r = audit([str(d)])
@@ -171,11 +183,15 @@ def test_dangling_unfinished_illegal_and_gap(tmp_path: Path) -> None:
 def test_out_of_lineage_after_unclean_election(tmp_path: Path) -> None:
     # segment uploaded in epoch 1 from offset 10, but the replica's chain says epoch 1 began
     # at 12 (its history diverged): Kafka would not serve it
-    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {0: 0, 1: 10}), update(1, 1)]
+    md = [start(0, 0, 9, {0: 0}), update(0, 1), start(1, 10, 19, {1: 10}), update(1, 1)]
     d = broker_dir(tmp_path, md, local_start=12, log_end=30, epochs={0: 0, 1: 12})
     r = audit([str(d)])
-    assert kinds(r) == ["out_of_lineage"]
-    assert r.findings[0].segment_id == _sid(1)
+    assert kinds(r) == ["coverage_gap", "out_of_lineage"]
+    assert next(f for f in r.findings if f.kind == "out_of_lineage").segment_id == _sid(1)
+    # and the replica's own 10-11 (epoch 0 by its chain) are below its first local offset
+    # with no remote segment holding epoch 0 past 9: Kafka's read finds nothing for them
+    gap = next(f for f in r.findings if f.kind == "coverage_gap")
+    assert (gap.start_offset, gap.end_offset) == (10, 11)
 
 
 def test_metadata_partition_missing_is_cannot_tell(tmp_path: Path) -> None:
@@ -187,7 +203,7 @@ def test_metadata_partition_missing_is_cannot_tell(tmp_path: Path) -> None:
 
 def test_remote_objects_missing_and_leaked(tmp_path: Path) -> None:
     seg0 = _log_bytes(0, [b"x"] * 10)
-    md = [start(0, 0, 9, {0: 0}, size=len(seg0)), update(0, 1), start(1, 10, 19, {0: 0}),
+    md = [start(0, 0, 9, {0: 0}, size=len(seg0)), update(0, 1), start(1, 10, 19, {0: 10}),
           update(1, 1)]
     d = broker_dir(tmp_path, md, local_start=20, log_end=30, epochs={0: 0})
     remote_object(tmp_path / "tiered", 0, 0, seg0)
@@ -222,7 +238,7 @@ def test_remote_object_against_metadata_and_local_overlap(tmp_path: Path) -> Non
     remote0 = _log_bytes(0, [b"x"] * 7 + [b"other"] + [b"x"] * 2)
     remote1 = _log_bytes(10, [b"x"] * 4)
     md = [start(0, 0, 9, {0: 0}, size=len(remote0)), update(0, 1),
-          start(1, 10, 14, {0: 0}, size=len(remote1)), update(1, 1)]
+          start(1, 10, 14, {0: 10}, size=len(remote1)), update(1, 1)]
     d = broker_dir(tmp_path, md, local_start=5, log_end=20, epochs={0: 0})
     remote_object(tmp_path / "tiered", 0, 0, remote0)
     remote_object(tmp_path / "tiered", 1, 10, remote1)

@@ -10,20 +10,26 @@ import jsonschema
 
 from segtools import schemas
 from segtools.files.indexes import offset_index_entry, time_index_entry
+from segtools.files.snapshots import producer_snapshot_bytes
 from segtools.tier import audit
 from tests.tier.test_tier_audit import TOPIC_ID, _log_bytes, _sid, broker_dir, kinds, start, update
 
 OFFSETS = {0: (0, 9), 1: (10, 19)}
 
 
+#: the segments are one-record batches of one size: offset o starts at (o - start) * this
+BATCH = len(_log_bytes(0, [b"x"]))
+
+
 def _index(start_offset: int, offsets: list[int]) -> bytes:
-    return b"".join(offset_index_entry(o - start_offset, 100 * i) for i, o in enumerate(offsets))
+    return b"".join(offset_index_entry(o - start_offset, BATCH * (o - start_offset))
+                    for o in offsets)
 
 
 def build(tmp: Path, *, meta_part: int | None = None) -> Path:
     md = []
     for n, (lo, hi) in OFFSETS.items():
-        md += [start(n, lo, hi, {0: 0}, size=len(_log_bytes(lo, [b"x"] * 10))), update(n, 1)]
+        md += [start(n, lo, hi, {0: lo}, size=len(_log_bytes(lo, [b"x"] * 10))), update(n, 1)]
     return broker_dir(tmp, md, local_start=20, log_end=30, epochs={0: 0}, meta_part=meta_part)
 
 
@@ -41,8 +47,8 @@ def remote(root: Path, n: int, index: bytes) -> None:
     d = root / "kafka-tiered-storage" / f"t-0-{TOPIC_ID}"
     d.mkdir(parents=True, exist_ok=True)
     files = {".log": _log_bytes(lo, [b"x"] * 10), ".index": index,
-             ".timeindex": time_index_entry(1, 0), ".leader_epoch_checkpoint": b"",
-             ".snapshot": b""}
+             ".timeindex": time_index_entry(1, 0), ".leader_epoch_checkpoint": b"0\n1\n0 0\n",
+             ".snapshot": producer_snapshot_bytes([])}
     for suffix, data in files.items():
         (d / f"{lo:020d}-{_sid(n)}{suffix}").write_bytes(data)
 
@@ -70,8 +76,12 @@ def test_cache_against_metadata_and_remote(tmp_path: Path) -> None:
     remote(tmp_path / "tiered", 0, _index(0, [0, 15]))
     remote(tmp_path / "tiered", 1, _index(10, [10]))
     r = audit([str(b)], remote_root=str(tmp_path / "tiered"))
-    assert kinds(r) == ["index_cache_mismatch", "index_cache_mismatch"]
-    f0, f1 = sorted(r.findings, key=lambda f: f.segment_id)
+    # the remote index of segment 0 points past its end as well (the cache is its copy)
+    assert kinds(r) == ["index_cache_mismatch", "index_cache_mismatch", "remote_index_mismatch"]
+    (wrong,) = [f for f in r.findings if f.kind == "remote_index_mismatch"]
+    assert wrong.segment_id == _sid(0) and "entry 1 (byte 8) offset 15" in wrong.message
+    f0, f1 = sorted((f for f in r.findings if f.kind == "index_cache_mismatch"),
+                    key=lambda f: f.segment_id)
     assert f"points at offset 15, outside t-0 segment {_sid(0)} [0, 9]" in f0.message
     assert f"named for start offset 12, the metadata says t-0 segment {_sid(1)} starts at 10" \
         in f1.message

@@ -35,6 +35,9 @@ class Tiered:
     brokers: list[str]
     remote: Path
     live: dict[str, dict[str, int]]
+    #: offsets a consumer of tt from 0 was served (read from the remote tier: the brokers
+    #: fill their remote-log-index-cache/)
+    served: list[int]
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +60,10 @@ def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tiered]:
                      and all(len(v) == 1 for v in cluster.local_logs("tt").values()),
                      "two tiered segments per topic and tt's local copies deleted")
         live = cluster.list_offsets("tt:0", "tk:0")
+        served, _ = cluster.consume_from("tt", 0, timeout=30, idle=2)
     finally:
         cluster.stop()
-    yield Tiered(out, cluster.brokers, cluster.tiered, live)
+    yield Tiered(out, cluster.brokers, cluster.tiered, live, [o for o, _ in served])
 
 
 def test_clean_tiering_matches_list_offsets(tiered: Tiered) -> None:
@@ -75,6 +79,25 @@ def test_clean_tiering_matches_list_offsets(tiered: Tiered) -> None:
     # the cases are not vacuous: tt's history is remote only, tk's is in both tiers
     assert tiered.live["tt:0"]["earliest"] < tiered.live["tt:0"]["earliest_local"]
     assert tiered.live["tk:0"]["earliest_local"] <= tiered.live["tk:0"]["latest_tiered"]
+
+
+def test_real_remote_index_cache(tiered: Tiered) -> None:
+    """The leader of tt served a consumer from offset 0 out of the remote tier: its
+    remote-log-index-cache/ holds the indexes of the remote segments it read, named as the
+    audit expects, equal to the remote objects (no index_cache finding), one per segment
+    below the first local offset."""
+    from segtools.tier import audit
+
+    report = audit(tiered.brokers, remote_root=str(tiered.remote))
+    live = tiered.live["tt:0"]
+    assert tiered.served == list(range(live["earliest"], live["latest"]))
+    tt = {s.segment_id: s for s in report.segments if s.topic == "tt"}
+    cached = [e for e in report.index_cache if e.segment_id in tt]
+    below = {s for s, seg in tt.items() if seg.end_offset < live["earliest_local"]}
+    assert {e.segment_id for e in cached} == below, report.index_cache
+    assert all(e.start_offset == tt[e.segment_id].start_offset and ".index" in e.files
+               for e in cached)
+    assert not [f for f in report.findings if f.kind.startswith("index_cache")]
 
 
 def test_remote_segment_equals_the_uploaders_own(tiered: Tiered) -> None:

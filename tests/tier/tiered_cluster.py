@@ -148,14 +148,16 @@ class TieredCluster:
 
         self.wait(elected, f"an unclean leader of {topic}-0", timeout=90)
 
-    def produce(self, topic: str, records: int, size: int = 1000, acks: str = "all") -> None:
-        """Incompressible values: ``records * size`` bytes decide how many segments roll."""
+    def produce(self, topic: str, records: int, size: int = 1000, acks: str = "all",
+                prefix: str = "") -> None:
+        """Incompressible values: ``records * size`` bytes decide how many segments roll.
+        Keys are ``prefix`` + the record's number (which producer's lineage a record is)."""
         from confluent_kafka import Producer
 
         producer = Producer({"bootstrap.servers": self.rc.bootstrap(), "acks": acks,
                              "linger.ms": 5, "batch.size": 16384})
         for i in range(records):
-            producer.produce(topic, value=os.urandom(size), key=str(i).encode())
+            producer.produce(topic, value=os.urandom(size), key=f"{prefix}{i}".encode())
             if i % 500 == 0:
                 producer.poll(0)
         if producer.flush(60) != 0:
@@ -192,6 +194,44 @@ class TieredCluster:
             ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
             for k, v in conf.items()])
         for fut in admin.incremental_alter_configs([res]).values():
+            fut.result(60)
+
+    def consume_from(self, topic: str, offset: int, timeout: float = 20, idle: float = 5
+                     ) -> tuple[list[tuple[int, str]], str]:
+        """What a consumer is served of ``topic``-0 from ``offset`` on: (offset, key) of every
+        record until nothing came for ``idle`` s or ``timeout``, and the error that stopped it
+        ('' if none; auto.offset.reset=error: an out-of-range fetch is reported, not skipped)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.rc.bootstrap(sorted(
+            b for b, p in self.rc.brokers.items() if p.alive())), "group.id": "tier-check",
+            "enable.auto.commit": False, "auto.offset.reset": "error"})
+        got: list[tuple[int, str]] = []
+        error = ""
+        try:
+            consumer.assign([TopicPartition(topic, 0, offset)])
+            deadline, quiet = time.monotonic() + timeout, time.monotonic() + idle
+            while time.monotonic() < min(deadline, quiet):
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error():
+                    error = str(msg.error())
+                    break
+                got.append((msg.offset(), (msg.key() or b"").decode()))
+                quiet = time.monotonic() + idle
+        finally:
+            consumer.close()
+        return got, error
+
+    def delete_records(self, topic: str, before: int) -> None:
+        """DeleteRecords: ``topic``-0's log start offset moves to ``before``."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.rc.bootstrap(sorted(
+            b for b, p in self.rc.brokers.items() if p.alive()))})
+        for fut in admin.delete_records([TopicPartition(topic, 0, before)]).values():
             fut.result(60)
 
     def list_offsets(self, *partitions: str) -> dict[str, dict[str, int]]:
