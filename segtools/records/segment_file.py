@@ -2,9 +2,10 @@
 
 Kafka's storage reads a segment through one object (clients/.../common/record/FileRecords.java:
 ``batchesFrom(start)`` over ``FileLogInputStream``); here :class:`SegmentFile` is that object
-for every reader that is not the object reader's or the columnar engines' own hot loop (dump's
-index peek and ``--skip-corrupt``, the log writer's recovery walk, the transactions report's
-marker reads, the bundle's redacted copy):
+for every reader but the columnar engines' and dump's vectorised text's own hot loops (the
+object reader ``records.batches``, dump's index peek and ``--skip-corrupt``, the log writer's
+recovery walk, the transactions report's marker reads, the bundle's redacted copy, export's
+invalid-tail walk, the real engine's log-end peek):
 
 - the file is opened read-only (``O_RDONLY``, never written, never mapped) and its size,
   modification time and inode are taken once at open (:class:`ReadWindow`);
