@@ -318,23 +318,19 @@ def _open_filesystem(out_dir: str) -> tuple[Any, str]:
 def _tail_findings(segment: str, start: int) -> list[str]:
     """dump's "Found N invalid bytes at the end" for a segment the reader finished without an
     error (it stops silently at a batch cut short, as Kafka's reader does, while dump and
-    kafka-dump-log report the bytes): batch lengths walked from the batch at ``start``."""
+    kafka-dump-log report the bytes): the one batch walk from the batch at ``start``."""
+    from segtools.errors import SegtoolsError
+    from segtools.records.segment_file import SegmentFile
+
     try:
-        fd = os.open(segment, os.O_RDONLY)
-    except OSError:
+        # the one batch walk from there; where it stops, the rest are the invalid bytes
+        with SegmentFile(segment, window=64 << 10) as sf:
+            for _ in sf.batches_from(start):
+                pass
+            size = sf.size
+            pos = sf.stop.position if sf.stop is not None else size
+    except SegtoolsError:
         return []           # the reader opened it a moment ago: nothing to add to its errors
-    try:
-        size = os.fstat(fd).st_size
-        pos = start
-        while pos + 12 <= size:
-            length = int.from_bytes(os.pread(fd, 4, pos + 8), "big", signed=True)
-            if length < 14 or pos + 12 + length > size:   # 14: Kafka's minimum record overhead
-                break
-            pos += 12 + length
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
     if pos >= size:
         return []
     return [f"{display_path(segment)} @ position {pos}: Found {size - pos} invalid bytes at the end of "

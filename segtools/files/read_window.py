@@ -116,8 +116,10 @@ class ReadWindow:
         """``(buf, rel)`` with ``buf[rel:rel + k]`` the file bytes at ``pos``, where ``k`` is
         ``need`` or what is left of the file. Reads ``max(need, window)`` bytes when the
         window does not hold them (read-ahead), never past the size at open."""
-        need = max(0, min(need, self.size - pos))
         rel = pos - self.base
+        if rel >= 0 and rel + need <= len(self.buf):
+            return self.buf, rel   # the common case first: one check per batch of a walk
+        need = max(0, min(need, self.size - pos))
         if rel >= 0 and rel + need <= len(self.buf):
             return self.buf, rel
         self.buf = b""   # release the old window before the new one is read

@@ -50,16 +50,15 @@ def log_bytes(pdir: str) -> int:
 
 
 def log_end_offset(pdir: str) -> int:
-    """A partition dir's log end offset from its segments' batch headers (base offset int64,
-    length int32, ..., lastOffsetDelta int32 at byte 23): the last complete batch's last
-    offset + 1, else the newest segment's base offset; -1 when there is no segment."""
-    import struct
-
-    from segtools.formats.record_batch import (
-        LAST_OFFSET_DELTA_OFFSET,
-        LOG_OVERHEAD,
-        LOG_PREFIX_STRUCT_FORMAT,
-    )
+    """A partition dir's log end offset from its newest segment's batch headers: the last
+    offset + 1 of the last batch the one batch walk (Kafka's ``FileLogInputStream``) steps
+    over, else the segment's base offset; -1 when there is no segment or it cannot be read
+    (it is asked again at the next poll). The walk ends where a batch is still being written
+    (a torn tail), and at a size field below 14 or a v2 batch shorter than its header, which
+    Kafka's recovery would truncate: no offset after those counts."""
+    from segtools.errors import SegtoolsError
+    from segtools.formats.record_batch import LAST_OFFSET_DELTA_OFFSET, RECORD_BATCH_OVERHEAD
+    from segtools.records.segment_file import SegmentFile
 
     try:
         names = sorted(e.name for e in os.scandir(pdir) if e.name.endswith(".log"))
@@ -68,21 +67,21 @@ def log_end_offset(pdir: str) -> int:
     if not names:
         return -1
     newest = names[-1]
-    try:
-        with open(os.path.join(pdir, newest), "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return -1
     end = int(newest[:-len(".log")])
-    pos = 0
-    while pos + LAST_OFFSET_DELTA_OFFSET + 4 <= len(data):
-        base, length = struct.unpack_from(LOG_PREFIX_STRUCT_FORMAT, data, pos)
-        if length <= 0 or pos + LOG_OVERHEAD + length > len(data):
-            break  # a batch still being written
-        delta = int.from_bytes(data[pos + LAST_OFFSET_DELTA_OFFSET:pos + LAST_OFFSET_DELTA_OFFSET + 4], "big",
-                               signed=True)
-        end = base + delta + 1
-        pos += LOG_OVERHEAD + length
+    try:
+        with SegmentFile(os.path.join(pdir, newest)) as sf:
+            for step in sf.batches_from(0):
+                if step.magic < 2:
+                    end = step.base_offset + 1   # a legacy entry's offset is its last
+                    continue
+                if step.size < RECORD_BATCH_OVERHEAD:
+                    break
+                buf, rel = sf.batch_bytes(step)
+                delta = int.from_bytes(buf[rel + LAST_OFFSET_DELTA_OFFSET:
+                                           rel + LAST_OFFSET_DELTA_OFFSET + 4], "big", signed=True)
+                end = step.base_offset + delta + 1
+    except SegtoolsError:
+        return -1   # a follower truncating it under us: the next poll reads it again
     return end
 
 

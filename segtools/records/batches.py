@@ -72,6 +72,7 @@ from segtools.records.legacy import (
     read_inner_messages,
 )
 from segtools.records.record import NO_SEQUENCE, Record, increment_sequence
+from segtools.records.segment_file import SegmentFile
 from segtools.records.v2_decoder import check_v2_batch, iter_v2_records
 
 __all__ = [
@@ -350,15 +351,11 @@ class SegmentBatch:
         return self._buf if isinstance(self._buf, bytes) else bytes(self._buf)
 
     def _read_again(self) -> bytes:
-        try:
-            with open(self.path, "rb", buffering=0) as f:
-                st = os.fstat(f.fileno())
-                data = _read_at(f, self.position, self.size)
-                if len(data) != self.size or _changed(st, os.fstat(f.fileno())):
-                    raise FileChangedError(f"{display_path(self.path)}: file changed while "
-                                           f"reading (batch at position {self.position})")
-        except OSError as exc:
-            raise os_input_error(self.path, exc) from None
+        with SegmentFile(self.path, window=64) as sf:
+            data = sf.read(self.position, self.size)
+            if len(data) != self.size or _changed(sf.stat, os.fstat(sf.fd)):
+                raise FileChangedError(f"{display_path(self.path)}: file changed while "
+                                       f"reading (batch at position {self.position})")
         return data
 
     def records(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Iterator[Record]:
@@ -566,19 +563,11 @@ class SegmentReader:
         limit = self.max_batch_bytes
         self.valid_bytes = self.start
         self.batches_read = 0
-        try:
-            # read-only: input files are evidence; O_NONBLOCK: a FIFO swapped in since the
-            # stat must not block the open (no effect on regular files)
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            f = open(fd, "rb", buffering=0)
-            st0 = os.fstat(fd)
-        except OSError as exc:
-            raise os_input_error(path, exc) from None
-        self._files.add(f)
-        if not stat.S_ISREG(st0.st_mode):
-            f.close()
-            self._files.discard(f)
-            raise InputError(f"{display_path(path)} is not a regular file")
+        # read-only, O_NONBLOCK (a FIFO swapped in since the stat must not block the open),
+        # size snapshot at open: the one segment-file object
+        sf = SegmentFile(path, _READ_CHUNK)
+        self._files.add(sf)
+        pos = self.start
 
         def changed(why: str) -> FileChangedError:
             return FileChangedError(f"{display_path(path)}: file changed while reading "
@@ -588,7 +577,7 @@ class SegmentReader:
             """Raise FileChangedError when the file is not the one we opened any more: its
             stat differs, or ``seen`` (bytes read at ``at``) reads back differently. Called
             only where a read looks damaged, so healthy files pay nothing."""
-            if f.closed:
+            if sf.fd < 0:
                 return
             if not settled:  # once per file: give a writer in mid-rewrite time to show
                 settled.append(True)
@@ -599,37 +588,33 @@ class SegmentReader:
             compare(seen, at)
 
         def compare(seen: bytes | bytearray | memoryview, at: int) -> None:
-            if seen and _read_at(f, at, len(seen)) != seen:
+            if seen and sf.read_available(at, len(seen)) != seen:
                 raise changed("bytes read twice differ")
-            if _changed(st0, os.fstat(f.fileno())):
+            if _changed(sf.stat, os.fstat(sf.fd)):
                 raise changed("size or modification time")
 
         settled: list[bool] = []
-        window = b""
-        window_start = self.start
-        pos = self.start
         try:
+            if sf.size < self.file_size:
+                # reads stay below the size seen by the constructor: it shrank since
+                raise changed("the file shrank")
+            stop = min(end, sf.size)
+            header_end = sf.size
             while True:
-                if f.closed:
+                if sf.fd < 0:
                     raise InputError(f"{display_path(path)}: the reader was closed during "
                                      "iteration")
-                if pos + HEADER_SIZE_UP_TO_MAGIC > window_start + len(window):
-                    want = min(max(_READ_CHUNK, HEADER_SIZE_UP_TO_MAGIC), end - pos)
-                    window = _read_at(f, pos, want)
-                    window_start = pos
-                    if len(window) < want:
-                        # reads stay below the size at open: a short one means it shrank
-                        raise changed("the file shrank")
-                rel = pos - window_start
-                # the one walk (segtools.records.batch_walk: FileLogInputStream.nextBatch)
-                step = next_batch(window, rel, pos, end, self.file_size, limit)
+                # the one walk (segtools.records.batch_walk: FileLogInputStream.nextBatch),
+                # as SegmentFile.step_at steps it, inlined: this loop runs once a batch
+                window, rel = sf.get(pos, RECORD_BATCH_OVERHEAD)
+                step = next_batch(window, rel, pos, stop, header_end, limit)
                 status, _, _, size_field, magic = step
                 if status == SCAN_END:
                     break
                 if status != SCAN_BATCH:
                     # damage read from a file being rewritten is not on disk
                     check_unchanged(window[rel:rel + LOG_OVERHEAD], pos)
-                    error = walk_error(step, path=path, file_size=self.file_size, limit=limit)
+                    error = walk_error(step, path=path, file_size=sf.size, limit=limit)
                     if error is None:
                         break  # torn tail: counted as invalid trailing bytes
                     raise error
@@ -638,23 +623,15 @@ class SegmentReader:
                     # a v2 batch shorter than its 61-byte header has its header loaded from
                     # the file (bytes past the batch's end), is invalid, and the walk goes
                     # on 12 + length bytes later (batch_walk.borrows_header)
-                    head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
-                    if len(head) < RECORD_BATCH_OVERHEAD:
-                        raise changed("the file shrank")
+                    window, rel = sf.batch_bytes(step)
+                    head = window[rel:rel + RECORD_BATCH_OVERHEAD]
                     batch = SegmentBatch._v2_batch(head, path, segment, pos, limit, size=total,
                                                   computed_crc=None)
                 elif total > _EAGER_BATCH_BYTES and magic >= 2:
-                    large = self._large_v2_batch(f, pos, total, segment)
-                    if large is None:
-                        raise changed("the file shrank")
-                    batch = large
+                    batch = self._large_v2_batch(sf, pos, total, segment)
                 else:
                     if rel + total > len(window):
-                        window = _read_at(f, pos, min(max(_READ_CHUNK, total), end - pos))
-                        window_start = pos
-                        rel = 0
-                        if len(window) < total:
-                            raise changed("the file shrank")
+                        window, rel = sf.get(pos, total)
                     buf = window[rel:rel + total]   # bytes: what from_bytes would make
                     try:
                         # the walk has checked what from_bytes would (size, limit, magic)
@@ -681,21 +658,18 @@ class SegmentReader:
         except OSError as exc:
             raise os_input_error(path, exc) from None
         finally:
-            f.close()
-            self._files.discard(f)
+            sf.close()
+            self._files.discard(sf)
 
-    def _large_v2_batch(self, f: Any, pos: int, total: int, segment: str) -> SegmentBatch | None:
-        """A v2 batch too large to hold: header read, CRC-32C computed over streamed windows,
-        bytes left on disk (``raw()`` reads them again). None when the file ends early."""
-        head = _read_at(f, pos, RECORD_BATCH_OVERHEAD)
-        if len(head) < RECORD_BATCH_OVERHEAD:
-            return None
+    def _large_v2_batch(self, sf: SegmentFile, pos: int, total: int,
+                        segment: str) -> SegmentBatch:
+        """A v2 batch too large to hold: header read, CRC-32C computed over streamed reads
+        (not through the window), bytes left on disk (``raw()`` reads them again)."""
+        head = sf.read(pos, RECORD_BATCH_OVERHEAD)
         crc = crc32c(memoryview(head)[CRC_START:])
         done = RECORD_BATCH_OVERHEAD
         while done < total:
-            chunk = _read_at(f, pos + done, min(_CRC_STEP, total - done))
-            if not chunk:
-                return None
+            chunk = sf.read(pos + done, min(_CRC_STEP, total - done))
             crc = crc32c(chunk, crc)
             done += len(chunk)
         return SegmentBatch._v2_batch(head, self.path, segment, pos, self.max_batch_bytes,
@@ -715,22 +689,6 @@ def _changed(before: os.stat_result, after: os.stat_result) -> bool:
     """True when ``after`` is not the same file content state as ``before``."""
     return (before.st_size != after.st_size or before.st_mtime_ns != after.st_mtime_ns
             or before.st_ino != after.st_ino)
-
-
-def _read_at(f: Any, pos: int, n: int) -> bytes:
-    """Read up to ``n`` bytes at ``pos`` (fewer only at end of file)."""
-    if f.closed:
-        raise InputError("the reader was closed during iteration")
-    f.seek(pos)
-    parts = []
-    got = 0
-    while got < n:
-        chunk = f.read(n - got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 # -------------------------------------------------------------------- directories

@@ -2,9 +2,10 @@
 
 Kafka's storage reads a segment through one object (clients/.../common/record/FileRecords.java:
 ``batchesFrom(start)`` over ``FileLogInputStream``); here :class:`SegmentFile` is that object
-for every reader that is not the object reader's or the columnar engines' own hot loop (dump's
-index peek and ``--skip-corrupt``, the log writer's recovery walk, the transactions report's
-marker reads, the bundle's redacted copy):
+for every reader but the columnar engines' and dump's vectorised text's own hot loops (the
+object reader ``records.batches``, dump's index peek and ``--skip-corrupt``, the log writer's
+recovery walk, the transactions report's marker reads, the bundle's redacted copy, export's
+invalid-tail walk, the real engine's log-end peek):
 
 - the file is opened read-only (``O_RDONLY``, never written, never mapped) and its size,
   modification time and inode are taken once at open (:class:`ReadWindow`);
@@ -52,9 +53,10 @@ class SegmentFile(ReadWindow):
         open by default, or a slice's end as in ``FileRecords.slice``; ``limit``: the
         reader's ``max_batch_bytes``). A short v2 batch may borrow header bytes up to the
         size at open, as Kafka's ``loadBatchHeader`` reads them from the file."""
-        stop = self.size if end is None else min(end, self.size)
+        size = self.size
+        stop = size if end is None or end > size else end
         buf, rel = self.get(position, RECORD_BATCH_OVERHEAD)
-        return next_batch(buf, rel, position, stop, self.size, limit)
+        return next_batch(buf, rel, position, stop, size, limit)
 
     def batches_from(self, position: int = 0, *, end: int | None = None,
                      limit: int | None = None) -> Iterator[Step]:
@@ -81,7 +83,8 @@ class SegmentFile(ReadWindow):
     def batch_bytes(self, step: Step) -> tuple[bytes, int]:
         """``(buf, rel)``: the batch of ``step`` at ``buf[rel:rel + step.size]`` (at least its
         61 header bytes for a short v2 batch that borrows them, as the walk checked exist)."""
-        return self.get(step.position, max(step.size, RECORD_BATCH_OVERHEAD))
+        size = step.size
+        return self.get(step.position, size if size > RECORD_BATCH_OVERHEAD else RECORD_BATCH_OVERHEAD)
 
     def read_available(self, position: int, n: int) -> bytes:
         """Up to ``n`` bytes at ``position``, fewer where the file now ends before the size at

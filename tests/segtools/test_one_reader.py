@@ -1,16 +1,20 @@
 """One record reader, every entry point: equal rows AND equal errors.
 
-Entry points: the object reader (``iter_batches`` + ``records()``), the Arrow tables with
-``engine="python"`` and ``engine="auto"`` (numba when installed), and ``read_batch_table`` (batch
-level). On every input they must give the same rows, or the same error: class, byte position,
-base offset, field and message. Inputs: hand-built edge files (expected errors written here
-from Kafka's rules, FORMATS.md 1.6-1.8), and Hypothesis mutants (bit flips, truncations,
-hostile lengths) of segments written by kafka-python (an independent writer) and of real
-broker files in tests/data/realdata.
+Entry points (the engines behind one decoder interface, issue 24): the object reader
+(``iter_batches`` + ``records()``), the Arrow tables with ``engine="python"`` and
+``engine="numba"`` (the JIT kernel, a hard dependency: never skipped), ``read_batch_table``
+(batch level), and dump's vectorised text engine (``dump/fast_text.py``, forced on for every
+file, no fallback). On every input they must give the same rows, or the same error: class,
+byte position, base offset, field and message; the vectorised text must be byte for byte the
+object path's text, and its error line the object reader's error. Inputs: hand-built edge
+files (expected errors written here from Kafka's rules, FORMATS.md 1.6-1.8), and Hypothesis
+mutants (bit flips, truncations, hostile lengths) of segments written by kafka-python (an
+independent writer) and of real broker files in tests/data/realdata.
 """
 
 from __future__ import annotations
 
+import io
 import random
 import struct
 from pathlib import Path
@@ -21,6 +25,9 @@ from hypothesis import strategies as st
 from test_batches import record_body, v2_batch, zz
 from test_columnar_gen import Rec, fix_crc, kp_batch
 
+from segtools.dump import log_dump
+from segtools.dump.options import DumpOptions
+from segtools.dump.runner import run_dump
 from segtools.errors import CorruptBatchError, FormatError, TruncatedBatchError
 from segtools.primitives.varint import encode_varint
 from segtools.records import batches as batches_module
@@ -28,7 +35,7 @@ from segtools.records import columnar
 from segtools.records.batches import iter_batches
 
 REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
-ENTRY_POINTS = ["objects", "python", "auto"]
+ENTRY_POINTS = ["objects", "python", "numba"]
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +43,15 @@ def _no_settle_wait(monkeypatch):
     """Files here are damaged on purpose and never change: skip the readers' 0.15 s wait
     for a concurrent writer before reporting damage (tested in test_fifo_inputs etc.)."""
     monkeypatch.setattr(batches_module, "_SETTLE_SECONDS", 0.0)
+    # dump's vectorised engine on every file however small, and an exception in it fails the
+    # test instead of handing the file to the object reader
+    monkeypatch.setattr(log_dump, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(log_dump, "FAST_FALLBACK", False)
+
+
+def test_the_numba_engine_is_there():
+    """The numba entry point is never silently the python engine."""
+    assert columnar.available_engines()[0] == "numba"
 
 
 def _error(exc: FormatError) -> tuple:
@@ -88,6 +104,52 @@ def _batches_scan(path: Path) -> tuple[str, object]:
                         r["crc_valid"], r["records_count"], r["size"]) for r in t.to_pylist()]
 
 
+def _dump_text(path: Path, fast: bool) -> tuple[str, str, int]:
+    """``dump --deep-iteration --print-data-log`` text, through the vectorised engine or not."""
+    log_dump.FAST_PATH = fast
+    # a UTF-8 byte stream, as a terminal's: the vectorised engine writes only to one
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    err = io.StringIO()
+    try:
+        rc = run_dump([str(path)], DumpOptions(deep_iteration=True, print_data_log=True),
+                      out=out, err=err)
+        out.flush()
+    finally:
+        log_dump.FAST_PATH = True
+    return raw.getvalue().decode("utf-8", "surrogateescape"), err.getvalue(), rc
+
+
+#: batches dump's vectorised engine printed itself (the rest it handed to the object reader)
+FAST_PRINTED = [0]
+
+
+def _counting_emit(emit):  # type: ignore[no-untyped-def]
+    def counting(self, cols, starts, *rest):  # type: ignore[no-untyped-def]
+        FAST_PRINTED[0] += len(starts)
+        return emit(self, cols, starts, *rest)
+    return counting
+
+
+def assert_fast_text_agrees(path: Path, expected: tuple[str, object]) -> None:
+    """Dump's vectorised text engine prints what the object path prints, and the error it
+    reports is the object reader's (file, position, base offset, field, message)."""
+    from segtools.dump import fast_text
+
+    emit = fast_text.FastLogText._emit
+    fast_text.FastLogText._emit = _counting_emit(emit)
+    try:
+        fast = _dump_text(path, True)
+    finally:
+        fast_text.FastLogText._emit = emit
+    assert fast == _dump_text(path, False), "fast_text"
+    kind, err = expected
+    if kind == "error":
+        assert isinstance(err, tuple)
+        line = next((ln for ln in fast[1].splitlines() if ln.startswith("Error: ")), "")
+        assert line.startswith(f"Error: {err[4]}"), (line, err)
+
+
 def outcome(path: Path, entry: str) -> tuple[str, object]:
     if entry == "objects":
         return _rows_objects(path)
@@ -100,6 +162,7 @@ def assert_one_reader(path: Path) -> tuple[str, object]:
     for entry in ENTRY_POINTS[1:]:
         assert _rows_arrow(path, entry) == expected, entry
     assert _batches_scan(path) == _batches_objects(path), "read_batch_table"
+    assert_fast_text_agrees(path, expected)
     return expected
 
 
@@ -159,7 +222,9 @@ def test_edge_files_give_one_error_from_every_entry_point(tmp_path, name):
     data, cls, rel_pos, field, words = EDGES[name]
     prefix = v2_batch(zz(len(_BODY)) + _BODY, count=1, base_offset=0)
     path = _write(tmp_path, prefix + data)
+    printed = FAST_PRINTED[0]
     kind, err = assert_one_reader(path)
+    assert FAST_PRINTED[0] - printed == 1   # the plain batch before the damage: fast_text's
     assert kind == "error"
     assert err[0] == cls.__name__
     assert err[1] == len(prefix) + rel_pos
@@ -172,7 +237,9 @@ def test_good_file_rows_equal_kafka_python_everywhere(tmp_path):
     data = b"".join(kp_batch([Rec(b"k%d" % i, b"v" * i, [("h", b"x"), ("n", None)])] * 3,
                              base_offset=10 * i, codec=c, require_codec=False)
                     for i, c in enumerate([0, 1, 3, 4, 0]))
+    printed = FAST_PRINTED[0]
     kind, rows = assert_one_reader(_write(tmp_path, data))
+    assert FAST_PRINTED[0] - printed == 5   # every batch (none, gzip, lz4, zstd): fast_text
     assert kind == "rows" and len(rows) == 15
     assert rows[0][3:] == (b"k0", b"", [("h", b"x"), ("n", None)])
 
