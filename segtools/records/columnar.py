@@ -128,7 +128,7 @@ def _kernel_works(kernel: Any) -> bool:
     sf = _InMemory(_WORKED_EXAMPLE)
     h, _next, _status = _scan_chunk(sf, 0, kernel, 4)  # type: ignore[arg-type]
     _finish_chunk(sf, h, kernel)  # type: ignore[arg-type]
-    rc = _decode_kernel(kernel, sf, h, np.arange(len(h), dtype=np.int64), {})  # type: ignore[arg-type]
+    rc = _decode_kernel(kernel, sf, h, [(0, len(h), None, None, None)])  # type: ignore[arg-type]
     return (len(h) == 1 and bool(_done(h.crc_valid)[0]) and rc.value.to_pylist() == [b"a"]
             and rc.key.to_pylist() == [None] and rc.timestamp_ms.tolist() == [1_700_000_000_000])
 
@@ -862,27 +862,35 @@ def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: n
                                           pa.py_buffer(data)], null_count=null_count)
 
 
-def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
-                   payloads: dict[int, bytes]) -> _RowChunk:
-    """Run the numba kernel over the batches ``idx`` (indexes into ``h``, file order)."""
+#: one range of batch indexes [s, e) to decode: plain (addresses None: the bytes are in the
+#: window) or decompressed (per batch the address and length of its records, kept alive by
+#: the last item)
+_Part = tuple[int, int, Any, Any, Any]
+
+
+def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, parts: list[_Part]) -> _RowChunk:
+    """Run the numba kernel over the batches of ``parts`` (ranges of indexes into ``h``, in
+    file order)."""
+    idx = (np.arange(parts[0][0], parts[0][1], dtype=np.int64) if len(parts) == 1 else
+           np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, *_ in parts]))
     nb = len(idx)
-    # a run of uncompressed batches is a contiguous range: slices, not gathers
+    # a run of batches is a contiguous range: slices, not gathers
     contiguous = nb > 0 and int(idx[-1]) - int(idx[0]) + 1 == nb
     sel: Any = slice(int(idx[0]), int(idx[-1]) + 1) if contiguous else idx
     src = np.zeros(nb, dtype=np.int8)
     start = h.position[sel] - h.base + RECORD_BATCH_OVERHEAD
     end = h.position[sel] - h.base + 12 + h.batch_length[sel]
     dec_addr = np.zeros(nb, dtype=np.int64)
-    if payloads:
-        # the kernel reads each payload where the codec left it (``payloads`` keeps them
-        # alive through the call): no gathering copy
-        for j, i in enumerate(idx.tolist()):
-            data = payloads.get(i)
-            if data is not None:
-                src[j] = 1
-                start[j] = 0
-                end[j] = len(data)
-                dec_addr[j] = pa.py_buffer(data).address   # (numpy's .ctypes costs ~4 us)
+    j = 0
+    for a, b, addr, length, _keep in parts:
+        if addr is not None:
+            # the kernel reads each payload where the codec left it (the part keeps it alive
+            # through the call): no gathering copy
+            src[j:j + b - a] = 1
+            start[j:j + b - a] = 0
+            end[j:j + b - a] = length
+            dec_addr[j:j + b - a] = addr
+        j += b - a
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -909,7 +917,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
                             int(st[11]), int(st[12]))
         raise record_error(fault, path=mf.path, position=int(h.position[i]),
                            base_offset=int(h.base_offset[i]),
-                           compression=_compression_name(h, i) if i in payloads else None)
+                           compression=_compression_name(h, i) if src[int(bad)] else None)
     n, nh = int(st[0]), int(st[1])
     key = _binary_from_buffers(n, k_off, k_valid, k_data[:int(st[2])])
     value = _binary_from_buffers(n, v_off, v_valid, v_data[:int(st[3])])
@@ -1276,16 +1284,16 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         run_starts = np.concatenate([[0], cuts]).tolist()
         run_ends = np.concatenate([cuts, [n]]).tolist()
 
-        parts: list[tuple[int, int]] = []   # [start, end) ranges of batch indexes
-        payloads: dict[int, bytes] = {}
+        parts: list[_Part] = []   # [start, end) ranges of batch indexes, see _Part
+        payloads: dict[int, bytes] = {}   # the python engine's decompressed records
         rows = 0
         nbytes = 0
 
         # flush() is called inside the loops below and must see the current parts/h/payloads
         def flush() -> _RowChunk:
-            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in parts])  # noqa: B023
             if kernel is not None:
-                return _decode_kernel(kernel, mf, h, idx, payloads)  # noqa: B023
+                return _decode_kernel(kernel, mf, h, parts)  # noqa: B023
+            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, *_ in parts])  # noqa: B023
             return _decode_python(mf, h, idx, payloads)  # noqa: B023
 
         for s, e in zip(run_starts, run_ends):
@@ -1319,10 +1327,60 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                             parts, payloads, rows, nbytes = [], {}, 0, 0
                             continue
                         j = s + 1              # one batch larger than a chunk: never split
-                    parts.append((s, j))
+                    parts.append((s, j, None, None, None))
                     rows += int(cum_cap[j] - cum_cap[s])
                     nbytes += int(cum_bytes[j] - cum_bytes[s])
                     s = j
+                continue
+            if kernel is not None:   # compressed, numba engine: many batches per call
+                packed = _packed_run(kernel, mf, h, s, e, max_uncompressed)
+                while True:
+                    try:
+                        item = next(packed)
+                    except StopIteration:
+                        break
+                    except FormatError:
+                        if parts:  # the good batches before the broken one come out first
+                            yield flush(), h
+                        raise
+                    if len(item) == 2:   # one payload from the library: scalar bookkeeping
+                        i, payload = item
+                        c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
+                        if parts and (rows + c1 > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
+                            yield flush(), h
+                            parts, payloads, rows, nbytes = [], {}, 0, 0
+                        last = parts[-1] if parts else None
+                        if last is not None and last[1] == i and isinstance(last[2], list):
+                            parts[-1] = (last[0], i + 1, last[2], last[3], last[4])
+                        else:
+                            last = (i, i + 1, [], [], [])
+                            parts.append(last)
+                        last[2].append(pa.py_buffer(payload).address)
+                        last[3].append(len(payload))
+                        last[4].append(payload)
+                        rows += c1
+                        nbytes += len(payload)
+                        continue
+                    a, b, addr, length, keep = item
+                    c = np.minimum(np.maximum(h.records_count[a:b], 0), length // 7)
+                    cum_c = np.concatenate([[0], np.cumsum(c)])
+                    cum_b = np.concatenate([[0], np.cumsum(length)])
+                    q = 0
+                    while q < b - a:
+                        j_rows = int(np.searchsorted(cum_c, cum_c[q] + (max_rows - rows), "right")) - 1
+                        j_bytes = int(np.searchsorted(cum_b, cum_b[q] + (_CHUNK_BYTES - nbytes),
+                                                      "right")) - 1
+                        j = min(j_rows, j_bytes, b - a)
+                        if j <= q:
+                            if parts:
+                                yield flush(), h
+                                parts, payloads, rows, nbytes = [], {}, 0, 0
+                                continue
+                            j = q + 1
+                        parts.append((a + q, a + j, addr[q:j], length[q:j], keep))
+                        rows += int(cum_c[j] - cum_c[q])
+                        nbytes += int(cum_b[j] - cum_b[q])
+                        q = j
                 continue
             decompressed = _decompressed_run(mf, h, s, e, max_uncompressed)   # compressed
             while True:
@@ -1334,19 +1392,74 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                     if parts:  # the good batches before the broken one come out first
                         yield flush(), h
                     raise
-                c = min(max(int(h.records_count[i]), 0), len(payload) // 7)
-                if parts and (rows + c > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
+                c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
+                if parts and (rows + c1 > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
                     yield flush(), h
                     parts, payloads, rows, nbytes = [], {}, 0, 0
                 if parts and parts[-1][1] == i:   # ranges of batch indexes, not an array a batch
-                    parts[-1] = (parts[-1][0], i + 1)
+                    parts[-1] = (parts[-1][0], i + 1, None, None, None)
                 else:
-                    parts.append((i, i + 1))
+                    parts.append((i, i + 1, None, None, None))
                 payloads[i] = payload
-                rows += c
+                rows += c1
                 nbytes += len(payload)
         if parts:
             yield flush(), h
+
+
+#: compressed input per call of the lz4/snappy kernel; its arena holds _PACK_RATIO times that
+#: plus room for the largest LZ4 block (a batch that does not fit goes into the next arena)
+_PACK_INPUT = 2 << 20
+_PACK_RATIO = 4
+_PACK_SLACK = 4 << 20
+
+
+def _jit_codecs() -> Any:
+    from segtools.records import jit_codecs
+
+    return jit_codecs
+
+
+def _packed_run(kernel: Any, mf: _SegmentFile, h: _Headers, s: int, e: int,
+                max_uncompressed: int) -> Iterator[_Part | tuple[int, bytes]]:
+    """The compressed batches ``s..e-1`` decompressed, in order: lz4 and snappy payloads many
+    at a time into an arena (:mod:`segtools.records.jit_codecs`), as a part for
+    :func:`_decode_kernel`; other codecs, and any batch that kernel refuses, one by one through
+    :mod:`segtools.primitives.codecs` (:func:`_decompressed_run`: ``(index, payload)``), which
+    raises the error if the batch is broken."""
+    jc = _jit_codecs()
+    codec = (h.attributes[s:e] & COMPRESSION_CODEC_MASK).astype(np.int8)
+    # check_v2_batch's count bound, refused here so the library path raises it
+    fits = h.records_count[s:e] <= max_uncompressed // 7
+    ok = ((codec == jc.CODEC_LZ4) | (codec == jc.CODEC_SNAPPY)) & fits
+    cuts = np.flatnonzero(np.diff(ok.astype(np.int8))) + 1
+    bounds = [0, *cuts.tolist(), e - s]
+    begin = h.position[s:e] - h.base + RECORD_BATCH_OVERHEAD
+    finish = h.position[s:e] - h.base + 12 + h.batch_length[s:e]
+    cum_in = np.concatenate([[0], np.cumsum(finish - begin)])
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if not ok[lo]:
+            yield from _decompressed_run(mf, h, s + lo, s + hi, max_uncompressed)
+            continue
+        p = lo
+        while p < hi:
+            q = max(p + 1, min(hi, int(np.searchsorted(cum_in, cum_in[p] + _PACK_INPUT, "right")) - 1))
+            arena_buf = pa.allocate_buffer(_PACK_RATIO * int(cum_in[q] - cum_in[p]) + _PACK_SLACK)
+            arena = np.frombuffer(arena_buf, dtype=np.uint8)
+            out_start = np.empty(q - p, np.int64)
+            out_len = np.empty(q - p, np.int64)
+            done, status = jc.decompress_many(mf.array, begin[p:q], finish[p:q], codec[p:q],
+                                              max_uncompressed, arena, out_start, out_len)
+            done = int(done)
+            if done:
+                yield (s + p, s + p + done, out_start[:done] + arena_buf.address,
+                       out_len[:done], arena_buf)
+            p += done
+            if status == jc.DONE or (status == jc.FULL and done):
+                continue
+            # refused (or alone too large for an arena): the library decides
+            yield from _decompressed_run(mf, h, s + p, s + p + 1, max_uncompressed)
+            p += 1
 
 
 _SKIP, _PLAIN, _PACKED, _LEGACY, _ODD = 0, 1, 2, 3, 4
