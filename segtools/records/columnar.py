@@ -212,14 +212,14 @@ def _located(path: str | os.PathLike[str] | bytes, topic: str | None, partition:
 
 
 @contextlib.contextmanager
-def _open_segment(seg: _Segment) -> Iterator[_SegmentFile]:
+def _open_segment(seg: _Segment, window: int | None = None) -> Iterator[_SegmentFile]:
     """``seg`` opened for reading: a local file as it is, an object (``s3://``, ``gs://``,
     ``hdfs://``...) through the private temporary copy :func:`segtools.files.remote.local_file`
     streams it to (as ``iter_batches`` reads it), removed when the block ends. Errors name
     ``seg.path``, the URI, never the copy."""
     from segtools.files.remote import local_file
 
-    with local_file(seg.path) as local, _SegmentFile(local, display=seg.path) as mf:
+    with local_file(seg.path) as local, _SegmentFile(local, window, display=seg.path) as mf:
         yield mf
 
 
@@ -260,6 +260,9 @@ class _SegmentFile:
     resident memory stays at two windows whatever the file size. ``array`` (read-only uint8)
     and ``view`` hold file bytes [base, base + filled).
     """
+
+    #: the header scan's reused output columns (see _scan_chunk)
+    _scan_out: dict[str, np.ndarray] | None = None
 
     def __init__(self, path: str, window: int | None = None, display: str | None = None) -> None:
         # ``display``: the name errors give (an object's URI when ``path`` is its local copy)
@@ -489,7 +492,13 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
     # an entry takes at least 26 bytes (12 + RECORD_OVERHEAD_V0), which bounds the row count
     max_batches = max(1, min(max_batches, (sf.filled - rel) // 26 + 1))
     if kernel is not None:
-        out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
+        # the kernel's output columns are reused window after window (allocating fourteen
+        # columns of up to 65,536 rows per call cost more than scanning a 1 MiB window);
+        # the rows found are copied out
+        out = getattr(sf, "_scan_out", None)
+        if out is None or out["position"].shape[0] < max_batches:
+            out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
+            sf._scan_out = out
         n, next_rel, status = kernel.scan_headers(
             sf.array, rel, sf.filled, max_batches, sf.filled, limit, out["position"],
             out["base_offset"],
@@ -497,7 +506,7 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
             out["attributes"], out["last_offset_delta"], out["base_timestamp"],
             out["max_timestamp"], out["producer_id"], out["producer_epoch"],
             out["base_sequence"], out["records_count"])
-        cols: dict[str, Any] = {name: arr[:n] for name, arr in out.items()}
+        cols: dict[str, Any] = {name: arr[:n].copy() for name, arr in out.items()}
     else:
         from segtools.records import v2_decoder
 
@@ -510,6 +519,11 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
 
 def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
     """crc_valid per batch: CRC-32C of bytes [21, end) for v2 (legacy filled in later)."""
+    if kernel is not None and kernel.HARDWARE_CRC_IN_KERNEL:
+        out = np.empty(len(h), dtype=bool)
+        kernel.crc_check(sf.array, h.base, h.position, h.batch_length, h.magic, h.crc,
+                         V2_MIN_BATCH_LENGTH, out)
+        return out
     v2 = h.magic >= 2
     starts = h.position - h.base + ATTRIBUTES_OFFSET
     ends = np.maximum(h.position - h.base + LOG_OVERHEAD + h.batch_length, starts)
@@ -734,7 +748,15 @@ def _np_arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:
 
 
 _COMPRESSION_DICT = pa.array(_COMPRESSION_NAMES, pa.string())
-_TS_TYPE_DICT = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"], pa.string())
+_TS_TYPE_NAMES = ["NoTimestampType", "CreateTime", "LogAppendTime"]
+_TS_TYPE_DICT = pa.array(_TS_TYPE_NAMES, pa.string())
+
+
+def _timestamp_type_column(ts_type: np.ndarray) -> pa.Array:
+    """Timestamp type names per batch (-1/0/1): a cached constant column when all agree."""
+    if ts_type.shape[0] and (ts_type == ts_type[0]).all():
+        return _const_string(_TS_TYPE_NAMES[int(ts_type[0]) + 1], int(ts_type.shape[0]))
+    return _TS_TYPE_DICT.take(pa.array(ts_type.astype(np.int32) + 1))
 
 
 def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
@@ -755,8 +777,8 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _np_arrow(h.crc, _INT64),
         pa.array(h.crc_valid, pa.bool_()),
         pa.array(h.attributes, pa.int16()),
-        _COMPRESSION_DICT.take(pa.array(codec)),
-        _TS_TYPE_DICT.take(pa.array(_done(h.timestamp_type).astype(np.int32) + 1)),
+        _compression_column(codec),
+        _timestamp_type_column(_done(h.timestamp_type)),
         pa.array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
@@ -789,17 +811,44 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
     are its identity; it is read without being discovered again."""
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
+    rows = max(1, int(max_rows))
     for seg in _located(path, topic, partition, broker, located):
-        with _open_segment(seg) as mf:
+        # no record bytes are kept: a window that stays in the CPU's cache between the copy
+        # and the CRC beats a large one (issue 25: 16 MiB windows ran at half the copy+CRC
+        # floor); the windows' header chunks are joined up to max_rows rows per table
+        with _open_segment(seg, _HEADER_WINDOW) as mf:
             try:
-                for h in _iter_headers(mf, kernel, max(1, int(max_rows)), limit,
-                                       need_bytes=False):
-                    yield _batch_table(h, seg)
+                held: list[_Headers] = []
+                count = 0
+                for h in _iter_headers(mf, kernel, rows, limit, need_bytes=False):
+                    if held and count + len(h) > rows:
+                        yield _batch_table(_join_headers(held), seg)
+                        held, count = [], 0
+                    held.append(h)
+                    count += len(h)
+                if held:
+                    yield _batch_table(_join_headers(held), seg)
             except FormatError:
                 mf.check_unchanged()
                 raise
             except OSError as exc:
                 raise os_input_error(seg.path, exc) from None
+
+
+#: read window of the header scan without record bytes (iter_batch_batches)
+_HEADER_WINDOW = 1 << 20
+
+
+def _join_headers(chunks: list[_Headers]) -> _Headers:
+    """Finished header chunks as one (the columns _batch_table reads; no legacy objects)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    cols = {name: np.concatenate([getattr(c, name) for c in chunks]) for name in _HEADER_DTYPES}
+    h = _Headers(**cols)
+    h.crc_valid = np.concatenate([_done(c.crc_valid) for c in chunks])
+    h.last_offset = np.concatenate([_done(c.last_offset) for c in chunks])
+    h.timestamp_type = np.concatenate([_done(c.timestamp_type) for c in chunks])
+    return h
 
 
 def read_batch_table(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
