@@ -843,7 +843,7 @@ def _join_headers(chunks: list[_Headers]) -> _Headers:
     """Finished header chunks as one (the columns _batch_table reads; no legacy objects)."""
     if len(chunks) == 1:
         return chunks[0]
-    cols = {name: np.concatenate([getattr(c, name) for c in chunks]) for name in _HEADER_DTYPES}
+    cols: dict[str, Any] = {name: np.concatenate([getattr(c, name) for c in chunks]) for name in _HEADER_DTYPES}
     h = _Headers(**cols)
     h.crc_valid = np.concatenate([_done(c.crc_valid) for c in chunks])
     h.last_offset = np.concatenate([_done(c.last_offset) for c in chunks])
