@@ -506,7 +506,11 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
             out["attributes"], out["last_offset_delta"], out["base_timestamp"],
             out["max_timestamp"], out["producer_id"], out["producer_epoch"],
             out["base_sequence"], out["records_count"])
-        cols: dict[str, Any] = {name: arr[:n].copy() for name, arr in out.items()}
+        if 4 * n > out["position"].shape[0]:   # mostly filled: hand the columns over
+            cols: dict[str, Any] = {name: arr[:n] for name, arr in out.items()}
+            sf._scan_out = None
+        else:
+            cols = {name: arr[:n].copy() for name, arr in out.items()}
     else:
         from segtools.records import v2_decoder
 
