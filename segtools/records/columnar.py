@@ -824,7 +824,16 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
             try:
                 held: list[_Headers] = []
                 count = 0
-                for h in _iter_headers(mf, kernel, rows, limit, need_bytes=False):
+                headers = _iter_headers(mf, kernel, rows, limit, need_bytes=False)
+                while True:
+                    try:
+                        h = next(headers)
+                    except StopIteration:
+                        break
+                    except Exception:
+                        if held:   # what came before the damage comes out first
+                            yield _batch_table(_join_headers(held), seg)
+                        raise
                     if held and count + len(h) > rows:
                         yield _batch_table(_join_headers(held), seg)
                         held, count = [], 0
