@@ -1510,10 +1510,33 @@ _PACK_RATIO = 4
 _PACK_SLACK = 4 << 20
 
 
-def _jit_codecs() -> Any:
-    from segtools.records import jit_codecs
+_JIT_CODECS: Any = None
+_JIT_CODECS_TRIED = False
 
-    return jit_codecs
+
+def _jit_codecs() -> Any:
+    """segtools.records.jit_codecs once it has compiled (or loaded from cache) and decoded a
+    tiny xerial snappy stream right; None otherwise (a broken numba install means the codec
+    libraries, as for every codec before, not a crash)."""
+    global _JIT_CODECS, _JIT_CODECS_TRIED
+    if not _JIT_CODECS_TRIED:
+        _JIT_CODECS_TRIED = True
+        try:
+            from segtools.records import jit_codecs as jc
+
+            stream = np.frombuffer(_codecs.XERIAL_HEADER + b"\0\0\0\x03\x01\x00a", np.uint8)
+            arena = np.zeros(64, np.uint8)
+            starts, ends = np.zeros(1, np.int64), np.full(1, stream.shape[0], np.int64)
+            out_start, out_len = np.zeros(1, np.int64), np.zeros(1, np.int64)
+            done, status = jc.decompress_many(stream, starts, ends,
+                                              np.full(1, jc.CODEC_SNAPPY, np.int8), 64, arena,
+                                              out_start, out_len)
+            if (done, status, bytes(arena[:int(out_len[0])])) == (1, jc.DONE, b"a"):
+                _JIT_CODECS = jc
+        except Exception as exc:  # noqa: BLE001 - numba/llvmlite broken in some way
+            warnings.warn(f"segtools: numba codec kernel unusable ({type(exc).__name__}: {exc}); "
+                          "decompressing batch by batch", RuntimeWarning, stacklevel=2)
+    return _JIT_CODECS
 
 
 def _packed_run(kernel: Any, mf: _SegmentFile, h: _Headers, s: int, e: int,
@@ -1524,6 +1547,9 @@ def _packed_run(kernel: Any, mf: _SegmentFile, h: _Headers, s: int, e: int,
     :mod:`segtools.primitives.codecs` (:func:`_decompressed_run`: ``(index, payload)``), which
     raises the error if the batch is broken."""
     jc = _jit_codecs()
+    if jc is None:
+        yield from _decompressed_run(mf, h, s, e, max_uncompressed)
+        return
     codec = (h.attributes[s:e] & COMPRESSION_CODEC_MASK).astype(np.int8)
     # check_v2_batch's count bound, refused here so the library path raises it
     fits = h.records_count[s:e] <= max_uncompressed // 7
