@@ -27,6 +27,7 @@ import contextlib
 import datetime
 import os
 import stat
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -128,7 +129,7 @@ def _kernel_works(kernel: Any) -> bool:
     sf = _InMemory(_WORKED_EXAMPLE)
     h, _next, _status = _scan_chunk(sf, 0, kernel, 4)  # type: ignore[arg-type]
     _finish_chunk(sf, h, kernel)  # type: ignore[arg-type]
-    rc = _decode_kernel(kernel, sf, h, np.arange(len(h), dtype=np.int64), {})  # type: ignore[arg-type]
+    rc = _decode_kernel(kernel, sf, h, [(0, len(h), None, None, None)])  # type: ignore[arg-type]
     return (len(h) == 1 and bool(_done(h.crc_valid)[0]) and rc.value.to_pylist() == [b"a"]
             and rc.key.to_pylist() == [None] and rc.timestamp_ms.tolist() == [1_700_000_000_000])
 
@@ -212,14 +213,14 @@ def _located(path: str | os.PathLike[str] | bytes, topic: str | None, partition:
 
 
 @contextlib.contextmanager
-def _open_segment(seg: _Segment) -> Iterator[_SegmentFile]:
+def _open_segment(seg: _Segment, window: int | None = None) -> Iterator[_SegmentFile]:
     """``seg`` opened for reading: a local file as it is, an object (``s3://``, ``gs://``,
     ``hdfs://``...) through the private temporary copy :func:`segtools.files.remote.local_file`
     streams it to (as ``iter_batches`` reads it), removed when the block ends. Errors name
     ``seg.path``, the URI, never the copy."""
     from segtools.files.remote import local_file
 
-    with local_file(seg.path) as local, _SegmentFile(local, display=seg.path) as mf:
+    with local_file(seg.path) as local, _SegmentFile(local, window, display=seg.path) as mf:
         yield mf
 
 
@@ -251,6 +252,33 @@ def _read_ahead_executor() -> Any:
     return _READ_AHEAD[1]
 
 
+#: read windows of closed files, reused by the next file opened: a fresh 16 MiB buffer is
+#: 4,096 page faults at its first read (~25 ms of CPU per 32 MiB segment after other work
+#: had the allocator return its pages). At most _SPARE_WINDOWS are kept (about 32 MiB).
+_SPARE: list[np.ndarray] = []
+_SPARE_WINDOWS = 2
+_SPARE_MIN = 1 << 20
+_SPARE_LOCK = threading.Lock()
+
+
+def _take_window(size: int) -> np.ndarray | None:
+    with _SPARE_LOCK:
+        for k, buf in enumerate(_SPARE):
+            if buf.shape[0] >= size:
+                return _SPARE.pop(k)
+    return None
+
+
+def _give_window(buf: np.ndarray) -> None:
+    """Keep a closed file's window for the next file (a forked child starts with the
+    parent's list, which is harmless: the buffers are its own copy-on-write pages)."""
+    if buf.shape[0] < _SPARE_MIN:
+        return
+    with _SPARE_LOCK:
+        if len(_SPARE) < _SPARE_WINDOWS:
+            _SPARE.append(buf)
+
+
 class _SegmentFile:
     """A segment opened read-only and read through a reusable window (two buffers, so the
     next window can be read while the current one is in use).
@@ -260,6 +288,9 @@ class _SegmentFile:
     resident memory stays at two windows whatever the file size. ``array`` (read-only uint8)
     and ``view`` hold file bytes [base, base + filled).
     """
+
+    #: the header scan's reused output columns (see _scan_chunk)
+    _scan_out: dict[str, np.ndarray] | None = None
 
     def __init__(self, path: str, window: int | None = None, display: str | None = None) -> None:
         # ``display``: the name errors give (an object's URI when ``path`` is its local copy)
@@ -292,9 +323,11 @@ class _SegmentFile:
 
     def _buffer(self, index: int, size: int) -> np.ndarray:
         if self._bufs[index].shape[0] < size:
+            spare = _take_window(size)
             # no more than the file holds: a 16 MiB window per one-batch segment was an
             # allocation (and its page faults) per file for a few hundred bytes
-            self._bufs[index] = np.empty(max(size, min(self._window, self.size)), dtype=np.uint8)
+            self._bufs[index] = spare if spare is not None else np.empty(
+                max(size, min(self._window, self.size)), dtype=np.uint8)
         return self._bufs[index]
 
     def _read(self, buf: np.ndarray, pos: int, want: int) -> int:
@@ -424,6 +457,10 @@ class _SegmentFile:
                 pass
             self._pending = None
         self.view = memoryview(b"")
+        self.array = np.empty(0, dtype=np.uint8)
+        for buf in self._bufs:
+            _give_window(buf)
+        self._bufs = []
         os.close(self._fd)
 
     def __enter__(self) -> _SegmentFile:
@@ -489,7 +526,13 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
     # an entry takes at least 26 bytes (12 + RECORD_OVERHEAD_V0), which bounds the row count
     max_batches = max(1, min(max_batches, (sf.filled - rel) // 26 + 1))
     if kernel is not None:
-        out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
+        # the kernel's output columns are reused window after window (allocating fourteen
+        # columns of up to 65,536 rows per call cost more than scanning a 1 MiB window);
+        # the rows found are copied out
+        out = getattr(sf, "_scan_out", None)
+        if out is None or out["position"].shape[0] < max_batches:
+            out = {name: np.empty(max_batches, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
+            sf._scan_out = out
         n, next_rel, status = kernel.scan_headers(
             sf.array, rel, sf.filled, max_batches, sf.filled, limit, out["position"],
             out["base_offset"],
@@ -497,7 +540,11 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
             out["attributes"], out["last_offset_delta"], out["base_timestamp"],
             out["max_timestamp"], out["producer_id"], out["producer_epoch"],
             out["base_sequence"], out["records_count"])
-        cols: dict[str, Any] = {name: arr[:n] for name, arr in out.items()}
+        if 4 * n > out["position"].shape[0]:   # mostly filled: hand the columns over
+            cols: dict[str, Any] = {name: arr[:n] for name, arr in out.items()}
+            sf._scan_out = None
+        else:
+            cols = {name: arr[:n].copy() for name, arr in out.items()}
     else:
         from segtools.records import v2_decoder
 
@@ -510,6 +557,11 @@ def _scan_chunk(sf: _SegmentFile, rel: int, kernel: Any, max_batches: int,
 
 def _check_crcs(sf: _SegmentFile, h: _Headers, kernel: Any) -> np.ndarray:
     """crc_valid per batch: CRC-32C of bytes [21, end) for v2 (legacy filled in later)."""
+    if kernel is not None and kernel.HARDWARE_CRC_IN_KERNEL:
+        out = np.empty(len(h), dtype=bool)
+        kernel.crc_check(sf.array, h.base, h.position, h.batch_length, h.magic, h.crc,
+                         V2_MIN_BATCH_LENGTH, out)
+        return out
     v2 = h.magic >= 2
     starts = h.position - h.base + ATTRIBUTES_OFFSET
     ends = np.maximum(h.position - h.base + LOG_OVERHEAD + h.batch_length, starts)
@@ -734,7 +786,15 @@ def _np_arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:
 
 
 _COMPRESSION_DICT = pa.array(_COMPRESSION_NAMES, pa.string())
-_TS_TYPE_DICT = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"], pa.string())
+_TS_TYPE_NAMES = ["NoTimestampType", "CreateTime", "LogAppendTime"]
+_TS_TYPE_DICT = pa.array(_TS_TYPE_NAMES, pa.string())
+
+
+def _timestamp_type_column(ts_type: np.ndarray) -> pa.Array:
+    """Timestamp type names per batch (-1/0/1): a cached constant column when all agree."""
+    if ts_type.shape[0] and (ts_type == ts_type[0]).all():
+        return _const_string(_TS_TYPE_NAMES[int(ts_type[0]) + 1], int(ts_type.shape[0]))
+    return _TS_TYPE_DICT.take(pa.array(ts_type.astype(np.int32) + 1))
 
 
 def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
@@ -755,8 +815,8 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _np_arrow(h.crc, _INT64),
         pa.array(h.crc_valid, pa.bool_()),
         pa.array(h.attributes, pa.int16()),
-        _COMPRESSION_DICT.take(pa.array(codec)),
-        _TS_TYPE_DICT.take(pa.array(_done(h.timestamp_type).astype(np.int32) + 1)),
+        _compression_column(codec),
+        _timestamp_type_column(_done(h.timestamp_type)),
         pa.array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
         pa.array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
@@ -789,17 +849,53 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
     are its identity; it is read without being discovered again."""
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
+    rows = max(1, int(max_rows))
     for seg in _located(path, topic, partition, broker, located):
-        with _open_segment(seg) as mf:
+        # no record bytes are kept: a window that stays in the CPU's cache between the copy
+        # and the CRC beats a large one (issue 25: 16 MiB windows ran at half the copy+CRC
+        # floor); the windows' header chunks are joined up to max_rows rows per table
+        with _open_segment(seg, _HEADER_WINDOW) as mf:
             try:
-                for h in _iter_headers(mf, kernel, max(1, int(max_rows)), limit,
-                                       need_bytes=False):
-                    yield _batch_table(h, seg)
+                held: list[_Headers] = []
+                count = 0
+                headers = _iter_headers(mf, kernel, rows, limit, need_bytes=False)
+                while True:
+                    try:
+                        h = next(headers)
+                    except StopIteration:
+                        break
+                    except Exception:
+                        if held:   # what came before the damage comes out first
+                            yield _batch_table(_join_headers(held), seg)
+                        raise
+                    if held and count + len(h) > rows:
+                        yield _batch_table(_join_headers(held), seg)
+                        held, count = [], 0
+                    held.append(h)
+                    count += len(h)
+                if held:
+                    yield _batch_table(_join_headers(held), seg)
             except FormatError:
                 mf.check_unchanged()
                 raise
             except OSError as exc:
                 raise os_input_error(seg.path, exc) from None
+
+
+#: read window of the header scan without record bytes (iter_batch_batches)
+_HEADER_WINDOW = 1 << 20
+
+
+def _join_headers(chunks: list[_Headers]) -> _Headers:
+    """Finished header chunks as one (the columns _batch_table reads; no legacy objects)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    cols: dict[str, Any] = {name: np.concatenate([getattr(c, name) for c in chunks]) for name in _HEADER_DTYPES}
+    h = _Headers(**cols)
+    h.crc_valid = np.concatenate([_done(c.crc_valid) for c in chunks])
+    h.last_offset = np.concatenate([_done(c.last_offset) for c in chunks])
+    h.timestamp_type = np.concatenate([_done(c.timestamp_type) for c in chunks])
+    return h
 
 
 def read_batch_table(path: str | os.PathLike[str], **kw: Any) -> pa.Table:
@@ -862,27 +958,35 @@ def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: n
                                           pa.py_buffer(data)], null_count=null_count)
 
 
-def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
-                   payloads: dict[int, bytes]) -> _RowChunk:
-    """Run the numba kernel over the batches ``idx`` (indexes into ``h``, file order)."""
+#: one range of batch indexes [s, e) to decode: plain (addresses None: the bytes are in the
+#: window) or decompressed (per batch the address and length of its records, kept alive by
+#: the last item)
+_Part = tuple[int, int, Any, Any, Any]
+
+
+def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, parts: list[_Part]) -> _RowChunk:
+    """Run the numba kernel over the batches of ``parts`` (ranges of indexes into ``h``, in
+    file order)."""
+    idx = (np.arange(parts[0][0], parts[0][1], dtype=np.int64) if len(parts) == 1 else
+           np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, *_ in parts]))
     nb = len(idx)
-    # a run of uncompressed batches is a contiguous range: slices, not gathers
+    # a run of batches is a contiguous range: slices, not gathers
     contiguous = nb > 0 and int(idx[-1]) - int(idx[0]) + 1 == nb
     sel: Any = slice(int(idx[0]), int(idx[-1]) + 1) if contiguous else idx
     src = np.zeros(nb, dtype=np.int8)
     start = h.position[sel] - h.base + RECORD_BATCH_OVERHEAD
     end = h.position[sel] - h.base + 12 + h.batch_length[sel]
     dec_addr = np.zeros(nb, dtype=np.int64)
-    if payloads:
-        # the kernel reads each payload where the codec left it (``payloads`` keeps them
-        # alive through the call): no gathering copy
-        for j, i in enumerate(idx.tolist()):
-            data = payloads.get(i)
-            if data is not None:
-                src[j] = 1
-                start[j] = 0
-                end[j] = len(data)
-                dec_addr[j] = pa.py_buffer(data).address   # (numpy's .ctypes costs ~4 us)
+    j = 0
+    for a, b, addr, length, _keep in parts:
+        if addr is not None:
+            # the kernel reads each payload where the codec left it (the part keeps it alive
+            # through the call): no gathering copy
+            src[j:j + b - a] = 1
+            start[j:j + b - a] = 0
+            end[j:j + b - a] = length
+            dec_addr[j:j + b - a] = addr
+        j += b - a
     region = end - start
     counts = h.records_count[sel]
     # each record takes at least 7 bytes, so this bounds rows however hostile the count is
@@ -909,7 +1013,7 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, idx: np.ndarray,
                             int(st[11]), int(st[12]))
         raise record_error(fault, path=mf.path, position=int(h.position[i]),
                            base_offset=int(h.base_offset[i]),
-                           compression=_compression_name(h, i) if i in payloads else None)
+                           compression=_compression_name(h, i) if src[int(bad)] else None)
     n, nh = int(st[0]), int(st[1])
     key = _binary_from_buffers(n, k_off, k_valid, k_data[:int(st[2])])
     value = _binary_from_buffers(n, v_off, v_valid, v_data[:int(st[3])])
@@ -1276,16 +1380,16 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
         run_starts = np.concatenate([[0], cuts]).tolist()
         run_ends = np.concatenate([cuts, [n]]).tolist()
 
-        parts: list[tuple[int, int]] = []   # [start, end) ranges of batch indexes
-        payloads: dict[int, bytes] = {}
+        parts: list[_Part] = []   # [start, end) ranges of batch indexes, see _Part
+        payloads: dict[int, bytes] = {}   # the python engine's decompressed records
         rows = 0
         nbytes = 0
 
         # flush() is called inside the loops below and must see the current parts/h/payloads
         def flush() -> _RowChunk:
-            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in parts])  # noqa: B023
             if kernel is not None:
-                return _decode_kernel(kernel, mf, h, idx, payloads)  # noqa: B023
+                return _decode_kernel(kernel, mf, h, parts)  # noqa: B023
+            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, *_ in parts])  # noqa: B023
             return _decode_python(mf, h, idx, payloads)  # noqa: B023
 
         for s, e in zip(run_starts, run_ends):
@@ -1319,10 +1423,60 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                             parts, payloads, rows, nbytes = [], {}, 0, 0
                             continue
                         j = s + 1              # one batch larger than a chunk: never split
-                    parts.append((s, j))
+                    parts.append((s, j, None, None, None))
                     rows += int(cum_cap[j] - cum_cap[s])
                     nbytes += int(cum_bytes[j] - cum_bytes[s])
                     s = j
+                continue
+            if kernel is not None:   # compressed, numba engine: many batches per call
+                packed = _packed_run(kernel, mf, h, s, e, max_uncompressed)
+                while True:
+                    try:
+                        item = next(packed)
+                    except StopIteration:
+                        break
+                    except FormatError:
+                        if parts:  # the good batches before the broken one come out first
+                            yield flush(), h
+                        raise
+                    if len(item) == 2:   # one payload from the library: scalar bookkeeping
+                        i, payload = item
+                        c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
+                        if parts and (rows + c1 > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
+                            yield flush(), h
+                            parts, payloads, rows, nbytes = [], {}, 0, 0
+                        last = parts[-1] if parts else None
+                        if last is not None and last[1] == i and isinstance(last[2], list):
+                            parts[-1] = (last[0], i + 1, last[2], last[3], last[4])
+                        else:
+                            last = (i, i + 1, [], [], [])
+                            parts.append(last)
+                        last[2].append(pa.py_buffer(payload).address)
+                        last[3].append(len(payload))
+                        last[4].append(payload)
+                        rows += c1
+                        nbytes += len(payload)
+                        continue
+                    a, b, addr, length, keep = item
+                    c = np.minimum(np.maximum(h.records_count[a:b], 0), length // 7)
+                    cum_c = np.concatenate([[0], np.cumsum(c)])
+                    cum_b = np.concatenate([[0], np.cumsum(length)])
+                    q = 0
+                    while q < b - a:
+                        j_rows = int(np.searchsorted(cum_c, cum_c[q] + (max_rows - rows), "right")) - 1
+                        j_bytes = int(np.searchsorted(cum_b, cum_b[q] + (_CHUNK_BYTES - nbytes),
+                                                      "right")) - 1
+                        j = min(j_rows, j_bytes, b - a)
+                        if j <= q:
+                            if parts:
+                                yield flush(), h
+                                parts, payloads, rows, nbytes = [], {}, 0, 0
+                                continue
+                            j = q + 1
+                        parts.append((a + q, a + j, addr[q:j], length[q:j], keep))
+                        rows += int(cum_c[j] - cum_c[q])
+                        nbytes += int(cum_b[j] - cum_b[q])
+                        q = j
                 continue
             decompressed = _decompressed_run(mf, h, s, e, max_uncompressed)   # compressed
             while True:
@@ -1334,19 +1488,100 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                     if parts:  # the good batches before the broken one come out first
                         yield flush(), h
                     raise
-                c = min(max(int(h.records_count[i]), 0), len(payload) // 7)
-                if parts and (rows + c > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
+                c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
+                if parts and (rows + c1 > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
                     yield flush(), h
                     parts, payloads, rows, nbytes = [], {}, 0, 0
                 if parts and parts[-1][1] == i:   # ranges of batch indexes, not an array a batch
-                    parts[-1] = (parts[-1][0], i + 1)
+                    parts[-1] = (parts[-1][0], i + 1, None, None, None)
                 else:
-                    parts.append((i, i + 1))
+                    parts.append((i, i + 1, None, None, None))
                 payloads[i] = payload
-                rows += c
+                rows += c1
                 nbytes += len(payload)
         if parts:
             yield flush(), h
+
+
+#: compressed input per call of the lz4/snappy kernel; its arena holds _PACK_RATIO times that
+#: plus room for the largest LZ4 block (a batch that does not fit goes into the next arena)
+_PACK_INPUT = 2 << 20
+_PACK_RATIO = 4
+_PACK_SLACK = 4 << 20
+
+
+_JIT_CODECS: Any = None
+_JIT_CODECS_TRIED = False
+
+
+def _jit_codecs() -> Any:
+    """segtools.records.jit_codecs once it has compiled (or loaded from cache) and decoded a
+    tiny xerial snappy stream right; None otherwise (a broken numba install means the codec
+    libraries, as for every codec before, not a crash)."""
+    global _JIT_CODECS, _JIT_CODECS_TRIED
+    if not _JIT_CODECS_TRIED:
+        _JIT_CODECS_TRIED = True
+        try:
+            from segtools.records import jit_codecs as jc
+
+            stream = np.frombuffer(_codecs.XERIAL_HEADER + b"\0\0\0\x03\x01\x00a", np.uint8)
+            arena = np.zeros(64, np.uint8)
+            starts, ends = np.zeros(1, np.int64), np.full(1, stream.shape[0], np.int64)
+            out_start, out_len = np.zeros(1, np.int64), np.zeros(1, np.int64)
+            done, status = jc.decompress_many(stream, starts, ends,
+                                              np.full(1, jc.CODEC_SNAPPY, np.int8), 64, arena,
+                                              out_start, out_len)
+            if (done, status, bytes(arena[:int(out_len[0])])) == (1, jc.DONE, b"a"):
+                _JIT_CODECS = jc
+        except Exception as exc:  # noqa: BLE001 - numba/llvmlite broken in some way
+            warnings.warn(f"segtools: numba codec kernel unusable ({type(exc).__name__}: {exc}); "
+                          "decompressing batch by batch", RuntimeWarning, stacklevel=2)
+    return _JIT_CODECS
+
+
+def _packed_run(kernel: Any, mf: _SegmentFile, h: _Headers, s: int, e: int,
+                max_uncompressed: int) -> Iterator[_Part | tuple[int, bytes]]:
+    """The compressed batches ``s..e-1`` decompressed, in order: lz4 and snappy payloads many
+    at a time into an arena (:mod:`segtools.records.jit_codecs`), as a part for
+    :func:`_decode_kernel`; other codecs, and any batch that kernel refuses, one by one through
+    :mod:`segtools.primitives.codecs` (:func:`_decompressed_run`: ``(index, payload)``), which
+    raises the error if the batch is broken."""
+    jc = _jit_codecs()
+    if jc is None:
+        yield from _decompressed_run(mf, h, s, e, max_uncompressed)
+        return
+    codec = (h.attributes[s:e] & COMPRESSION_CODEC_MASK).astype(np.int8)
+    # check_v2_batch's count bound, refused here so the library path raises it
+    fits = h.records_count[s:e] <= max_uncompressed // 7
+    ok = ((codec == jc.CODEC_LZ4) | (codec == jc.CODEC_SNAPPY)) & fits
+    cuts = np.flatnonzero(np.diff(ok.astype(np.int8))) + 1
+    bounds = [0, *cuts.tolist(), e - s]
+    begin = h.position[s:e] - h.base + RECORD_BATCH_OVERHEAD
+    finish = h.position[s:e] - h.base + 12 + h.batch_length[s:e]
+    cum_in = np.concatenate([[0], np.cumsum(finish - begin)])
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if not ok[lo]:
+            yield from _decompressed_run(mf, h, s + lo, s + hi, max_uncompressed)
+            continue
+        p = lo
+        while p < hi:
+            q = max(p + 1, min(hi, int(np.searchsorted(cum_in, cum_in[p] + _PACK_INPUT, "right")) - 1))
+            arena_buf = pa.allocate_buffer(_PACK_RATIO * int(cum_in[q] - cum_in[p]) + _PACK_SLACK)
+            arena = np.frombuffer(arena_buf, dtype=np.uint8)
+            out_start = np.empty(q - p, np.int64)
+            out_len = np.empty(q - p, np.int64)
+            done, status = jc.decompress_many(mf.array, begin[p:q], finish[p:q], codec[p:q],
+                                              max_uncompressed, arena, out_start, out_len)
+            done = int(done)
+            if done:
+                yield (s + p, s + p + done, out_start[:done] + arena_buf.address,
+                       out_len[:done], arena_buf)
+            p += done
+            if status == jc.DONE or (status == jc.FULL and done):
+                continue
+            # refused (or alone too large for an arena): the library decides
+            yield from _decompressed_run(mf, h, s + p, s + p + 1, max_uncompressed)
+            p += 1
 
 
 _SKIP, _PLAIN, _PACKED, _LEGACY, _ODD = 0, 1, 2, 3, 4

@@ -224,6 +224,25 @@ def crc_ranges(buf, starts, ends, out):
         out[i] = _crc32c_hw(np.uint32(0xFFFFFFFF), base + s, e - s) ^ np.uint32(0xFFFFFFFF)
 
 
+@numba.njit(_nrt=False, cache=True, nogil=True)
+def crc_check(buf, base, position, batch_length, magic, crc, min_length, valid):
+    """valid[i] = batch i (at file position position[i], window starting at file position
+    ``base``) is v2, at least ``min_length`` long and CRC-32C of its bytes [21, end) equals
+    crc[i]; the one pass of crc_ranges plus the comparisons (numpy's per-chunk array
+    operations cost more than the CRCs on small batches)."""
+    addr = buf.ctypes.data
+    for i in range(position.shape[0]):
+        valid[i] = False
+        if magic[i] < 2 or batch_length[i] < min_length:
+            continue
+        s = position[i] - base + ATTRIBUTES_OFFSET
+        e = position[i] - base + LOG_OVERHEAD + batch_length[i]
+        if s < 0 or e > buf.shape[0] or e < s:
+            continue
+        got = _crc32c_hw(np.uint32(0xFFFFFFFF), addr + s, e - s) ^ np.uint32(0xFFFFFFFF)
+        valid[i] = np.int64(got) == crc[i]
+
+
 @numba.njit(_nrt=False, cache=True, inline="always")
 def _copy(dst, d, src, s, n):
     """dst[d:d+n] = src[s:s+n] (callers have checked both ranges)."""
