@@ -174,8 +174,10 @@ def _aborted_ranges(spec: Any) -> list[Any]:
 
 
 def _txn_states(rows: Sequence[dict[str, Any]], holder: Any, specs: Sequence[Any], divergence: int) -> dict[int, str]:
-    """txn_state of each of ``rows`` (lost from ``holder``), from every replica's markers."""
-    from .transactions import lost_transaction_states
+    """txn_state of each of ``rows`` (lost from ``holder``), from every replica's markers, and,
+    for a transaction no marker decides (``open``/``unknown``), from the coordinator's committed
+    records when a ``__transaction_state`` partition is among ``specs``."""
+    from .transactions import coordinator_states, lost_transaction_states
 
     pids = {int(r["producer_id"]) for r in rows if r["is_transactional"] and r["producer_id"] >= 0}
     if not pids:
@@ -189,7 +191,15 @@ def _txn_states(rows: Sequence[dict[str, Any]], holder: Any, specs: Sequence[Any
     others = [_marker_rows(s, divergence, pids, epochs=epochs) for s in specs
               if (s.topic, s.partition) == (holder.topic, holder.partition) and s is not holder]
     own = _marker_rows(holder, divergence, pids, own_until=last)
-    return lost_transaction_states(rows, own, _aborted_ranges(holder), others, divergence)
+    states = lost_transaction_states(rows, own, _aborted_ranges(holder), others, divergence)
+    undecided = {int(r["offset"]): (int(r["producer_id"]), int(r["producer_epoch"])) for r in rows
+                 if states.get(int(r["offset"])) in ("open", "unknown")}
+    if undecided:
+        decided = coordinator_states(specs, holder.topic, holder.partition, list(undecided.values()))
+        for offset, txn in undecided.items():
+            if txn in decided:
+                states[offset] = decided[txn]
+    return states
 
 
 def _key_digest(key: bytes) -> bytes:
