@@ -65,6 +65,8 @@ class MetadataState:
     source: str
     #: (leader epoch, leader) of every election in the log
     leaders: tuple[tuple[int, int], ...] = ()
+    #: (broker, broker epoch) of each broker's last RegisterBrokerRecord in the log
+    registrations: tuple[tuple[int, int], ...] = ()
 
     def election_for(self, broker: int) -> str:
         """``clean`` for a member of the last ISR or ELR (KIP-966: with an empty ISR an ELR
@@ -344,6 +346,8 @@ class _Replica:
     #: transactional data and markers (offset order): rows as
     #: segtools.forensics.transactions.lost_transaction_states reads them
     txn_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: brokerEpoch of the dir's .kafka_cleanshutdown (None: no marker, or one without it)
+    shutdown_epoch: int | None = None
 
 
 def _digest(key: bytes | None, value: bytes | None, headers: Any) -> bytes:
@@ -381,7 +385,20 @@ def _load(spec: Any) -> _Replica:
     start = max(min(records, default=0), getattr(spec, "log_start_checkpoint", None) or 0)
     newest = max([-1, *(r[0] for r in records.values()), *(e for e, _o in spec.epoch_checkpoint or ())])
     return _Replica(spec.broker, spec.high_watermark, start, records, control, newest,
-                    sorted(txn_rows, key=lambda r: r["offset"]))
+                    sorted(txn_rows, key=lambda r: r["offset"]), _shutdown_epoch(spec))
+
+
+def _shutdown_epoch(spec: Any) -> int | None:
+    from .errors import SegtoolsError
+    from .files.checkpoints import read_clean_shutdown
+    from .forensics.collect import CLEAN_SHUTDOWN_FILE
+
+    if not getattr(spec, "clean_shutdown", False):
+        return None
+    try:
+        return read_clean_shutdown(os.path.join(spec.log_dir, CLEAN_SHUTDOWN_FILE)).broker_epoch
+    except (OSError, SegtoolsError):
+        return None             # unreadable: proves nothing
 
 
 def _aborted(follower: _Replica, cut: int, others: Sequence[_Replica]) -> set[int]:
@@ -505,9 +522,14 @@ def _missing(topic: str, partition: int, state: MetadataState | None,
     # whose newest epoch is older than one its broker led is a copy from before that epoch,
     # or the broker lost what it wrote then (power loss: recovery drops the epoch's entry with
     # the records). The disk cannot tell which; the first would make any "safe" false.
+    # A dir copied after its broker's last stop, a clean one, is neither: a clean shutdown
+    # flushes everything, so a later leader truncated the epoch away (Kafka's truncateTo drops
+    # the epoch entries at or past the truncation offset). The .kafka_cleanshutdown's
+    # brokerEpoch equal to the broker's last registration in the metadata log proves it.
+    registered = dict(state.registrations)
     for r in replicas:
         led = [e for e, leader in state.leaders if leader == r.broker and e > r.newest_epoch]
-        if led:
+        if led and not (r.shutdown_epoch is not None and registered.get(r.broker) == r.shutdown_epoch):
             out.append(MissingEvidence(r.broker, "given dir behind the metadata log",
                                        f"the metadata log has broker {r.broker} lead leader epoch(s) "
                                        f"{led}, its given dir knows epochs up to {r.newest_epoch} only: "
@@ -536,10 +558,15 @@ def _states(paths: Sequence[str | os.PathLike[str]], metadata_log: str | os.Path
             note(f"ignoring the controller's metadata log: {exc}")
             return {}
         note(f"using the controller's metadata log {source}")
+    registered: dict[int, int] = {}
+    for ev in histories.brokers:
+        if ev.get("event") == "registered" and ev.get("broker") is not None and "broker_epoch" in ev:
+            registered[int(ev["broker"])] = int(ev["broker_epoch"])
     return {tp: MetadataState(None if h.leader is None or h.leader < 0 else h.leader, h.leader_epoch,
                               tuple(h.isr), tuple(h.elr), tuple(h.last_known_elr), tuple(h.replicas),
                               source, tuple(sorted((e, el.leader) for e, el in h.elections.items()
-                                                   if el.leader is not None and el.leader >= 0)))
+                                                   if el.leader is not None and el.leader >= 0)),
+                              tuple(sorted(registered.items())))
             for tp, h in histories.items()}
 
 

@@ -16,8 +16,10 @@ Transactions and keys (docs/CONTRACT.md section 10): ``txn_state`` is the state 
 record's transaction from the markers on every replica
 (:func:`segtools.forensics.transactions.lost_transaction_states`); ``log_committed`` says the
 high watermark (or an acks=all acknowledgement) passed the record; ``committed`` (a loss for
-consumers) is ``log_committed`` of a non-transactional record or of a committed transaction
-only. ``superseded_by``: the surviving log's offset of a newer record (higher leader epoch,
+consumers) is ``log_committed`` unless the transaction aborted: an ``open`` or ``unknown`` one
+may still be (or have been) committed, and the report counts it so. ``txn_state`` is the
+report's own state of the copy written (``LostRecord.txn_state``), read here only when the
+report did not. ``superseded_by``: the surviving log's offset of a newer record (higher leader epoch,
 then offset) with the same key, which replay must not overwrite with the lost value.
 
 ``_SUCCESS`` lists the record count, the schema, and the size and SHA-256 of each data file.
@@ -172,8 +174,10 @@ def _aborted_ranges(spec: Any) -> list[Any]:
 
 
 def _txn_states(rows: Sequence[dict[str, Any]], holder: Any, specs: Sequence[Any], divergence: int) -> dict[int, str]:
-    """txn_state of each of ``rows`` (lost from ``holder``), from every replica's markers."""
-    from .transactions import lost_transaction_states
+    """txn_state of each of ``rows`` (lost from ``holder``), from every replica's markers, and,
+    for a transaction no marker decides (``open``/``unknown``), from the coordinator's committed
+    records when a ``__transaction_state`` partition is among ``specs``."""
+    from .transactions import coordinator_states, lost_transaction_states
 
     pids = {int(r["producer_id"]) for r in rows if r["is_transactional"] and r["producer_id"] >= 0}
     if not pids:
@@ -187,7 +191,15 @@ def _txn_states(rows: Sequence[dict[str, Any]], holder: Any, specs: Sequence[Any
     others = [_marker_rows(s, divergence, pids, epochs=epochs) for s in specs
               if (s.topic, s.partition) == (holder.topic, holder.partition) and s is not holder]
     own = _marker_rows(holder, divergence, pids, own_until=last)
-    return lost_transaction_states(rows, own, _aborted_ranges(holder), others, divergence)
+    states = lost_transaction_states(rows, own, _aborted_ranges(holder), others, divergence)
+    undecided = {int(r["offset"]): (int(r["producer_id"]), int(r["producer_epoch"])) for r in rows
+                 if states.get(int(r["offset"])) in ("open", "unknown")}
+    if undecided:
+        decided = coordinator_states(specs, holder.topic, holder.partition, list(undecided.values()))
+        for offset, txn in undecided.items():
+            if txn in decided:
+                states[offset] = decided[txn]
+    return states
 
 
 def _key_digest(key: bytes) -> bytes:
@@ -240,6 +252,7 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
             wanted: dict[tuple[str, int, int, str], set[int]] = {}
             meta: dict[tuple[int, int, int], Any] = {}
             holders: dict[tuple[int, int], Any] = {}
+            reported: dict[tuple[int, int], str | None] = {}     # the report's txn_state of the copy
             divergence: dict[int, int] = {}
             for lost in part.lost:
                 divergence[lost.broker] = min(divergence.get(lost.broker, lost.offset), lost.offset)
@@ -269,6 +282,7 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
                         by_content += 1
                         continue
                     holders[ident] = spec
+                    reported[ident] = lost.txn_state
                     chosen[ident] = {
                         "topic": topic, "partition": partition, "offset": r["offset"],
                         "leader_epoch": r["leader_epoch"], "timestamp_ms": r["timestamp_ms"],
@@ -289,11 +303,17 @@ def write_lost_out(report: Any, specs: Sequence[Any], out_dir: str | os.PathLike
                 by_holder.setdefault(id(holders[ident]), []).append(row)
             for mine in by_holder.values():
                 holder = holders[(mine[0]["offset"], mine[0]["leader_epoch"])]
-                states = _txn_states(mine, holder, specs, divergence.get(holder.broker, mine[0]["offset"]))
+                # the report read the states already (attach_replicas): the same value here, so
+                # lost-out and report.json never disagree; read them only for a report without
+                unread = [row for row in mine if reported[(row["offset"], row["leader_epoch"])] is None]
+                states = _txn_states(unread, holder, specs,
+                                     divergence.get(holder.broker, mine[0]["offset"])) if unread else {}
                 for row in mine:
-                    row["txn_state"] = states.get(row["offset"], "unknown")
-                    # a loss for consumers only when its transaction (if any) committed
-                    row["committed"] = row["log_committed"] and row["txn_state"] in ("none", "committed")
+                    said = reported[(row["offset"], row["leader_epoch"])]
+                    row["txn_state"] = said if said is not None else states.get(row["offset"], "unknown")
+                    # a loss for consumers unless its transaction aborted: an open or unknown one
+                    # may still commit (or did, with the marker lost), as the report counts it
+                    row["committed"] = row["log_committed"] and row["txn_state"] != "aborted"
             rows.extend(chosen[k] for k in sorted(chosen))
         table = pa.Table.from_pylist(rows, schema=LOST_SCHEMA)
         with atomic_file(os.path.join(out, "lost.parquet"), "wb") as fh:

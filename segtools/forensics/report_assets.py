@@ -36,6 +36,7 @@ rect.loss.committed,.sw.committed{fill:#d32f2f;background:#d32f2f}
 rect.loss.acked,.sw.acked{fill:#f57c00;background:#f57c00}
 rect.loss.unacked,.sw.unacked{fill:#9e9e9e;background:#9e9e9e}
 rect.loss.relocated,.sw.relocated{fill:#7e57c2;background:#7e57c2}
+rect.loss.aborted,.sw.aborted{fill:#cfd8dc;background:#cfd8dc}
 line.leo{stroke:#000;stroke-width:2}line.log-start{stroke:#1565c0;stroke-width:2}
 path.hw{fill:#2e7d32}line.fork{stroke:#c62828;stroke-width:2.5;stroke-dasharray:5 2}
 text.fork-label{fill:#c62828;font-weight:600}text.election-label,text.broker-label{font-size:10px}text.lane-status{fill:#777;font-size:10px}
@@ -48,6 +49,7 @@ path.broker-event{fill:#555}path.broker-event.fenced{fill:#d32f2f}path.broker-ev
 .legend{color:#444}
 tr.committed td:first-child{border-left:4px solid #d32f2f}tr.acked td:first-child{border-left:4px solid #f57c00}
 tr.unacked td:first-child{border-left:4px solid #9e9e9e}tr.relocated td:first-child{border-left:4px solid #7e57c2}
+tr.aborted td:first-child{border-left:4px solid #cfd8dc}
 td.kv{font-family:ui-monospace,monospace;max-width:320px;overflow-wrap:anywhere}
 .evidence{font-family:ui-monospace,monospace;font-size:12px}
 #lost-controls{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
@@ -63,7 +65,7 @@ var rows=data.rows,size=200,page=0,view=rows,hay=new Array(rows.length);
 var box=document.getElementById("lost-filter"),sel=document.getElementById("lost-class");
 var body=document.getElementById("lost-body"),info=document.getElementById("lost-info");
 var prev=document.getElementById("lost-prev"),next=document.getElementById("lost-next");
-var CLS=["committed","acked","unacked","relocated"];
+var CLS=["committed","acked","unacked","relocated","aborted"];
 function txt(v){return v===null||v===undefined?"":String(v);}
 function text(i){if(hay[i]===undefined){var r=rows[i];
 hay[i]=(r[0]+" "+r[1]+" "+r[2]+" "+r[3]+" "+txt(r[4])+" "+txt(r[5])).toLowerCase();}return hay[i];}

@@ -551,7 +551,8 @@ def _legend(w: Any) -> None:
       '<b style="color:#2e7d32">\u25bc</b> high-watermark checkpoint, <b style="color:#c62828">\u00a6</b> '
       'fork point, dashed box: divergent range; lost records:'
       '<span class="sw committed"></span>committed<span class="sw acked"></span>acked'
-      '<span class="sw unacked"></span>unacknowledged<span class="sw relocated"></span>relocated; '
+      '<span class="sw unacked"></span>unacknowledged<span class="sw relocated"></span>relocated'
+      '<span class="sw aborted"></span>aborted transaction; '
       'a pale red band across all lanes: committed offsets no replica holds any more. '
       '\u26a0 no clean-shutdown marker (crashed, or copied while running).</p>')
 
@@ -805,7 +806,7 @@ def _broker_table(w: Any, brokers: Sequence[Mapping[str, Any]], ev: _Evidence) -
 def _lost_rows(parts: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """[partition, broker, offset, epoch, key, value, class index, acked, timestamp (ISO, UTC),
     transaction state] per lost copy (the last two null when the report does not carry them)."""
-    order = {"committed": 0, "acked": 1, "unacked": 2, "relocated": 3}
+    order = {"committed": 0, "acked": 1, "unacked": 2, "relocated": 3, "aborted": 4}
     rows = []
     for p in parts:
         name = visible(f"{p.get('topic')}-{p.get('partition')}")
@@ -825,7 +826,8 @@ def _lost_table(w: Any, parts: Sequence[Mapping[str, Any]], t: Mapping[str, Any]
       'key, value, offset (words must all match)" aria-label="filter lost records">'
       '<select id="lost-class" aria-label="class"><option value="">all</option>'
       '<option value="committed">committed</option><option value="acked">acked</option>'
-      '<option value="unacked">unacknowledged</option><option value="relocated">relocated</option></select>'
+      '<option value="unacked">unacknowledged</option><option value="relocated">relocated</option>'
+      '<option value="aborted">aborted transaction</option></select>'
       '<button type="button" id="lost-prev">\u2190 prev</button><button type="button" id="lost-next">'
       'next \u2192</button><span id="lost-info"></span></div>'
       '<table id="lost-table"><thead><tr><th>partition</th><th>broker</th><th>offset</th><th>epoch</th>'

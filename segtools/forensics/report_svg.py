@@ -50,9 +50,12 @@ def iso_ms(ms: int | None) -> str:
 
 def loss_class(rec: Mapping[str, Any]) -> str:
     """committed beats acked beats unacknowledged; a record the reference holds again
-    elsewhere (``relocated_to``) is not lost data."""
+    elsewhere (``relocated_to``) is not lost data, nor is one of an aborted transaction (never
+    delivered to read_committed consumers, never replayed), whatever its acknowledgement."""
     if rec.get("relocated_to") is not None:
         return "relocated"
+    if rec.get("txn_state") == "aborted":
+        return "aborted"
     if rec.get("committed"):
         return "committed"
     if rec.get("acked"):
@@ -204,8 +207,10 @@ def _lane(r: Mapping[str, Any], y: float, scale: _Scale, lost: list[Mapping[str,
                  f'</title></rect>')
     for a, b, cls in loss_runs(lost):
         x, w = scale.span(a, b + 1)
+        what = ("records of aborted transactions (never delivered to read_committed consumers)"
+                if cls == "aborted" else f"{cls} records lost")
         p.append(f'<rect class="loss {cls}" data-first="{a}" data-last="{b}" x="{x:.1f}" y="{y + 15}" '
-                 f'width="{w:.1f}" height="{LANE_H - 16}"><title>{cls} records lost: offsets {a}\u2013{b}'
+                 f'width="{w:.1f}" height="{LANE_H - 16}"><title>{what}: offsets {a}\u2013{b}'
                  f'</title></rect>')
     x = scale.x(start)
     p.append(f'<line class="log-start" data-offset="{start}" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" '

@@ -309,6 +309,7 @@ def transaction_findings(report: dict[str, Any]) -> list[Finding]:
 #      of another producer epoch comes first; replicas that disagree make it unknown.
 # No marker and no sign the producer moved on: "open". A marker that cannot be read, a
 # later producer epoch without a marker, disagreement: "unknown". Never "committed" on doubt.
+# Either may then be decided by the coordinator's committed records (coordinator_states).
 
 #: the values of lost-out's ``txn_state`` column
 TXN_STATES = ("committed", "aborted", "open", "unknown", "none")
@@ -438,3 +439,127 @@ def clear_aborted_commitment(lost: Sequence[Any], divergent: Mapping[tuple[int, 
             x.committed = False
             changed += 1
     return changed
+
+
+# --- the coordinator's word on a transaction (__transaction_state among the inputs) ----------
+#
+# A lost transaction whose marker is in no evidence may still be decided in the coordinator's
+# log: PrepareCommit / PrepareAbort (the decision; the markers follow) and CompleteCommit /
+# CompleteAbort (core/.../transaction/TransactionMetadata.scala). Only records below a
+# replica's high-watermark checkpoint count: the coordinator's state transition completes once
+# its append is committed, and an uncommitted PrepareCommit on a replica a later coordinator
+# never read may end as an abort (on the transaction's timeout). Which transaction a closing
+# record ends:
+# - transactions v2 (ClientTransactionVersion >= 2, KIP-890): the coordinator bumps the epoch
+#   when it prepares the end, so the closing record of the transaction whose data carry epoch
+#   e has epoch e + 1, unique per transaction;
+# - transactions v1: every transaction of a producer session has the same epoch e. Decided
+#   only when the log holds that session's start (the Empty record InitProducerId writes with
+#   epoch e; a record followed by later ones of its transactional id is not compacted away, nor
+#   is anything after it) and exactly one transaction of (pid, e) after it lists the partition
+#   (its Ongoing or Prepare record). A v1 abort on timeout fences with epoch e + 1 as well.
+
+_COMMIT_STATES = {2: "committed", 4: "committed", 3: "aborted", 5: "aborted"}   # Prepare*/Complete*
+_ONGOING, _EMPTY = 1, 0
+
+_COORDINATOR_CACHE: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = {}
+
+
+def _coordinator_sequences(specs: Sequence[Any]) -> list[list[dict[str, Any]]]:
+    """Per replica of a ``__transaction_state`` partition among ``specs``: the decoded values
+    below its high-watermark checkpoint, each with ``transactionalId``, in offset order (one
+    list per replica; a replica without a checkpoint entry gives none)."""
+    from segtools.errors import SegtoolsError
+    from segtools.internal_topics.transaction_state import decode_key, decode_value
+    from segtools.records import columnar
+
+    coord = [s for s in specs if s.topic == TRANSACTION_STATE_TOPIC and not getattr(s, "state", "")]
+    key = tuple((s.log_dir, s.partition, s.high_watermark, _txn_log_key([p for p, _ in s.segments]))
+                for s in coord)
+    cached = _COORDINATOR_CACHE.get(key)
+    if cached is not None:
+        return cached
+    out: list[list[dict[str, Any]]] = []
+    for s in coord:
+        hw = s.high_watermark
+        if hw is None or hw <= 0:
+            continue
+        seq: list[dict[str, Any]] = []
+        try:
+            for path, _size in s.segments:
+                for rb in columnar.iter_record_batches(path, include_control=False, end_offset=hw):
+                    for off, k, v in zip(rb.column("offset").to_pylist(), rb.column("key").to_pylist(),
+                                         rb.column("value").to_pylist()):
+                        if off >= hw:
+                            continue
+                        try:
+                            dk, dv = decode_key(k), decode_value(v)
+                        except SegtoolsError:
+                            continue
+                        if dv is not None and "transactionalId" in dk:
+                            seq.append({**dv, "transactionalId": dk["transactionalId"], "offset": off})
+        except (OSError, SegtoolsError):
+            continue        # an unreadable replica decides nothing
+        out.append(sorted(seq, key=lambda r: r["offset"]))
+    if len(_COORDINATOR_CACHE) > 8:
+        _COORDINATOR_CACHE.clear()
+    _COORDINATOR_CACHE[key] = out
+    return out
+
+
+def _lists(value: Mapping[str, Any], topic: str, partition: int) -> bool:
+    return any(p.get("topic") == topic and partition in (p.get("partitionIds") or ())
+               for p in value.get("transactionPartitions") or ())
+
+
+def _decided_in(seq: Sequence[Mapping[str, Any]], pid: int, epoch: int, topic: str, partition: int) -> str | None:
+    """The outcome one replica's committed coordinator records give the transaction of
+    ``pid`` whose data on ``topic``-``partition`` carry ``epoch`` (None: not decided there)."""
+    mine = [v for v in seq if int(v["producerId"]) == pid]
+    # transactions v2: the closing record with the bumped epoch
+    v2 = {_COMMIT_STATES[int(v["transactionStatus"])] for v in mine
+          if int(v["transactionStatus"]) in _COMMIT_STATES and int(v.get("clientTransactionVersion", 0)) >= 2
+          and int(v["producerEpoch"]) == epoch + 1
+          and (not v.get("transactionPartitions") or _lists(v, topic, partition))}
+    if v2:
+        return v2.pop() if len(v2) == 1 else None
+    if any(int(v.get("clientTransactionVersion", 0)) >= 2 for v in mine):
+        return None
+    # transactions v1: the session's start must be in the log, then exactly one transaction
+    start = next((i for i, v in enumerate(mine)
+                  if int(v["transactionStatus"]) == _EMPTY and int(v["producerEpoch"]) == epoch), None)
+    if start is None:
+        return None
+    outcomes: list[str | None] = []      # per transaction of (pid, epoch) listing the partition
+    listed = False
+    for v in mine[start + 1:]:
+        status, ep = int(v["transactionStatus"]), int(v["producerEpoch"])
+        if ep not in (epoch, epoch + 1) or status == _EMPTY or (status == _ONGOING and ep != epoch):
+            break                           # a later session: its transactions are not ours
+        if status == _ONGOING and ep == epoch:
+            if not listed and _lists(v, topic, partition):
+                listed = True
+                outcomes.append(None)
+        elif status in _COMMIT_STATES:
+            if not listed and _lists(v, topic, partition):
+                outcomes.append(None)
+                listed = True
+            if listed and outcomes[-1] is None:
+                outcomes[-1] = _COMMIT_STATES[status]
+            if status in (4, 5):
+                listed = False              # complete: the next Ongoing starts another
+    return outcomes[0] if len(outcomes) == 1 else None
+
+
+def coordinator_states(specs: Sequence[Any], topic: str, partition: int,
+                       txns: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """``(producer id, epoch) -> committed|aborted`` for the transactions ``txns`` of data on
+    ``topic``-``partition`` that the committed records of the ``__transaction_state`` replicas
+    among ``specs`` decide; replicas that disagree decide nothing."""
+    seqs = _coordinator_sequences(specs) if txns else []
+    out: dict[tuple[int, int], str] = {}
+    for pid, epoch in dict.fromkeys(txns):
+        said = {s for s in (_decided_in(seq, pid, epoch, topic, partition) for seq in seqs) if s is not None}
+        if len(said) == 1:
+            out[(pid, epoch)] = said.pop()
+    return out

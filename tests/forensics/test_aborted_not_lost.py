@@ -80,6 +80,14 @@ def test_an_abort_marker_only_on_the_new_leader_makes_no_committed_loss(tmp_path
     # the HTML: not green (a divergence is a finding), the aborted records counted as such
     assert _verdict(page) == ("bad", "safe")
     assert 'id="aborted-count" data-count="2"' in page and 'class="verdict ok"' not in page
+    # the lost-records table and the lanes class them "aborted", never "acked" (acks=all
+    # acknowledged them): the class index of each row read through the page's own CLS list
+    data = json.loads(re.search(r'<script type="application/json" id="lost-data">(.*?)</script>', page,
+                                re.S).group(1))
+    classes = json.loads(re.search(r"var CLS=(\[.*?\]);", page).group(1))
+    assert [(r[2], classes[r[6]], r[7]) for r in data["rows"]] == [(1, "aborted", True), (2, "aborted", True)]
+    assert '<option value="aborted">' in page and '<rect class="loss aborted"' in page
+    assert '<rect class="loss acked"' not in page and '<rect class="loss committed"' not in page
     # lost-out agrees, and replay holds them
     rows = pq.read_table(out / "lost.parquet").to_pylist()
     assert [(r["txn_state"], r["committed"], r["log_committed"]) for r in rows] == [("aborted", False, False)] * 2

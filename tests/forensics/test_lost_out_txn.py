@@ -53,11 +53,18 @@ def _lost_out(tmp_path: Path, spec: dict) -> tuple[Path, list[dict], dict]:
     run(parse_scenario(spec), evidence)
     out = tmp_path / f"{spec['name']}-lost"
     result = CliRunner().invoke(cli, ["compare", str(evidence), "--no-spark", "--acks",
-                                      str(evidence / "acks.jsonl"), "--lost-out", str(out)])
+                                      str(evidence / "acks.jsonl"), "--lost-out", str(out),
+                                      "--report", str(tmp_path / f"{spec['name']}-report.json")])
     assert result.exit_code == 1, result.output
     rows = pq.read_table(out / "lost.parquet").to_pylist()
     truth = json.loads((evidence / "truth.json").read_text())["orders-0"]
     return out, rows, truth
+
+
+def _report_copies(tmp_path: Path, name: str) -> dict[tuple[int, int, int], dict]:
+    """(broker, offset, leader epoch) -> the compare report's lost_records entry."""
+    (part,) = json.loads((tmp_path / f"{name}-report.json").read_text())["partitions"]
+    return {(x["broker"], x["offset"], x["leader_epoch"]): x for x in part["lost_records"]}
 
 
 CASES = [
@@ -66,7 +73,9 @@ CASES = [
     ("abort_transaction", None, "aborted", False),
     (None, "commit_transaction", "committed", True),     # marker only on the new leader
     (None, "abort_transaction", "aborted", False),
-    (None, None, "open", False),
+    # no marker anywhere: the outcome is undecided, the log committed the records (acks=all):
+    # a possible consumer loss, as the report counts it (CONTRACT section 10), never cleared
+    (None, None, "open", True),
 ]
 
 
@@ -85,7 +94,12 @@ def test_lost_transactional_records_carry_the_state_of_their_transaction(tmp_pat
         # compare's own flag: the report clears it for an aborted transaction, whether its
         # ABORT marker is lost with it or only on the new leader (issue 21)
         assert r["log_committed"] is (state != "aborted")
-        assert r["committed"] is consumer_loss       # never a consumer loss unless it committed
+        assert r["committed"] is consumer_loss       # cleared only for an aborted transaction
+    # lost-out and the compare report say the same of each copy: state and commitment
+    report = _report_copies(tmp_path, "t")
+    assert [(r["txn_state"], r["committed"]) for r in rows] == \
+        [(report[(r["broker"], r["offset"], r["leader_epoch"])]["txn_state"],
+          report[(r["broker"], r["offset"], r["leader_epoch"])]["committed"]) for r in rows]
     manifest = json.loads((out / "_SUCCESS").read_text())
     assert manifest["txn_states"] == {state: 2}
     plan = CliRunner().invoke(cli, ["replay", str(out), "--dry-run"])
@@ -115,9 +129,9 @@ def test_the_compare_report_does_not_count_an_aborted_transaction_lost_with_its_
     assert "COMMITTED_LOSS" not in result.output
 
 
-def test_an_unreadable_marker_makes_the_state_unknown_never_committed(tmp_path):
+def test_an_unreadable_marker_makes_the_state_unknown_and_keeps_the_logs_commitment(tmp_path):
     """The lost replica's COMMIT marker with its control type damaged: nothing proves the
-    outcome, so the records are `unknown` and replay holds them."""
+    outcome, so the records are `unknown` (still a possible consumer loss) and replay holds them."""
     import shutil
 
     evidence = tmp_path / "e"
@@ -136,7 +150,11 @@ def test_an_unreadable_marker_makes_the_state_unknown_never_committed(tmp_path):
     assert result.exit_code == 1, result.output
     rows = pq.read_table(out / "lost.parquet").to_pylist()
     assert [r["txn_state"] for r in rows] == ["unknown", "unknown"]
-    assert not any(r["committed"] for r in rows)
+    # nothing proves the transaction aborted: the log's commitment stands (truth: committed),
+    # flagged by the state, as the report keeps it
+    truth = json.loads((evidence / "truth.json").read_text())["orders-0"]
+    assert [r["committed"] for r in rows] == [r["log_committed"] for r in rows] == \
+        [x["committed"] for x in sorted(truth["lost"], key=lambda x: x["offset"])] == [True, True]
     plan = CliRunner().invoke(cli, ["replay", str(out), "--dry-run"])
     assert plan.exit_code == 1 and plan.output.count("(transaction_unknown; txn unknown)") == 2
     shutil.rmtree(evidence)
@@ -280,7 +298,8 @@ def test_random_transactions_never_get_a_state_their_scenario_contradicts(tmp_pa
             lost_txn += 1
             assert r["value"].startswith(b"x"), (seed, r)
             assert r["txn_state"] in ALLOWED[outcome], (seed, outcome, r["txn_state"])
-            assert not r["committed"] or outcome == "committed", (seed, r)
+            # a consumer loss unless the transaction aborted (open/unknown keep the log's flag)
+            assert r["committed"] == (r["log_committed"] and outcome != "aborted"), (seed, r)
             exact += r["txn_state"] == {"committed": "committed", "aborted": "aborted", "never": "open"}[outcome]
     assert lost_txn >= 40
     assert exact == lost_txn      # the model's evidence always holds the marker or its absence
