@@ -25,7 +25,7 @@ SCHEMA_VERSION = 2
 VERDICT_CLEAN = "CLEAN"            # exit 0: every replica consistent or a lagging prefix
 VERDICT_LOSS = "COMMITTED_LOSS"    # committed records or committed offsets lost
 VERDICT_PROBLEMS = "PROBLEMS"      # divergence, corruption or unreadable input, nothing committed lost
-VERDICT_CANNOT_TELL = "CANNOT_TELL"   # nothing seen lost, but the evidence cannot prove it (exit 1)
+VERDICT_CANNOT_TELL = "CANNOT_TELL"   # not proven either way: evidence is missing (exit 1)
 
 
 def replica_problem(verdict: PartitionVerdict, replica: Any) -> bool:
@@ -396,8 +396,15 @@ def answer_lines(report: CompareReport, *, max_partitions: int = 5) -> list[str]
     if answer == "safe":
         return ["answer: safe - nothing lost, proven from the evidence (metadata log, every last ISR/ELR "
                 "member's log dir" + (", acks" if report.acks_given else "") + ")"]
-    head = ("answer: LOST - records were lost (above)" if answer == "lost" else
-            "answer: CANNOT TELL - nothing seen lost, but the evidence cannot prove nothing was (exit 1)")
+    if answer == "lost":
+        head = "answer: LOST - records were lost (above)"
+    elif report.totals()["records_lost"]["total"]:
+        # records are listed above (e.g. of a transaction whose outcome no evidence holds):
+        # "nothing seen lost" would read as an all-clear next to them
+        head = ("answer: CANNOT TELL - the records listed above may be lost; the evidence cannot "
+                "decide (exit 1)")
+    else:
+        head = "answer: CANNOT TELL - nothing seen lost, but the evidence cannot prove nothing was (exit 1)"
     out = [head]
     gaps = report.cannot_tell()
     for g in gaps[:max_partitions]:

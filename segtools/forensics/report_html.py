@@ -433,10 +433,17 @@ def _summary(w: Any, t: Mapping[str, Any], parts: Sequence[Mapping[str, Any]], b
             lost += f"; {esc(acked_off)} acknowledged offset(s) held by no replica"
         # a divergence nothing was lost by (all of it aborted transactions) is a finding (exit 1),
         # not green; the attribute carries the report's own answer
-        head = ("Replicas diverged, nothing lost for consumers (proven)" if answer == "safe"
-                else "Data was lost or replicas diverged")
-        w(f'<p class="verdict bad" id="verdict" data-answer="{"safe" if answer == "safe" else "lost"}">'
-          f'{esc(verdict) + ": " if verdict else ""}{head}: {lost}.</p>')
+        if answer == "cannot_tell":
+            # records are listed but the evidence cannot decide their fate (e.g. a transaction
+            # whose outcome no evidence holds): amber, the report's own answer, never green
+            w(f'<p class="verdict unknown" id="verdict" data-answer="cannot_tell">'
+              f'{esc(verdict) + ": " if verdict else ""}Cannot tell whether these records were lost: '
+              f'{lost}. Missing evidence is listed below.</p>')
+        else:
+            head = ("Replicas diverged, nothing lost for consumers (proven)" if answer == "safe"
+                    else "Data was lost or replicas diverged")
+            w(f'<p class="verdict bad" id="verdict" data-answer="{"safe" if answer == "safe" else "lost"}">'
+              f'{esc(verdict) + ": " if verdict else ""}{head}: {lost}.</p>')
     elif answer == "safe":
         w('<p class="verdict ok" id="verdict" data-answer="safe">Safe: every replica is consistent (or a '
           'lagging prefix of the reference) and the evidence proves nothing was lost.</p>')

@@ -167,3 +167,16 @@ def test_transactions_v2_are_matched_by_the_bumped_epoch_v1_only_when_one_fits()
     fenced = [_rec("Empty", 0, False), _rec("Ongoing", 0), _rec("PrepareAbort", 1), _rec("CompleteAbort", 1, False),
               _rec("Empty", 2, False), _rec("Ongoing", 2), _rec("PrepareCommit", 2)]
     assert _decided_in(fenced, PID, 0, "orders", 0) == "aborted"
+
+
+def test_cannot_tell_next_to_listed_records_never_reads_as_nothing_lost(tmp_path):
+    """The markers and the metadata log are gone: the two lost records of the transaction are
+    listed, the answer is cannot tell; its words must not say nothing was seen lost."""
+    evidence = tmp_path / "e"
+    run(parse_scenario(_story("commit_transaction")), evidence)
+    _damage_markers(evidence)
+    result = CliRunner().invoke(cli, ["compare", str(evidence), "--no-spark", "--acks", str(evidence / "acks.jsonl")])
+    assert result.exit_code == 1, result.output
+    assert "2 lost record(s)" in result.output
+    answer = next(line for line in result.output.splitlines() if line.startswith("answer:"))
+    assert answer.startswith("answer: CANNOT TELL") and "nothing seen lost" not in answer, answer

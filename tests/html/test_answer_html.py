@@ -46,3 +46,20 @@ def test_a_report_without_an_answer_is_not_green(tmp_path):
     for k in ("answer", "missing_evidence"):
         doc["summary"].pop(k)
     assert _verdict(render_html(doc)) == ("unknown", "cannot_tell")
+
+
+def test_listed_records_of_an_undecided_answer_are_amber_not_nothing_lost(tmp_path):
+    """A transaction's lost records whose markers and metadata log are gone: compare lists them
+    and answers cannot tell; the page says so (amber, the report's answer), never 'nothing'."""
+    from segtools.simulate import run
+    from segtools.simulate.scenario import parse_scenario
+    from tests.forensics.test_txn_coordinator_state import _damage_markers, _story
+
+    evidence = tmp_path / "e"
+    run(parse_scenario(_story("commit_transaction")), evidence)
+    _damage_markers(evidence)
+    report = compare([str(evidence)], acks=evidence / "acks.jsonl")
+    assert report.answer() == "cannot_tell" and report.totals()["records_lost"]["total"] == 2
+    page = render_html(report.report_json())
+    assert _verdict(page) == ("unknown", "cannot_tell")
+    assert "nothing was seen" not in page and "nothing lost" not in page
