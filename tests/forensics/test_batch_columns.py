@@ -5,7 +5,6 @@ same bytes. The rows are stage 1's scan of real brokers' segments (tests/data/re
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
