@@ -4,8 +4,12 @@ small segments, time and peak RSS per row.
     python benchmarks/bench_scale.py                        # 1,000 and 10,000 segments, no Spark
     python benchmarks/bench_scale.py --sizes 1000,10000,100000 --spark --cluster
     python benchmarks/bench_scale.py --sizes 200 --only export,dump --keep /tmp/scale
+    python benchmarks/bench_scale.py --sizes 100000 --only spark    # Spark alone (slow)
 
 Rows:
+
+On 2 cores ``local[*]`` is ``local[2]``; the Spark row's RSS is the driver's Python process
+only (the JVM and its Python workers are not counted).
 
 - ``1p x N``: two brokers (replicas), each with one partition of N one-batch segments
   (identical copies, one record of 100 bytes per batch). compare reads both replicas; export
@@ -131,9 +135,9 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
         shutil.rmtree(out, ignore_errors=True)
     if "compare" in what:
         cells["compare"] = run_child(["compare", "--no-spark", *brokers], timeout=timeout)
-    if spark and "compare" in what:
-        env = dict(os.environ, SEGTOOLS_SPARK_MASTER="local[2]")
-        cells["spark"] = run_child(["compare", "--spark", "--master", "local[2]", *brokers],
+    if spark:
+        env = dict(os.environ, SEGTOOLS_SPARK_MASTER="local[*]")
+        cells["spark"] = run_child(["compare", "--spark", "--master", "local[*]", *brokers],
                                    env=env, timeout=timeout)
     # export and dump read broker 1; compare (both runners) every broker
     mine = sum(1 for p in pdirs for f in os.listdir(p) if f.endswith(".log"))
@@ -154,7 +158,7 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
     return row
 
 
-HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[2]", "RSS MB",
+HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[*]", "RSS MB",
           "export", "RSS MB", "dump", "RSS MB", "export/dump", "load"]
 
 
@@ -162,10 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000", help="segment counts of the 1-partition rows")
     ap.add_argument("--cluster", action="store_true", help="also the 10 brokers x 2,000 partitions row")
-    ap.add_argument("--spark", action="store_true", help="also compare on Spark local[2]")
+    ap.add_argument("--spark", action="store_true", help="also compare on Spark local[*] (as --only ...,spark)")
     ap.add_argument("--spark-max", type=int, default=None,
                     help="run Spark only on rows of at most this many segments")
-    ap.add_argument("--only", default="compare,export,dump", help="commands to run")
+    ap.add_argument("--only", default="compare,export,dump",
+                    help="commands to run, of compare (in process), spark, export, dump")
     ap.add_argument("--workdir", default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per command")
@@ -182,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, n, cluster in rows:
             root = os.path.join(base, label.replace(" ", "").replace(",", ""))
             brokers = make_cluster(root) if cluster else make_single(root, n)
-            spark = args.spark and (args.spark_max is None or n <= args.spark_max)
+            spark = (args.spark or "spark" in what) and (args.spark_max is None or n <= args.spark_max)
             print("| " + " | ".join(bench_row(label, brokers, n, what, spark, root,
                                               args.timeout)) + " |", flush=True)
             if not args.keep:

@@ -370,8 +370,9 @@ def _load(spec: Any) -> _Replica:
             "producer_epoch", "is_transactional"]
     txn_rows: list[dict[str, Any]] = []
     for path, _size in spec.segments:
+        # located: discovery listed the file (found again per file, it cost ~1.5 ms a segment)
         for rb in iter_record_batches(path, topic=spec.topic, partition=spec.partition, broker=spec.broker,
-                                      include_control=True):
+                                      include_control=True, located=True):
             for r in rb.select(cols).to_pylist():
                 records[r["offset"]] = (r["leader_epoch"], r["producer_id"], r["sequence"],
                                         _digest(r["key"], r["value"], r["headers"]))

@@ -125,6 +125,11 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
             except SegtoolsError as exc:
                 note(f"ignoring the controller's metadata log: {exc}")
         specs = discover_replicas(dirs, resolution, warnings=warnings)
+        from segtools.tier.compare_section import METADATA_TOPIC
+
+        tiered = any(p.topic == METADATA_TOPIC for p in resolution.partitions)   # something was tiered
+        # the listing held a path per segment (~270 bytes each): the specs hold what is read
+        del resolution
         check = check_inputs(dirs, specs)
         warnings += check.warnings
         for w in warnings:
@@ -163,9 +168,9 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
         # them: they describe the end of the log, and have no metadata offset)
         report.broker_events = [*getattr(histories, "brokers", []), *unclean_stops_from_log_dirs(report.partitions)]
     report.attach_replicas(specs)
-    from segtools.tier.compare_section import METADATA_TOPIC, tier_section
+    from segtools.tier.compare_section import tier_section
 
-    if any(p.topic == METADATA_TOPIC for p in resolution.partitions):   # something was tiered
+    if tiered:
         report.tier = tier_section(given)
     if histories is not None:
         # a partition of a compared topic that the metadata log knows and no given dir holds:

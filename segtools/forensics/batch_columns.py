@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,6 +44,84 @@ def _name_runs(col: pa.Array, pool: dict[str, str]) -> tuple[list[str], pa.Array
     return run_names, index.cast(pa.int32())
 
 
+def _append_arrow(cols: list[array[int]], rows: pa.Table | pa.RecordBatch,
+                  pool: dict[str, str] | None, names_before: int = 0) -> list[str]:
+    """Append ``rows``' fields to ``cols`` (one array per _FIELDS entry), one column at a time;
+    the segment column only when ``pool`` is given: its run names are returned, and indexed
+    from ``names_before`` (the names of earlier calls)."""
+    seg_names: list[str] = []
+    for (name, _code), out in zip(_FIELDS, cols):
+        if name == "segment" and pool is None:
+            continue
+        col = rows.column(name)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if name == "segment":
+            # runs of one name (a segment's batches are adjacent): no hash table over the
+            # rows (dictionary_encode's took ~330 bytes a row at the peak)
+            seg_names, col = _name_runs(col, pool or {})
+            if names_before:
+                col = pc.add(col, pa.scalar(names_before, pa.int32()))
+        if pa.types.is_boolean(col.type):
+            col = col.cast(pa.int8())
+        out.frombytes(memoryview(col.to_numpy(zero_copy_only=False)).cast("B"))
+        del col
+    return seg_names
+
+
+class BatchColumnsBuilder:
+    """One replica's BatchColumns built while its segments are scanned: each segment's Arrow
+    rows (BATCH_SCHEMA) are appended to the arrays every ``_FLUSH`` segments, so no table of
+    the whole replica's rows is held (it took ~130 bytes a batch beside the columns' ~70).
+
+    ``names``: the replica's segment file names by index (``add``'s ``segment``), as the scan
+    names them in its ``segment`` column; None takes the names from that column instead."""
+
+    _FLUSH = 256
+
+    def __init__(self, names: Sequence[str] | None = None) -> None:
+        self._cols = [array(code) for _n, code in _FIELDS]
+        self._names = names
+        self._run_names: list[str] = []
+        self._pool: dict[str, str] = {}
+        self._pending: list[pa.RecordBatch] = []
+        self._segments = array("i")
+        self._facts: list[BatchFacts] | None = None   # rows with nulls: not stage 1's as we write it
+
+    def add(self, rb: pa.RecordBatch, segment: int) -> None:
+        """The rows ``rb`` of the replica's segment number ``segment``."""
+        if rb.num_rows:
+            self._pending.append(rb)
+            self._segments.extend(array("i", [segment]) * rb.num_rows)
+            if len(self._pending) >= self._FLUSH:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        rows = pa.Table.from_batches(self._pending)
+        self._pending = []
+        if self._facts is None and any(rows.column(n).null_count for n, _c in _FIELDS):
+            # keep BatchFacts.from_row's conversions and errors, as for rows with nulls elsewhere
+            self._facts = list(self.build())
+        if self._facts is not None:
+            self._facts.extend(BatchFacts.from_row(r) for r in rows.to_pylist())
+        elif self._names is None:
+            self._run_names.extend(_append_arrow(self._cols, rows, self._pool, len(self._run_names)))
+        else:
+            _append_arrow(self._cols, rows, None)
+            self._cols[_SEGMENT].extend(self._segments)
+        self._segments = array("i")
+
+    def build(self) -> BatchColumns:
+        """The columns so far (the builder keeps adding to the same arrays)."""
+        if self._pending:
+            self._flush()
+        if self._facts is not None:
+            return BatchColumns.from_facts(self._facts)
+        return BatchColumns(self._cols, self._run_names if self._names is None else self._names)
+
+
 class BatchColumns(Sequence[BatchFacts]):
     """A read-only window ``[start, stop)`` over shared columns of batch headers."""
 
@@ -71,21 +150,8 @@ class BatchColumns(Sequence[BatchFacts]):
         shares one str per segment name across the replicas of a partition. One column at a
         time, each copied once from Arrow's buffer (the peak RSS follows the largest column,
         not the table)."""
-        cols: list[array[int]] = []
-        seg_names: list[str] = []
-        for name, code in _FIELDS:
-            col = rows.column(name).combine_chunks()
-            out = array(code)
-            if name == "segment":
-                # runs of one name (a segment's batches are adjacent): no hash table over the
-                # rows (dictionary_encode's took ~330 bytes a row at the peak)
-                seg_names, col = _name_runs(col, {} if names is None else names)
-            if pa.types.is_boolean(col.type):
-                col = col.cast(pa.int8())
-            out.frombytes(memoryview(col.to_numpy(zero_copy_only=False)).cast("B"))
-            cols.append(out)
-            del col
-        return cls(cols, seg_names)
+        cols = [array(code) for _n, code in _FIELDS]
+        return cls(cols, _append_arrow(cols, rows, {} if names is None else names))
 
     def __len__(self) -> int:
         return self._stop - self._start
@@ -131,6 +197,31 @@ class BatchColumns(Sequence[BatchFacts]):
         """One field's values over the window (a copy), e.g. for a search by base offset."""
         k = next(i for i, (n, _c) in enumerate(_FIELDS) if n == name)
         return self._cols[k][self._start:self._stop]
+
+    def _np(self, name: str) -> np.ndarray:
+        k = next(i for i, (n, _c) in enumerate(_FIELDS) if n == name)
+        return np.frombuffer(self._cols[k], dtype=np.dtype(self._cols[k].typecode))[self._start:self._stop]
+
+    def range_starts(self, first: int) -> dict[str, int]:
+        """Per segment name, the least position of a batch whose last offset is at least
+        ``first`` (what ``segtools.forensics.pipeline.range_starts`` gives from rows)."""
+        keep = self._np("last_offset") >= first
+        segs, positions = self._np("segment")[keep], self._np("position")[keep]
+        out: dict[str, int] = {}
+        for k, pos in zip(segs.tolist(), positions.tolist()):
+            name = self._names[k]
+            if name not in out or pos < out[name]:
+                out[name] = pos
+        return out
+
+    def segment_ends(self) -> tuple[Sequence[str], np.ndarray]:
+        """(the names, per name index the end of its last batch: the most position + size,
+        -1 where no batch names it)."""
+        ends = np.full(len(self._names), -1, dtype=np.int64)
+        segs = self._np("segment")
+        if segs.size:
+            np.maximum.at(ends, segs, self._np("position") + self._np("size").astype(np.int64))
+        return self._names, ends
 
     def sort(self, key: Callable[[BatchFacts], Any]) -> None:
         """Reorder in place (stable), as ``list.sort``."""

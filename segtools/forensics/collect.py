@@ -9,9 +9,12 @@ read-only and reads only small text files, so it runs on the driver.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
 
 from segtools.errors import BatchTooLargeError, InputError, SegtoolsError, display_path
 from segtools.forensics.model import BatchFacts, ReplicaFacts
@@ -22,6 +25,129 @@ if TYPE_CHECKING:
     from segtools.forensics.batch_columns import BatchColumns
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+class SegmentList(Sequence[tuple[str, int]]):
+    """A replica's segments as ``(path, size)`` in base-offset order, held compactly: when
+    every path is ``<one dir>/<base offset, 20 digits>.log`` (as Kafka names its segments),
+    one dir string and two arrays of 8 bytes per segment, the path made again when an item is
+    read; anything else (a renamed file, segments of a remote tier in another dir) as given.
+    A partition of 100,000 segments held a path string, a size and a tuple per segment
+    (~200 bytes); this holds 16."""
+
+    __slots__ = ("_dir", "_bases", "_sizes", "_paths")
+
+    def __init__(self, items: Iterable[tuple[str, int]] = ()) -> None:
+        self._dir: str | None = None
+        self._bases = array("q")
+        self._sizes = array("q")
+        self._paths: list[str] | None = None     # set once a path does not fit the compact form
+        for path, size in items:
+            self._append(path, size)
+
+    def _append(self, path: str, size: int) -> None:
+        self._sizes.append(size)
+        if self._paths is not None:
+            self._paths.append(path)
+            return
+        if self._dir is None:
+            self._dir = os.path.dirname(path)
+        base = stem_offset(path)
+        # the path must come back exactly as given (the same dir, Kafka's 20-digit name)
+        if base is not None and self._path(self._dir, base) == path:
+            self._bases.append(base)
+            return
+        self._paths = [self._path(self._dir, b) for b in self._bases]
+        self._paths.append(path)
+        self._bases = array("q")
+
+    @staticmethod
+    def _path(folder: str, base: int) -> str:
+        return os.path.join(folder, f"{base:020d}.log")
+
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    @property
+    def compact(self) -> bool:
+        """Whether every path is ``<dir>/<20-digit base offset>.log`` (held as offsets)."""
+        return self._paths is None
+
+    def path(self, i: int) -> str:
+        if self._paths is not None:
+            return self._paths[i]
+        return self._path(self._dir or "", self._bases[i])
+
+    def name(self, i: int) -> str:
+        """The file name of segment ``i`` (what batch facts call its ``segment``)."""
+        if self._paths is not None:
+            return os.path.basename(self._paths[i])
+        return f"{self._bases[i]:020d}.log"
+
+    def names(self) -> Sequence[str]:
+        """The file names, made when read (no str per segment is held)."""
+        return _Names(self)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[str, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[str, int] | list[tuple[str, int]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("segment index out of range")
+        return self.path(i), self._sizes[i]
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        for i in range(len(self)):
+            yield self.path(i), self._sizes[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, SegmentList)):
+            return len(self) == len(other) and all(a == tuple(b) for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SegmentList({list(self)!r})"
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._dir, self._bases, self._sizes, self._paths
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self._dir, self._bases, self._sizes, self._paths = state
+
+
+class _Names(Sequence[str]):
+    __slots__ = ("_segments",)
+
+    def __init__(self, segments: SegmentList) -> None:
+        self._segments = segments
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._segments.name(k) for k in range(*i.indices(len(self)))]
+        return self._segments.name(i)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Names) and other._segments is self._segments
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(slots=True)
@@ -35,7 +161,7 @@ class ReplicaSpec:
     partition_dir: str
     log_dir: str
     state: str = ""
-    segments: list[tuple[str, int]] = field(default_factory=list)   # (path, size) by base offset
+    segments: SegmentList = field(default_factory=SegmentList)   # (path, size) by base offset
     topic_id: str | None = None
     high_watermark: int | None = None
     recovery_point: int | None = None
@@ -45,8 +171,14 @@ class ReplicaSpec:
     clean_shutdown: bool = False
     problems: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.segments, SegmentList):   # a list given (tests, dataclasses.replace)
+            self.segments = SegmentList(self.segments)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["segments"] = list(self.segments)
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ReplicaSpec:
@@ -137,7 +269,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
             replica_id=len(specs), broker=broker_of[ld], topic=display_path(s.topic), partition=s.partition,
             partition_dir=pdir, log_dir=ld, state=s.state or "",
             # in the resolver's order (base offset) with the sizes it listed
-            segments=list(zip(s.segments, s.segment_sizes)),
+            segments=SegmentList(zip(s.segments, s.segment_sizes)),
             high_watermark=ckpts["replication-offset-checkpoint"].get(tp),
             recovery_point=ckpts["recovery-point-offset-checkpoint"].get(tp),
             log_start_checkpoint=ckpts["log-start-offset-checkpoint"].get(tp),
@@ -170,7 +302,7 @@ def _in_file_order(spec: ReplicaSpec, batches: Sequence[BatchFacts]) -> bool:
     """Whether ``batches`` are already in file order (segment order, then position), as the
     in-process scan yields them: checked in one pass without a name -> index map, which for a
     partition of many small segments costs more than the batches' own objects."""
-    names = (os.path.basename(p) for p, _ in spec.segments)
+    names = iter(spec.segments.names())
     current: str | None = None
     last_position = -1
     for b in batches:
@@ -192,7 +324,7 @@ def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts] | Ba
     """:func:`replica_facts` for batches already built, a list or columns (sorted here, in
     place, into file order)."""
     if not _in_file_order(spec, batches):
-        seg_order = {os.path.basename(p): i for i, (p, _) in enumerate(spec.segments)}
+        seg_order = {name: i for i, name in enumerate(spec.segments.names())}
         batches.sort(key=lambda b: (seg_order.get(b.segment, -1), b.position))
         del seg_order
     facts = ReplicaFacts(
@@ -206,12 +338,7 @@ def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts] | Ba
         read_error=read_error, checkpoint_error="; ".join(spec.problems) if spec.problems else None)
     # Bytes a segment holds past its last complete batch: a torn tail in the active segment,
     # unreadable bytes anywhere else.
-    ends: dict[str, int] = {}
-    for b in batches:
-        ends[b.segment] = max(ends.get(b.segment, 0), b.position + b.size)
-    for i, (path, size) in enumerate(spec.segments):
-        name = os.path.basename(path)
-        end = ends.get(name, 0)
+    for i, name, size, end in _segment_ends(spec, batches):
         if size > end:
             if i == len(spec.segments) - 1:
                 facts.torn_tail_bytes = size - end
@@ -221,6 +348,30 @@ def replica_facts_from_batches(spec: ReplicaSpec, batches: list[BatchFacts] | Ba
                 msg = f"{name} @ position {end}: {size - end} bytes after the last readable batch"
                 facts.read_error = f"{facts.read_error}; {msg}" if facts.read_error else msg
     return facts
+
+
+def _segment_ends(spec: ReplicaSpec, batches: Sequence[BatchFacts]) -> Iterator[tuple[int, str, int, int]]:
+    """(index, name, size, end of its last batch or 0) of each of the replica's segments.
+    Columns whose names are the spec's own (built during the scan) are read by index, without
+    a dict of every segment's name."""
+    from segtools.forensics.batch_columns import BatchColumns
+
+    names = spec.segments.names()
+    if isinstance(batches, BatchColumns):
+        col_names, col_ends = batches.segment_ends()
+        if col_names is names or col_names == names:
+            for i, (_path, size) in enumerate(spec.segments):
+                yield i, names[i], size, max(0, int(col_ends[i]))
+            return
+        ends: dict[str, int] = {}
+        for k in np.flatnonzero(col_ends >= 0).tolist():
+            ends[col_names[k]] = max(ends.get(col_names[k], 0), int(col_ends[k]))
+    else:
+        ends = {}
+        for b in batches:
+            ends[b.segment] = max(ends.get(b.segment, 0), b.position + b.size)
+    for i, (_path, size) in enumerate(spec.segments):
+        yield i, names[i], size, ends.get(names[i], 0)
 
 
 def batch_limit_error(exc: BatchTooLargeError) -> InputError:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from segtools.errors import BatchTooLargeError, SegtoolsError
-from segtools.forensics.batch_columns import BatchColumns
+from segtools.forensics.batch_columns import BatchColumns, BatchColumnsBuilder
 from segtools.forensics.classify import PartitionVerdict, classify_partition
 from segtools.forensics.collect import (
     ReplicaSpec,
@@ -375,8 +375,16 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
     # hand the freed rows' pages back to the OS now (the pool would keep them for reuse, and the
     # classifier's Python objects cannot use them)
     pa.default_memory_pool().release_unused()
+    return compare_facts(facts, specs, history, acks, starts)
+
+
+def compare_facts(facts: list[ReplicaFacts], specs: Sequence[ReplicaSpec], history: PartitionHistory | None,
+                  acks: AckLookup | None, starts: Callable[[int, int], Mapping[str, int]]
+                  ) -> tuple[PartitionVerdict, list[LostRecord], list[Finding]]:
+    """:func:`compare_partition` from its replicas' facts (the list is emptied once they are
+    classified); ``starts(replica_id, first)`` as :func:`range_starts`."""
     verdict = classify_partition(facts, history=history)
-    del facts
+    facts.clear()
     tasks = drill_tasks(verdict, specs)
     if not tasks:
         return verdict, [], []
@@ -393,6 +401,48 @@ def compare_partition(rows: pa.Table, specs: Sequence[ReplicaSpec], history: Par
                 read_task(t, by_id[t.replica_id], keep, starts(t.replica_id, t.first)))
     lost, findings = match_partition(verdict, by_id, records, acks)
     return verdict, lost, findings
+
+
+def scan_replica(spec: ReplicaSpec, progress: Progress | None = None) -> ReplicaFacts:
+    """Stage 1 and the first half of stage 2 for one replica, in this process: its segments'
+    batch headers go into columns as they are scanned (no table of the replica's rows is
+    held), then join its checkpoint facts as :func:`replica_facts_of_rows` does."""
+    from segtools.records import columnar
+
+    segments = spec.segments
+    names = segments.names()
+    # names made from the paths are the scan's only where the paths are Kafka's own names
+    builder = BatchColumnsBuilder(names if segments.compact else None)
+    errors: list[str] = []
+    for i, (path, size) in enumerate(segments):
+        try:
+            for rb in columnar.iter_batch_batches(path, topic=spec.topic, partition=spec.partition,
+                                                  broker=spec.replica_id, located=True):
+                builder.add(rb, i)
+        except BatchTooLargeError as exc:
+            raise batch_limit_error(exc) from None     # as scan_segment
+        except SegtoolsError as exc:
+            errors.append(str(exc))
+        if progress is not None:
+            progress.advance(1, size)
+    return replica_facts_from_batches(spec, builder.build(), "; ".join(errors) if errors else None)
+
+
+class ColumnStarts:
+    """:func:`range_starts` over the replicas' batch columns (what :func:`scan_replica` built)."""
+
+    def __init__(self, specs: Sequence[ReplicaSpec], facts: Sequence[ReplicaFacts]) -> None:
+        self._cols = {s.replica_id: f.batches for s, f in zip(specs, facts, strict=True)}
+
+    def __call__(self, replica_id: int, first: int) -> dict[str, int]:
+        batches = self._cols.get(replica_id)
+        if isinstance(batches, BatchColumns):
+            return batches.range_starts(first)
+        out: dict[str, int] = {}
+        for b in batches or ():
+            if b.last_offset >= first and (b.segment not in out or b.position < out[b.segment]):
+                out[b.segment] = b.position
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,36 +509,6 @@ def group_specs(specs: Sequence[ReplicaSpec]) -> dict[tuple[str, int], list[Repl
 # the local runner
 
 
-class FactsBuffer:
-    """One partition's stage 1 rows, gathered segment by segment into few large batches.
-
-    Each small Arrow batch costs a few KB of its own (buffers, arrays, Python objects) however
-    few rows it holds: kept one per segment, a partition of 100,000 one-batch segments held
-    that overhead 100,000 times. Every ``_COMPACT`` batches are merged into one, so memory
-    follows the rows (the batches the classifier must see), not the segment count."""
-
-    _COMPACT = 256
-
-    def __init__(self) -> None:
-        self._merged: list[pa.RecordBatch] = []
-        self._pending: list[pa.RecordBatch] = []
-
-    def extend(self, batches: Iterable[pa.RecordBatch]) -> None:
-        self._pending.extend(batches)
-        if len(self._pending) >= self._COMPACT:
-            self._merged.append(pa.concat_batches(self._pending))
-            self._pending = []
-
-    def table(self) -> pa.Table:
-        return pa.Table.from_batches(self._merged + self._pending, schema=FACTS_SCHEMA)
-
-    def take(self) -> pa.Table:
-        """:meth:`table`, emptying the buffer (the table is then the rows' only holder)."""
-        table = self.table()
-        self._merged, self._pending = [], []
-        return table
-
-
 class LocalRunner:
     """Runs the stages in this process, one partition at a time (memory: one partition's batch
     headers and its drill-down records)."""
@@ -506,14 +526,12 @@ class LocalRunner:
         verdicts: list[PartitionVerdict] = []
         lost: dict[tuple[str, int], tuple[list[LostRecord], list[Finding]]] = {}
         for (topic, partition), group in sorted(group_specs(specs).items()):
-            rows = FactsBuffer()
-            for spec in group:
-                for path, size in spec.segments:
-                    rows.extend(scan_segment(path, topic, partition, spec.replica_id))
-                    if progress is not None:
-                        progress.advance(1, size)
-            verdict, recs, findings = compare_partition(rows.take(), group,
-                                                        (histories or {}).get((topic, partition)), acks)
+            group = sorted(group, key=lambda s: s.replica_id)
+            facts = [scan_replica(spec, progress) for spec in group]
+            starts = ColumnStarts(group, facts)
+            verdict, recs, findings = compare_facts(facts, group, (histories or {}).get((topic, partition)),
+                                                    acks, starts)
+            del starts
             verdicts.append(verdict)
             if verdict.divergent_ranges:
                 lost[(topic, partition)] = (recs, findings)

@@ -8,13 +8,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from segtools.forensics.batch_columns import BatchColumns
+from segtools.forensics.batch_columns import BatchColumns, BatchColumnsBuilder
 from segtools.forensics.classify import classify_partition
-from segtools.forensics.collect import discover_replicas
-from segtools.forensics.model import BatchFacts
-from segtools.forensics.pipeline import FACTS_SCHEMA, replica_facts_of_rows, scan_segment
+from segtools.forensics.collect import ReplicaSpec, discover_replicas
+from segtools.forensics.model import BatchFacts, ReplicaFacts
+from segtools.forensics.pipeline import (
+    FACTS_SCHEMA,
+    ColumnStarts,
+    range_starts,
+    replica_facts_of_rows,
+    scan_replica,
+    scan_segment,
+)
+from segtools.writer import NewRecord
+from segtools.writer.batch_builder import build_batch
 
 pytestmark = pytest.mark.fast
 
@@ -76,3 +86,66 @@ def test_rows_of_replicas_in_any_order_give_the_same_facts(scanned: tuple[pa.Tab
     assert shuffled.column("broker")[0].as_py() != rows.column("broker")[0].as_py()
     other = replica_facts_of_rows(shuffled, specs)
     assert [list(f.batches) for f in other] == [list(f.batches) for f in in_order]
+
+
+def _facts_fields(f: ReplicaFacts) -> dict[str, object]:
+    return {k: (list(getattr(f, k)) if k == "batches" else getattr(f, k)) for k in ReplicaFacts.__slots__}
+
+
+def test_columns_built_during_the_scan_are_the_rows_facts(scanned: tuple[pa.Table, list],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process runner's scan (columns appended segment by segment, every few segments:
+    here every 2, to cross many flushes) gives the facts stage 2 makes of stage 1's rows (the
+    Spark path), and stage 3 the same start positions."""
+    rows, specs = scanned
+    monkeypatch.setattr(BatchColumnsBuilder, "_FLUSH", 2)
+    from_rows = replica_facts_of_rows(rows, specs)
+    scanned_facts = [scan_replica(s) for s in sorted(specs, key=lambda s: s.replica_id)]
+    assert all(isinstance(f.batches, BatchColumns) for f in scanned_facts)
+    assert [_facts_fields(f) for f in scanned_facts] == [_facts_fields(f) for f in from_rows]
+    starts = ColumnStarts(sorted(specs, key=lambda s: s.replica_id), scanned_facts)
+    for spec in specs:
+        offsets = rows.filter(pc.equal(rows.column("broker"), spec.replica_id)).column("last_offset").to_pylist()
+        for first in (0, offsets[len(offsets) // 2], offsets[-1], offsets[-1] + 1):
+            assert starts(spec.replica_id, first) == range_starts(rows, spec.replica_id, first)
+
+
+def _three_segments(part: Path, cut: bool) -> None:
+    """Three segments of five one-record batches each (our writer's batches); ``cut``: the
+    second and third end inside a batch."""
+    part.mkdir(parents=True)
+    for seg in range(3):
+        data = b"".join(build_batch([NewRecord(b"k", b"v" * (10 + i), (), 1_700_000_000_000 + i)],
+                                    base_offset=seg * 5 + i, partition_leader_epoch=seg) for i in range(5))
+        (part / f"{seg * 5:020d}.log").write_bytes(data[:-7] if cut and seg else data)
+
+
+def _rows_of(spec: ReplicaSpec) -> pa.Table:
+    return pa.Table.from_batches([rb for p, _ in spec.segments
+                                  for rb in scan_segment(p, spec.topic, spec.partition, spec.replica_id)],
+                                 schema=FACTS_SCHEMA)
+
+
+def test_builder_without_names_takes_them_from_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments not named as Kafka names them: the names come from the scan's own column
+    (flushed every 2 rows, so that runs of one name cross flushes)."""
+    _three_segments(tmp_path / "t-0", cut=False)
+    (spec,) = discover_replicas([str(tmp_path / "t-0")])
+    rows = _rows_of(spec)
+    monkeypatch.setattr(BatchColumnsBuilder, "_FLUSH", 2)
+    builder = BatchColumnsBuilder(None)
+    for rb in rows.to_batches(max_chunksize=1):
+        builder.add(rb, -1)   # the index is not read without names
+    assert list(builder.build()) == [BatchFacts.from_row(r) for r in rows.to_pylist()]
+    assert len({b.segment for b in builder.build()}) == 3
+
+
+def test_a_torn_and_a_broken_segment_read_as_from_the_rows(tmp_path: Path) -> None:
+    """A segment cut inside a batch (not the last: unreadable bytes) and a torn active segment:
+    the scan's facts name them as the rows' facts do."""
+    _three_segments(tmp_path / "t-0", cut=True)
+    (spec,) = discover_replicas([str(tmp_path / "t-0")])
+    (expected,) = replica_facts_of_rows(_rows_of(spec), [spec])
+    got = scan_replica(spec)
+    assert _facts_fields(got) == _facts_fields(expected)
+    assert expected.torn_tail_bytes and expected.unreadable_before_tail and len(expected.batches) == 13

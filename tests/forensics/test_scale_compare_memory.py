@@ -15,8 +15,11 @@ what the code before it took:
   (segtools.forensics.batch_columns, ~60 bytes) and its segment's name (one str per segment,
   shared by the replicas: ~37 bytes a batch of each of two replicas).
 
-Stage 1 (the scan) keeps Arrow rows (not traced by tracemalloc) merged every 256 segments;
-benchmarks/bench_scale.py measures the process RSS over 1,000 to 100,000 segments."""
+Once discovery returns, the specs keep 16 bytes a segment (SegmentList: base offsets and
+sizes in arrays). Stage 1 in process (``scan_replica``) appends each segment's Arrow rows to
+the batch columns every 256 segments, so no table of a replica's rows is held (Spark's stage 2
+still gets rows: the test above). benchmarks/bench_scale.py measures the process RSS over
+1,000 to 100,000 segments."""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from segtools.forensics.collect import ReplicaSpec, discover_replicas
+from segtools.forensics.collect import ReplicaSpec, SegmentList, discover_replicas
 from segtools.forensics.pipeline import (
     FACTS_SCHEMA,
     RangeStarts,
@@ -138,3 +141,50 @@ def test_range_starts_index_is_range_starts(tmp_path: Path) -> None:
             if rid < 2 and first < 30:
                 # one-batch segments: every segment from the one holding ``first`` on, at byte 0
                 assert expected == {f"{o:020d}.log": 0 for o in range(first, 30)}
+
+
+#: traced bytes per segment the specs keep once discovery returns (a dir string and two arrays;
+#: the list of (path, size) tuples before kept ~200)
+SPEC_BYTES_PER_SEGMENT = 48
+
+
+def test_specs_hold_16_bytes_a_segment(tmp_path: Path) -> None:
+    n = 2000
+    dirs = _replicas(tmp_path, n)
+    discover_replicas(_replicas(tmp_path / "warm", 3))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        specs = discover_replicas(dirs)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [len(s.segments) for s in specs] == [n, n]
+    assert kept / (2 * n) < SPEC_BYTES_PER_SEGMENT, kept / (2 * n)
+
+
+def test_segment_list_gives_back_what_it_was_given(tmp_path: Path) -> None:
+    """Kafka's names are held as offsets, anything else as given; either reads back the same
+    items, pickles (Spark ships the specs) and leaves to_dict / from_dict unchanged."""
+    import pickle
+
+    folder = str(tmp_path / "t-0")
+    kafka = [(f"{folder}/{o:020d}.log", 100 + o) for o in (0, 7, 10**12)]
+    odd = [*kafka[:2], (f"{folder}/renamed.log", 5), (f"{tmp_path}/remote/{20:020d}.log", 9), kafka[2]]
+    for items, compact in ((kafka, True), (odd, False), ([], True)):
+        segs = SegmentList(items)
+        assert segs.compact is compact
+        assert list(segs) == items and len(segs) == len(items) and segs == items
+        assert [segs[i] for i in range(-len(items), len(items))] == items + items
+        assert segs[1:] == items[1:]
+        assert list(segs.names()) == [Path(p).name for p, _ in items]
+        assert pickle.loads(pickle.dumps(segs)) == items
+        spec = ReplicaSpec(0, 1, "t", 0, folder, str(tmp_path), segments=items)
+        assert isinstance(spec.segments, SegmentList)
+        assert spec.to_dict()["segments"] == items
+        assert ReplicaSpec.from_dict(spec.to_dict()) == spec
+    # a 21-digit or unpadded name is not Kafka's 20-digit spelling: kept as given
+    for name in ("5.log", f"{1:021d}.log"):
+        assert not SegmentList([(f"{folder}/{name}", 1)]).compact
