@@ -56,6 +56,8 @@ class RunLog:
     elections: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
+    #: per crash: how long the controller took to fence the broker at the engine's request
+    fencings: list[dict[str, Any]] = field(default_factory=list)
 
 
 class StepRunner(ProducerSteps):
@@ -322,7 +324,12 @@ class StepRunner(ProducerSteps):
         self.cluster.resume(step.args["broker"])
 
     def _do_crash(self, step: Step, _: Any) -> None:
-        self.cluster.crash(step.args["broker"])
+        t0 = time.monotonic()
+        failed = self.cluster.crash(step.args["broker"])
+        self.log.fencings.append({"step": step.index, "broker": step.args["broker"],
+                                  "seconds": round(time.monotonic() - t0, 3), "error": failed})
+        if failed is not None:
+            self.log.errors.append({"step": step.index, "error": failed})
 
     def _do_shutdown(self, step: Step, _: Any) -> None:
         b = step.args["broker"]
@@ -335,7 +342,10 @@ class StepRunner(ProducerSteps):
         if self.cluster.brokers[b].stopping and not self.cluster.brokers[b].finish_terminate(self.wait_s):
             self.log.errors.append({"step": step.index, "error": f"broker {b} did not finish its "
                                     "controlled shutdown before its restart: SIGKILLed"})
-        self.cluster.restart(b)
+        # a broker fenced at its crash (cluster.crash) keeps its heartbeat session until the
+        # controller expires it, and a new incarnation cannot register before: up to the
+        # session timeout after the crash (DuplicateBrokerRegistrationException meanwhile)
+        self.cluster.restart(b, timeout=90.0 + 1.25 * config.session_timeout_ms(self.scenario) / 1000)
 
     def _do_advance(self, step: Step, _: Any) -> None:
         """Real time passes until the real clock is where the scenario's (scaled) is: steps
