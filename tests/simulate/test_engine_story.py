@@ -180,7 +180,7 @@ def test_a_step_the_cluster_does_not_reach_stops_the_run_with_one_line(tmp_path)
 
 
 def test_nobody_to_ask_is_not_a_miss(tmp_path):
-    # every running broker paused and no coordinator: the Admin API has nobody to answer, so
+    # every running broker paused: the Admin API has nobody to answer, so
     # the step neither waits (the pause would run) nor records a state not reached
     from segtools.realcluster.steps import PAUSED_SESSION_MARGIN_S, StepRunner
 
@@ -188,7 +188,6 @@ def test_nobody_to_ask_is_not_a_miss(tmp_path):
                                "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
                                "steps": [{"pause": {"broker": 1}}, {"advance": {"ms": 1000}}]})
     cluster = _FakeCluster([1, 2])
-    cluster.coordinator = None
     cluster.brokers[1].paused = True
     cluster.view = {}  # (what describe() gets from nobody)
     runner = StepRunner(scenario, cluster, str(tmp_path), allow_drift=True)
