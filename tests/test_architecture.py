@@ -47,6 +47,7 @@ ALLOWED = {
     # layout; kafka-python's protocol classes are not a dependency of the engine
     ("segtools/realcluster/raw_produce.py", "struct"): "Kafka wire-protocol request framing",
     ("segtools/realcluster/cluster.py", "struct"): "batch length peek while a broker writes",
+    ("segtools/realcluster/heartbeat.py", "struct"): "Kafka wire-protocol request framing",
     # being rewritten by the dumpspeed stream in this round: move to formats.names after it lands
     ("segtools/dump/text.py", "file_name"): "dumpspeed stream's rewrite in progress",
     # issue 24's widened rules: the vectorised text engine's own header dtype and sizes

@@ -105,7 +105,8 @@ def run_on_kafka(scenario: Scenario, out_dir: str | os.PathLike[str], *,
                                                  runtime.classpath.split(os.pathsep)})[:_MAX_LISTED_DIRS],
                        "features": features, "waits": runner.log.waits,
                        "elections": runner.log.elections, "errors": runner.log.errors,
-                       "timings": runner.log.timings}, fh, indent=2, sort_keys=True)
+                       "timings": runner.log.timings, "fencings": runner.log.fencings},
+                      fh, indent=2, sort_keys=True)
     differences = stories.get("differences", [])
     if differences and not allow_drift:
         raise DriftError(f"the cluster's story differs from the model's: {differences[0]}"

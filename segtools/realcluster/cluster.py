@@ -306,9 +306,43 @@ class RealCluster:
         return count
 
     # ------------------------------------------------------------------ faults
-    def crash(self, b: int) -> None:
+    def crash(self, b: int) -> str | None:
+        """SIGKILL broker ``b``, then have the controller fence it at once, as the model
+        notices a crash at once (heartbeat.py: the controller's own fencing, the one a session
+        that ran out gets). Returns why that did not happen, None when it did: the controller
+        then fences ``b`` when its session runs out, and the step's checks see the difference."""
         self._crashed_at[b] = self._controller_log_size()
         self.brokers[b].kill()
+        return self._fence_now(b)
+
+    def _fence_now(self, b: int) -> str | None:
+        from segtools.realcluster import heartbeat
+
+        try:
+            with open(os.path.join(self.kafka_dir, "controller.log"), "rb") as fh:
+                text = fh.read()
+        except OSError as exc:
+            return f"broker {b} not fenced at its crash: controller.log: {exc.strerror}"
+        if fenced_in_controller_log(text, b):
+            return None  # paused past its session before the crash: fenced already
+        epoch = heartbeat.broker_epoch(text, b)
+        if epoch is None:
+            return f"broker {b} not fenced at its crash: no registration in the controller's log"
+        try:
+            error, _ = heartbeat.request_fencing(self.ports.controller, b, epoch)
+        except (OSError, ValueError) as exc:
+            return f"broker {b} not fenced at its crash: BrokerHeartbeat: {exc}"
+        if error:
+            return f"broker {b} not fenced at its crash: the controller answered error code {error}"
+        # the fencing and its elections are one batch of records; the brokers' metadata (what
+        # the Admin API and the producers see) follows within a fetch round
+        if not self.wait_for(lambda: self.fenced_since_crash(b), 5.0, f"broker {b} fenced",
+                             raise_on_timeout=False):
+            return f"broker {b} not fenced at its crash: no fencing in the controller's log after 5 s"
+        if any(p.alive() and not p.paused for c, p in self.brokers.items() if c != b):
+            self.wait_for(lambda: self._moved_off(b), 3.0, f"broker {b}'s leaderships moved",
+                          raise_on_timeout=False)
+        return None
 
     def _controller_log_size(self) -> int:
         try:

@@ -155,8 +155,19 @@ def longest_pause_ms(scenario: Scenario) -> int:
 
 def session_timeout_ms(scenario: Scenario) -> int:
     """broker.session.timeout.ms: the model never fences a paused broker, so the session must
-    outlast the scenario's longest pause; a crash is noticed only after it, so no longer."""
+    outlast the scenario's longest pause. A crash does not wait for it (the engine has the
+    controller fence a crashed broker at once: cluster.crash), but the restart of a crashed
+    broker does (registration_timeout_ms), so no longer."""
     return max(SESSION_TIMEOUT_MS, longest_pause_ms(scenario) + 5000)
+
+
+def registration_timeout_ms(scenario: Scenario) -> int:
+    """initial.broker.registration.timeout.ms: a broker restarted after a crash registers a new
+    incarnation, which the controller refuses (DuplicateBrokerRegistrationException) while
+    the crashed one's heartbeat session is valid, and the engine's fencing at the crash
+    (heartbeat.py) refreshed it: up to the session timeout plus the controller's expiry check
+    (every eighth of it). Kafka's 60 s default gave up first (random seed 1003, 87 s session)."""
+    return 60000 + round(1.25 * session_timeout_ms(scenario))
 
 
 def step_wait_s(scenario: Scenario) -> float:
@@ -241,6 +252,7 @@ def broker_properties(scenario: Scenario, ports: Ports, broker: int, log_dir: st
         "log.dirs": log_dir,
         "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
         "broker.session.timeout.ms": session_timeout_ms(scenario),
+        "initial.broker.registration.timeout.ms": registration_timeout_ms(scenario),
         "replica.lag.time.max.ms": replica_lag_ms(scenario),
         "replica.fetch.wait.max.ms": REPLICA_FETCH_WAIT_MAX_MS,
         "replica.fetch.backoff.ms": 100,

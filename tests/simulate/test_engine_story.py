@@ -6,6 +6,7 @@ lockstep model runs with, the log end read from a broker's files, and the CLI's 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -176,6 +177,33 @@ def test_a_step_the_cluster_does_not_reach_stops_the_run_with_one_line(tmp_path)
     lenient._settle(step)
     assert lenient.drift == [{"step": 0, "kind": "shutdown",
                               "what": "t-0: leader 1 isr [1,2] (expected leader 2 isr [2])"}]
+
+
+def test_nobody_to_ask_is_not_a_miss(tmp_path):
+    # every running broker paused: the Admin API has nobody to answer, so
+    # the step neither waits (the pause would run) nor records a state not reached
+    from segtools.realcluster.steps import PAUSED_SESSION_MARGIN_S, StepRunner
+
+    scenario = parse_scenario({"cluster": {"brokers": [1, 2]},
+                               "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                               "steps": [{"pause": {"broker": 1}}, {"advance": {"ms": 1000}}]})
+    cluster = _FakeCluster([1, 2])
+    cluster.brokers[1].paused = True
+    cluster.view = {}  # (what describe() gets from nobody)
+    runner = StepRunner(scenario, cluster, str(tmp_path), allow_drift=True)
+    runner.wait_s = 5.0
+    for step in scenario.steps:
+        runner.model.apply(step)
+    cluster.brokers[2].paused = True
+    runner._settle(scenario.steps[1])
+    assert runner.log.waits[-1]["reached"] is None and runner.log.waits[-1]["seconds"] == 0.0
+    assert runner.drift == []
+    cluster.brokers[2].paused = False  # one answers again: the miss is a miss
+    # (broker 1 paused so long that 0.3 s of its session is left to wait in)
+    cluster.brokers[1].paused_at = time.monotonic() - (
+        config.session_timeout_ms(scenario) / 1000 - PAUSED_SESSION_MARGIN_S - 0.3)
+    runner._settle(scenario.steps[1])
+    assert runner.log.waits[-1]["reached"] is False and runner.drift
 
 
 @pytest.mark.parametrize("kafka_rule", [False, True])
