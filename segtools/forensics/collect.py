@@ -18,7 +18,7 @@ import numpy as np
 
 from segtools.errors import BatchTooLargeError, InputError, SegtoolsError, display_path
 from segtools.forensics.model import BatchFacts, ReplicaFacts
-from segtools.formats.names import stem_offset
+from segtools.formats.names import LOG_SUFFIX, filename_prefix_from_offset, stem_offset
 
 if TYPE_CHECKING:
     from segtools.files.sources import Resolution
@@ -63,7 +63,7 @@ class SegmentList(Sequence[tuple[str, int]]):
 
     @staticmethod
     def _path(folder: str, base: int) -> str:
-        return os.path.join(folder, f"{base:020d}.log")
+        return os.path.join(folder, filename_prefix_from_offset(base) + LOG_SUFFIX)
 
     def __len__(self) -> int:
         return len(self._sizes)
@@ -82,7 +82,7 @@ class SegmentList(Sequence[tuple[str, int]]):
         """The file name of segment ``i`` (what batch facts call its ``segment``)."""
         if self._paths is not None:
             return os.path.basename(self._paths[i])
-        return f"{self._bases[i]:020d}.log"
+        return filename_prefix_from_offset(self._bases[i]) + LOG_SUFFIX
 
     def names(self) -> Sequence[str]:
         """The file names, made when read (no str per segment is held)."""
