@@ -98,6 +98,20 @@ class StepRunner(ProducerSteps):
         self.real_marks: list[int] = []
 
     # ------------------------------------------------------------------ driving
+    def _drive(self, step: Step, acks: Any) -> None:
+        """One step on the cluster. A Kafka client error the step does not handle (seen:
+        librdkafka's fatal idempotence state "Local: Erroneous state" after a paused leader)
+        stops the run with one line naming the step, not a traceback; every JVM is stopped
+        by run_on_kafka on the way out."""
+        from confluent_kafka import KafkaException
+
+        try:
+            getattr(self, "_do_" + step.kind)(step, acks)
+        except KafkaException as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ClusterError(f"steps[{step.index}] ({step.kind}): the Kafka client failed: {first} "
+                               f"(the brokers' logs are under kafka/)") from None
+
     def run(self) -> None:
         self.observe(-1, "create")
         self._clock0 = (time.monotonic(), self.model.now)
@@ -108,7 +122,7 @@ class StepRunner(ProducerSteps):
             before = len(self.model.acks)
             self._pending_before = {k: len(p.pending) for k, p in self._model_producers().items()}
             self.model.apply(step)
-            getattr(self, "_do_" + step.kind)(step, self.model.acks[before:])
+            self._drive(step, self.model.acks[before:])
             for b in self.cluster.reap_stopping(self.wait_s):
                 self.log.errors.append({"step": step.index, "error": f"broker {b} did not finish its "
                                         "controlled shutdown once no broker was paused: SIGKILLed"})

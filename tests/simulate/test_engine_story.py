@@ -354,3 +354,25 @@ def test_a_send_waiting_for_a_shrink_outlasts_the_real_lag():
     assert lag == 12500
     assert config.produce_request_ms(s7) > 1.5 * lag
     assert config.produce_request_ms(_scenario()) == 8000  # a short lag keeps 8 s
+
+
+def test_a_kafka_client_failure_in_a_step_is_one_line(tmp_path):
+    # campaign seeds 1033 and 1047: librdkafka's fatal idempotence state escaped as a traceback
+    from confluent_kafka import KafkaError, KafkaException
+
+    from segtools.errors import SegtoolsError
+    from segtools.realcluster.steps import StepRunner
+
+    scenario = parse_scenario({"cluster": {"brokers": [1, 2]},
+                               "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                               "steps": [{"produce": {"topic": "t", "values": ["a"]}}]})
+    runner = StepRunner(scenario, _FakeCluster([1, 2]), str(tmp_path))
+
+    def fails(step, acks):
+        raise KafkaException(KafkaError(KafkaError._STATE, "Unable to produce message: Local: Erroneous state"))
+
+    runner._do_produce = fails
+    with pytest.raises(SegtoolsError) as exc:
+        runner._drive(scenario.steps[0], [])
+    assert str(exc.value).startswith("steps[0] (produce): the Kafka client failed: ")
+    assert "Erroneous state" in str(exc.value) and "\n" not in str(exc.value)
