@@ -16,6 +16,8 @@ import re
 import socket
 import struct
 
+from segtools.realcluster.raw_produce import recv_exact
+
 BROKER_HEARTBEAT_API_KEY = 63
 BROKER_HEARTBEAT_VERSION = 0
 CLIENT_ID = b"segtools-realengine"
@@ -55,23 +57,13 @@ def parse_response(frame: bytes, correlation_id: int) -> tuple[int, bool]:
     return error, fenced
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the controller closed the connection")
-        buf += chunk
-    return buf
-
-
 def request_fencing(port: int, broker: int, epoch: int, timeout: float = 5.0) -> tuple[int, bool]:
     """Ask the controller on 127.0.0.1:``port`` to fence ``broker`` (registered at ``epoch``).
     Returns (ErrorCode, IsFenced); raises OSError or ValueError when there is no answer."""
     corr = 1
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(fence_request(broker, epoch, corr))
-        (size,) = struct.unpack(">i", _read_exact(sock, 4))
+        (size,) = struct.unpack(">i", recv_exact(sock, 4, "the controller"))
         if not 0 < size < 1 << 16:
             raise ValueError(f"BrokerHeartbeat response of size {size}")
-        return parse_response(_read_exact(sock, size), corr)
+        return parse_response(recv_exact(sock, size, "the controller"), corr)

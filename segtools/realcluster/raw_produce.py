@@ -58,19 +58,21 @@ def send(port: int, request: bytes, *, timeout: float = 10.0) -> socket.socket:
     return sock
 
 
+def recv_exact(sock: socket.socket, n: int, peer: str = "the broker") -> bytes:
+    """Exactly ``n`` bytes of a Kafka response (ConnectionError if ``peer`` closes first)."""
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"{peer} closed the connection")
+        out += chunk
+    return out
+
+
 def read_response(sock: socket.socket) -> tuple[str | None, int]:
     """(error name or None, base offset) of the one partition of a ProduceResponse v8."""
-    def exact(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            out += chunk
-        return out
-
-    (size,) = struct.unpack(">i", exact(4))
-    data = exact(size)
+    (size,) = struct.unpack(">i", recv_exact(sock, 4))
+    data = recv_exact(sock, size)
     pos = 4 + 4                                      # correlation id, topics array length
     (name_len,) = struct.unpack_from(">h", data, pos)
     pos += 2 + name_len + 4                          # topic name, partitions array length
