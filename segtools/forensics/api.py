@@ -171,7 +171,7 @@ def compare(paths: PathArg | Sequence[PathArg], *, engine: Engine = "local",
     from segtools.tier.compare_section import tier_section
 
     if tiered:
-        report.tier = tier_section(given)
+        report.tier = tier_section(given, histories)
     if histories is not None:
         # a partition of a compared topic that the metadata log knows and no given dir holds:
         # its answer is cannot tell, not silence

@@ -186,13 +186,16 @@ def _replica(p: PartitionSource) -> Replica | None:
 
 def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
           metadata_partitions: int = 50, remote_format: str = "auto",
-          private_key: str | None = None, extract_to: str | None = None) -> TierReport:
+          private_key: str | None = None, extract_to: str | None = None,
+          histories: Any = None) -> TierReport:
     """Audit the tiered partitions under ``paths`` (broker log dirs). ``remote_root`` is the
     remote tier (a folder or an object-store URI) whose objects are checked against the
     metadata: LocalTieredStorage's layout or Aiven's (``remote_format`` ``auto`` tells them
     apart); ``private_key`` is the PEM of the RSA key Aiven's plugin wrapped data keys with.
     ``extract_to``: a new local folder that receives the remote segments read back, in
-    LocalTieredStorage's layout (plain segment and index files)."""
+    LocalTieredStorage's layout (plain segment and index files). ``histories``: the KRaft
+    metadata log already replayed by the caller (compare), which names each partition's
+    leader; without it the longest copy of the log among the inputs is replayed here."""
     if extract_to is not None:
         if remote_root is None:
             raise InputError("--extract-remote writes the remote segments: give --remote too")
@@ -264,7 +267,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
                     seg.topic, seg.partition, seg.segment_id, d["brokerId"]))
             seg.history.append((state, d["brokerId"], d["eventTimestampMs"], mp, offset))
 
-    leaders = _leaders(res.inputs)
+    leaders = _leaders_of(histories) if histories is not None else _leaders(res.inputs)
     replicas: dict[tuple[str, int], list[Replica]] = {}
     for p in parts:
         if p.topic == METADATA_TOPIC or p.topic.startswith("__") or p.state:
@@ -486,7 +489,12 @@ def _leaders(inputs: Iterable[Any]) -> dict[tuple[str, int], int]:
         hist = load_histories(max(copies)[1])
     except (SegtoolsError, OSError):
         return {}
-    return {key: h.leader for key, h in hist.items()
+    return _leaders_of(hist)
+
+
+def _leaders_of(histories: Any) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> its leader at the end of a replayed metadata log."""
+    return {key: h.leader for key, h in histories.items()
             if h.leader is not None and h.leader >= 0}
 
 

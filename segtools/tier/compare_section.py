@@ -13,11 +13,13 @@ from segtools.errors import InputError, SegtoolsError
 from segtools.tier.audit import METADATA_TOPIC, audit
 
 
-def tier_section(paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any] | None:
+def tier_section(paths: Sequence[str | os.PathLike[str]], histories: Any = None) -> dict[str, Any] | None:
     """``segtools tier``'s JSON for the compared evidence; None when no
-    ``__remote_log_metadata`` partition is on it (nothing was tiered, or nothing says so)."""
+    ``__remote_log_metadata`` partition is on it (nothing was tiered, or nothing says so).
+    ``histories``: compare's replayed metadata log (the audit's leaders come from the same log
+    as compare's verdicts, and it is not replayed twice)."""
     try:
-        return audit([os.fspath(p) for p in paths]).to_json()
+        return audit([os.fspath(p) for p in paths], histories=histories).to_json()
     except InputError as e:
         # only "no metadata partition" means nothing tiered: an error reading one (its path
         # names the topic too) must not pass for that

@@ -203,7 +203,7 @@ def test_an_unreadable_metadata_partition_is_no_all_clear(monkeypatch) -> None:
     from segtools.tier import compare_section
 
     def fails(message: str):
-        def audit(paths):
+        def audit(paths, **_options):
             raise InputError(message)
         return audit
 
