@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from segtools.forensics.findings import Finding
 from segtools.forensics.model import BatchFacts
+from segtools.internal_topics.transaction_state import TRANSACTION_STATES
 
 if TYPE_CHECKING:
     from segtools.records.segment_file import SegmentFile
@@ -459,8 +460,12 @@ def clear_aborted_commitment(lost: Sequence[Any], divergent: Mapping[tuple[int, 
 #   is anything after it) and exactly one transaction of (pid, e) after it lists the partition
 #   (its Ongoing or Prepare record). A v1 abort on timeout fences with epoch e + 1 as well.
 
-_COMMIT_STATES = {2: "committed", 4: "committed", 3: "aborted", 5: "aborted"}   # Prepare*/Complete*
-_ONGOING, _EMPTY = 1, 0
+_STATUS = {name: code for code, name in TRANSACTION_STATES.items()}
+#: the closing statuses and the outcome each decides (Prepare*: decided, Complete*: done)
+_COMMIT_STATES = {_STATUS["PrepareCommit"]: "committed", _STATUS["CompleteCommit"]: "committed",
+                  _STATUS["PrepareAbort"]: "aborted", _STATUS["CompleteAbort"]: "aborted"}
+_COMPLETE = {_STATUS["CompleteCommit"], _STATUS["CompleteAbort"]}
+_ONGOING, _EMPTY = _STATUS["Ongoing"], _STATUS["Empty"]
 
 _COORDINATOR_CACHE: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = {}
 
@@ -546,7 +551,7 @@ def _decided_in(seq: Sequence[Mapping[str, Any]], pid: int, epoch: int, topic: s
                 listed = True
             if listed and outcomes[-1] is None:
                 outcomes[-1] = _COMMIT_STATES[status]
-            if status in (4, 5):
+            if status in _COMPLETE:
                 listed = False              # complete: the next Ongoing starts another
     return outcomes[0] if len(outcomes) == 1 else None
 
