@@ -10,9 +10,9 @@ from __future__ import annotations
 
 def _preload() -> None:
     try:
-        from segtools.records import columnar
+        from segtools.records.columnar import engines
 
-        columnar._pick_engine("auto")
+        engines._pick_engine("auto")
         import segtools.forensics.pipeline  # noqa: F401 - the compare stages
     except Exception:  # noqa: BLE001 - a worker then loads what it needs itself, as without us
         pass

@@ -36,7 +36,7 @@ SOURCE_DIRS = ("segtools", "cli", "spark")
 SEGMENT_READERS = {
     "segtools/files/read_window.py": "the segment-file object's byte layer (SegmentFile's base; "
                                      "salvage's scan uses it directly)",
-    "segtools/records/columnar.py": "the columnar engines' pread window (perf25's hot loop)",
+    "segtools/records/columnar/window.py": "the columnar engines' pread window (seg24 moves it onto SegmentFile)",
     "segtools/dump/fast_text.py": "dump's vectorised text window (perf25's hot loop)",
 }
 #: the count issue 24 asks for (modules with their own .log access): 10 before, 6 after

@@ -38,9 +38,7 @@ def test_export_traced_peak_grows_by_the_paths_only(tmp_path: Path, monkeypatch:
     # The reader allocates its 16 MiB read window (untouched pages, never resident for a small
     # file) per segment: tracemalloc counts it, and it would be the peak of the small run and
     # hide the growth. A 64 KiB window reads these 200-byte segments the same way.
-    from segtools.records import columnar
-
-    monkeypatch.setattr(columnar, "_SCAN_BYTES", 64 * 1024)
+    monkeypatch.setattr("segtools.records.columnar.window._SCAN_BYTES", 64 * 1024)
     export([_partition(tmp_path / "warm", 3)], str(tmp_path / "out-warm"))   # imports, JIT
     # both past the writer's bounded buffer (256 reader batches before a merge)
     small, large = 300, 1100

@@ -76,7 +76,7 @@ def test_peak_rss_grows_little_with_segment_count(tmp_path: Path, command: str) 
 def test_constant_columns_hold_only_their_rows() -> None:
     """A short constant column owns exactly its bytes, never a slice of a longer cached one
     (which any caller keeping the rows would keep alive)."""
-    from segtools.records.columnar import _const_string
+    from segtools.records.columnar.arrow_columns import _const_string
 
     name = "00000000000000001234.log"
     for n in (1, 7, 4095, 4096, 70000):

@@ -366,9 +366,9 @@ def test_small_read_windows_give_the_same_tables(tmp_path, monkeypatch, engine, 
     path = write_segment(tmp_path, data)
     want_rows = columnar.read_records(path, engine=engine)
     want_batches = columnar.read_batch_table(path, engine=engine)
-    monkeypatch.setattr(columnar, "_SCAN_BYTES", window)
-    monkeypatch.setattr(columnar, "_PREFETCH", prefetch)
-    monkeypatch.setattr(columnar, "_HAVE_PREADV", prefetch)   # also cover the pread fallback
+    monkeypatch.setattr("segtools.records.columnar.window._SCAN_BYTES", window)
+    monkeypatch.setattr("segtools.records.columnar.window._PREFETCH", prefetch)
+    monkeypatch.setattr("segtools.records.columnar.window._HAVE_PREADV", prefetch)   # also cover the pread fallback
     assert columnar.read_records(path, engine=engine).equals(want_rows)
     assert columnar.read_batch_table(path, engine=engine).equals(want_batches)
     # torn tails and zero tails are judged at the file end, not at a window end
@@ -412,7 +412,7 @@ def _repeated_segment(tmp_path, name: str, size: int):
 def test_traced_memory_does_not_grow_with_the_segment(tmp_path, monkeypatch):
     import tracemalloc
 
-    monkeypatch.setattr(columnar, "_SCAN_BYTES", 1 << 20)
+    monkeypatch.setattr("segtools.records.columnar.window._SCAN_BYTES", 1 << 20)
     peaks = []
     for name, size in (("small-0", 4 << 20), ("large-0", 16 << 20)):
         path, records = _repeated_segment(tmp_path, name, size)
@@ -433,7 +433,7 @@ def test_read_ahead_works_in_a_forked_child(tmp_path, monkeypatch):
     import os
     import signal
 
-    monkeypatch.setattr(columnar, "_SCAN_BYTES", 256)   # many windows: read-ahead in use
+    monkeypatch.setattr("segtools.records.columnar.window._SCAN_BYTES", 256)   # many windows: read-ahead in use
     data = random_segment(random.Random(12))
     path = write_segment(tmp_path, data)
     want = columnar.read_records(path).num_rows      # parent creates the reader thread
@@ -466,9 +466,9 @@ def test_broken_kernel_falls_back_with_a_warning(tmp_path, monkeypatch):
     def broken(kernel):
         raise RuntimeError("LLVM ERROR: simulated")
 
-    monkeypatch.setattr(columnar, "_KERNEL_TRIED", False)
-    monkeypatch.setattr(columnar, "_KERNEL", None)
-    monkeypatch.setattr(columnar, "_kernel_works", broken)
+    monkeypatch.setattr("segtools.records.columnar.engines._KERNEL_TRIED", False)
+    monkeypatch.setattr("segtools.records.columnar.engines._KERNEL", None)
+    monkeypatch.setattr("segtools.records.columnar.engines._kernel_works", broken)
     with pytest.warns(RuntimeWarning, match="python engine"):
         assert columnar.available_engines() == ["python"]
     path = write_segment(tmp_path, kp_batch([Rec(b"k", b"v")], base_offset=2))
@@ -479,8 +479,9 @@ def test_broken_kernel_falls_back_with_a_warning(tmp_path, monkeypatch):
 
 def test_kernel_self_test_passes_on_the_spec_example():
     from segtools.records import jit_kernel
+    from segtools.records.columnar import engines as columnar_engines
 
-    assert columnar._kernel_works(jit_kernel)
+    assert columnar_engines._kernel_works(jit_kernel)
 
 
 _FUZZ_BASES = [random_segment(random.Random(500 + i), n_batches=5) for i in range(3)]

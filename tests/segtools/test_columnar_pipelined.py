@@ -34,7 +34,7 @@ def segment(tmp_path):
 def test_pipelined_rows_equal_one_by_one(segment, monkeypatch):
     path, _ = segment
     ahead = columnar.read_records(path)
-    monkeypatch.setattr(columnar, "_decompress_pool", lambda: None)   # sequential path
+    monkeypatch.setattr("segtools.records.columnar.decompress._decompress_pool", lambda: None)   # sequential path
     one_by_one = columnar.read_records(path)
     assert ahead.equals(one_by_one)
     assert ahead.column("offset").to_pylist() == list(range(1200))

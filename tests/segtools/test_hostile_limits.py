@@ -368,7 +368,7 @@ def test_a_batch_changed_between_two_reads_is_detected(tmp_path, monkeypatch):
         list(it)
     # the columnar reader, same change between its first window and the next (read-ahead
     # off: a window read ahead before the change would be a consistent old version)
-    monkeypatch.setattr(columnar, "_PREFETCH", False)
+    monkeypatch.setattr("segtools.records.columnar.window._PREFETCH", False)
     _healthy_segment(seg, 400_000)    # 28 MB: more than one 16 MiB window
     chunks = columnar.iter_batch_batches(seg, max_rows=1000)
     next(chunks)

@@ -110,7 +110,7 @@ def test_read_records_without_the_codec_kernel_matches_kafka_python(tmp_path, mo
                              codec=CODECS[codec]) for i in range(3))
     path = write_segment(tmp_path, data)
     with_kernel = columnar.read_records(path, engine="numba")
-    monkeypatch.setattr(columnar, "_jit_codecs", lambda: None)
+    monkeypatch.setattr("segtools.records.columnar.record_table._jit_codecs", lambda: None)
     without = columnar.read_records(path, engine="numba")
     assert without.equals(with_kernel)
     assert [(r["offset"], r["key"], r["value"]) for r in without.to_pylist()] == [
