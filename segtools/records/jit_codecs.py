@@ -96,6 +96,20 @@ def _copy(dst, d, src, s, n):
 
 
 @numba.njit(_nrt=False, cache=True)
+def _lz4_length(src, ip, limit, n):
+    """An LZ4 length continued past its token's 15: bytes added until one is not 255, read
+    below ``limit``. Returns (length, new ip), or (-1, ip) when the bytes run out."""
+    while True:
+        if ip >= limit:
+            return np.int64(-1), ip
+        b = np.int64(src[ip])
+        ip += 1
+        n += b
+        if b != 255:
+            return n, ip
+
+
+@numba.njit(_nrt=False, cache=True)
 def _lz4_block(src, ip, ie, out, op, oend, low):
     """Decode one LZ4 block src[ip:ie] to out[op:]; output capacity ends at ``oend`` (the
     frame's maximum block size past the block's start, as LZ4F gives LZ4_decompress_safe) and
@@ -110,14 +124,9 @@ def _lz4_block(src, ip, ie, out, op, oend, low):
         ip += 1
         lit = token >> 4
         if lit == 15:
-            while True:
-                if ip >= ie:
-                    return -1
-                b = np.int64(src[ip])
-                ip += 1
-                lit += b
-                if b != 255:
-                    break
+            lit, ip = _lz4_length(src, ip, ie, lit)
+            if lit < 0:
+                return -1
         if ip + lit > ie - 8 or op + lit > oend - 12:
             # must be the last sequence: literals up to the input's end exactly
             if ip + lit != ie or op + lit > oend:
@@ -132,15 +141,10 @@ def _lz4_block(src, ip, ie, out, op, oend, low):
         if off == 0 or op - off < low:
             return -1
         mlen = token & 15
-        if mlen == 15:
-            while True:
-                if ip >= ie - 5:
-                    return -1
-                b = np.int64(src[ip])
-                ip += 1
-                mlen += b
-                if b != 255:
-                    break
+        if mlen == 15:   # the length bytes may not reach into the last 5 input bytes
+            mlen, ip = _lz4_length(src, ip, ie - 5, mlen)
+            if mlen < 0:
+                return -1
         mlen += 4
         if ip > ie - 5 or op + mlen > oend - 5:
             return -1
