@@ -176,7 +176,11 @@ def test_an_exception_mid_export_leaves_the_partial_marker(realdata, tmp_path, m
 
 
 _SLOW_EXPORT = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # a Ctrl-C in a terminal: Python's handler even when the test runner was started in the
+    # background (a non-interactive shell starts background jobs with SIGINT ignored, and
+    # Python then keeps it ignored, as a tool run with `&` should)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import segtools.export as ex
     real_iter = ex._iter_tables
     started = []
