@@ -360,6 +360,14 @@ class KafkaSegmentsReader(DataSourceReader):
         self.options = options
         self.level = options.get("level", "records")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader into the function every task runs: a task gets its own
+        # slices of the plan as its partition, never the whole plan (it was shipped to each
+        # of ~200 tasks at 100,000 segments a replica)
+        state = dict(self.__dict__)
+        state["options"] = {k: v for k, v in self.options.items() if k != "plan"}
+        return state
+
     def partitions(self) -> list[SegmentGroup] | list[RunGroup]:  # type: ignore[override]
         size = self.options.get("group_bytes")
         group_bytes = int(size) if size else GROUP_BYTES
@@ -449,4 +457,10 @@ class KafkaSegmentsDataSource(DataSource):
         return from_arrow_schema(_arrow_schema(self.options))  # type: ignore[return-value]
 
     def reader(self, schema: Any) -> KafkaSegmentsReader:
-        return KafkaSegmentsReader(dict(self.options))
+        options = dict(self.options)
+        if "plan" in self.options:
+            # called where Spark plans the read; the data source is pickled into every task's
+            # function after this (for its name): the plan stays with the reader, which plans
+            # the partitions from it and does not pickle it
+            del self.options["plan"]
+        return KafkaSegmentsReader(options)

@@ -138,3 +138,32 @@ def test_the_plan_holds_no_object_per_segment():
         tracemalloc.stop()
     assert len(plan) < 25 * 2 * n
     assert peak < 80 * 2 * n, f"{peak / (2 * n):.0f} bytes a segment"
+
+
+def test_the_plan_is_not_pickled_into_every_task():
+    """Spark pickles the reader and the data source into the function every scan task runs:
+    the plan (O(segments)) must stay on the planner, tasks get only their slices."""
+    import pickle
+
+    from pyspark import cloudpickle
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from segtools.forensics.collect import ReplicaSpec, SegmentList
+    from segtools.spark.compare_job import _segment_plan
+    from segtools.spark.datasource import KafkaSegmentsDataSource, RunGroup
+
+    n = 20_000
+    spec = ReplicaSpec(1, 1, "t", 0, "/logs/t-0", "/logs",
+                       segments=SegmentList((f"/logs/t-0/{o:020d}.log", 175) for o in range(n)))
+    plan = _segment_plan([spec])
+    source = KafkaSegmentsDataSource(CaseInsensitiveDict({"plan": plan, "level": "batches",
+                                                          "group_bytes": str(64 << 20)}))
+    reader = source.reader(None)
+    groups = reader.partitions()
+    assert all(isinstance(g, RunGroup) for g in groups)
+    assert sum(len(r) for g in groups for r in g.runs) == n and len(groups) == -(-n // 64)
+    assert len(cloudpickle.dumps((reader, source))) < 20_000 < len(plan)
+    assert max(len(pickle.dumps(g)) for g in groups) < 2_000
+    # a task's reader reads its slice without the plan
+    again = pickle.loads(pickle.dumps(reader))
+    assert "plan" not in again.options and again.level == "batches"
