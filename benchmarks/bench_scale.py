@@ -8,8 +8,9 @@ small segments, time and peak RSS per row.
 
 Rows:
 
-On 2 cores ``local[*]`` is ``local[2]``; the Spark row's RSS is the driver's Python process
-only (the JVM and its Python workers are not counted).
+On 2 cores ``local[*]`` is ``local[2]``. The Spark row's RSS is the driver's Python process
+(``ru_maxrss``), and in brackets ("all") the peak of the summed PSS of the driver and every
+process below it (the JVM, Spark's Python daemon, planner and workers), sampled every 0.5 s.
 
 - ``1p x N``: two brokers (replicas), each with one partition of N one-batch segments
   (identical copies, one record of 100 bytes per batch). compare reads both replicas; export
@@ -93,17 +94,77 @@ def _load() -> str:
         return "?"
 
 
+def _tree(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc/*/stat's parent ids)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # the field after ") state " is the parent id (the name in parentheses may hold spaces)
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def _pss_kb(pid: int) -> int:
+    """Proportional set size of ``pid`` (forked Python workers share their daemon's pages; PSS
+    counts a shared page once over all of them, RSS once per process)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeSampler:
+    """Peak over time of the summed PSS of a process and all its descendants (the Spark JVM,
+    its Python daemon and workers), sampled every ``interval`` seconds."""
+
+    def __init__(self, pid: int, interval: float = 0.5) -> None:
+        import threading
+
+        self.pid, self.interval, self.peak_kb = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in _tree(self.pid)))
+
+    def stop(self) -> float:
+        """The peak in MB."""
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb / 1024
+
+
 def run_child(args: list[str], env: dict[str, str] | None = None,
-              timeout: float | None = None) -> tuple[float, float, int]:
-    """(seconds, peak RSS MB, exit code) of ``python -m segtools <args>`` in a fresh child;
-    the peak is that child's own ``ru_maxrss`` from ``wait4`` (its children, the Spark JVM
-    and Python workers, are not counted)."""
+              timeout: float | None = None, tree: bool = False) -> tuple[float, float, int, float | None]:
+    """(seconds, peak RSS MB, exit code, peak tree PSS MB or None) of ``python -m segtools
+    <args>`` in a fresh child; the peak RSS is that child's own ``ru_maxrss`` from ``wait4``
+    (its children, the Spark JVM and Python workers, are not counted); with ``tree``, the
+    sampled peak of the PSS summed over the child and every process below it."""
     import threading
 
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "segtools", *args],
                                 stdout=subprocess.DEVNULL, stderr=err, env=env)
+        sampler = TreeSampler(proc.pid) if tree else None
         timer = threading.Timer(timeout, proc.kill) if timeout else None
         if timer is not None:
             timer.start()
@@ -111,18 +172,19 @@ def run_child(args: list[str], env: dict[str, str] | None = None,
         seconds = time.perf_counter() - t0
         if timer is not None:
             timer.cancel()
+        total = sampler.stop() if sampler is not None else None
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode not in (0, 1):
             err.seek(0)
             tail = err.read().decode(errors="replace")[-400:]
             sys.stderr.write(f"  [{args[0]} exit {proc.returncode}] {tail}\n")
-    return seconds, usage.ru_maxrss / 1024, proc.returncode
+    return seconds, usage.ru_maxrss / 1024, proc.returncode, total
 
 
 def bench_row(label: str, brokers: list[str], segments: int, what: list[str], spark: bool,
               workdir: str, timeout: float) -> list[str]:
     out = os.path.join(workdir, "out")
-    cells: dict[str, tuple[float, float, int]] = {}
+    cells: dict[str, tuple[float, float, int, float | None]] = {}
     pdirs = [os.path.join(brokers[0], d) for d in sorted(os.listdir(brokers[0]))
              if os.path.isdir(os.path.join(brokers[0], d))]
     if "dump" in what:
@@ -138,7 +200,7 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
     if spark:
         env = dict(os.environ, SEGTOOLS_SPARK_MASTER="local[*]")
         cells["spark"] = run_child(["compare", "--spark", "--master", "local[*]", *brokers],
-                                   env=env, timeout=timeout)
+                                   env=env, timeout=timeout, tree=True)
     # export and dump read broker 1; compare (both runners) every broker
     mine = sum(1 for p in pdirs for f in os.listdir(p) if f.endswith(".log"))
     total = sum(1 for b in brokers for d, _, fs in os.walk(b) for f in fs if f.endswith(".log"))
@@ -147,9 +209,10 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
         if name not in cells:
             row += ["", ""]
             continue
-        s, rss, rc = cells[name]
+        s, rss, rc, tree = cells[name]
         per = s / (total if name in ("compare", "spark") else mine) * 1000
-        row += [f"{s:.1f} s ({per:.2f} ms/seg){'' if rc in (0, 1) else f' exit {rc}'}", f"{rss:.0f}"]
+        row += [f"{s:.1f} s ({per:.2f} ms/seg){'' if rc in (0, 1) else f' exit {rc}'}",
+                f"{rss:.0f}" if tree is None else f"{rss:.0f} (all {tree:.0f})"]
     if "export" in cells and "dump" in cells:
         row.append(f"{cells['export'][0] / cells['dump'][0]:.1f}x")
     else:
@@ -158,7 +221,8 @@ def bench_row(label: str, brokers: list[str], segments: int, what: list[str], sp
     return row
 
 
-HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[*]", "RSS MB",
+HEADER = ["input", "segments", "compare in process", "RSS MB", "compare Spark local[*]",
+          "RSS MB: driver (all: JVM + workers, PSS)",
           "export", "RSS MB", "dump", "RSS MB", "export/dump", "load"]
 
 

@@ -49,15 +49,33 @@ def _ddl(schema: Any) -> Any:
 
 
 def _segment_plan(specs: Sequence[ReplicaSpec]) -> str:
-    """The data source's ``plan`` option: every segment of ``specs``, replica id as broker."""
-    from segtools.spark.datasource import SegmentPartition, plan_json, segment_bases
+    """The data source's ``plan`` option: every segment of ``specs``, replica id as broker, as
+    each replica's arrays of base offsets and sizes (no object per segment on the driver)."""
+    from array import array
 
-    parts = []
+    from segtools.spark.datasource import SegmentRun, plan_json
+
+    runs = []
     for s in specs:
-        bases = segment_bases([p for p, _ in s.segments])
-        for (path, size), (base, nxt) in zip(s.segments, bases):
-            parts.append(SegmentPartition(path, s.topic, s.partition, s.replica_id, base, nxt, size))
-    return plan_json(parts)
+        arrays = s.segments.arrays()
+        if arrays is not None:
+            folder, bases, sizes = arrays
+            runs.append(SegmentRun(s.topic, s.partition, s.replica_id, folder, bases, sizes, None, None))
+        else:     # renamed files: the paths as given
+            runs.append(SegmentRun(s.topic, s.partition, s.replica_id, "", array("q"),
+                                   array("q", (size for _p, size in s.segments)),
+                                   tuple(p for p, _ in s.segments), None))
+    return plan_json(runs)
+
+
+def _sizes(spec: ReplicaSpec) -> Any:
+    """The replica's segment sizes as an int64 array (without making each path)."""
+    import numpy as np
+
+    arrays = spec.segments.arrays()
+    if arrays is not None:
+        return np.frombuffer(arrays[2], dtype=np.int64)
+    return np.fromiter((size for _p, size in spec.segments), dtype=np.int64, count=len(spec.segments))
 
 
 def _group_bytes(total: int, sc: Any) -> int:
@@ -74,9 +92,11 @@ def _group_bytes(total: int, sc: Any) -> int:
 def _weighted_bytes(specs: Sequence[ReplicaSpec]) -> int:
     """Segment bytes as the scan groups count them (a file weighs at least its open cost), so
     many small segments make about one task per core too, not one per 128 of them."""
+    import numpy as np
+
     from segtools.spark.datasource import OPEN_COST_BYTES
 
-    return sum(max(size, OPEN_COST_BYTES) for s in specs for _p, size in s.segments)
+    return sum(int(np.maximum(_sizes(s), OPEN_COST_BYTES).sum()) for s in specs)
 
 
 def _tasks_df(spark: Any, tasks: Sequence[Any]) -> Any:
@@ -160,7 +180,7 @@ def run_specs(spark: Any, specs: Sequence[ReplicaSpec], *, acks: AckIndex | None
     b_specs = sc.broadcast({s.replica_id: s for s in specs})
     b_groups = sc.broadcast(by_tp)
     b_hist = sc.broadcast(dict(histories or {}))
-    total = sum(size for s in specs for _p, size in s.segments)
+    total = sum(int(_sizes(s).sum()) for s in specs)
 
     # ---- stage 1 + 2: batch headers, classified per partition; only verdicts reach the driver
     batches = None

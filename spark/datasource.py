@@ -32,9 +32,12 @@ Options (all strings)
     ``errors=column``: a segment that stops at unreadable bytes ends with one row whose
     ``read_error`` column (added to the schema) holds the reader's message; other rows have it
     null. Nothing is read twice to find out why a segment stopped.
-    ``plan``: JSON list of segments ``[path, topic, partition, broker, base_offset,
-    next_base_offset, size]``, as :func:`plan_json` writes it: read exactly these, with no
-    discovery of its own (compare discovers once, on the driver, and passes its plan here).
+    ``plan``: JSON list of replicas ``{topic, partition, broker, dir, bases, sizes}`` (base
+    offsets and file sizes as base64 of little-endian int64; ``paths`` instead of ``bases``
+    when the files are not named ``<dir>/<20-digit base offset>.log``), as :func:`plan_json`
+    writes it: read exactly these segments, with no discovery of its own (compare discovers
+    once, on the driver, and passes its plan here). Tasks are slices of replicas
+    (``RunGroup``), about 16 bytes a segment wherever the plan is held.
     ``columns``: comma list of the schema's columns to produce (others are never built).
 
 Examples
@@ -47,7 +50,7 @@ Examples
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,16 +156,136 @@ def plan_segments(path: str, *, broker: int | None = None,
     return parts
 
 
-def plan_json(parts: list[SegmentPartition]) -> str:
-    """The ``plan`` option's value for these segments."""
-    return json.dumps([[p.uri, p.topic, p.partition, p.broker, p.base_offset, p.next_base_offset, p.size]
-                       for p in parts])
+@dataclass(frozen=True, eq=False)
+class SegmentRun:
+    """Consecutive segments of one replica, as arrays: 16 bytes a segment (a
+    ``SegmentPartition`` of each, built on the planner and pickled into every task, cost
+    ~600 bytes a segment on the driver alone). ``paths`` is set only when the files are not
+    all ``<folder>/<20-digit base offset>.log``; the segment's base offset then comes from
+    its name as :func:`segment_bases` reads it."""
+
+    topic: str
+    partition: int
+    broker: int | None
+    folder: str
+    bases: Any                       # array('q') of base offsets (unused when ``paths``)
+    sizes: Any                       # array('q') of file sizes
+    paths: tuple[str, ...] | None
+    next_base_offset: int | None     # base offset of the replica's segment after the run
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def parts(self) -> Iterator[SegmentPartition]:
+        """The run's segments, one ``SegmentPartition`` at a time (made where they are read)."""
+        import os
+
+        from segtools.formats.names import LOG_SUFFIX, filename_prefix_from_offset
+
+        n = len(self.sizes)
+        if self.paths is not None:
+            bases = segment_bases(self.paths)
+            for i, (base, nxt) in enumerate(bases):
+                yield SegmentPartition(self.paths[i], self.topic, self.partition, self.broker, base,
+                                       self.next_base_offset if i + 1 == n else nxt, self.sizes[i])
+            return
+        for i in range(n):
+            base = self.bases[i]
+            yield SegmentPartition(os.path.join(self.folder, filename_prefix_from_offset(base) + LOG_SUFFIX),
+                                   self.topic, self.partition, self.broker, base,
+                                   self.bases[i + 1] if i + 1 < n else self.next_base_offset, self.sizes[i])
+
+    def slice(self, start: int, stop: int) -> SegmentRun:
+        """Segments ``[start, stop)`` of the run."""
+        n = len(self.sizes)
+        if self.paths is not None:
+            # as segment_bases: the next name's offset (None when it has none)
+            nxt = stem_offset(self.paths[stop]) if stop < n else self.next_base_offset
+            return SegmentRun(self.topic, self.partition, self.broker, self.folder, self.bases,
+                              self.sizes[start:stop], self.paths[start:stop], nxt)
+        return SegmentRun(self.topic, self.partition, self.broker, self.folder, self.bases[start:stop],
+                          self.sizes[start:stop], None, self.bases[stop] if stop < n else self.next_base_offset)
 
 
-def plan_from_json(text: str) -> list[SegmentPartition]:
-    return [SegmentPartition(str(u), str(t), int(pt), None if b is None else int(b), int(base),
-                             None if nxt is None else int(nxt), int(size))
-            for u, t, pt, b, base, nxt, size in json.loads(text)]
+@dataclass(frozen=True)
+class RunGroup(InputPartition):
+    """Slices of replicas read by one task, in order (what a ``plan`` is split into)."""
+
+    runs: tuple[SegmentRun, ...]
+
+    def parts(self) -> Iterator[SegmentPartition]:
+        for run in self.runs:
+            yield from run.parts()
+
+
+def group_runs(runs: Sequence[SegmentRun], *, group_bytes: int = GROUP_BYTES,
+               open_cost: int = OPEN_COST_BYTES) -> list[RunGroup]:
+    """:func:`group_segments` over runs, without an object per segment: a group closes before
+    the segment that would take it past ``group_bytes`` (each file counted as at least
+    ``open_cost``; a segment heavier than that alone is a group of its own)."""
+    import numpy as np
+
+    groups: list[RunGroup] = []
+    current: list[SegmentRun] = []
+    weight = 0
+    for run in runs:
+        n = len(run)
+        if n == 0:
+            continue
+        cum = np.cumsum(np.maximum(np.frombuffer(run.sizes, dtype=np.int64), open_cost))
+        i = 0
+        while i < n:
+            done = int(cum[i - 1]) if i else 0
+            # segments i..k-1 fit in what is left of the group
+            k = int(np.searchsorted(cum, done + group_bytes - weight, side="right"))
+            if k <= i:
+                if current:                      # the next segment does not fit: close the group
+                    groups.append(RunGroup(tuple(current)))
+                    current, weight = [], 0
+                    continue
+                k = i + 1                        # heavier than a group: alone
+            current.append(run.slice(i, k) if (i, k) != (0, n) else run)
+            weight += int(cum[k - 1]) - done
+            i = k
+    if current:
+        groups.append(RunGroup(tuple(current)))
+    return groups
+
+
+def plan_json(runs: Sequence[SegmentRun]) -> str:
+    """The ``plan`` option's value: one JSON object per replica, its base offsets and sizes
+    as base64 of little-endian int64 (about 21 bytes a segment)."""
+    import base64
+
+    import numpy as np
+
+    def b64(values: Any) -> str:
+        return base64.b64encode(np.asarray(values, dtype="<i8").tobytes()).decode("ascii")
+
+    return json.dumps([{"topic": r.topic, "partition": r.partition, "broker": r.broker, "dir": r.folder,
+                        "sizes": b64(r.sizes), **({"paths": list(r.paths)} if r.paths is not None
+                                                  else {"bases": b64(r.bases)})}
+                       for r in runs])
+
+
+def plan_from_json(text: str) -> list[SegmentRun]:
+    """The runs of a ``plan`` option (one per replica)."""
+    import base64
+    from array import array
+
+    import numpy as np
+
+    def arr(field: str) -> Any:
+        return array("q", np.frombuffer(base64.b64decode(field), dtype="<i8").astype(np.int64).tobytes())
+
+    runs = []
+    for r in json.loads(text):
+        paths = tuple(str(p) for p in r["paths"]) if r.get("paths") is not None else None
+        runs.append(SegmentRun(str(r["topic"]), int(r["partition"]),
+                               None if r.get("broker") is None else int(r["broker"]), str(r.get("dir") or ""),
+                               array("q") if paths is not None else arr(r["bases"]), arr(r["sizes"]), paths,
+                               None))
+    return runs
 
 
 def _arrow_schema(options: Any) -> Any:
@@ -237,13 +360,22 @@ class KafkaSegmentsReader(DataSourceReader):
         self.options = options
         self.level = options.get("level", "records")
 
-    def partitions(self) -> list[SegmentGroup]:
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader into the function every task runs: a task gets its own
+        # slices of the plan as its partition, never the whole plan (it was shipped to each
+        # of ~200 tasks at 100,000 segments a replica)
+        state = dict(self.__dict__)
+        state["options"] = {k: v for k, v in self.options.items() if k != "plan"}
+        return state
+
+    def partitions(self) -> list[SegmentGroup] | list[RunGroup]:  # type: ignore[override]
         size = self.options.get("group_bytes")
-        return group_segments(self._segments(), group_bytes=int(size) if size else GROUP_BYTES)
+        group_bytes = int(size) if size else GROUP_BYTES
+        if self.options.get("plan"):
+            return group_runs(plan_from_json(self.options["plan"]), group_bytes=group_bytes)
+        return group_segments(self._segments(), group_bytes=group_bytes)
 
     def _segments(self) -> list[SegmentPartition]:
-        if self.options.get("plan"):
-            return plan_from_json(self.options["plan"])
         path = self.options.get("path")
         replica_map = self.options.get("replica_map")
         rmap = {str(k): int(v) for k, v in json.loads(replica_map).items()} if replica_map else None
@@ -266,10 +398,12 @@ class KafkaSegmentsReader(DataSourceReader):
                 and (not partitions or p.partition in partitions)]
 
     # Spark hands back only the partitions partitions() made: ours, narrower than InputPartition
-    def read(self, partition: SegmentGroup | SegmentPartition) -> Iterator[Any]:  # type: ignore[override]
+    def read(self, partition: RunGroup | SegmentGroup | SegmentPartition) -> Iterator[Any]:  # type: ignore[override]
         start = self.options.get("start_offset")
         end = self.options.get("end_offset")
-        segments = partition.segments if isinstance(partition, SegmentGroup) else (partition,)
+        segments: Iterable[SegmentPartition] = (
+            partition.parts() if isinstance(partition, RunGroup)
+            else partition.segments if isinstance(partition, SegmentGroup) else (partition,))
         columns = [c.strip() for c in (self.options.get("columns") or "").split(",") if c.strip()]
         # small segments' batches are handed to Spark gathered (each batch handed over costs
         # a round trip through Spark's Python data source, more than a one-batch segment's read)
@@ -280,7 +414,10 @@ class KafkaSegmentsReader(DataSourceReader):
                                    end_offset=int(end) if end else None,
                                    errors=self.options.get("errors", "raise")):
                 rb = rb.select(columns) if columns else rb
-                if rb.num_rows >= GATHER_ROWS or rb.nbytes >= GATHER_BYTES:   # large: as it is
+                # the buffers' size, not nbytes: nbytes cost ~120 us on a one-row batch, more than
+                # reading a one-batch segment; a slice counts all of its buffers (handed on sooner)
+                nbytes = rb.get_total_buffer_size()
+                if rb.num_rows >= GATHER_ROWS or nbytes >= GATHER_BYTES:   # large: as it is
                     if pending:
                         yield _gathered(pending)
                         pending, rows, size = [], 0, 0
@@ -288,7 +425,7 @@ class KafkaSegmentsReader(DataSourceReader):
                     continue
                 pending.append(rb)
                 rows += rb.num_rows
-                size += rb.nbytes
+                size += nbytes
                 if rows >= GATHER_ROWS or size >= GATHER_BYTES:
                     yield _gathered(pending)
                     pending, rows, size = [], 0, 0
@@ -320,4 +457,10 @@ class KafkaSegmentsDataSource(DataSource):
         return from_arrow_schema(_arrow_schema(self.options))  # type: ignore[return-value]
 
     def reader(self, schema: Any) -> KafkaSegmentsReader:
-        return KafkaSegmentsReader(dict(self.options))
+        options = dict(self.options)
+        if "plan" in self.options:
+            # called where Spark plans the read; the data source is pickled into every task's
+            # function after this (for its name): the plan stays with the reader, which plans
+            # the partitions from it and does not pickle it
+            del self.options["plan"]
+        return KafkaSegmentsReader(options)

@@ -73,6 +73,13 @@ class SegmentList(Sequence[tuple[str, int]]):
         """Whether every path is ``<dir>/<20-digit base offset>.log`` (held as offsets)."""
         return self._paths is None
 
+    def arrays(self) -> tuple[str, array[int], array[int]] | None:
+        """(dir, base offsets, sizes) when :attr:`compact`, else None: the arrays themselves,
+        to be read, not changed (the Spark runner's plan ships them as they are)."""
+        if self._paths is not None:
+            return None
+        return self._dir or "", self._bases, self._sizes
+
     def path(self, i: int) -> str:
         if self._paths is not None:
             return self._paths[i]

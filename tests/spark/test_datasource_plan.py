@@ -72,3 +72,98 @@ def test_a_big_segment_is_a_task_of_its_own():
              for i, size in enumerate([10, 200 << 20, 10, 10])]
     groups = group_segments(parts, group_bytes=128 << 20, open_cost=1 << 20)
     assert [len(g.segments) for g in groups] == [1, 1, 2]
+
+
+def _runs_and_parts(sizes_per_replica, renamed=()):
+    """(SegmentRuns, the same segments as SegmentPartitions the per-segment way)."""
+    from array import array
+
+    from segtools.spark.datasource import SegmentPartition, SegmentRun, segment_bases
+
+    runs, parts = [], []
+    for r, sizes in enumerate(sizes_per_replica):
+        folder = f"/logs/broker-{r}/t-{r}"
+        bases = [1000 * r + 7 * i for i in range(len(sizes))]
+        paths = [f"{folder}/{b:020d}.log" for b in bases]
+        if r in renamed:
+            paths = [p if i % 3 else f"{folder}/copy-{i}.log" for i, p in enumerate(paths)]
+            runs.append(SegmentRun("t", r, r, "", array("q"), array("q", sizes), tuple(paths), None))
+        else:
+            runs.append(SegmentRun("t", r, r, folder, array("q", bases), array("q", sizes), None, None))
+        for path, size, (base, nxt) in zip(paths, sizes, segment_bases(paths)):
+            parts.append(SegmentPartition(path, "t", r, r, base, nxt, size))
+    return runs, parts
+
+
+def test_replica_runs_group_and_read_as_the_per_segment_plan():
+    """The compact plan (arrays per replica, tasks over slices of them) makes the same tasks,
+    with the same segments in each, as grouping one SegmentPartition per segment."""
+    import random
+
+    from segtools.spark.datasource import group_runs, group_segments, plan_from_json, plan_json
+
+    rng = random.Random(23)
+    for case in range(40):
+        sizes = [[rng.choice([0, 100, 5 << 20, 300 << 20]) for _ in range(rng.randrange(0, 300))]
+                 for _ in range(rng.randrange(1, 5))]
+        runs, parts = _runs_and_parts(sizes, renamed={1} if case % 2 else ())
+        for gb in (1, 3 << 20, 128 << 20, 1 << 40):
+            want = [list(g.segments) for g in group_segments(parts, group_bytes=gb)]
+            got = [list(g.parts()) for g in group_runs(runs, group_bytes=gb)]
+            assert got == want, (case, gb)
+            # through the option's text, as the planner gets it
+            again = [list(g.parts()) for g in group_runs(plan_from_json(plan_json(runs)), group_bytes=gb)]
+            assert again == want, (case, gb)
+
+
+def test_the_plan_holds_no_object_per_segment():
+    """Issue 23: the Spark driver's plan of 2 x 100,000 segments peaked at ~600 bytes a segment
+    (a SegmentPartition each and their JSON); arrays hold 16 and the option ~21."""
+    import tracemalloc
+
+    from segtools.forensics.collect import ReplicaSpec, SegmentList
+    from segtools.spark.compare_job import _segment_plan
+
+    n = 20_000
+    specs = []
+    for r in (1, 2):
+        d = f"/logs/broker-{r}/t-0"
+        specs.append(ReplicaSpec(r, r, "t", 0, d, f"/logs/broker-{r}",
+                                 segments=SegmentList((f"{d}/{o:020d}.log", 175) for o in range(n))))
+    tracemalloc.start()
+    try:
+        plan = _segment_plan(specs)
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(plan) < 25 * 2 * n
+    assert peak < 80 * 2 * n, f"{peak / (2 * n):.0f} bytes a segment"
+
+
+def test_the_plan_is_not_pickled_into_every_task():
+    """Spark pickles the reader and the data source into the function every scan task runs:
+    the plan (O(segments)) must stay on the planner, tasks get only their slices."""
+    import pickle
+
+    from pyspark import cloudpickle
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from segtools.forensics.collect import ReplicaSpec, SegmentList
+    from segtools.spark.compare_job import _segment_plan
+    from segtools.spark.datasource import KafkaSegmentsDataSource, RunGroup
+
+    n = 20_000
+    spec = ReplicaSpec(1, 1, "t", 0, "/logs/t-0", "/logs",
+                       segments=SegmentList((f"/logs/t-0/{o:020d}.log", 175) for o in range(n)))
+    plan = _segment_plan([spec])
+    source = KafkaSegmentsDataSource(CaseInsensitiveDict({"plan": plan, "level": "batches",
+                                                          "group_bytes": str(64 << 20)}))
+    reader = source.reader(None)
+    groups = reader.partitions()
+    assert all(isinstance(g, RunGroup) for g in groups)
+    assert sum(len(r) for g in groups for r in g.runs) == n and len(groups) == -(-n // 64)
+    assert len(cloudpickle.dumps((reader, source))) < 20_000 < len(plan)
+    assert max(len(pickle.dumps(g)) for g in groups) < 2_000
+    # a task's reader reads its slice without the plan
+    again = pickle.loads(pickle.dumps(reader))
+    assert "plan" not in again.options and again.level == "batches"
