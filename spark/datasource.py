@@ -259,8 +259,10 @@ def plan_json(runs: Sequence[SegmentRun]) -> str:
 
     import numpy as np
 
+    little = np.dtype(np.int64).newbyteorder("<")   # the plan's own encoding, not a Kafka layout
+
     def b64(values: Any) -> str:
-        return base64.b64encode(np.asarray(values, dtype="<i8").tobytes()).decode("ascii")
+        return base64.b64encode(np.asarray(values, dtype=little).tobytes()).decode("ascii")
 
     return json.dumps([{"topic": r.topic, "partition": r.partition, "broker": r.broker, "dir": r.folder,
                         "sizes": b64(r.sizes), **({"paths": list(r.paths)} if r.paths is not None
@@ -275,8 +277,10 @@ def plan_from_json(text: str) -> list[SegmentRun]:
 
     import numpy as np
 
+    little = np.dtype(np.int64).newbyteorder("<")
+
     def arr(field: str) -> Any:
-        return array("q", np.frombuffer(base64.b64decode(field), dtype="<i8").astype(np.int64).tobytes())
+        return array("q", np.frombuffer(base64.b64decode(field), dtype=little).astype(np.int64).tobytes())
 
     runs = []
     for r in json.loads(text):
