@@ -376,3 +376,32 @@ def test_a_kafka_client_failure_in_a_step_is_one_line(tmp_path):
         runner._drive(scenario.steps[0], [])
     assert str(exc.value).startswith("steps[0] (produce): the Kafka client failed: ")
     assert "Erroneous state" in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("held_by_client", [True, False])
+def test_a_log_ahead_by_an_idempotent_in_flight_batch_is_the_clients_resend(tmp_path, held_by_client):
+    # librdkafka resends an in-flight idempotent batch as soon as a leader answers; the model
+    # writes it at the scenario's resend step. A log ahead by exactly such a batch is reached
+    # (and recorded); ahead by anything else it is a drift. Oracle: the committed sample's
+    # orders-0 on broker 1 ends at 20 (its truth.json); the model is told 18.
+    from segtools.realcluster.steps import StepRunner
+
+    scenario = parse_scenario({"cluster": {"brokers": [1, 2]},
+                               "topics": [{"name": "orders", "replication_factor": 1, "assignment": {0: [1]}}],
+                               "steps": [{"advance": {"ms": 10}}]})
+    cluster = _FakeCluster([1, 2])
+    cluster.broker_dir = lambda b: str(SAMPLES / "generated" / "S1-lagging-follower" / f"broker-{b}")
+    runner = StepRunner(scenario, cluster, str(tmp_path), allow_drift=True)
+    runner.model.replicas[("orders", 0)][1].log_end_offset = 18
+    runner.real_pending["idem"] = [{"tp": ("orders", 0), "recs": [("k", "a"), ("k", "b")],
+                                    "named": held_by_client}]
+    runner._await_replication(scenario.steps[0])
+    last = runner.log.waits[-1]
+    if held_by_client:
+        assert last["reached"] is True and runner.drift == []
+        assert last["client_resent_early"] == [
+            "orders-0 on broker 1: log end 20 (model 18): the client resent an in-flight "
+            "idempotent batch before the resend step"]
+    else:   # a hand-written (plain) in-flight batch is never resent by anyone but the step
+        assert last["reached"] is False
+        assert runner.drift[0]["what"] == "orders-0 on broker 1: log end 20 (expected 18)"
