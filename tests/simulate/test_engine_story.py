@@ -405,3 +405,33 @@ def test_a_log_ahead_by_an_idempotent_in_flight_batch_is_the_clients_resend(tmp_
     else:   # a hand-written (plain) in-flight batch is never resent by anyone but the step
         assert last["reached"] is False
         assert runner.drift[0]["what"] == "orders-0 on broker 1: log end 20 (expected 18)"
+
+
+def test_the_last_steps_deferred_check_waits_at_the_end(tmp_path):
+    # a broker paused at the scenario's last step: its check looks once and is deferred; no
+    # later step checks it, so the end waits as an advance would (random seeds 1044, 1049:
+    # the cluster's answer to the last step was missing from the story)
+    import threading
+
+    from segtools.realcluster.cluster import PartitionView
+    from segtools.realcluster.steps import StepRunner
+
+    scenario = parse_scenario({"cluster": {"brokers": [1, 2, 3]},
+                               "topics": [{"name": "t", "replication_factor": 2, "assignment": {0: [1, 2]}}],
+                               "steps": [{"pause": {"broker": 3}}, {"shutdown": {"broker": 1}}]})
+    cluster = _FakeCluster([1, 2, 3])
+    cluster.metadata_log_size = lambda: 7
+    runner = StepRunner(scenario, cluster, str(tmp_path))
+    runner.wait_s = 5.0
+    runner.real_marks = [0, 3, 5]
+    for step in scenario.steps:
+        runner.model.apply(step)
+    cluster.brokers[3].paused = True
+    cluster.brokers[3].paused_at = time.monotonic()
+    runner._settle(scenario.steps[1])          # the model's leader 2; the cluster still 1
+    assert runner.log.waits[-1]["reached"] is None and "deferred" in runner.log.waits[-1]
+    # the controller moves the leader a moment later
+    threading.Timer(0.3, lambda: cluster.view.update({("t", 0): PartitionView(2, [2], [1, 2])})).start()
+    runner._settle_the_end()
+    assert runner.log.waits[-1]["reached"] is True and runner.log.waits[-1]["final"] is True
+    assert runner.real_marks[-1] == 7           # what the controller wrote belongs to the last step
