@@ -179,7 +179,16 @@ class StepRunner(ProducerSteps):
         if not any(w.get("step") == last.index and w.get("deferred") for w in self.log.waits):
             return
         self._settle(last, final=True)
-        self.real_marks[-1] = self.cluster.metadata_log_size()
+        # the fencing shows in the controller's log before the partition changes it makes
+        # reach the metadata log: the mark moves once that log stops growing (random seed
+        # 1049: a crash's ISR changes landed after the mark, "after the last step")
+        size, quiet_since, t_end = self.cluster.metadata_log_size(), time.monotonic(), time.monotonic() + 3.0
+        while time.monotonic() < t_end and time.monotonic() - quiet_since < 0.5:
+            time.sleep(0.1)
+            now = self.cluster.metadata_log_size()
+            if now != size:
+                size, quiet_since = now, time.monotonic()
+        self.real_marks[-1] = size
 
     def _paused_wait_left(self, timeout: float) -> float:
         """``timeout`` cut so that a wait never runs into the end of a paused broker's
