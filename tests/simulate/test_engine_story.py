@@ -379,13 +379,15 @@ def test_a_kafka_client_failure_in_a_step_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("held_by_client", [True, False])
-def test_a_log_ahead_by_an_idempotent_in_flight_batch_is_the_clients_resend(tmp_path, held_by_client):
+def test_a_log_ahead_by_an_idempotent_in_flight_batch_is_the_clients_resend(tmp_path, held_by_client,
+                                                                            monkeypatch):
     # librdkafka resends an in-flight idempotent batch as soon as a leader answers; the model
     # writes it at the scenario's resend step. A log ahead by exactly such a batch is reached
     # (and recorded); ahead by anything else it is a drift. Oracle: the committed sample's
     # orders-0 on broker 1 ends at 20 (its truth.json); the model is told 18.
     from segtools.realcluster.steps import StepRunner
 
+    monkeypatch.setattr("segtools.realcluster.steps.REPLICATION_WAIT_S", 0.3)   # the drift case waits it out
     scenario = parse_scenario({"cluster": {"brokers": [1, 2]},
                                "topics": [{"name": "orders", "replication_factor": 1, "assignment": {0: [1]}}],
                                "steps": [{"advance": {"ms": 10}}]})
