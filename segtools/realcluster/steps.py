@@ -307,9 +307,9 @@ class StepRunner(ProducerSteps):
             total: dict[tuple[str, int], int] = {}
             for e in entries:
                 if e.get("named"):
-                    tp = tuple(e["tp"])
-                    total[tp] = total.get(tp, 0) + len(e["recs"])   # type: ignore[index]
-                    ahead.setdefault(tp, set()).add(total[tp])   # type: ignore[arg-type]
+                    tp = (str(e["tp"][0]), int(e["tp"][1]))
+                    total[tp] = total.get(tp, 0) + len(e["recs"])
+                    ahead.setdefault(tp, set()).add(total[tp])
         return ahead
 
     def _drift(self, step: Step, what: str) -> None:
