@@ -355,6 +355,12 @@ class ArrayWindow:
             buf = self._scratch = np.empty(max(n, CRC_STEP), dtype=np.uint8)
         return buf[:self._read(buf, pos, n)]
 
+    def __enter__(self) -> ArrayWindow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         if self._pending is not None:   # never close the fd under a running read
             try:

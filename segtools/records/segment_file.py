@@ -69,6 +69,8 @@ class SegmentFile(ReadWindow):
         modification time or inode changed. The first call per file first looks
         ``settle_checks`` times, ``settle_seconds`` apart, to give a writer in mid-rewrite
         time to show; healthy files never get here."""
+        if self.fd < 0:   # closed: nothing left to compare
+            return
         where = at if position is None else position
         if not self._settled:
             self._settled = True

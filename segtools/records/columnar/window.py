@@ -128,9 +128,6 @@ class _SegmentFile(ArrayWindow):
     def __enter__(self) -> _SegmentFile:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def _read_group(paths: list[str], sizes: list[int]) -> np.ndarray | None:
     """Small segment files' bytes back to back (export's grouped read), or None when one is not
