@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import stat
 import struct
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -574,26 +573,12 @@ class SegmentReader:
                                     f"({why}), near position {pos}")
 
         def check_unchanged(seen: bytes | bytearray | memoryview = b"", at: int = 0) -> None:
-            """Raise FileChangedError when the file is not the one we opened any more: its
-            stat differs, or ``seen`` (bytes read at ``at``) reads back differently. Called
-            only where a read looks damaged, so healthy files pay nothing."""
-            if sf.fd < 0:
-                return
-            if not settled:  # once per file: give a writer in mid-rewrite time to show
-                settled.append(True)
-                for _ in range(_SETTLE_CHECKS - 1):
-                    time.sleep(_SETTLE_SECONDS)
-                    compare(seen, at)
-                time.sleep(_SETTLE_SECONDS)
-            compare(seen, at)
+            """Raise FileChangedError when the file is not the one we opened any more (the
+            one rule, SegmentFile.check_read). Called only where a read looks damaged, so
+            healthy files pay nothing."""
+            sf.check_read(bytes(seen), at, settle_checks=_SETTLE_CHECKS,
+                          settle_seconds=_SETTLE_SECONDS, position=pos)
 
-        def compare(seen: bytes | bytearray | memoryview, at: int) -> None:
-            if seen and sf.read_available(at, len(seen)) != seen:
-                raise changed("bytes read twice differ")
-            if _changed(sf.stat, os.fstat(sf.fd)):
-                raise changed("size or modification time")
-
-        settled: list[bool] = []
         try:
             if sf.size < self.file_size:
                 # reads stay below the size seen by the constructor: it shrank since

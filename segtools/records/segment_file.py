@@ -2,10 +2,10 @@
 
 Kafka's storage reads a segment through one object (clients/.../common/record/FileRecords.java:
 ``batchesFrom(start)`` over ``FileLogInputStream``); here :class:`SegmentFile` is that object
-for every reader but the columnar engines' and dump's vectorised text's own hot loops (the
-object reader ``records.batches``, dump's index peek and ``--skip-corrupt``, the log writer's
-recovery walk, the transactions report's marker reads, the bundle's redacted copy, export's
-invalid-tail walk, the real engine's log-end peek):
+for every reader but dump's vectorised text's own hot loop (the object reader
+``records.batches``, the columnar engines through :meth:`array_window`, dump's index peek and
+``--skip-corrupt``, the log writer's recovery walk, the transactions report's marker reads,
+the bundle's redacted copy, export's invalid-tail walk, the real engine's log-end peek):
 
 - the file is opened read-only (``O_RDONLY``, never written, never mapped) and its size,
   modification time and inode are taken once at open (:class:`ReadWindow`);
@@ -13,17 +13,24 @@ invalid-tail walk, the real engine's log-end peek):
   :class:`~segtools.errors.FileChangedError` naming the position, never SIGBUS or a silent
   short batch; :meth:`check_unchanged` tells growth, a rewrite or a replacement afterwards;
 - reads go through a bounded window with read-ahead (:meth:`get`), so memory is the window
-  plus one batch, whatever the file size;
+  plus one batch, whatever the file size; the columnar engines read the same file into
+  reused numpy windows read ahead in the background (:meth:`array_window`);
+- damage read from a file that a writer is rewriting is not damage on disk:
+  :meth:`check_read`, called where a read found damage, waits once per file for the writer
+  to show, then raises ``FileChangedError`` when the bytes read again differ or the stat
+  changed;
 - :meth:`batches_from` steps from batch to batch with the one batch walk
   (:mod:`segtools.records.batch_walk`); what a batch is worth beyond framing is the caller's.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 
-from segtools.errors import FormatError
-from segtools.files.read_window import DEFAULT_WINDOW, ReadWindow
+from segtools.errors import FormatError, InputError
+from segtools.files.read_window import DEFAULT_WINDOW, ArrayWindow, ReadWindow, stat_change
 from segtools.formats.record_batch import RECORD_BATCH_OVERHEAD
 from segtools.records.batch_walk import Step, next_batch, walk_error
 from segtools.records.faults import SCAN_BATCH
@@ -39,11 +46,55 @@ class SegmentFile(ReadWindow):
     descriptor the caller opened read-only with its own flags (the bundle's ``O_NOFOLLOW``);
     the object closes it."""
 
-    def __init__(self, path: str, window: int = DEFAULT_WINDOW, *, fd: int | None = None) -> None:
-        super().__init__(path, window, fd=fd)
+    def __init__(self, path: str, window: int = DEFAULT_WINDOW, *, fd: int | None = None,
+                 display: str | None = None) -> None:
+        super().__init__(path, window, fd=fd, display=display)
         #: where the last :meth:`batches_from` walk stopped (``SCAN_END``, a torn tail, or the
         #: reason Kafka's walk throws); None while a walk is under way or before one
         self.stop: Step | None = None
+        self._settled = False
+
+    def array_window(self, window: int, *, read_ahead: bool = True,
+                     preadv: bool = True) -> ArrayWindow:
+        """This file read into reused numpy windows of ``window`` bytes (the columnar
+        engines' scan); closing it closes this file."""
+        return ArrayWindow(self, window, read_ahead=read_ahead, preadv=preadv)
+
+    def check_read(self, seen: bytes | memoryview, at: int, *, settle_checks: int,
+                   settle_seconds: float, position: int | None = None) -> None:
+        """Called where a read found damage (a bad CRC, a torn or garbled batch), which a
+        concurrent truncate-and-rewrite causes without any damage on disk. Raise
+        :class:`~segtools.errors.FileChangedError` (near ``position``, else ``at``) when
+        ``seen`` (bytes read at ``at``) reads back differently or the open file's size,
+        modification time or inode changed. The first call per file first looks
+        ``settle_checks`` times, ``settle_seconds`` apart, to give a writer in mid-rewrite
+        time to show; healthy files never get here."""
+        if self.fd < 0:   # closed: nothing left to compare
+            return
+        where = at if position is None else position
+        if not self._settled:
+            self._settled = True
+            for _ in range(settle_checks - 1):
+                time.sleep(settle_seconds)
+                self._compare(seen, at, where)
+            time.sleep(settle_seconds)
+        self._compare(seen, at, where)
+
+    def _compare(self, seen: bytes | memoryview, at: int, where: int) -> None:
+        if len(seen):
+            try:
+                again = self._pread(len(seen), at)
+            except InputError:
+                again = b""
+            if again != seen:
+                raise self.changed("bytes read twice differ", where)
+        try:
+            now = os.fstat(self.fd)
+        except OSError:
+            return
+        why = stat_change(self.stat, now)
+        if why is not None:
+            raise self.changed(why, where)
 
     def __enter__(self) -> SegmentFile:
         return self
