@@ -120,7 +120,6 @@ def pread_into(fd: int, target: memoryview, pos: int, *, preadv: bool = True) ->
     return got
 
 
-
 class ReadWindow:
     """File bytes ``[base, base + len(buf))`` of a file opened read-only; :meth:`get` moves the
     window. Raises :class:`FileChangedError` when the file turns out shorter than at open."""
@@ -378,9 +377,10 @@ class ArrayWindow:
 
 def read_files(paths: list[str], sizes: list[int]) -> np.ndarray | None:
     """Small files' bytes back to back in one buffer (export's grouped read of small
-    segments), each opened as :func:`open_read_only` opens one; None when one cannot be
-    opened or read, or is not a regular file of the size listed (the per-file reader then
-    reads it and reports what it finds)."""
+    segments), each opened and checked as :func:`open_read_only` does (without its error
+    messages); None when one cannot be opened or read, is not a regular file of the size
+    listed, or is a pseudo-file (the per-file reader then reads it and reports what it
+    finds)."""
     buf = np.empty(max(1, sum(sizes)), dtype=np.uint8)
     mv = memoryview(cast(bytearray, buf))
     at = 0
@@ -391,10 +391,13 @@ def read_files(paths: list[str], sizes: list[int]) -> np.ndarray | None:
             return None
         try:
             st = os.fstat(fd)
-            if (not stat.S_ISREG(st.st_mode) or st.st_size != size
-                    or pread_into(fd, mv[at:at + size], 0) != size):
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
                 return None
-        except OSError:
+            if not size:
+                check_not_pseudo_file(fd, st, path)
+            elif pread_into(fd, mv[at:at + size], 0) != size:
+                return None
+        except (OSError, InputError):
             return None
         finally:
             os.close(fd)
