@@ -264,6 +264,10 @@ def _give_window(buf: np.ndarray) -> None:
 
 #: a CRC-32C over a batch larger than the window reads this much at a time
 CRC_STEP = 4 * 1024 * 1024
+#: the window before its first read and after close (shared: never written, never kept);
+#: three numpy allocations fewer per file opened (export reads thousands of small ones)
+_NO_BYTES = np.empty(0, dtype=np.uint8)
+_NO_BYTES.flags.writeable = False
 
 
 class ArrayWindow:
@@ -284,7 +288,7 @@ class ArrayWindow:
         self._window = max(64, window)
         self._read_ahead = read_ahead
         self._preadv = preadv
-        self._bufs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._bufs = [_NO_BYTES, _NO_BYTES]
         self._cur = 0
         self._pending: tuple[int, int, int, Future[int]] | None = None   # pos, want, buffer, read
         self._scratch: np.ndarray | None = None
@@ -368,7 +372,7 @@ class ArrayWindow:
                 pass
             self._pending = None
         self.view = memoryview(b"")
-        self.array = np.empty(0, dtype=np.uint8)
+        self.array = _NO_BYTES
         for buf in self._bufs:
             _give_window(buf)
         self._bufs = []
