@@ -83,7 +83,8 @@ def open_read_only(path: str, display: str | None = None, *,
             raise os_input_error(name, exc, "cannot stat") from None
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{display_path(name)} is not a regular file")
-        check_not_pseudo_file(fd, st, name)
+        if not st.st_size:
+            check_not_pseudo_file(fd, st, name)
     except BaseException:
         os.close(fd)
         raise
@@ -106,7 +107,14 @@ def pread_into(fd: int, target: memoryview, pos: int, *, preadv: bool = True) ->
     """Fill ``target`` from ``pos``: the bytes read, fewer only at the file's end. OSError
     passes through (the caller names the file)."""
     want = len(target)
-    got = 0
+    if not want:   # (a zero-length preadv into the shared read-only empty window fails)
+        return 0
+    if preadv and _HAVE_PREADV:   # the common case: one call fills it
+        got = os.preadv(fd, [target], pos)
+        if got >= want or got <= 0:
+            return max(got, 0)
+    else:
+        got = 0
     while got < want:
         if preadv and _HAVE_PREADV:
             n = os.preadv(fd, [target[got:want]], pos + got)
@@ -399,7 +407,8 @@ def read_files(paths: list[str], sizes: list[int]) -> np.ndarray | None:
                 return None
             if not size:
                 check_not_pseudo_file(fd, st, path)
-            elif pread_into(fd, mv[at:at + size], 0) != size:
+            elif (os.preadv(fd, [mv[at:at + size]], 0) if _HAVE_PREADV   # one call a file
+                  else pread_into(fd, mv[at:at + size], 0)) != size:
                 return None
         except (OSError, InputError):
             return None
