@@ -171,8 +171,11 @@ class ReadWindow:
         try:
             return pread_into(self.fd, target[:want], pos, preadv=preadv)
         except OSError as exc:
-            raise InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
-                             f"{exc.strerror or exc}") from None
+            raise self.read_failed(pos, exc) from None
+
+    def read_failed(self, pos: int, exc: OSError) -> InputError:
+        return InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
+                          f"{exc.strerror or exc}")
 
     def read(self, pos: int, n: int) -> bytes:
         """Exactly ``min(n, size - pos)`` bytes at ``pos`` (not through the window)."""
@@ -191,8 +194,7 @@ class ReadWindow:
         try:
             return os.pread(self.fd, n, pos)
         except OSError as exc:
-            raise InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
-                             f"{exc.strerror or exc}") from None
+            raise self.read_failed(pos, exc) from None
 
     def get(self, pos: int, need: int) -> tuple[bytes, int]:
         """``(buf, rel)`` with ``buf[rel:rel + k]`` the file bytes at ``pos``, where ``k`` is
@@ -291,6 +293,7 @@ class ArrayWindow:
     def __init__(self, source: ReadWindow, window: int, *, read_ahead: bool = True,
                  preadv: bool = True) -> None:
         self.source = source
+        self._fd = source.fd
         self.path = source.path
         self.size = source.size
         self._window = max(64, window)
@@ -315,7 +318,12 @@ class ArrayWindow:
         return self._bufs[index]
 
     def _read(self, buf: np.ndarray, pos: int, want: int) -> int:
-        return self.source.read_into(buf, pos, want, preadv=self._preadv)
+        # ReadWindow.read_into inlined: once per window, and per file on many small ones
+        try:
+            return pread_into(self._fd, memoryview(cast(bytearray, buf))[:want], pos,
+                              preadv=self._preadv)
+        except OSError as exc:
+            raise self.source.read_failed(pos, exc) from None
 
     def prefetch(self, pos: int) -> None:
         """Start reading the window at ``pos`` into the spare buffer."""
