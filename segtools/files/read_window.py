@@ -83,7 +83,8 @@ def open_read_only(path: str, display: str | None = None, *,
             raise os_input_error(name, exc, "cannot stat") from None
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{display_path(name)} is not a regular file")
-        check_not_pseudo_file(fd, st, name)
+        if not st.st_size:
+            check_not_pseudo_file(fd, st, name)
     except BaseException:
         os.close(fd)
         raise
@@ -106,7 +107,14 @@ def pread_into(fd: int, target: memoryview, pos: int, *, preadv: bool = True) ->
     """Fill ``target`` from ``pos``: the bytes read, fewer only at the file's end. OSError
     passes through (the caller names the file)."""
     want = len(target)
-    got = 0
+    if not want:   # (a zero-length preadv into the shared read-only empty window fails)
+        return 0
+    if preadv and _HAVE_PREADV:   # the common case: one call fills it
+        got = os.preadv(fd, [target], pos)
+        if got >= want or got <= 0:
+            return max(got, 0)
+    else:
+        got = 0
     while got < want:
         if preadv and _HAVE_PREADV:
             n = os.preadv(fd, [target[got:want]], pos + got)
@@ -118,7 +126,6 @@ def pread_into(fd: int, target: memoryview, pos: int, *, preadv: bool = True) ->
             break
         got += n
     return got
-
 
 
 class ReadWindow:
@@ -164,8 +171,11 @@ class ReadWindow:
         try:
             return pread_into(self.fd, target[:want], pos, preadv=preadv)
         except OSError as exc:
-            raise InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
-                             f"{exc.strerror or exc}") from None
+            raise self.read_failed(pos, exc) from None
+
+    def read_failed(self, pos: int, exc: OSError) -> InputError:
+        return InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
+                          f"{exc.strerror or exc}")
 
     def read(self, pos: int, n: int) -> bytes:
         """Exactly ``min(n, size - pos)`` bytes at ``pos`` (not through the window)."""
@@ -184,8 +194,7 @@ class ReadWindow:
         try:
             return os.pread(self.fd, n, pos)
         except OSError as exc:
-            raise InputError(f"{display_path(self.path)}: read failed at byte {pos}: "
-                             f"{exc.strerror or exc}") from None
+            raise self.read_failed(pos, exc) from None
 
     def get(self, pos: int, need: int) -> tuple[bytes, int]:
         """``(buf, rel)`` with ``buf[rel:rel + k]`` the file bytes at ``pos``, where ``k`` is
@@ -265,6 +274,10 @@ def _give_window(buf: np.ndarray) -> None:
 
 #: a CRC-32C over a batch larger than the window reads this much at a time
 CRC_STEP = 4 * 1024 * 1024
+#: the window before its first read and after close (shared: never written, never kept);
+#: three numpy allocations fewer per file opened (export reads thousands of small ones)
+_NO_BYTES = np.empty(0, dtype=np.uint8)
+_NO_BYTES.flags.writeable = False
 
 
 class ArrayWindow:
@@ -280,12 +293,13 @@ class ArrayWindow:
     def __init__(self, source: ReadWindow, window: int, *, read_ahead: bool = True,
                  preadv: bool = True) -> None:
         self.source = source
+        self._fd = source.fd
         self.path = source.path
         self.size = source.size
         self._window = max(64, window)
         self._read_ahead = read_ahead
         self._preadv = preadv
-        self._bufs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._bufs = [_NO_BYTES, _NO_BYTES]
         self._cur = 0
         self._pending: tuple[int, int, int, Future[int]] | None = None   # pos, want, buffer, read
         self._scratch: np.ndarray | None = None
@@ -304,7 +318,12 @@ class ArrayWindow:
         return self._bufs[index]
 
     def _read(self, buf: np.ndarray, pos: int, want: int) -> int:
-        return self.source.read_into(buf, pos, want, preadv=self._preadv)
+        # ReadWindow.read_into inlined: once per window, and per file on many small ones
+        try:
+            return pread_into(self._fd, memoryview(cast(bytearray, buf))[:want], pos,
+                              preadv=self._preadv)
+        except OSError as exc:
+            raise self.source.read_failed(pos, exc) from None
 
     def prefetch(self, pos: int) -> None:
         """Start reading the window at ``pos`` into the spare buffer."""
@@ -369,7 +388,7 @@ class ArrayWindow:
                 pass
             self._pending = None
         self.view = memoryview(b"")
-        self.array = np.empty(0, dtype=np.uint8)
+        self.array = _NO_BYTES
         for buf in self._bufs:
             _give_window(buf)
         self._bufs = []
@@ -378,9 +397,10 @@ class ArrayWindow:
 
 def read_files(paths: list[str], sizes: list[int]) -> np.ndarray | None:
     """Small files' bytes back to back in one buffer (export's grouped read of small
-    segments), each opened as :func:`open_read_only` opens one; None when one cannot be
-    opened or read, or is not a regular file of the size listed (the per-file reader then
-    reads it and reports what it finds)."""
+    segments), each opened and checked as :func:`open_read_only` does (without its error
+    messages); None when one cannot be opened or read, is not a regular file of the size
+    listed, or is a pseudo-file (the per-file reader then reads it and reports what it
+    finds)."""
     buf = np.empty(max(1, sum(sizes)), dtype=np.uint8)
     mv = memoryview(cast(bytearray, buf))
     at = 0
@@ -391,10 +411,14 @@ def read_files(paths: list[str], sizes: list[int]) -> np.ndarray | None:
             return None
         try:
             st = os.fstat(fd)
-            if (not stat.S_ISREG(st.st_mode) or st.st_size != size
-                    or pread_into(fd, mv[at:at + size], 0) != size):
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
                 return None
-        except OSError:
+            if not size:
+                check_not_pseudo_file(fd, st, path)
+            elif (os.preadv(fd, [mv[at:at + size]], 0) if _HAVE_PREADV   # one call a file
+                  else pread_into(fd, mv[at:at + size], 0)) != size:
+                return None
+        except (OSError, InputError):
             return None
         finally:
             os.close(fd)

@@ -34,6 +34,7 @@ from segtools.errors import (
     input_path,
     os_input_error,
 )
+from segtools.files.read_window import stat_change
 from segtools.formats.record_batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -352,7 +353,7 @@ class SegmentBatch:
     def _read_again(self) -> bytes:
         with SegmentFile(self.path, window=64) as sf:
             data = sf.read(self.position, self.size)
-            if len(data) != self.size or _changed(sf.stat, os.fstat(sf.fd)):
+            if len(data) != self.size or stat_change(sf.stat, os.fstat(sf.fd)) is not None:
                 raise FileChangedError(f"{display_path(self.path)}: file changed while "
                                        f"reading (batch at position {self.position})")
         return data
@@ -668,12 +669,6 @@ class SegmentReader:
 
 #: magic bytes read as legacy entries: 0, 1 and every negative int8 (Kafka: magic < 2)
 _LEGACY_MAGIC_BYTES = frozenset([0, 1, *range(0x80, 0x100)])
-
-
-def _changed(before: os.stat_result, after: os.stat_result) -> bool:
-    """True when ``after`` is not the same file content state as ``before``."""
-    return (before.st_size != after.st_size or before.st_mtime_ns != after.st_mtime_ns
-            or before.st_ino != after.st_ino)
 
 
 # -------------------------------------------------------------------- directories
