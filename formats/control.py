@@ -27,20 +27,15 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from construct import Int16sb, Int16ub, Int32sb, Int64sb, Struct
+from construct import Int16sb, Int32sb, Struct
 
-from segtools.formats.primitives import (
-    CompactArray,
-    CompactString,
-    TaggedFields,
-    UuidBytes,
-    struct_format,
-)
+from segtools.formats.messages import field, message
+from segtools.formats.primitives import struct_format
 
 __all__ = [
     "ControlRecordType", "ControlRecordKey", "EndTxnMarker", "LeaderChangeMessage",
     "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord", "VotersRecord",
-    "CONTROL_VALUE_SCHEMAS", "CONTROL_KEY_SIZE", "END_TXN_MARKER_SIZE",
+    "KRAFT_CONTROL_MESSAGES", "CONTROL_KEY_SIZE", "END_TXN_MARKER_SIZE",
     "CURRENT_CONTROL_KEY_VERSION", "CURRENT_END_TXN_MARKER_VERSION",
     "CONTROL_KEY_STRUCT_FORMAT", "END_TXN_MARKER_STRUCT_FORMAT",
 ]
@@ -90,67 +85,51 @@ EndTxnMarker = Struct(
 CONTROL_KEY_STRUCT_FORMAT = struct_format(ControlRecordKey)
 END_TXN_MARKER_STRUCT_FORMAT = struct_format(EndTxnMarker)
 
-_LeaderChangeVoter = Struct(
-    "voter_id" / Int32sb,
-    "_tagged_fields" / TaggedFields,
-)
+# The KRaft control values are Kafka message specs (LeaderChangeMessage.json, ...), declared
+# as data and read by the one message engine (segtools.primitives.messages) at version 0
 
-LeaderChangeMessage = Struct(
-    "version" / Int16sb,
-    "leader_id" / Int32sb,
-    "voters" / CompactArray(_LeaderChangeVoter),
-    "granting_voters" / CompactArray(_LeaderChangeVoter),
-    "_tagged_fields" / TaggedFields,
-)
+_VOTER_ID = (field("VoterId", "int32"),)
 
-SnapshotHeaderRecord = Struct(
-    "version" / Int16sb,
-    "last_contained_log_timestamp" / Int64sb,
-    "_tagged_fields" / TaggedFields,
-)
+LeaderChangeMessage = message("LeaderChangeMessage", None, "0", "0+", [
+    field("Version", "int16"),
+    field("LeaderId", "int32"),
+    field("Voters", "[]Voter", fields=_VOTER_ID),
+    field("GrantingVoters", "[]Voter", fields=_VOTER_ID),
+])
 
-SnapshotFooterRecord = Struct(
-    "version" / Int16sb,
-    "_tagged_fields" / TaggedFields,
-)
+SnapshotHeaderRecord = message("SnapshotHeaderRecord", None, "0", "0+", [
+    field("Version", "int16"),
+    field("LastContainedLogTimestamp", "int64"),
+])
 
-KRaftVersionRecord = Struct(
-    "version" / Int16sb,
-    "kraft_version" / Int16sb,
-    "_tagged_fields" / TaggedFields,
-)
+SnapshotFooterRecord = message("SnapshotFooterRecord", None, "0", "0+", [
+    field("Version", "int16"),
+])
 
-_VoterEndpoint = Struct(
-    "name" / CompactString,
-    "host" / CompactString,
-    "port" / Int16ub,
-    "_tagged_fields" / TaggedFields,
-)
+KRaftVersionRecord = message("KRaftVersionRecord", None, "0", "0+", [
+    field("Version", "int16"),
+    field("KRaftVersion", "int16"),
+])
 
-_KRaftVersionFeature = Struct(
-    "min_supported_version" / Int16sb,
-    "max_supported_version" / Int16sb,
-    "_tagged_fields" / TaggedFields,
-)
+VotersRecord = message("VotersRecord", None, "0", "0+", [
+    field("Version", "int16"),
+    field("Voters", "[]Voter", fields=[
+        field("VoterId", "int32"),
+        field("VoterDirectoryId", "uuid"),
+        field("Endpoints", "[]Endpoint", fields=[
+            field("Name", "string"),
+            field("Host", "string"),
+            field("Port", "uint16"),
+        ]),
+        field("KRaftVersionFeature", "KRaftVersionFeature", fields=[
+            field("MinSupportedVersion", "int16"),
+            field("MaxSupportedVersion", "int16"),
+        ]),
+    ]),
+])
 
-_Voter = Struct(
-    "voter_id" / Int32sb,
-    "voter_directory_id" / UuidBytes,
-    "endpoints" / CompactArray(_VoterEndpoint),
-    "kraft_version_feature" / _KRaftVersionFeature,
-    "_tagged_fields" / TaggedFields,
-)
-
-VotersRecord = Struct(
-    "version" / Int16sb,
-    "voters" / CompactArray(_Voter),
-    "_tagged_fields" / TaggedFields,
-)
-
-#: value schema per control type (ABORT/COMMIT share EndTxnMarker)
-CONTROL_VALUE_SCHEMAS = {
-    ControlRecordType.ABORT: EndTxnMarker,
-    ControlRecordType.COMMIT: EndTxnMarker,
+#: the message spec of each KRaft control value (ABORT/COMMIT values are EndTxnMarker)
+KRAFT_CONTROL_MESSAGES = {
     ControlRecordType.LEADER_CHANGE: LeaderChangeMessage,
     ControlRecordType.SNAPSHOT_HEADER: SnapshotHeaderRecord,
     ControlRecordType.SNAPSHOT_FOOTER: SnapshotFooterRecord,

@@ -1,15 +1,15 @@
 """Kafka's primitive encodings as construct building blocks.
 
-Spec (FORMATS.md section 0, ``ByteUtils.java``, ``Uuid.java``; section 12.1 for the flexible
-"compact" types)::
+Spec (FORMATS.md section 0, ``ByteUtils.java``, ``Uuid.java``)::
 
     varint   zig-zag + base-128, at most 5 bytes (a 6th continuation byte is an error)
     varlong  the same for 64 bits, at most 10 bytes
-    uvarint  base-128 without zig-zag (KRaft frames, compact lengths)
     nullable bytes: a length of -1 (any negative length when reading) means null
-    compact string/array (flexible versions): uvarint(n + 1), 0 = null
-    tagged fields: uvarint count, then per field uvarint tag, uvarint size, data
     uuid: 16 bytes, shown as URL-safe base64 without padding (22 characters)
+
+The flexible versions' compact types and tagged fields (section 12.1) are not here: the
+generated-message specs of ``formats/messages.py`` declare them, and one engine
+(``segtools.primitives.messages``) reads them.
 
 No IO lives here; :func:`parse_located` turns construct's errors into segtools errors that name
 the file, byte position and field.
@@ -25,25 +25,19 @@ from typing import Any
 
 from construct import (
     Adapter,
-    Bytes,
     Construct,
     ConstructError,
     ExplicitError,
-    GreedyBytes,
     GreedyRange,
-    Prefixed,
     StreamError,
-    Struct,
 )
 from construct.core import stream_read, stream_write
 
 from segtools.errors import FormatError
 
 __all__ = [
-    "KafkaVarint", "Varint", "Varlong", "UnsignedVarint", "NullableBytes", "VarintString",
-    "CompactArray", "CompactString", "CompactNullableString", "CompactBytes", "TaggedFields",
-    "UuidBytes", "uuid_to_base64url", "base64url_to_uuid", "parse_located", "greedy",
-    "struct_format", "numpy_dtype", "LocatedError",
+    "KafkaVarint", "Varint", "Varlong", "NullableBytes", "VarintString", "uuid_to_base64url",
+    "base64url_to_uuid", "parse_located", "greedy", "struct_format", "numpy_dtype", "LocatedError",
     "context_value", "construct_field",
 ]
 
@@ -78,17 +72,15 @@ class VarintError(ExplicitError):  # type: ignore[misc]  # construct ships no an
 
 
 class KafkaVarint(Construct):  # type: ignore[misc]  # construct ships no annotations
-    """Kafka's variable-length integer (``ByteUtils.readVarint``/``readVarlong``/``readUnsignedVarint``).
+    """Kafka's zig-zag variable-length integer (``ByteUtils.readVarint``/``readVarlong``).
 
     ``bits`` is 32 or 64; Kafka rejects more than 5 (32-bit) or 10 (64-bit) bytes. The decoded
-    value wraps to ``bits`` like Java's int/long arithmetic does. ``zigzag=False`` gives the
-    unsigned varint of the flexible protocol types.
+    value wraps to ``bits`` like Java's int/long arithmetic does.
     """
 
-    def __init__(self, bits: int, *, zigzag: bool = True) -> None:
+    def __init__(self, bits: int) -> None:
         super().__init__()
         self.bits = bits
-        self.zigzag = zigzag
         self.max_bytes = 5 if bits == 32 else 10
         self.mask = (1 << bits) - 1
 
@@ -102,21 +94,15 @@ class KafkaVarint(Construct):  # type: ignore[misc]  # construct ships no annota
         else:
             raise VarintError(f"varint does not terminate after {self.max_bytes} bytes", path=path)
         raw &= self.mask
-        if self.zigzag:
-            return (raw >> 1) ^ -(raw & 1)
-        if raw >> (self.bits - 1):      # readUnsignedVarint returns a Java int
-            raw -= 1 << self.bits
-        return raw
+        return (raw >> 1) ^ -(raw & 1)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> int:
         if not isinstance(obj, int):
             raise VarintError(f"varint value {obj!r} is not an integer", path=path)
         lo, hi = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
-        if not self.zigzag:
-            lo, hi = 0, (1 << self.bits) - 1
         if not lo <= obj <= hi:
             raise VarintError(f"varint value {obj} does not fit {self.bits} bits", path=path)
-        raw = ((obj << 1) ^ (obj >> (self.bits - 1))) & self.mask if self.zigzag else obj
+        raw = ((obj << 1) ^ (obj >> (self.bits - 1))) & self.mask
         out = bytearray()
         while raw > 0x7F:
             out.append(0x80 | (raw & 0x7F))
@@ -134,28 +120,21 @@ class KafkaVarint(Construct):  # type: ignore[misc]  # construct ships no annota
 Varint = KafkaVarint(32)
 #: signed zig-zag 64-bit varlong (record timestampDelta)
 Varlong = KafkaVarint(64)
-#: unsigned varint (flexible-version lengths and counts, KRaft record frame)
-UnsignedVarint = KafkaVarint(32, zigzag=False)
 
 
 class NullableBytes(Construct):  # type: ignore[misc]  # construct ships no annotations
     """Length-prefixed bytes where a negative length is null (``Utils.readBytes``).
 
-    Builds ``None`` as length -1. ``offset_by_one=True`` gives the compact form (uvarint n+1,
-    0 = null) of flexible versions.
+    Builds ``None`` as length -1.
     """
 
-    def __init__(self, length_field: Construct, *, offset_by_one: bool = False,
-                 nullable: bool = True) -> None:
+    def __init__(self, length_field: Construct, *, nullable: bool = True) -> None:
         super().__init__()
         self.length_field = length_field
-        self.offset_by_one = offset_by_one
         self.nullable = nullable
 
     def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
         n = self.length_field._parsereport(stream, context, path)
-        if self.offset_by_one:
-            n -= 1
         if n < 0:
             if not self.nullable:
                 raise ExplicitError(f"non-nullable field has negative length {n}", path=path)
@@ -164,14 +143,13 @@ class NullableBytes(Construct):  # type: ignore[misc]  # construct ships no anno
         return data
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        extra = 1 if self.offset_by_one else 0
         if obj is None:
             if not self.nullable:
                 raise ExplicitError("non-nullable field cannot be None", path=path)
-            self.length_field._build(-1 + extra, stream, context, path)
+            self.length_field._build(-1, stream, context, path)
             return obj
         data = bytes(obj)
-        self.length_field._build(len(data) + extra, stream, context, path)
+        self.length_field._build(len(data), stream, context, path)
         stream_write(stream, data, len(data), path)
         return obj
 
@@ -189,79 +167,6 @@ class _Utf8(Adapter):  # type: ignore[misc]  # construct ships no annotations
 def VarintString(*, nullable: bool = False) -> Construct:
     """UTF-8 string with a zig-zag varint length (v2 record header key: length must be >= 0)."""
     return _Utf8(NullableBytes(Varint, nullable=nullable))
-
-
-#: compact (flexible) strings and bytes: uvarint(length + 1), 0 = null
-CompactString = _Utf8(NullableBytes(UnsignedVarint, offset_by_one=True, nullable=False))
-CompactNullableString = _Utf8(NullableBytes(UnsignedVarint, offset_by_one=True))
-CompactBytes = NullableBytes(UnsignedVarint, offset_by_one=True)
-
-
-class CompactArray(Construct):  # type: ignore[misc]  # construct ships no annotations
-    """Flexible-version array: uvarint(count + 1) then the elements; 0 = null."""
-
-    def __init__(self, subcon: Construct, *, nullable: bool = False) -> None:
-        super().__init__()
-        self.subcon = subcon
-        self.nullable = nullable
-
-    def _parse(self, stream: Any, context: Any, path: str) -> list[Any] | None:
-        n = UnsignedVarint._parsereport(stream, context, path) - 1
-        if n < 0:
-            if not self.nullable:
-                raise ExplicitError("non-nullable array was serialized as null", path=path)
-            return None
-        # Each element takes at least one byte: a count beyond the remaining bytes is corrupt
-        # (and must not make us allocate or loop for billions of elements).
-        here = stream.tell()
-        stream.seek(0, io.SEEK_END)
-        remaining = stream.tell() - here
-        stream.seek(here)
-        if n > remaining:
-            raise ExplicitError(f"array count {n} exceeds the {remaining} bytes left", path=path)
-        return [self.subcon._parsereport(stream, context, f"{path} -> [{i}]") for i in range(n)]
-
-    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        if obj is None:
-            if not self.nullable:
-                raise ExplicitError("non-nullable array cannot be None", path=path)
-            UnsignedVarint._build(0, stream, context, path)
-            return obj
-        UnsignedVarint._build(len(obj) + 1, stream, context, path)
-        for i, item in enumerate(obj):
-            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
-        return obj
-
-
-#: one tagged field: tag, then its raw data prefixed by its size (kept raw: unknown tags survive)
-TaggedField = Struct(
-    "tag" / UnsignedVarint,
-    "data" / Prefixed(UnsignedVarint, GreedyBytes),
-)
-
-
-class _TaggedSection(Construct):  # type: ignore[misc]  # construct ships no annotations
-    """uvarint count (not count + 1) followed by the tagged fields."""
-
-    def _parse(self, stream: Any, context: Any, path: str) -> list[Any]:
-        n = UnsignedVarint._parsereport(stream, context, path)
-        if n < 0:
-            raise ExplicitError(f"negative tagged field count {n}", path=path)
-        out = []
-        for i in range(n):
-            out.append(TaggedField._parsereport(stream, context, f"{path} -> [{i}]"))
-        return out
-
-    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        obj = obj or []
-        UnsignedVarint._build(len(obj), stream, context, path)
-        for i, item in enumerate(obj):
-            TaggedField._build(item, stream, context, f"{path} -> [{i}]")
-        return obj
-
-
-#: the tagged-field section every flexible struct ends with
-TaggedFields = _TaggedSection()
 
 
 def uuid_to_base64url(value: bytes | _uuid.UUID | str) -> str:
@@ -285,18 +190,6 @@ def base64url_to_uuid(text: str) -> _uuid.UUID:
     if len(raw) != 16 or uuid_to_base64url(raw) != text:
         raise ValueError(f"not a canonical Kafka UUID string: {text!r}")
     return _uuid.UUID(bytes=raw)
-
-
-class _UuidAdapter(Adapter):  # type: ignore[misc]  # construct ships no annotations
-    def _decode(self, obj: Any, context: Any, path: str) -> str:
-        return uuid_to_base64url(obj)
-
-    def _encode(self, obj: Any, context: Any, path: str) -> bytes:
-        return base64url_to_uuid(obj).bytes
-
-
-#: 16-byte UUID shown as Kafka's base64url string
-UuidBytes = _UuidAdapter(Bytes(16))
 
 
 def construct_field(path: str | None) -> str | None:

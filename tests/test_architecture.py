@@ -38,7 +38,7 @@ ALLOWED = {
     ("segtools/primitives/codecs.py", "struct"): "codec framing, not a Kafka record layout",
     # the generic protocol primitive types (int8..float64) of the message-schema engine that
     # decodes internal topics: primitives, not layouts (owned by the decoders stream)
-    ("segtools/internal_topics/protocol.py", "struct"): "protocol primitive types",
+    ("segtools/primitives/messages.py", "struct"): "the message engine's primitive types",
     ("segtools/internal_topics/consumer_offsets.py", "struct"): "owned by the decoders stream",
     ("segtools/internal_topics/transaction_state.py", "struct"): "owned by the decoders stream",
     ("segtools/dump/parsers.py", "struct"): "owned by the decoders stream",

@@ -156,7 +156,7 @@ class ClusterMetadataParser:
         self.tag_count_checks = tag_count_checks  # Kafka 4.4's generated readers
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
-        from segtools.internal_topics.protocol import tag_count_checks
+        from segtools.primitives.messages import tag_count_checks
 
         try:
             with tag_count_checks(self.tag_count_checks):
@@ -216,7 +216,7 @@ class CoordinatorKafka4Parser:
         self.tag_count_checks = False
 
     def parse(self, record: Any) -> tuple[str | None, str | None]:
-        from segtools.internal_topics.protocol import tag_count_checks
+        from segtools.primitives.messages import tag_count_checks
 
         try:
             with tag_count_checks(self.tag_count_checks):
@@ -276,7 +276,7 @@ def _note_unknown_tags(note: NoteSink, offset: int, record_type: int, topic: str
                        parts: list[tuple[str, dict[str, Any]]], hidden: str) -> None:
     """One note per tagged field that no Kafka 4.3 schema names in the decoded ``parts``
     ((message name, data)); ``hidden`` says how Kafka's tool hides it."""
-    from segtools.internal_topics.protocol import unknown_tagged_fields
+    from segtools.primitives.messages import unknown_tagged_fields
 
     for name, data in parts:
         for path, tag, raw in unknown_tagged_fields(data):

@@ -1,7 +1,8 @@
 """Internal-topic payload schemas: decode, encode and kafka-dump-log's exact text/JSON.
 
-* :mod:`~segtools.internal_topics.protocol` -- engine for Kafka's generated-message encoding
-  (versions, flexible versions, compact strings/arrays, tagged fields, nullable fields, uuid);
+* the payloads are Kafka message specs declared as data (``segtools.formats.messages``: versions,
+  flexible versions, compact strings/arrays, tagged fields, nullable fields, uuid) and read and
+  written by the one engine, ``segtools.primitives.messages``;
 * :mod:`~segtools.internal_topics.json_render` -- Jackson-compatible JSON of decoded messages;
 * :mod:`~segtools.internal_topics.metadata` (+ ``metadata_schemas``) -- KRaft ``__cluster_metadata``;
 * :mod:`~segtools.internal_topics.consumer_offsets` (+ ``group_schemas``) -- ``__consumer_offsets``;

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from segtools.errors import SchemaError
+from segtools.formats.messages import Field, Message
 from segtools.internal_topics.group_schemas import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
@@ -33,7 +34,7 @@ from segtools.internal_topics.group_schemas import (
     RECORD_TYPES_KAFKA_4_3,
 )
 from segtools.internal_topics.json_render import Raw, dumps, message_json
-from segtools.internal_topics.protocol import Field, Message, read_message, write_message
+from segtools.primitives.messages import read_message, write_message
 
 DELETE = "<DELETE>"
 __all__ = ["RECORD_TYPES", "RECORD_TYPES_KAFKA_4_3", "DELETE", "DecodedKey", "DecodedValue",

@@ -7,8 +7,8 @@ The key's int16 prefix is the record type *and* the key's schema version.
 
 from __future__ import annotations
 
-from segtools.internal_topics.protocol import Message, message
-from segtools.internal_topics.protocol import field as f
+from segtools.formats.messages import Message, message
+from segtools.formats.messages import field as f
 
 
 def _key(name: str, record_type: int, *names: str) -> Message:

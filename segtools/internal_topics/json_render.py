@@ -20,7 +20,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from segtools.internal_topics.protocol import UNKNOWN_TAGGED_FIELDS, Field, Message, tagged_is_default
+from segtools.formats.messages import UNKNOWN_TAGGED_FIELDS, Field, Message
+from segtools.primitives.messages import tagged_is_default
 
 
 class JavaDouble(float):

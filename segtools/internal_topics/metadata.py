@@ -22,16 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from segtools.errors import SchemaError
+from segtools.formats.messages import Message
 from segtools.internal_topics.json_render import Raw, dumps, message_json
 from segtools.internal_topics.metadata_schemas import BY_API_KEY, BY_TYPE_NAME, type_name
-from segtools.internal_topics.protocol import (
-    Message,
-    Reader,
-    _ReadError,
-    read_message,
-    uvarint,
-    write_message,
-)
+from segtools.primitives.messages import Reader, _ReadError, read_message, uvarint, write_message
 
 FRAME_VERSION = 1
 SHORT_MAX = 32767

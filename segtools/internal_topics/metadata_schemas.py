@@ -7,8 +7,8 @@ fields, so newer logs still decode). All metadata records are flexible from vers
 
 from __future__ import annotations
 
-from segtools.internal_topics.protocol import Message, message
-from segtools.internal_topics.protocol import field as f
+from segtools.formats.messages import Message, message
+from segtools.formats.messages import field as f
 
 _ENDPOINT = [
     f("Name", "string"), f("Host", "string"), f("Port", "uint16"), f("SecurityProtocol", "int16"),

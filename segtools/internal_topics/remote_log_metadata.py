@@ -24,9 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from segtools.errors import SchemaError
+from segtools.formats.messages import Message, message
+from segtools.formats.messages import field as f
 from segtools.internal_topics.metadata import FRAME_VERSION, decode_framed
-from segtools.internal_topics.protocol import Message, message, uvarint, write_message
-from segtools.internal_topics.protocol import field as f
+from segtools.primitives.messages import uvarint, write_message
 
 _TOPIC_ID_PARTITION = [f("Name", "string"), f("Id", "uuid"), f("Partition", "int32")]
 _SEGMENT_ID = [f("TopicIdPartition", "TopicIdPartitionEntry", fields=_TOPIC_ID_PARTITION),

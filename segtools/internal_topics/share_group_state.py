@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from segtools.formats.messages import Message, message
+from segtools.formats.messages import field as f
 from segtools.internal_topics.consumer_offsets import (
     DecodedKey,
     DecodedValue,
@@ -20,8 +22,6 @@ from segtools.internal_topics.consumer_offsets import (
     format_record_with,
 )
 from segtools.internal_topics.json_render import Raw, dumps, message_json
-from segtools.internal_topics.protocol import Message, message
-from segtools.internal_topics.protocol import field as f
 
 _KEY_FIELDS = [f("GroupId", "string"), f("TopicId", "uuid"), f("Partition", "int32")]
 _STATE_BATCH = [

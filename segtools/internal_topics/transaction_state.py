@@ -33,9 +33,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from segtools.errors import SchemaError
-from segtools.internal_topics.protocol import field as f
-from segtools.internal_topics.protocol import message, read_message, write_message
+from segtools.formats.messages import field as f
+from segtools.formats.messages import message
 from segtools.primitives.java_hash import int32, java_string_hash
+from segtools.primitives.messages import read_message, write_message
 
 DELETE = "<DELETE>"
 KEY_VERSION = 0

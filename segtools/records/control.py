@@ -3,9 +3,10 @@
 Key (4 bytes): ``version int16`` (negative is invalid; others parse as v0) + ``type int16``.
 COMMIT/ABORT values are ``EndTxnMarker``: ``version int16`` + ``coordinator_epoch int32``.
 The KRaft types are flexible (compact, tagged-field) generated messages, always read with
-schema version 0, decoded through their construct declarations in ``segtools.formats.control``
-(errors name the field by construct's path); the fixed-size key and end-transaction marker
-(one per transaction, on the hot path) through the ``struct`` formats derived from theirs.
+schema version 0: their message specs in ``segtools.formats.control``, read by the one message
+engine (``segtools.primitives.messages``: Kafka's generated readers' errors, the field's path);
+the fixed-size key and end-transaction marker (one per transaction, on the hot path) through
+the ``struct`` formats derived from their construct declarations.
 Decoded values are dicts keyed by Kafka's JSON (camelCase) field names, in
 schema order, so ``json.dumps(value, separators=(",", ":"))`` matches Kafka's JsonConverter;
 uuids are rendered as base64url without padding, as ``Uuid.toString()`` does.
@@ -17,14 +18,15 @@ import struct
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypedDict
 
-from segtools.errors import CorruptBatchError
+from segtools.errors import CorruptBatchError, SchemaError
 from segtools.formats.control import (
     CONTROL_KEY_STRUCT_FORMAT,
-    CONTROL_VALUE_SCHEMAS,
     END_TXN_MARKER_STRUCT_FORMAT,
+    KRAFT_CONTROL_MESSAGES,
     ControlRecordType,
 )
-from segtools.formats.primitives import parse_located
+from segtools.formats.messages import UNKNOWN_TAGGED_FIELDS
+from segtools.primitives.messages import read_message
 
 __all__ = [
     "CONTROL_TYPE_NAMES",
@@ -187,50 +189,35 @@ def decode_end_txn_marker(value: bytes | bytearray | memoryview | None) -> EndTx
     return {"version": version, "coordinatorEpoch": coordinator_epoch}
 
 
-#: the declaration of each KRaft control value (formats.control), with Kafka's message name
-_KRAFT_SCHEMAS: dict[int, tuple[str, Any]] = {
-    type_id: (name, CONTROL_VALUE_SCHEMAS[ControlRecordType(type_id)])
-    for type_id, name in ((LEADER_CHANGE, "LeaderChangeMessage"),
-                          (SNAPSHOT_HEADER, "SnapshotHeaderRecord"),
-                          (SNAPSHOT_FOOTER, "SnapshotFooterRecord"),
-                          (KRAFT_VERSION, "KRaftVersionRecord"),
-                          (KRAFT_VOTERS, "VotersRecord"))
-}
+#: the message spec of each KRaft control value (formats.control), by type id
+_KRAFT_MESSAGES = {int(t): m for t, m in KRAFT_CONTROL_MESSAGES.items()}
 
 
-def _json_name(name: str) -> str:
-    """A declaration's field name as Kafka's JSON spells it (``leader_id`` -> ``leaderId``,
-    ``kraft_version`` -> ``kRaftVersion``)."""
-    words = ["kRaft" if w == "kraft" else w for w in name.split("_")]
-    return words[0] + "".join(w[:1].upper() + w[1:] for w in words[1:])
-
-
-def _json_value(obj: Any) -> Any:
-    """A parsed declaration as Kafka's JSON: camelCase keys in schema order, the (always
-    empty at v0) tagged-field sections left out."""
+def _without_unknown_tags(obj: Any) -> Any:
+    """Kafka's JSON of a decoded value: tagged fields it does not know are left out."""
     if isinstance(obj, dict):
-        return {_json_name(k): _json_value(v) for k, v in obj.items() if not k.startswith("_")}
+        return {k: _without_unknown_tags(v) for k, v in obj.items() if k != UNKNOWN_TAGGED_FIELDS}
     if isinstance(obj, list):
-        return [_json_value(v) for v in obj]
+        return [_without_unknown_tags(v) for v in obj]
     return obj
 
 
 def decode_control_value(type_id: int,
                          value: bytes | bytearray | memoryview | None) -> ControlValue | None:
-    """Decode the value of a control record of ``type_id``; None for UNKNOWN types."""
+    """Decode the value of a control record of ``type_id``; None for UNKNOWN types. Bytes
+    after the message are ignored, as Kafka's generated readers ignore them."""
     if type_id in (ABORT, COMMIT):
         return decode_end_txn_marker(value)
-    entry = _KRAFT_SCHEMAS.get(type_id)
-    if entry is None:
+    spec = _KRAFT_MESSAGES.get(type_id)
+    if spec is None:
         return None
-    name, schema = entry
     if value is None:
-        raise _error(f"{name}: null value", "control.value")
+        raise _error(f"{spec.name}: null value", "control.value")
     try:
-        parsed = parse_located(schema, value, error=CorruptBatchError, what=name)
-    except CorruptBatchError as exc:
-        # construct's path names the field; the batch reader adds file, position and offset
-        field = "control.value" + (f".{exc.field}" if exc.field else "")
-        raise _error(exc.reason, field) from None
-    decoded: ControlValue = _json_value(parsed)
+        parsed, _end = read_message(spec, value, 0)
+    except SchemaError as exc:
+        # the engine names the field by its path; the batch reader adds file, position and offset
+        at = exc.field if exc.field and exc.field != spec.name else ""
+        raise _error(f"{spec.name}: {exc.reason}", "control.value" + (f".{at}" if at else "")) from None
+    decoded: ControlValue = _without_unknown_tags(parsed)
     return decoded

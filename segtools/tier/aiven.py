@@ -37,7 +37,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from segtools.errors import InputError
+from segtools.errors import InputError, SchemaError
+from segtools.formats.messages import UNKNOWN_TAGGED_FIELDS
+from segtools.formats.tiered_storage import AIVEN_SEGMENT_CUSTOM_METADATA
+from segtools.primitives.messages import read_message
 
 LOG, INDEXES, MANIFEST = ".log", ".indexes", ".rsm-manifest"
 SUFFIXES = (LOG, INDEXES, MANIFEST)
@@ -50,8 +53,6 @@ IV_SIZE, TAG_SIZE = 12, 16
 #: a manifest claiming more is damaged or hostile)
 MAX_CHUNK = 256 << 20
 MAX_MANIFEST = 64 << 20
-#: the custom metadata's tagged fields (the plugin's SegmentCustomMetadataField)
-CUSTOM_FIELDS = {0: "remote_size", 1: "object_prefix", 2: "object_key"}
 
 #: ``[prefix]<topic>-<topicId>/<partition>/<start>-<segmentId>.<suffix>``
 KEY_RE = re.compile(r"^(?P<prefix>(?:.*/)?)(?P<topic>[^/]+)-(?P<tid>[A-Za-z0-9_-]{22})/"
@@ -278,54 +279,20 @@ def parse_manifest(data: bytes, name: str) -> Manifest:
 
 
 def decode_custom_metadata(raw: bytes | None) -> dict[str, Any]:
-    """The plugin's custom metadata in a segment's ``__remote_log_metadata`` record: Kafka's
-    tagged fields (count, then tag, size and value, unsigned varints): ``remote_size`` (tag
-    0, zigzag varlong: bytes uploaded), ``object_prefix`` (1) and ``object_key`` (2) (compact
-    strings: the objects are at ``prefix + key + suffix``). Unknown tags come back as
-    ``tag_N`` with the value in hex."""
+    """The plugin's custom metadata in a segment's ``__remote_log_metadata`` record (its
+    declaration: ``formats/tiered_storage.py``): the fields it holds, by name (``remote_size``,
+    ``object_prefix``, ``object_key``); unknown tags come back as ``tag_N`` with the value in
+    hex. A value that does not decode is an InputError naming the field and Kafka's reason."""
     if not raw:
         return {}
-    pos = 0
-
-    def uvarint() -> int:
-        nonlocal pos
-        value = shift = 0
-        while True:
-            if pos >= len(raw) or shift > 63:
-                raise InputError(f"custom metadata ({len(raw)} bytes): varint truncated or "
-                                 f"too long at byte {pos}")
-            b = raw[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return value
-
-    out: dict[str, Any] = {}
-    for _ in range(uvarint()):
-        tag, size = uvarint(), uvarint()
-        if pos + size > len(raw):
-            raise InputError(f"custom metadata ({len(raw)} bytes): tag {tag} of {size} bytes "
-                             f"at byte {pos} runs past the end")
-        body, start = raw[pos:pos + size], pos
-        pos += size
-        name = CUSTOM_FIELDS.get(tag, f"tag_{tag}")
-        if tag == 0:
-            pos, saved = start, pos
-            v = uvarint()
-            pos = saved
-            out[name] = (v >> 1) ^ -(v & 1)
-        elif tag in (1, 2):
-            pos, saved = start, pos
-            n = uvarint() - 1
-            text_at = pos
-            pos = saved
-            if n < 0 or text_at + n > start + size:
-                raise InputError(f"custom metadata: tag {tag} at byte {start} is not a "
-                                 "compact string")
-            out[name] = raw[text_at:text_at + n].decode("utf-8", "replace")
-        else:
-            out[name] = body.hex()
+    try:
+        decoded, _end = read_message(AIVEN_SEGMENT_CUSTOM_METADATA, raw, 0)
+    except SchemaError as exc:
+        at = f" at {exc.field}" if exc.field and exc.field != AIVEN_SEGMENT_CUSTOM_METADATA.name else ""
+        raise InputError(f"custom metadata ({len(raw)} bytes) does not decode{at}: {exc.reason}") from None
+    out: dict[str, Any] = {k: v for k, v in decoded.items()
+                           if k != UNKNOWN_TAGGED_FIELDS and v is not None}
+    out.update((f"tag_{tag}", body.hex()) for tag, body in decoded.get(UNKNOWN_TAGGED_FIELDS, []))
     return out
 
 

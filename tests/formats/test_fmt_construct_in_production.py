@@ -1,9 +1,11 @@
-"""construct is the spec that runs (issue 24): the small files -- checkpoints, producer
-snapshots, partition.metadata, meta.properties, quorum-state, .kafka_cleanshutdown -- and the
-KRaft control values decode in production through the construct declarations of ``formats/``.
+"""The spec that runs (issue 24): the small files -- checkpoints, producer snapshots,
+partition.metadata, meta.properties, quorum-state, .kafka_cleanshutdown -- decode in production
+through the construct declarations of ``formats/``, and the KRaft control values (and the
+tiered-storage plugin's custom metadata) through their message specs there, read by the one
+flexible-message engine (``segtools.primitives.messages``).
 
-* counts the construct objects production modules import from ``segtools.formats`` (0 before
-  issue 24) and requires at least today's number;
+* counts the construct objects and message specs production modules import from
+  ``segtools.formats`` (0 before issue 24) and requires at least today's numbers;
 * fails when a hand-written parser of those files comes back: integer parsing, line splitting
   or a ``struct`` unpack with a format not derived from a declaration in the readers;
 * feeds mutated bytes of each small file to its production reader: only ``SegtoolsError``
@@ -27,6 +29,7 @@ from hypothesis import strategies as st
 from segtools.errors import CorruptBatchError, SegtoolsError
 from segtools.files import checkpoints as cp
 from segtools.files.snapshots import read_producer_snapshot
+from segtools.formats.messages import Message
 from segtools.records.control import (
     KRAFT_VERSION,
     KRAFT_VOTERS,
@@ -38,14 +41,19 @@ from segtools.records.control import (
 
 REPO = Path(__file__).resolve().parents[2]
 PRODUCTION_DIRS = ("segtools", "cli", "spark")
-#: construct objects production used before issue 24 (the issue's count) and now
+#: construct objects production used before issue 24 (the issue's count) and now (13 while
+#: the KRaft control values were construct declarations; they are message specs now)
 BEFORE = 0
-AFTER = 13
+AFTER = 7
+#: message specs production imports from formats/: the five KRaft control values, Aiven's
+#: custom metadata
+AFTER_MESSAGES = 6
 
 
-def _construct_names_used() -> set[str]:
-    """``module.Name`` of every distinct construct object a production module imports from
-    formats/ (a dict or tuple of declarations, e.g. CONTROL_VALUE_SCHEMAS, counts each one)."""
+def _construct_names_used(kind: type = construct.Construct) -> set[str]:
+    """``module.Name`` of every distinct ``kind`` object (construct objects by default) a
+    production module imports from formats/ (a dict or tuple of declarations, e.g.
+    KRAFT_CONTROL_MESSAGES, counts each one)."""
     seen: dict[int, str] = {}
     for d in PRODUCTION_DIRS:
         for path in sorted((REPO / d).rglob("*.py")):
@@ -59,7 +67,7 @@ def _construct_names_used() -> set[str]:
                         items = obj.items() if isinstance(obj, dict) else \
                             enumerate(obj) if isinstance(obj, (tuple, list)) else [(None, obj)]
                         for key, item in items:
-                            if isinstance(item, construct.Construct):
+                            if isinstance(item, kind):
                                 suffix = "" if key is None else f"[{key!s}]"
                                 seen.setdefault(id(item), f"{node.module}.{alias.name}{suffix}")
     return set(seen.values())
@@ -68,6 +76,9 @@ def _construct_names_used() -> set[str]:
 def test_production_decodes_through_construct_declarations() -> None:
     used = _construct_names_used()
     assert len(used) >= AFTER > BEFORE, sorted(used)
+    specs = _construct_names_used(Message)
+    assert len(specs) >= AFTER_MESSAGES, sorted(specs)
+    assert {f"segtools.formats.control.KRAFT_CONTROL_MESSAGES[{t}]" for t in range(2, 7)} <= specs
     # the readers of each small file use their declaration
     for name in ("checkpoints.OffsetCheckpointFile", "checkpoints.LeaderEpochCheckpointFile",
                  "root_files.PartitionMetadataText", "root_files.PropertiesFile",
@@ -214,11 +225,13 @@ def test_mutated_kraft_control_values_raise_only_corrupt_batch_error(type_id: in
         assert exc.field is not None and exc.field.startswith("control.value")
 
 
-def test_kraft_value_errors_name_the_field_by_construct_path() -> None:
+def test_kraft_value_errors_name_the_field_by_its_path() -> None:
     value = _VALUE_SEEDS[KRAFT_VOTERS]
     with pytest.raises(CorruptBatchError) as info:
         decode_control_value(KRAFT_VOTERS, value[:40])     # ends inside the endpoint's host
-    assert info.value.field == "control.value.voters.[0].endpoints.[0].host"
+    assert info.value.field == "control.value.voters[0].endpoints[0].host"
+    # the engine's wording for a string past the end (Java's String bounds check)
+    assert info.value.reason == "VotersRecord: offset 36, count 9, length 40"
 
 
 def test_kraft_values_follow_kafkas_generated_readers() -> None:

@@ -9,13 +9,7 @@ from hypothesis import strategies as st
 
 from segtools.errors import CorruptBatchError, FormatError
 from segtools.formats.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
-from segtools.formats.control import (
-    ControlRecordKey,
-    EndTxnMarker,
-    LeaderChangeMessage,
-    SnapshotHeaderRecord,
-    VotersRecord,
-)
+from segtools.formats.control import ControlRecordKey, EndTxnMarker
 from segtools.formats.legacy import LegacyLogEntry
 from segtools.formats.primitives import parse_located
 from segtools.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotHeader
@@ -29,8 +23,7 @@ from segtools.formats.root_files import (
 )
 
 DECLARATIONS = [RecordBatchHeader, RecordBatch, Record, LegacyLogEntry, ControlRecordKey,
-                EndTxnMarker, LeaderChangeMessage, SnapshotHeaderRecord, VotersRecord,
-                ProducerSnapshot, OffsetCheckpointFile, PartitionMetadataText, JsonDocument,
+                EndTxnMarker, ProducerSnapshot, OffsetCheckpointFile, PartitionMetadataText, JsonDocument,
                 # the production readers' declarations (Kafka's reading rules)
                 ProducerSnapshotHeader, LeaderEpochCheckpointFile, PropertiesFile,
                 JsonObjectDocument, CleanShutdownDocument]

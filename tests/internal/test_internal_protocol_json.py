@@ -19,7 +19,7 @@ from segtools.internal_topics import consumer_offsets as co
 from segtools.internal_topics import metadata
 from segtools.internal_topics.json_render import JavaDouble, dumps, quote
 from segtools.internal_topics.metadata_schemas import METADATA_MESSAGES, type_name
-from segtools.internal_topics.protocol import uuid_to_text
+from segtools.primitives.messages import uuid_to_text
 
 # --- Jackson oracle vectors -------------------------------------------------------------------
 
@@ -250,7 +250,8 @@ def test_metadata_frame_fields_are_java_ints_cast_to_short():
     (b"\x81\x80\x80\x80\x8f", "f0000001"),
 ])
 def test_an_overlong_compact_length_words_its_error_like_kafka(raw, converted):
-    from segtools.internal_topics.protocol import field, message, read_message
+    from segtools.formats.messages import field, message
+    from segtools.primitives.messages import read_message
 
     msg = message("Probe", None, "0", "0+", [field("Name", "string")])
     with pytest.raises(SchemaError) as caught:
@@ -260,7 +261,8 @@ def test_an_overlong_compact_length_words_its_error_like_kafka(raw, converted):
 
 
 def test_a_compact_length_cut_off_by_the_end_reads_as_null_like_kafka():
-    from segtools.internal_topics.protocol import field, message, read_message
+    from segtools.formats.messages import field, message
+    from segtools.primitives.messages import read_message
 
     msg = message("Probe", None, "0", "0+", [field("Name", "string")])
     with pytest.raises(SchemaError) as caught:

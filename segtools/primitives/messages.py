@@ -1,8 +1,8 @@
-"""A small engine for Kafka's generated-message encoding (FORMATS.md section 12.1).
+"""The one engine of Kafka's generated-message encoding (FORMATS.md section 12.1).
 
-Kafka describes internal-topic payloads with JSON message specs and generates Java readers,
-writers and JSON converters from them. We declare the same specs as Python data
-(:func:`field` / :class:`Message`) and interpret them here:
+The specs are data (``segtools.formats.messages``: internal topics, KRaft metadata records,
+``__remote_log_metadata``, the KRaft control values, plugin metadata); this module reads and
+writes them:
 
 * non-flexible versions: int16-length strings, int32-length bytes and arrays, -1 = null;
 * flexible versions: ``uvarint(n + 1)`` lengths (0 = null) and a tagged-field section at the end
@@ -13,7 +13,8 @@ writers and JSON converters from them. We declare the same specs as Python data
 Decoded messages are plain dicts keyed by the JSON field names Kafka's JsonConverter uses
 (schema name with the first letter lower-cased). Uuids are decoded to Kafka's text form
 (base64url without padding); bytes stay ``bytes``. Error messages repeat the text Kafka's
-generated readers throw, because kafka-dump-log prints them.
+generated readers throw, because kafka-dump-log prints them; the error's ``field`` is the
+path of the failing field (``voters[0].endpoints[0].host``).
 """
 
 from __future__ import annotations
@@ -21,189 +22,39 @@ from __future__ import annotations
 import base64
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from dataclasses import field as _dc_field
 from typing import Any
 
 from segtools.errors import SchemaError
+from segtools.formats.messages import INT_RANGES as _INT_RANGES
+from segtools.formats.messages import UNKNOWN_TAGGED_FIELDS, Field, Message, Versions
+from segtools.formats.messages import UNSET as _UNSET
+from segtools.formats.messages import in_versions as _in
 from segtools.primitives.java_utf8 import java_utf8_replace
-from segtools.primitives.varint import VarintError, VarintTruncatedError, encode_uvarint, read_uvarint
-
-MAX_VERSION = 32767
-UNKNOWN_TAGGED_FIELDS = "_unknownTaggedFields"  # dict key holding [(tag, bytes), ...] when present
-
-_UNSET: Any = object()
-
-PRIMITIVE_TYPES = frozenset(
-    {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string", "bytes",
-     "uuid", "records"}
+from segtools.primitives.varint import (
+    VarintError,
+    VarintTruncatedError,
+    encode_uvarint,
+    encode_varlong,
+    read_uvarint,
+    read_varlong,
 )
+
+__all__ = ["read_message", "write_message", "uvarint", "uuid_to_text", "uuid_to_bytes",
+           "tag_count_checks", "tagged_absent_value", "tagged_is_default", "unknown_tagged_fields",
+           "Reader"]
+
 _FIXED = {
     "bool": struct.Struct(">?"), "int8": struct.Struct(">b"), "int16": struct.Struct(">h"),
     "uint16": struct.Struct(">H"), "int32": struct.Struct(">i"), "uint32": struct.Struct(">I"),
     "int64": struct.Struct(">q"), "float64": struct.Struct(">d"),
 }
-_INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
-    "uint16": (0, (1 << 16) - 1), "int32": (-(1 << 31), (1 << 31) - 1),
-    "uint32": (0, (1 << 32) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-}
-
-
-# --------------------------------------------------------------------------------------------
-# versions
-
-
-@dataclass(frozen=True)
-class Versions:
-    """An inclusive version range as written in Kafka's specs ("0+", "1", "0-3", "none")."""
-
-    low: int
-    high: int
-
-    @classmethod
-    def parse(cls, text: str | None) -> Versions | None:
-        if text is None or text == "none":
-            return None
-        text = text.strip()
-        if text.endswith("+"):
-            return cls(int(text[:-1]), MAX_VERSION)
-        if "-" in text:
-            lo, hi = text.split("-", 1)
-            return cls(int(lo), int(hi))
-        return cls(int(text), int(text))
-
-    def __contains__(self, version: object) -> bool:
-        return isinstance(version, int) and self.low <= version <= self.high
-
-
-def _in(versions: Versions | None, version: int) -> bool:
-    return versions is not None and version in versions
-
-
-# --------------------------------------------------------------------------------------------
-# declarations
-
-
-def json_name(schema_name: str) -> str:
-    """Kafka's FieldSpec.camelCaseName: the schema name with its first letter lower-cased."""
-    return schema_name[:1].lower() + schema_name[1:]
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str                      # schema name, e.g. "TopicId"
-    type: str                      # "int32", "string", "[]int32", "[]BrokerEndpoint", "ClassicMemberMetadata"
-    versions: Versions
-    nullable: Versions | None = None
-    tag: int | None = None
-    tagged: Versions | None = None
-    default: Any = _UNSET
-    ignorable: bool = False
-    fields: tuple[Field, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return json_name(self.name)
-
-    @property
-    def is_array(self) -> bool:
-        return self.type.startswith("[]")
-
-    @property
-    def element_type(self) -> str:
-        return self.type[2:]
-
-    @property
-    def is_struct(self) -> bool:
-        """A struct or an array of structs (declared with nested fields)."""
-        t = self.element_type if self.is_array else self.type
-        return t not in PRIMITIVE_TYPES
-
-    @property
-    def struct_name(self) -> str:
-        return self.element_type if self.is_array else self.type
-
-    def default_value(self) -> Any:
-        """The value Kafka's generated class holds when nothing was set."""
-        if self.default is not _UNSET:
-            if self.default is None:
-                return None
-            if self.type == "bool":
-                return bool(self.default)
-            if self.type in _INT_RANGES:
-                return int(self.default)
-            if self.type == "float64":
-                return float(self.default)
-            return self.default
-        if self.is_array:
-            return []
-        if self.is_struct:
-            return {f.key: f.default_value() for f in self.fields}
-        return {"bool": False, "string": "", "bytes": b"", "records": None, "float64": 0.0,
-                "uuid": ZERO_UUID}.get(self.type, 0)
-
-
-def field(name: str, type: str, versions: str = "0+", *, nullable: str | None = None,
-          tag: int | None = None, tagged: str | None = None, default: Any = _UNSET,
-          ignorable: bool = False, fields: Sequence[Field] = ()) -> Field:
-    """Compact declaration of one schema field, mirroring the keys of Kafka's JSON specs."""
-    if tag is not None and tagged is None:
-        tagged = versions
-    return Field(name, type, Versions.parse(versions) or Versions(0, MAX_VERSION),
-                 Versions.parse(nullable), tag, Versions.parse(tagged), default, ignorable,
-                 tuple(fields))
-
-
-@dataclass(frozen=True)
-class Message:
-    name: str
-    api_key: int | None
-    valid_versions: Versions
-    flexible_versions: Versions | None
-    fields: tuple[Field, ...]
-    #: JSON/dict key -> field, filled in __post_init__
-    by_key: dict[str, Field] = _dc_field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.by_key.update({f.key: f for f in self.fields})
-
-    def is_flexible(self, version: int) -> bool:
-        return _in(self.flexible_versions, version)
-
-
-def message(name: str, api_key: int | None, valid: str, flexible: str | None,
-            fields: Iterable[Field]) -> Message:
-    valid_v = Versions.parse(valid) or Versions(0, 0)
-    return Message(name, api_key, valid_v, _widen(Versions.parse(flexible), valid_v),
-                   tuple(_widen_field(x, valid_v) for x in fields))
-
-
-def _widen(v: Versions | None, scope: Versions) -> Versions | None:
-    """Apply the generator's version conditionals: Kafka's generated code only tests a bound
-    that is narrower than the enclosing range, so e.g. a "0+" field is read unconditionally,
-    even for a version outside the message's valid range (as kafka-dump-log does)."""
-    if v is None or v.high < scope.low or v.low > scope.high:
-        return v
-    return Versions(-MAX_VERSION - 1 if v.low <= scope.low else v.low,
-                    MAX_VERSION if v.high >= scope.high else v.high)
-
-
-def _widen_field(fd: Field, scope: Versions) -> Field:
-    inner = Versions(max(scope.low, fd.versions.low), min(scope.high, fd.versions.high))
-    return Field(fd.name, fd.type, _widen(fd.versions, scope) or fd.versions,
-                 _widen(fd.nullable, scope), fd.tag, _widen(fd.tagged, scope), fd.default,
-                 fd.ignorable, tuple(_widen_field(x, inner) for x in fd.fields))
 
 
 # --------------------------------------------------------------------------------------------
 # uuid
-
-
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 def uuid_to_text(raw: bytes) -> str:
@@ -279,6 +130,17 @@ class Reader:
         # Java keeps the low 32 bits in an int
         return value - (1 << 32) if value >= (1 << 31) else value
 
+    def varlong(self, path: str) -> int:
+        try:
+            value, self.pos = read_varlong(self._bounded, self.pos)
+        except VarintTruncatedError:
+            raise _ReadError("null", path) from None
+        except VarintError as e:
+            raise _ReadError("Varlong is too long, the most significant bit in the 10th byte is set, "
+                             "converted value: " + format(int(e.actual or 0) & 0xFFFFFFFFFFFFFFFF, "x"),
+                             path) from None
+        return value
+
     def raw(self, length: int, path: str) -> bytes:
         if length > self.remaining:
             raise _ReadError(f"Error reading byte array of {length} byte(s): only "
@@ -343,6 +205,8 @@ def _read_primitive(r: Reader, t: str, f: Field, version: int, flexible: bool, p
                     *, element: bool = False) -> Any:
     if t in _FIXED:
         return r.fixed(t, path)
+    if t == "varlong":
+        return r.varlong(path)
     if t == "uuid":
         return uuid_to_text(r.raw(16, path) if r.remaining >= 16 else _underflow(path))
     nullable = (not element) and _in(f.nullable, version)
@@ -531,6 +395,12 @@ def _write_primitive(out: bytearray, t: str, f: Field, value: Any, version: int,
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
             raise _WriteError(f"expected {t} in [{lo}, {hi}], got {value!r}", path)
         out += _FIXED[t].pack(value)
+        return
+    if t == "varlong":
+        lo, hi = _INT_RANGES["int64"]
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise _WriteError(f"expected a varlong in [{lo}, {hi}], got {value!r}", path)
+        out += encode_varlong(value)
         return
     if t == "uuid":
         try:
