@@ -47,9 +47,9 @@ from segtools.records.batches import SegmentBatch, segment_paths
 from segtools.records.faults import SCAN_BATCH, SCAN_END, SCAN_SIZE_TOO_SMALL, SCAN_TOO_LARGE, SCAN_TORN_TAIL
 
 from .errors import FormatError, InputError, display_path
-from .formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT
+from .formats.legacy import LEGACY_LENGTH_STRUCT_FORMAT, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from .formats.names import LOG_SUFFIX, filename_prefix_from_offset, stem_offset
-from .formats.record_batch import CRC_STRUCT_FORMAT
+from .formats.record_batch import CRC_STRUCT_FORMAT, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .writer.index_files import OffsetIndexFile, TimeIndexFile
 
 __all__ = ["SalvagedBatch", "SalvagedBatches", "DroppedRange", "SegmentSalvage", "scan_segment", "salvage",
@@ -58,10 +58,9 @@ __all__ = ["SalvagedBatch", "SalvagedBatches", "DroppedRange", "SegmentSalvage",
 _LEN = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)
 _U32 = struct.Struct(CRC_STRUCT_FORMAT)
 _V2_TAIL = struct.Struct(LEGACY_LENGTH_STRUCT_FORMAT)  # int32: lastOffsetDelta at +23; recordsCount at +57
-V2_OVERHEAD = 61
-LEGACY_MIN_SIZE = {0: 14, 1: 22}   # LegacyRecord.RECORD_OVERHEAD_V0 / V1
-LOG_OVERHEAD = 12                  # baseOffset + length
-_MIN_CANDIDATE = LOG_OVERHEAD + 14  # the smallest thing that can be a batch
+V2_OVERHEAD = RECORD_BATCH_OVERHEAD
+LEGACY_MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1}
+_MIN_CANDIDATE = LOG_OVERHEAD + RECORD_OVERHEAD_V0  # the smallest thing that can be a batch
 _WINDOW = 1 << 20                   # resync scans this many positions per numpy step
 
 

@@ -36,26 +36,20 @@ ALLOWED = {
     # codec framing (xerial snappy blocks, lz4 frame header of KAFKA-3160): compression
     # formats, not Kafka record layouts; they live with the codecs
     ("segtools/primitives/codecs.py", "struct"): "codec framing, not a Kafka record layout",
-    # the generic protocol primitive types (int8..float64) of the message-schema engine that
-    # decodes internal topics: primitives, not layouts (owned by the decoders stream)
+    # the primitive types (int8..float64) of the one message engine: the generated-message
+    # specs, the coordinators' int16 version prefix and the tools' Integer/Long decoders
+    # read them through it (read_fixed, fixed_bytes)
     ("segtools/primitives/messages.py", "struct"): "the message engine's primitive types",
-    ("segtools/internal_topics/consumer_offsets.py", "struct"): "owned by the decoders stream",
-    ("segtools/internal_topics/transaction_state.py", "struct"): "owned by the decoders stream",
-    ("segtools/dump/parsers.py", "struct"): "owned by the decoders stream",
     # the real engine's hand-written ProduceRequest v8 and its peek at a live broker's batch
     # lengths: Kafka's network protocol framing (request header, produce request), not a log
     # layout; kafka-python's protocol classes are not a dependency of the engine
     ("segtools/realcluster/raw_produce.py", "struct"): "Kafka wire-protocol request framing",
     ("segtools/realcluster/cluster.py", "struct"): "batch length peek while a broker writes",
     ("segtools/realcluster/heartbeat.py", "struct"): "Kafka wire-protocol request framing",
-    # being rewritten by the dumpspeed stream in this round: move to formats.names after it lands
-    ("segtools/dump/text.py", "file_name"): "dumpspeed stream's rewrite in progress",
     # issue 24's widened rules: the vectorised text engine's own header dtype and sizes
     # (perf25 owns fast_text.py this session: derive them from formats.record_batch next)
     ("segtools/dump/fast_text.py", "numpy_layout"): "perf25's engine: header dtype",
     ("segtools/dump/fast_text.py", "redeclared"): "perf25's engine: 17 and 61 redeclared",
-    # holes23 owns salvage.py this session: V2_OVERHEAD = 61 -> formats.record_batch next
-    ("segtools/salvage.py", "redeclared"): "holes23's module this session",
 }
 
 #: a struct format: byte order, then codes (and counts); at least one code letter

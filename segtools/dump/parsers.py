@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import importlib
 import re
-import struct
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from segtools.errors import InputError, SchemaError, SegtoolsError
 from segtools.primitives.java_utf8 import java_utf8_replace
+from segtools.primitives.messages import read_fixed
 
 Decoder = Callable[[bytes], Any]
 
@@ -34,14 +34,14 @@ def integer_decoder(data: bytes) -> str:
     """IntegerDecoder: big-endian int32 of the first 4 bytes (Java throws when shorter)."""
     if len(data) < 4:
         return f"<IntegerDecoder: {len(data)} byte(s), need 4>"
-    return str(struct.unpack_from(">i", data)[0])
+    return str(read_fixed("int32", data))
 
 
 def long_decoder(data: bytes) -> str:
     """LongDecoder: big-endian int64 of the first 8 bytes."""
     if len(data) < 8:
         return f"<LongDecoder: {len(data)} byte(s), need 8>"
-    return str(struct.unpack_from(">q", data)[0])
+    return str(read_fixed("int64", data))
 
 
 def default_decoder(data: bytes) -> str:

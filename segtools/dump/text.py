@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from segtools.formats.names import dump_stem_offset
+from segtools.formats.names import EPOCH_DIGITS, KRAFT_CHECKPOINT_SUFFIX, OFFSET_DIGITS, dump_stem_offset
 
 #: kafka.tools.DumpLogSegments.RecordIndent + " ": the prefix of every deep-iteration line
 RECORD_PREFIX = "| "
@@ -151,10 +151,12 @@ def log_header(name: str) -> str | None:
 
 def parse_snapshot_name(name: str) -> tuple[int, int]:
     """Snapshots.parse: ``<20 digits>-<10 digits>.checkpoint``; ValueError otherwise."""
-    stem = name[: -len(".checkpoint")]
-    if len(stem) != 31 or stem[20] != "-" or not (stem[:20].isdigit() and stem[21:].isdigit()):
+    stem = name[: -len(KRAFT_CHECKPOINT_SUFFIX)]
+    offset, dash, epoch = stem[:OFFSET_DIGITS], stem[OFFSET_DIGITS:OFFSET_DIGITS + 1], stem[OFFSET_DIGITS + 1:]
+    if dash != "-" or len(epoch) != EPOCH_DIGITS or not (offset.isdigit() and epoch.isdigit()) \
+            or len(offset) != OFFSET_DIGITS:
         raise ValueError(f"not a KRaft snapshot name (<20 digits>-<10 digits>.checkpoint): {name}")
-    return int(stem[:20]), int(stem[21:])
+    return int(offset), int(epoch)
 
 
 def invalid_bytes_line(trailing: int, name: str) -> str:

@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -34,7 +33,7 @@ from segtools.internal_topics.group_schemas import (
     RECORD_TYPES_KAFKA_4_3,
 )
 from segtools.internal_topics.json_render import Raw, dumps, message_json
-from segtools.primitives.messages import read_message, write_message
+from segtools.primitives.messages import fixed_bytes, read_fixed, read_message, write_message
 
 DELETE = "<DELETE>"
 __all__ = ["RECORD_TYPES", "RECORD_TYPES_KAFKA_4_3", "DELETE", "DecodedKey", "DecodedValue",
@@ -70,7 +69,7 @@ class DecodedValue(TypedDict):
 def _read_version(buf: bytes, name: str) -> int:
     if len(buf) < 2:
         raise SchemaError(f"Could not read version from {name}'s buffer.", field=f"{name}.version")
-    version: int = struct.unpack_from(">h", buf)[0]
+    version: int = read_fixed("int16", buf)
     return version
 
 
@@ -248,7 +247,7 @@ def encode_key_with(table: dict[int, tuple[Message, Message]], record_type: int,
                     data: dict[str, Any]) -> bytes:
     """int16 record type + key body (the inverse of :func:`decode_key_with`)."""
     key_msg, _ = schemas_for(table, record_type)
-    return struct.pack(">h", record_type) + write_message(key_msg, data, record_type,
+    return fixed_bytes("int16", record_type) + write_message(key_msg, data, record_type,
                                                           path=key_msg.name)
 
 
@@ -260,7 +259,7 @@ def encode_value_with(table: dict[int, tuple[Message, Message]], record_type: in
     _, value_msg = schemas_for(table, record_type)
     if not isinstance(version, int) or not -32768 <= version <= 32767:
         raise SchemaError(f"invalid version {version!r}", field="value.version")
-    return struct.pack(">h", version) + write_message(value_msg, data, version,
+    return fixed_bytes("int16", version) + write_message(value_msg, data, version,
                                                       path=value_msg.name)
 
 
@@ -287,7 +286,7 @@ def _consumer_protocol_override(f: Field, value: Any, version: int) -> Any:
         return None
     if value is None or len(value) < 2:
         return None
-    inner_version = struct.unpack_from(">h", value)[0]
+    inner_version = read_fixed("int16", value)
     try:
         data, _ = read_message(schema, value, inner_version, pos=2)
         return Raw(message_json(schema, data, inner_version))

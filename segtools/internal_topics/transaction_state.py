@@ -28,7 +28,6 @@ Example::
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,7 +35,7 @@ from segtools.errors import SchemaError
 from segtools.formats.messages import field as f
 from segtools.formats.messages import message
 from segtools.primitives.java_hash import int32, java_string_hash
-from segtools.primitives.messages import read_message, write_message
+from segtools.primitives.messages import fixed_bytes, read_fixed, read_message, write_message
 
 DELETE = "<DELETE>"
 KEY_VERSION = 0
@@ -75,7 +74,7 @@ def decode_key(key: bytes | bytearray | memoryview) -> dict[str, Any]:
     buf = bytes(key)
     if len(buf) < 2:
         raise SchemaError("null", field="key.version")  # ByteBuffer.getShort underflow
-    version = struct.unpack_from(">h", buf)[0]
+    version = read_fixed("int16", buf)
     if version != KEY_VERSION:
         return {"version": version}
     data, _ = read_message(TRANSACTION_LOG_KEY, buf, 0, pos=2, path="key")
@@ -89,7 +88,7 @@ def decode_value(value: bytes | bytearray | memoryview | None) -> dict[str, Any]
     buf = bytes(value)
     if len(buf) < 2:
         raise SchemaError("null", field="value.version")
-    version = struct.unpack_from(">h", buf)[0]
+    version = read_fixed("int16", buf)
     if version not in TRANSACTION_LOG_VALUE.valid_versions:
         raise SchemaError(f"Unknown version {version} from the transaction log message value",
                           field="value.version")
@@ -98,7 +97,7 @@ def decode_value(value: bytes | bytearray | memoryview | None) -> dict[str, Any]
 
 
 def encode_key(transactional_id: str) -> bytes:
-    return struct.pack(">h", KEY_VERSION) + write_message(
+    return fixed_bytes("int16", KEY_VERSION) + write_message(
         TRANSACTION_LOG_KEY, {"transactionalId": transactional_id}, 0, path="key")
 
 
@@ -110,7 +109,7 @@ def encode_value(version: int, data: dict[str, Any] | None) -> bytes | None:
         raise SchemaError(f"Unknown version {version} from the transaction log message value",
                           field="value.version")
     body = {k: v for k, v in data.items() if k != "version"}
-    return struct.pack(">h", version) + write_message(TRANSACTION_LOG_VALUE, body, version,
+    return fixed_bytes("int16", version) + write_message(TRANSACTION_LOG_VALUE, body, version,
                                                       path="value")
 
 

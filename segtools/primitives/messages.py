@@ -42,7 +42,7 @@ from segtools.primitives.varint import (
     read_varlong,
 )
 
-__all__ = ["read_message", "write_message", "uvarint", "uuid_to_text", "uuid_to_bytes",
+__all__ = ["read_message", "write_message", "read_fixed", "fixed_bytes", "uvarint", "uuid_to_text", "uuid_to_bytes",
            "tag_count_checks", "tagged_absent_value", "tagged_is_default", "unknown_tagged_fields",
            "Reader"]
 
@@ -321,6 +321,21 @@ def read_message(msg: Message, data: bytes | bytearray | memoryview, version: in
     except _ReadError as e:
         raise SchemaError(e.message, field=e.path or msg.name) from None
     return out, r.pos
+
+
+def read_fixed(type_name: str, data: bytes | bytearray | memoryview, pos: int = 0) -> Any:
+    """One fixed-size primitive (``int16``, ``int32``, ``int64`` ...) at ``data[pos:]``, big-endian
+    as Kafka's ByteBuffer reads it; None when fewer bytes remain. The int16 version prefix of
+    the coordinators' records and the tools' Integer/Long decoders read through it."""
+    st = _FIXED[type_name]
+    if len(data) - pos < st.size:
+        return None
+    return st.unpack_from(data, pos)[0]
+
+
+def fixed_bytes(type_name: str, value: Any) -> bytes:
+    """``value`` as the fixed-size primitive ``type_name`` (e.g. an int16 version prefix)."""
+    return _FIXED[type_name].pack(value)
 
 
 # --------------------------------------------------------------------------------------------
