@@ -53,7 +53,7 @@ from construct import (
     this,
 )
 
-from segtools.formats.primitives import NullableBytes, Varint, VarintString, Varlong
+from segtools.formats.primitives import NullableBytes, Varint, VarintString, Varlong, numpy_dtype
 
 __all__ = [
     "CompressionType", "TimestampType", "RecordBatchHeader", "RecordBatch", "Record", "RecordBody",
@@ -66,7 +66,7 @@ __all__ = [
     "V2_MIN_BATCH_LENGTH", "LENGTH_OFFSET", "PARTITION_LEADER_EPOCH_OFFSET",
     "LAST_OFFSET_DELTA_OFFSET", "BASE_TIMESTAMP_OFFSET", "MAX_TIMESTAMP_OFFSET",
     "PRODUCER_ID_OFFSET", "PRODUCER_EPOCH_OFFSET", "BASE_SEQUENCE_OFFSET",
-    "CRC_STRUCT_FORMAT",
+    "CRC_STRUCT_FORMAT", "HEADER_NUMPY_DTYPE",
 ]
 
 
@@ -158,6 +158,10 @@ RecordBatchHeader = Struct(
     "base_sequence" / Int32sb,
     "records_count" / Int32sb,
 )
+
+#: the same header as a numpy record dtype (big-endian, the declaration's field names), for
+#: vectorised readers that view many headers at once (dump's column-wise text)
+HEADER_NUMPY_DTYPE = numpy_dtype(RecordBatchHeader)
 
 #: header plus the (raw or compressed) record bytes: 49 = 61 - 12 header bytes counted by length
 RecordBatch = Struct(

@@ -46,10 +46,6 @@ ALLOWED = {
     ("segtools/realcluster/raw_produce.py", "struct"): "Kafka wire-protocol request framing",
     ("segtools/realcluster/cluster.py", "struct"): "batch length peek while a broker writes",
     ("segtools/realcluster/heartbeat.py", "struct"): "Kafka wire-protocol request framing",
-    # issue 24's widened rules: the vectorised text engine's own header dtype and sizes
-    # (perf25 owns fast_text.py this session: derive them from formats.record_batch next)
-    ("segtools/dump/fast_text.py", "numpy_layout"): "perf25's engine: header dtype",
-    ("segtools/dump/fast_text.py", "redeclared"): "perf25's engine: 17 and 61 redeclared",
 }
 
 #: a struct format: byte order, then codes (and counts); at least one code letter

@@ -14,8 +14,8 @@ every module that makes one to the list below, each with what it reads:
   real-cluster engine's last-offset peek); 6 after it; 3 after the object reader, export's
   tail walk and the real engine's peek moved onto it; 2 after the columnar engines' numpy
   window and export's grouped read of small files moved into the byte layer
-  (``ArrayWindow``, ``read_files``), guarded by :data:`AFTER`: the byte layer itself and
-  dump's fast text window, its owner's next step (docs/ARCHITECTURE.md).
+  (``ArrayWindow``, ``read_files``); 1 after dump's fast text window read through
+  ``SegmentFile`` too, guarded by :data:`AFTER`: the byte layer itself (docs/ARCHITECTURE.md).
 * :data:`OTHER_READERS` open files that are not segments read as batches (small files, text
   inputs, byte-for-byte copies and digests).
 
@@ -38,12 +38,12 @@ SEGMENT_READERS = {
     "segtools/files/read_window.py": "the segment-file object's byte layer (SegmentFile's base, "
                                      "the columnar engines' ArrayWindow, export's grouped read "
                                      "of small files; salvage's scan uses it directly)",
-    "segtools/dump/fast_text.py": "dump's vectorised text window (perf25's hot loop)",
 }
 #: the count issue 24 asks for (modules with their own .log access): 10 before, 6 after
 #: 0edc4f0, 3 after the object reader, export's tail walk and the real engine's peek moved
-#: onto SegmentFile, now (the columnar engines read through SegmentFile's ArrayWindow):
-AFTER = 2
+#: onto SegmentFile, 2 once the columnar engines read through SegmentFile's ArrayWindow, now
+#: (dump's fast text window reads through SegmentFile too):
+AFTER = 1
 
 #: modules that open other files (or copy any file byte for byte) -> what they read
 OTHER_READERS = {

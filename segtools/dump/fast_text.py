@@ -21,7 +21,6 @@ printed here, it is left to that reader to report.
 from __future__ import annotations
 
 import codecs
-import os
 import struct
 from typing import Any
 
@@ -33,6 +32,7 @@ from segtools.formats import record_batch as _rb
 from segtools.primitives import codecs as _codecs
 from segtools.primitives.crc import crc32c
 from segtools.primitives.java_utf8 import java_utf8_replace
+from segtools.records.segment_file import SegmentFile
 
 #: bytes read per window (a batch larger than this goes through the object reader). The
 #: columns and lines of one window take about 25 times its size at their peak: 2 MB keeps
@@ -41,27 +41,21 @@ WINDOW = 2 << 20
 _FIRST_READ = 4 << 10  # the first read after a hand-over
 _MAX_HEADERS = 64  # records with more headers go through the object reader
 _PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
-_HEADER_UP_TO_MAGIC = 17  # kafka.log FileLogInputStream: fewer trailing bytes end the walk
-_V2_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+_HEADER_UP_TO_MAGIC = _rb.HEADER_SIZE_UP_TO_MAGIC  # FileLogInputStream: fewer trailing bytes end the walk
+_V2_OVERHEAD = _rb.RECORD_BATCH_OVERHEAD
+_CRC_FROM = _rb.ATTRIBUTES_OFFSET  # the v2 CRC covers the batch from the attributes on
 # baseOffset, length, leaderEpoch, magic, crc, attributes: the v2 header up to lastOffsetDelta
 _FRAME = struct.Struct(_rb.HEADER_STRUCT_FORMAT[:7])
 _INT32_MAX = 2**31 - 1
-_CODEC_MASK = 0x07
-_CONTROL_FLAG = 0x20
+_CODEC_MASK = _rb.COMPRESSION_CODEC_MASK
+_CONTROL_FLAG = _rb.CONTROL_FLAG_MASK
 #: decompressed record bytes of one window beyond its first batch: past this the window ends
 #: early, so a highly compressed window keeps the columns' memory bounded as for plain ones
 _DECOMPRESSED_WINDOW = WINDOW
 _INT64_MAX = np.iinfo(np.int64).max
 
-#: DefaultRecordBatch header fields after the frame (big-endian, at their byte offsets)
-_HEADER = np.dtype({
-    "names": ["base_offset", "partition_leader_epoch", "crc", "attributes",
-              "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
-              "producer_epoch", "base_sequence", "records_count"],
-    "formats": [">i8", ">i4", ">u4", ">i2", ">i4", ">i8", ">i8", ">i8", ">i2", ">i4", ">i4"],
-    "offsets": [0, 12, 17, 21, 23, 27, 35, 43, 51, 53, 57],
-    "itemsize": _V2_OVERHEAD,
-})
+#: the DefaultRecordBatch header as a numpy record (formats.record_batch's declaration)
+_HEADER = np.dtype(_rb.HEADER_NUMPY_DTYPE)
 
 
 def _strings(values: list[str]) -> pa.Array:
@@ -137,12 +131,12 @@ class FastLogText:
         self._inflated: dict[int, Any] = {}
         self._buf = bytearray(WINDOW + _PAD)
         self._np = np.frombuffer(self._buf, dtype=np.uint8)
-        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        # read-only, the size at open, the one change rule (records/segment_file.py); only
+        # read_into is used: the window here is this object's own reused buffer
+        self._file = SegmentFile(path, window=64)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
 
     def __enter__(self) -> FastLogText:
         return self
@@ -166,7 +160,7 @@ class FastLogText:
             if end - pos <= _HEADER_UP_TO_MAGIC:
                 return pos, True
             want = min(want, WINDOW, end - pos)
-            got = os.preadv(self._fd, [mv[:want]], pos)
+            got = self._file.read_into(self._np, pos, want)
             if got < want:
                 return pos, False  # the file shrank: the object reader reports it
             buf[got:got + _PAD] = bytes(_PAD)
@@ -191,7 +185,7 @@ class FastLogText:
                     stop = pos + p + total > end  # a torn tail: the object reader's
                     need = total
                     break
-                if crc32c(mv[p + 21:p + total]) != crc:
+                if crc32c(mv[p + _CRC_FROM:p + total]) != crc:
                     stop = True
                     break
                 starts.append(p)

@@ -2,8 +2,8 @@
 
 Kafka's storage reads a segment through one object (clients/.../common/record/FileRecords.java:
 ``batchesFrom(start)`` over ``FileLogInputStream``); here :class:`SegmentFile` is that object
-for every reader but dump's vectorised text's own hot loop (the object reader
-``records.batches``, the columnar engines through :meth:`array_window`, dump's index peek and
+for every reader (the object reader ``records.batches``, the columnar engines through
+:meth:`array_window`, dump's vectorised text through ``read_into``, dump's index peek and
 ``--skip-corrupt``, the log writer's recovery walk, the transactions report's marker reads,
 the bundle's redacted copy, export's invalid-tail walk, the real engine's log-end peek):
 
