@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "segtools"))
+sys.path.insert(0, str(REPO / "tests" / "builders"))
 
 import hostile_files as H  # noqa: E402
 

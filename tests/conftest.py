@@ -12,6 +12,9 @@ import pytest
 from segtools.records import batches as _batches
 
 REPO = Path(__file__).resolve().parent.parent
+#: builders and helpers shared by several suites (tests/builders/), importable by name from any
+#: test folder (pytest puts only each test file's own folder on sys.path)
+sys.path.insert(0, str(Path(__file__).resolve().parent / "builders"))
 # Copies of real brokers' files, kept in the repository (provenance: tests/data/realdata/README.md).
 REALDATA = REPO / "tests" / "data" / "realdata"
 SAMPLES = REPO / "samples"

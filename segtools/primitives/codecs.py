@@ -451,7 +451,7 @@ def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
     BD 0x40 (64 KiB independent blocks, no checksums), with the broken KAFKA-3160 header
     checksum when ``magic`` is 0; zstd: level 3 frame without content size, closed by an empty
     last block as zstd-jni's stream does. gzip, snappy, zstd and lz4 output is byte-identical to
-    the Java client's (tests/segtools/test_crc_codecs.py runs the Java libraries).
+    the Java client's (tests/primitives/test_crc_codecs.py runs the Java libraries).
     """
     data = bytes(data)
     if codec_id == NONE:

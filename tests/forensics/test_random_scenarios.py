@@ -28,15 +28,19 @@ def _run_seed(seed: int, root, *, metadata: bool):
 @pytest.mark.parametrize("first", range(0, 200, CHUNK))
 def test_lost_records_statuses_and_forks_match_truth(first, tmp_path):
     failures = {}
-    lost_total = 0
+    lost_total = truth_lost = 0
     for seed in range(first, first + CHUNK):
         report, truth, disk = _run_seed(seed, tmp_path / f"s{seed}", metadata=True)
         lost_total += sum(len(p.lost) for p in report.partitions)
+        truth_lost += sum(len(t["lost"]) for t in truth.values())
         problems = check_against_truth(report, truth, disk, with_metadata=True)
         if problems:
             failures[seed] = problems[:3]
     assert not failures
-    assert lost_total > 0   # the chunk exercised loss, not only clean runs
+    # the chunk exercised loss, not only clean runs: lost records the report lists, or (seeds
+    # 25-49 since the model's followers rejoin at their restart) only losses that left no
+    # record on any disk (power loss), which the report must then not list
+    assert lost_total > 0 or truth_lost > 0
 
 
 @pytest.mark.parametrize("first", [200, 225])

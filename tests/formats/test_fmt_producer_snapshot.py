@@ -44,7 +44,7 @@ def test_known_entry_values(realdata: Path) -> None:
     path = realdata / "kafka-3.6-kraft-flink-stack/logdir/promotions-0/00000000000000000029.snapshot"
     snap = ProducerSnapshot.parse(path.read_bytes())
     # the same producers as the last idempotent batches of promotions-0's .log (checked against
-    # the log in tests/segtools/test_snapshots.py); here: field order and widths
+    # the log in tests/files/test_snapshots.py); here: field order and widths
     assert [(e.producer_id, e.epoch, e.coordinator_epoch, e.current_txn_first_offset)
             for e in snap.entries] == [(45, 0, -1, -1), (46, 0, -1, -1)]
     with pytest.raises(construct.StreamError):

@@ -1,6 +1,6 @@
 """The one batch walk's edge files against the real kafka-dump-log (Kafka 4.3.1).
 
-tests/segtools/test_one_walk.py proves every segtools walker gives the answer of
+tests/records/test_one_walk.py proves every segtools walker gives the answer of
 ``kafka_walk`` (the size fields as written, read by Kafka's FileLogInputStream rules). Here
 the real tool walks the same files (one JVM for all of them): the batch positions it prints,
 the torn tail it reports ("Found N invalid bytes at the end") and the exception it dies with
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "segtools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "records"))
 
 from test_one_walk import END, WALK_EDGES, kafka_walk, walk_objects  # noqa: E402
 

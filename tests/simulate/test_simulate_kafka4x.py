@@ -4,11 +4,6 @@ scenarios on a real 4.3.1 cluster: tests/realkafka/test_forensics4x_*.py."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "forensics"))
-
 from kafka4x_scenarios import scenario_spec, summarize  # noqa: E402
 
 from segtools.simulate import run  # noqa: E402

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang_guard import no_hang
 
 from segtools.filters import FilterError, parse_condition, parse_where, read_filtered
-from tests.hang_guard import no_hang
 
 VALUES = [b"a" * 28 + b"!"] * 5 + [b"aaa", b"x\ny", "café".encode(), b"\xff\xfe", b"order-42"]
 

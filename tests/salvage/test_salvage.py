@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hang_guard import no_hang
 from segment_extents import batch_extents
 
 from segtools.cli.main import cli
-from tests.hang_guard import no_hang
 
 SOURCES = [
     "kafka-2.5-zk-first-topic/final/first_topic-2/00000000000000000000.log",

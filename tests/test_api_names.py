@@ -14,7 +14,7 @@ import segtools
 
 pytestmark = pytest.mark.fast
 
-SEGMENT = (Path(__file__).resolve().parents[1] / "data" / "realdata" / "kafka-2.0-zk-small"
+SEGMENT = (Path(__file__).resolve().parents[0] / "data" / "realdata" / "kafka-2.0-zk-small"
            / "logdir" / "subhash-0" / "00000000000000000000.log")
 
 

@@ -1,6 +1,6 @@
 """The generated-message engine and the Jackson-compatible JSON writer.
 
-JSON expectations come from running Jackson 2.21 itself (tests/internal/oracles/
+JSON expectations come from running Jackson 2.21 itself (tests/internal_topics/oracles/
 JacksonVectors.java against the jackson-databind jar shipped with pyspark, Java 17); byte
 layouts are assembled by hand from FORMATS.md section 12.1; metadata error lines are the ones
 DUMP_LOG.md documents for kafka-dump-log."""

@@ -3,7 +3,7 @@ fixed at open, a shrink is one FileChangedError, windows bounded, the walk is th
 
 The batch positions of the real broker segment below come from its own size fields read
 with ``struct`` here (Kafka's framing: 8-byte offset, 4-byte length), not from our readers;
-tests/segtools/test_one_walk.py holds ``batches_from`` to the other walkers on every edge file.
+tests/records/test_one_walk.py holds ``batches_from`` to the other walkers on every edge file.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ for every path shape: a segment file, a partition dir, a broker dir, a folder of
 a symlink to each, a duplicate through a symlink and a file:// URI.
 
 The expected files are what the test built (real paths), and the expected batches come from
-walking those files by their size fields (tests/segment_extents.py), not from segtools.
+walking those files by their size fields (tests/builders/segment_extents.py), not from segtools.
 """
 
 from __future__ import annotations

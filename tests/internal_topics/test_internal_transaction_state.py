@@ -1,7 +1,7 @@
 """__transaction_state: no real data exists, so values are assembled by hand from FORMATS.md
 section 12.4 (field order, tags, state ids) and checked field by field; the partition order
 kafka-dump-log prints is checked against vectors produced by Scala 2.13's own HashSet
-(tests/internal/oracles/Order.java run against scala-library 2.13.18)."""
+(tests/internal_topics/oracles/Order.java run against scala-library 2.13.18)."""
 
 from __future__ import annotations
 
