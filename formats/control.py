@@ -88,9 +88,10 @@ END_TXN_MARKER_STRUCT_FORMAT = struct_format(EndTxnMarker)
 # The KRaft control values are Kafka message specs (LeaderChangeMessage.json, ...), declared
 # as data and read by the one message engine (segtools.primitives.messages) at version 0
 
-_VOTER_ID = (field("VoterId", "int32"),)
+#: LeaderChangeMessage.json's Voter (VoterDirectoryId since version 1; Kafka reads version 0)
+_VOTER_ID = (field("VoterId", "int32"), field("VoterDirectoryId", "uuid", "1+"))
 
-LeaderChangeMessage = message("LeaderChangeMessage", None, "0", "0+", [
+LeaderChangeMessage = message("LeaderChangeMessage", None, "0-1", "0+", [
     field("Version", "int16"),
     field("LeaderId", "int32"),
     field("Voters", "[]Voter", fields=_VOTER_ID),
