@@ -349,3 +349,24 @@ def test_compressed_batches_take_the_fast_path(tmp_path: Path, codec: int,
     assert sum(b[22] & 7 == codec for b in batches) >= 40  # the builder did compress
     assert deep.count(f"compresscodec: {name} ".encode()) >= 40
     assert b"isTransactional: true" in deep
+
+
+def test_fast_path_header_layout_reads_kafka_python_fields() -> None:
+    """The fast path's header dtype (formats.record_batch.HEADER_NUMPY_DTYPE) reads a real
+    4.4.0 broker's first batch as kafka-python's DefaultRecordBatch does (the independent
+    oracle). (Written by fast24 for its version of the derivation.)"""
+    import numpy as np
+    from kafka.record.default_records import DefaultRecordBatch
+
+    data = (Path(__file__).parents[1] / "data/realcluster/controller-fencing-4.4.0.log").read_bytes()
+    head = np.frombuffer(data[:61], dtype=fast_text._HEADER)[0]
+    batch = DefaultRecordBatch(data[:12 + int.from_bytes(data[8:12], "big")])
+    assert int(head["base_offset"]) == batch.base_offset
+    assert int(head["producer_id"]) == batch.producer_id
+    assert int(head["producer_epoch"]) == batch.producer_epoch
+    assert int(head["base_sequence"]) == batch.base_sequence
+    assert int(head["last_offset_delta"]) == batch.last_offset_delta
+    assert int(head["max_timestamp"]) == batch.max_timestamp
+    assert int(head["crc"]) == batch.crc
+    assert int(head["attributes"]) & 0x20 == (0x20 if batch.is_control_batch else 0)
+    assert int(head["records_count"]) == batch.records_count
