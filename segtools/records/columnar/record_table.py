@@ -164,6 +164,15 @@ def _ms(value: Any) -> int | None:
     raise InputError(f"timestamp filter must be epoch milliseconds or a datetime, got {value!r}")
 
 
+def _until_format_error(items: Iterator[Any], failed: list[FormatError]) -> Iterator[Any]:
+    """``items`` up to the first that raises :class:`FormatError`, which is put in ``failed``:
+    the caller hands out the good batches it holds before raising it."""
+    try:
+        yield from items
+    except FormatError as exc:
+        failed.append(exc)
+
+
 def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows: int,
                      max_uncompressed: int, start: int = 0,
                      seen: list[_Headers] | None = None) -> Iterator[tuple[_RowChunk, _Headers]]:
@@ -246,17 +255,10 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                     nbytes += int(cum_bytes[j] - cum_bytes[s])
                     s = j
                 continue
+            failed: list[FormatError] = []
             if kernel is not None:   # compressed, numba engine: many batches per call
-                packed = _packed_run(kernel, mf, h, s, e, max_uncompressed)
-                while True:
-                    try:
-                        item = next(packed)
-                    except StopIteration:
-                        break
-                    except FormatError:
-                        if parts:  # the good batches before the broken one come out first
-                            yield flush(), h
-                        raise
+                for item in _until_format_error(_packed_run(kernel, mf, h, s, e, max_uncompressed),
+                                                failed):
                     if len(item) == 2:   # one payload from the library: scalar bookkeeping
                         i, payload = item
                         c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
@@ -295,28 +297,24 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
                         rows += int(cum_c[j] - cum_c[q])
                         nbytes += int(cum_b[j] - cum_b[q])
                         q = j
-                continue
-            decompressed = _decompressed_run(mf, h, s, e, max_uncompressed)   # compressed
-            while True:
-                try:
-                    i, payload = next(decompressed)
-                except StopIteration:
-                    break
-                except FormatError:
-                    if parts:  # the good batches before the broken one come out first
+            else:   # compressed, python engine: batch by batch
+                for i, payload in _until_format_error(
+                        _decompressed_run(mf, h, s, e, max_uncompressed), failed):
+                    c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
+                    if parts and (rows + c1 > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
                         yield flush(), h
-                    raise
-                c1 = min(max(int(h.records_count[i]), 0), len(payload) // 7)
-                if parts and (rows + c1 > max_rows or nbytes + len(payload) > _CHUNK_BYTES):
+                        parts, payloads, rows, nbytes = [], {}, 0, 0
+                    if parts and parts[-1][1] == i:   # ranges of batch indexes, not an array a batch
+                        parts[-1] = (parts[-1][0], i + 1, None, None, None)
+                    else:
+                        parts.append((i, i + 1, None, None, None))
+                    payloads[i] = payload
+                    rows += c1
+                    nbytes += len(payload)
+            if failed:
+                if parts:  # the good batches before the broken one come out first
                     yield flush(), h
-                    parts, payloads, rows, nbytes = [], {}, 0, 0
-                if parts and parts[-1][1] == i:   # ranges of batch indexes, not an array a batch
-                    parts[-1] = (parts[-1][0], i + 1, None, None, None)
-                else:
-                    parts.append((i, i + 1, None, None, None))
-                payloads[i] = payload
-                rows += c1
-                nbytes += len(payload)
+                raise failed[0]
         if parts:
             yield flush(), h
 
