@@ -298,10 +298,10 @@ class Cluster:
                 if b != ps.leader and self._fetching(b):
                     self._follower_fetch(tp, ps, leader, self.replicas[tp][b])
 
-    def fetch_until_quiet(self, max_rounds: int = 6) -> None:
+    def fetch_until_quiet(self, max_rounds: int = 6, only: TP | None = None) -> None:
         for _ in range(max_rounds):
             before = self._fingerprint()
-            self.fetch_round()
+            self.fetch_round(only)
             if self._fingerprint() == before:
                 return
 
@@ -501,11 +501,7 @@ class Cluster:
         # after other steps, left them out until the next step: docs/ENGINES.md class 9)
         for tp, ps in self.partitions.items():
             if broker in ps.replicas and ps.leader != NO_LEADER and self._fetching(ps.leader):
-                for _ in range(6):
-                    before = self._fingerprint()
-                    self.fetch_round(tp)
-                    if self._fingerprint() == before:
-                        break
+                self.fetch_until_quiet(only=tp)
 
     def _step_advance(self, ms: int) -> None:
         """Time passes; live, unpaused followers fetch all along (after every ISR change too)."""
