@@ -32,6 +32,7 @@ from segtools.formats.messages import INT_RANGES as _INT_RANGES
 from segtools.formats.messages import UNKNOWN_TAGGED_FIELDS, Field, Message, Versions
 from segtools.formats.messages import UNSET as _UNSET
 from segtools.formats.messages import in_versions as _in
+from segtools.formats.primitives import uuid_to_base64url
 from segtools.primitives.java_utf8 import java_utf8_replace
 from segtools.primitives.varint import (
     VarintError,
@@ -57,9 +58,8 @@ _FIXED = {
 # uuid
 
 
-def uuid_to_text(raw: bytes) -> str:
-    """Kafka's Uuid.toString(): base64url of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+#: Kafka's Uuid.toString() of 16 raw bytes (formats/primitives' rendering: one implementation)
+uuid_to_text = uuid_to_base64url
 
 
 def uuid_to_bytes(value: Any) -> bytes:
