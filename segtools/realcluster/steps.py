@@ -200,6 +200,14 @@ class StepRunner(ProducerSteps):
             - PAUSED_SESSION_MARGIN_S
         return max(0.0, min(timeout, left))
 
+    def _wait_fenced(self, brokers: list[int], timeout: float) -> tuple[bool, float]:
+        """Wait until the controller's log shows every one of ``brokers`` fenced since its
+        crash (nobody answers the Admin API): whether it did, and the seconds waited."""
+        t0 = time.monotonic()
+        ok = self.cluster.wait_for(lambda: all(self.cluster.fenced_since_crash(b) for b in brokers),
+                                   timeout, "the crashed brokers fenced", raise_on_timeout=False)
+        return ok, round(time.monotonic() - t0, 3)
+
     def _settle(self, step: Step, final: bool = False) -> None:
         """Wait for the leaders and ISRs the step implies. While a broker is paused (SIGSTOP)
         a step other than ``advance`` only looks once: every second of a pause counts
@@ -210,26 +218,19 @@ class StepRunner(ProducerSteps):
         if not any(p.alive() for p in self.cluster.brokers.values()):
             # nobody to ask through the Admin API: the controller's own log tells when the
             # crashed brokers are fenced (their partitions then go offline, as in the model)
-            t0 = time.monotonic()
-            ok = self.cluster.wait_for(
-                lambda: all(self.cluster.fenced_since_crash(b) for b in self.cluster.brokers),
-                self.wait_s, "the crashed brokers fenced", raise_on_timeout=False)
+            ok, seconds = self._wait_fenced(list(self.cluster.brokers), self.wait_s)
             self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok,
-                                   "seconds": round(time.monotonic() - t0, 3),
-                                   "how": "controller log: broker fenced"})
+                                   "seconds": seconds, "how": "controller log: broker fenced"})
             if not ok:
                 self._drift(step, "every broker down, but the controller did not fence them all")
             return
         if final and paused and not any(p.alive() and not p.paused for p in self.cluster.brokers.values()):
             # nobody answers the Admin API, but the controller's log tells whether the
             # crashed brokers were fenced, as the model's crash step did at once
-            t0 = time.monotonic()
             crashed = [b for b, p in self.cluster.brokers.items() if not p.alive()]
-            ok = self.cluster.wait_for(lambda: all(self.cluster.fenced_since_crash(b) for b in crashed),
-                                       self._paused_wait_left(self.wait_s),
-                                       "the crashed brokers fenced", raise_on_timeout=False)
+            ok, seconds = self._wait_fenced(crashed, self._paused_wait_left(self.wait_s))
             self.log.waits.append({"step": step.index, "kind": step.kind, "reached": ok or None,
-                                   "seconds": round(time.monotonic() - t0, 3), "final": True,
+                                   "seconds": seconds, "final": True,
                                    "how": "controller log: broker fenced",
                                    **({} if ok else {"deferred": "the scenario's end: not fenced within "
                                                      "the paused broker's session; the story shows it"})})
