@@ -1,21 +1,17 @@
-"""Column-wise deep-iteration text for plain v2 batches: the hot path of `dump --deep-iteration`.
+"""Column-wise deep-iteration text for v2 data batches: the hot path of `dump --deep-iteration`.
 
 kafka-dump-log prints one line per batch and one per record (DUMP_LOG.md 3.3-3.5). For the
-common batch (magic 2, uncompressed, not control, CRC valid, well-formed records, UTF-8 header
-keys) the lines are built here a window of batches at a time: the batches are framed and
-CRC-checked in one Python loop, the records' length prefixes walked in another, every other
-field decoded as numpy columns and the lines joined by Arrow's string kernels, then written as
-one buffer. Keys and values that are not UTF-8 get Java's replacement characters
-(segtools/primitives/java_utf8.py) record by record. Anything else (legacy magic, compression, control records, a
-bad CRC, a torn or corrupt frame, an undecodable record, a header key that is not UTF-8) stops
-the window at that batch and goes through the object reader and text.py as before, so every
-edge keeps its exact text. tests/dump/test_dump_fast_path.py holds
-the two paths to byte-identical output.
-
-The record layout and its checks are DefaultRecord.readFrom's (Kafka
-clients/src/main/java/org/apache/kafka/common/record/DefaultRecord.java), as the object reader
-in segtools/records/batches.py applies them; a record that the object reader would reject is never
-printed here, it is left to that reader to report.
+common batch (magic 2, any of Kafka's codecs, not control, CRC valid, records the vectorised
+engine decodes) the lines are built here a window of batches at a time: the batches are framed
+and CRC-checked in one Python loop, compressed ones decompressed into one buffer, the records
+decoded by the vectorised engine (segtools/records/columnar/vectorised.py, one of the engines
+behind the one decoder interface) and this module is only the formatter over its columns: the
+lines joined by Arrow's string kernels, then written as one buffer. Keys and values that are not
+UTF-8 get Java's replacement characters (segtools/primitives/java_utf8.py) record by record.
+Anything else (legacy magic, control records, a bad CRC, a torn or corrupt frame, a batch the
+engine declines) stops the window at that batch and goes through the object reader and text.py,
+so every edge keeps its exact text. tests/dump/test_dump_fast_path.py and
+tests/records/test_one_reader.py hold the two paths to byte-identical output and errors.
 """
 
 from __future__ import annotations
@@ -32,6 +28,8 @@ from segtools.formats import record_batch as _rb
 from segtools.primitives import codecs as _codecs
 from segtools.primitives.crc import crc32c
 from segtools.primitives.java_utf8 import java_utf8_replace
+from segtools.records.columnar.arrow_columns import string_array
+from segtools.records.columnar.vectorised import decode_records, increment_sequences
 from segtools.records.segment_file import SegmentFile
 
 #: bytes read per window (a batch larger than this goes through the object reader). The
@@ -39,8 +37,7 @@ from segtools.records.segment_file import SegmentFile
 #: the process near 160 MB (8 MB windows: 270 MB, and no less CPU)
 WINDOW = 2 << 20
 _FIRST_READ = 4 << 10  # the first read after a hand-over
-_MAX_HEADERS = 64  # records with more headers go through the object reader
-_PAD = 16  # zero bytes after the window: vectorised varint reads past a bad record stay inside
+_PAD = 16  # zero bytes after the window (the engine clamps its reads; these keep them defined)
 _HEADER_UP_TO_MAGIC = _rb.HEADER_SIZE_UP_TO_MAGIC  # FileLogInputStream: fewer trailing bytes end the walk
 _V2_OVERHEAD = _rb.RECORD_BATCH_OVERHEAD
 _CRC_FROM = _rb.ATTRIBUTES_OFFSET  # the v2 CRC covers the batch from the attributes on
@@ -56,15 +53,6 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 #: the DefaultRecordBatch header as a numpy record (formats.record_batch's declaration)
 _HEADER = np.dtype(_rb.HEADER_NUMPY_DTYPE)
-
-
-def _strings(values: list[str]) -> pa.Array:
-    """A small string array, built from buffers: ``pa.array`` on Python or numpy input asks
-    whether it is a pandas object, which imports pandas (a second of start-up)."""
-    data = "".join(values).encode()
-    offsets = np.cumsum([0] + [len(v.encode()) for v in values]).astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), len(values),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _arrow(values: np.ndarray) -> pa.Array:
@@ -84,13 +72,13 @@ def _lit(text: str) -> Any:
     pandas too)."""
     scalar = _LITERALS.get(text)
     if scalar is None:
-        scalar = _LITERALS[text] = _strings([text])[0]
+        scalar = _LITERALS[text] = string_array([text])[0]
     return scalar
 
 
-_TS_TYPES = _strings(["CreateTime", "LogAppendTime"])
-_BOOLS = _strings(["false", "true"])
-_CODECS = _strings([_codecs.COMPRESSION_NAMES[c] for c in range(5)])
+_TS_TYPES = string_array(["CreateTime", "LogAppendTime"])
+_BOOLS = string_array(["false", "true"])
+_CODECS = string_array([_codecs.COMPRESSION_NAMES[c] for c in range(5)])
 
 
 def usable(out: Any) -> bool:
@@ -274,137 +262,32 @@ class FastLogText:
         return bytearray().join(parts), out_start, out_end   # one copy
 
     def _decode(self, starts: np.ndarray, sizes: np.ndarray) -> dict[str, Any]:
-        nb = len(starts)
         head = self._np[starts[:, None] + np.arange(_V2_OVERHEAD)].reshape(-1).view(_HEADER)
         counts = head["records_count"].astype(np.int64)
         base_seq = head["base_sequence"].astype(np.int64)
+        # the batch line's lastSequence and a count Kafka refuses: the object reader's
         bad = (counts < 0) | (base_seq < -1) | (head["last_offset_delta"] < 0)
         if bad.any():
             raise _Unusual(int(np.argmax(bad)))
         buf, rec_start, rec_end = self._records(head, starts, sizes)
-        w = self._np if buf is self._buf else np.frombuffer(buf, dtype=np.uint8)
-
-        # the records' length prefixes: sequential within a batch (DefaultRecord.readFrom)
-        body: list[int] = []
-        lens: list[int] = []
-        put_body = body.append
-        put_len = lens.append
-        for b, (p, e, c) in enumerate(zip(rec_start.tolist(), rec_end.tolist(),
-                                          counts.tolist())):
-            for _ in range(c):
-                if p >= e:
-                    raise _Unusual(b)
-                x = buf[p]
-                if x < 0x80:
-                    p += 1
-                else:
-                    y = buf[p + 1]
-                    if y < 0x80:
-                        x = (x & 0x7F) | (y << 7)
-                        p += 2
-                    else:
-                        z = buf[p + 2]
-                        if z >= 0x80:
-                            raise _Unusual(b)
-                        x = (x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)
-                        p += 3
-                length = (x >> 1) ^ -(x & 1)
-                if length < 0 or p + length > e:
-                    raise _Unusual(b)
-                put_body(p)
-                put_len(length)
-                p += length
-            if c and p != e:
-                raise _Unusual(b)
-
-        rs = np.array(body, dtype=np.int64)
-        rend = rs + np.array(lens, dtype=np.int64)
-        bidx = np.repeat(np.arange(nb), counts)
-        n = len(rs)
-        rbad = np.zeros(n, dtype=bool)
-        pos = rs + 1  # attributes: read, unused (DefaultRecord ignores them)
-        ts_delta, pos = _varint(w, pos, 9, rbad)
-        off_delta, pos = _varint(w, pos, 4, rbad)
-        klen, pos = _varint(w, pos, 4, rbad)
-        kstart = pos
-        pos = pos + np.maximum(klen, 0)
-        vlen, pos = _varint(w, pos, 4, rbad)
-        vstart = pos
-        pos = pos + np.maximum(vlen, 0)
-        hcount, pos = _varint(w, pos, 4, rbad)
-        # a negative count or more headers than bytes left is the object reader's error to
-        # report; many headers are its job too (this loop runs once per header index)
-        rbad |= (hcount < 0) | (hcount > rend - pos) | (hcount > _MAX_HEADERS)
-        hc = np.where(rbad, 0, hcount)
-        hk_rec: list[np.ndarray] = []
-        hk_start: list[np.ndarray] = []
-        hk_len: list[np.ndarray] = []
-        j = 0
-        while True:
-            idx = np.nonzero((hc > j) & ~rbad)[0]
-            if len(idx) == 0:
-                break
-            hp = pos[idx]
-            sub_bad = np.zeros(len(idx), dtype=bool)
-            hkl, hp = _varint(w, hp, 4, sub_bad)
-            sub_bad |= (hkl < 0) | (hp + np.maximum(hkl, 0) > rend[idx])
-            hk_rec.append(idx)
-            hk_start.append(hp)
-            hk_len.append(np.maximum(hkl, 0))
-            hp = hp + np.maximum(hkl, 0)
-            hvl, hp = _varint(w, hp, 4, sub_bad)
-            hp = hp + np.maximum(hvl, 0)
-            pos[idx] = np.minimum(hp, rend[idx] + 1)
-            rbad[idx] |= sub_bad
-            j += 1
-        # every read moved forward, so ending exactly at the record's end means every read was
-        # inside it (DefaultRecord.readFrom's "expected to read N bytes" check)
-        rbad |= pos != rend
-        seq_base = base_seq[bidx]
-        rbad |= (seq_base >= 0) & (off_delta < 0)
-        if rbad.any():
-            raise _Unusual(int(bidx[np.argmax(rbad)]))
-
-        if hk_rec:
-            rec = np.concatenate(hk_rec)
-            order = np.argsort(rec, kind="stable")  # record-major, headers in order
-            hs = np.concatenate(hk_start)[order]
-            hl = np.concatenate(hk_len)[order]
-        else:
-            hs = hl = np.zeros(0, dtype=np.int64)
-
-        try:
-            hkeys = _slices(buf, hs, hl).cast(pa.string())
-        except pa.ArrowInvalid:
-            raise _Unusual(self._first_bad_header_key(buf, bidx, hs, hl, hc)) from None
-        keys = values = None
-        if self.print_data:
-            keys = _text_column(buf, kstart, np.maximum(klen, 0))
-            values = _text_column(buf, vstart, np.maximum(vlen, 0))
-        return {"head": head, "counts": counts, "bidx": bidx, "ts_delta": ts_delta,
-                "off_delta": off_delta, "klen": klen, "vlen": vlen, "hc": hc, "keys": keys,
-                "values": values, "hkeys": hkeys}
-
-    def _first_bad_header_key(self, buf: bytearray, bidx: np.ndarray, hs: np.ndarray,
-                              hl: np.ndarray, hc: np.ndarray) -> int:
-        """The batch of the first record with a header key that is not UTF-8 (the object
-        reader decodes those)."""
-        mv = memoryview(buf)
-        owner = np.repeat(np.arange(len(hc)), hc)
-        for h, (s, n) in enumerate(zip(hs.tolist(), hl.tolist())):
-            try:
-                codecs.utf_8_decode(mv[s:s + n], "strict", True)
-            except UnicodeDecodeError:
-                return int(bidx[owner[h]])
-        raise AssertionError("Arrow rejected header keys that Python decodes")
+        attributes = head["attributes"].astype(np.int64)
+        rows, done = decode_records(
+            buf, rec_start, rec_end, head["base_offset"], head["base_timestamp"],
+            head["max_timestamp"], (attributes & _rb.TIMESTAMP_TYPE_MASK) != 0, base_seq, counts)
+        if done < len(starts):   # a record the vectorised engine declines: the object reader's
+            raise _Unusual(done)
+        return {"head": head, "counts": counts, "rows": rows}
 
     # ------------------------------------------------------------------ text
 
     def _emit(self, cols: dict[str, Any], starts: np.ndarray, sizes: np.ndarray,
               file_pos: int, state: Any) -> None:
+        """The window's text: a formatter over the engine's columns (one line per batch, then
+        one per record, DUMP_LOG.md 3.3-3.5)."""
         head = cols["head"]
         counts = cols["counts"]
-        bidx = cols["bidx"]
+        rows = cols["rows"]
+        bidx = rows.batch
         nb = len(starts)
         n = len(bidx)
         attributes = head["attributes"].astype(np.int64)
@@ -415,30 +298,20 @@ class FastLogText:
         base_seq = head["base_sequence"].astype(np.int64)
         lod = head["last_offset_delta"].astype(np.int64)
 
-        # records: Java long arithmetic wraps like numpy's int64
-        off_delta = cols["off_delta"]
-        offsets = base_offset[bidx] + off_delta
-        timestamps = np.where(log_append[bidx] == 1, max_ts[bidx], base_ts[bidx] + cols["ts_delta"])
-        sequences = _sequences(base_seq[bidx], off_delta)
-
         s = _text
-        ts_type = _TS_TYPES.take(_arrow(log_append[bidx]))
-        klen = cols["klen"]
-        vlen = cols["vlen"]
-        hc = cols["hc"]
-        hk_lists = pa.ListArray.from_buffers(
-            pa.list_(pa.string()), n,
-            [None, pa.py_buffer(np.concatenate([[0], np.cumsum(hc)]).astype(np.int32))],
-            children=[cols["hkeys"]])
+        headers = rows.headers
+        hk_lists = pa.ListArray.from_arrays(headers.offsets, headers.values.field("key"))
+        klen = _sizes(rows.key)
+        vlen = _sizes(rows.value)
         pieces: list[Any] = [
-            "| offset: ", s(offsets), " ", ts_type, ": ", s(timestamps),
-            " keySize: ", s(np.where(klen < 0, -1, klen)),
-            " valueSize: ", s(np.where(vlen < 0, -1, vlen)),
-            " sequence: ", s(sequences), " headerKeys: [", pc.binary_join(hk_lists, _lit(",")), "]",
+            "| offset: ", s(rows.offset), " ", _TS_TYPES.take(_arrow(log_append[bidx])), ": ",
+            s(rows.timestamp_ms), " keySize: ", s(klen), " valueSize: ", s(vlen),
+            " sequence: ", s(rows.sequence), " headerKeys: [", pc.binary_join(hk_lists, _lit(",")),
+            "]",
         ]
         if self.print_data:
-            pieces.append(_optional(" key: ", cols["keys"], klen < 0))
-            pieces.append(_optional(" payload: ", cols["values"], vlen < 0))
+            pieces.append(_optional(" key: ", _text_column(rows.key), klen < 0))
+            pieces.append(_optional(" payload: ", _text_column(rows.value), vlen < 0))
         pieces.append("\n")
         record_lines = _join(pieces)
 
@@ -446,7 +319,7 @@ class FastLogText:
         batch_lines = _join([
             "baseOffset: ", s(base_offset), " lastOffset: ", s(base_offset + lod),
             " count: ", s(counts), " baseSequence: ", s(base_seq),
-            " lastSequence: ", s(_sequences(base_seq, lod)),
+            " lastSequence: ", s(increment_sequences(base_seq, lod)),
             " producerId: ", s(head["producer_id"].astype(np.int64)),
             " producerEpoch: ", s(head["producer_epoch"].astype(np.int64)),
             " partitionLeaderEpoch: ", s(head["partition_leader_epoch"].astype(np.int64)),
@@ -467,7 +340,7 @@ class FastLogText:
         order[np.arange(n) + bidx + 1] = nb + np.arange(n)
         lines = pa.concat_arrays([batch_lines, record_lines]).take(_arrow(order))
         self.write(_data(lines))
-        self._check_order(offsets, state)
+        self._check_order(rows.offset, state)
 
     def _check_order(self, offsets: np.ndarray, state: Any) -> None:
         """log_dump's offset-order check, column-wise: a record whose offset is not the
@@ -486,66 +359,29 @@ class FastLogText:
         state.last_offset = int(offsets[-1])
 
 
-def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
-            bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zig-zag varints at ``pos`` (ByteUtils.readVarint/readVarlong); longer than
-    ``max_bytes`` marks the record in ``bad`` (the object reader decides those)."""
-    b = w[np.minimum(pos, len(w) - 1)].astype(np.uint64)
-    value = b & np.uint64(0x7F)
-    cont = b >= 0x80
-    size = np.ones(len(pos), dtype=np.int64)
-    k = 1
-    while cont.any():
-        idx = np.nonzero(cont)[0]
-        if k >= max_bytes:
-            bad[idx] = True
-            cont[idx] = False
-            break
-        b = w[np.minimum(pos[idx] + k, len(w) - 1)].astype(np.uint64)
-        value[idx] |= (b & np.uint64(0x7F)) << np.uint64(7 * k)
-        size[idx] += 1
-        cont[idx] = b >= 0x80
-        k += 1
-    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
-    return signed, pos + size
+def _sizes(values: pa.Array) -> np.ndarray:
+    """keySize/valueSize: each row's byte length, -1 where it is null (DumpLogSegments)."""
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[values.offset:
+                                                                 values.offset + len(values) + 1]
+    sizes = np.diff(offsets).astype(np.int64)
+    if values.null_count:   # the validity bitmap itself (numpy of an Arrow array imports pandas)
+        bits = np.frombuffer(values.buffers()[0], dtype=np.uint8)
+        valid = np.unpackbits(bits, bitorder="little")[values.offset:values.offset + len(values)]
+        sizes[valid == 0] = -1
+    return sizes
 
 
-def _sequences(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """DefaultRecordBatch.incrementSequence (wraps from Int.MAX to 0); -1 without a base
-    sequence, as segtools.records.record.increment_sequence (deltas here are >= 0)."""
-    wrapped = np.where(base > _INT32_MAX - delta, delta - (_INT32_MAX - base) - 1, base + delta)
-    return np.where(base >= 0, wrapped, -1)
-
-
-def _slices(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
-    """The byte ranges ``[start, start + length)`` (in increasing, non-overlapping order) as a
-    binary array: one zero-copy array over the window whose odd elements are the gaps, then
-    the even elements taken out."""
-    n = len(start)
-    if n == 0:
-        return pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(np.zeros(1, np.int32)),
-                                                       pa.py_buffer(b"")])
-    cuts = np.empty(2 * n, dtype=np.int32)
-    cuts[0::2] = start
-    cuts[1::2] = start + length
-    spans = pa.Array.from_buffers(pa.binary(), 2 * n - 1,
-                                  [None, pa.py_buffer(cuts), pa.py_buffer(buf)])
-    return spans.take(_arrow(np.arange(0, 2 * n - 1, 2)))
-
-
-def _text_column(buf: bytearray, start: np.ndarray, length: np.ndarray) -> pa.Array:
+def _text_column(values: pa.Array) -> pa.Array:
     """Keys or values as kafka-dump-log's StringDecoder prints them (``new String(bytes,
     UTF_8)``): the bytes themselves when they are UTF-8, else Java's replacement characters
     (java_utf8.py, as parsers.string_decoder) for the records that are not."""
-    spans = _slices(buf, start, length)
     try:
-        return spans.cast(pa.string())
+        return values.cast(pa.string())
     except pa.ArrowInvalid:
         pass
-    mv = memoryview(buf)
     parts: list[bytes] = []
-    for s, n in zip(start.tolist(), length.tolist()):
-        chunk = bytes(mv[s:s + n])
+    for chunk in values.to_pylist():
+        chunk = chunk or b""
         try:
             codecs.utf_8_decode(chunk, "strict", True)
         except UnicodeDecodeError:

@@ -37,7 +37,7 @@ ORACLE_COLUMNS = ["offset", "timestamp_ms", "timestampType", "key", "value", "he
 
 def test_numba_engine_is_available_here():
     # the numba kernel is the point of this module; CI must exercise it, not only the fallback
-    assert ENGINES == ["numba", "python"]
+    assert ENGINES == ["numba", "vectorised", "python"]
 
 
 def _rows(table: pa.Table) -> list[dict]:
@@ -323,7 +323,7 @@ def test_numba_missing_falls_back_to_python(tmp_path):
     code = (
         "import sys; sys.modules['numba'] = None\n"
         "from segtools.records import columnar\n"
-        "assert columnar.available_engines() == ['python'], columnar.available_engines()\n"
+        "assert columnar.available_engines() == ['vectorised', 'python'], columnar.available_engines()\n"
         f"t = columnar.read_records({str(path)!r})\n"
         "print(t.column('offset').to_pylist())\n"
     )
@@ -470,7 +470,7 @@ def test_broken_kernel_falls_back_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.setattr("segtools.records.columnar.engines._KERNEL", None)
     monkeypatch.setattr("segtools.records.columnar.engines._kernel_works", broken)
     with pytest.warns(RuntimeWarning, match="python engine"):
-        assert columnar.available_engines() == ["python"]
+        assert columnar.available_engines() == ["vectorised", "python"]
     path = write_segment(tmp_path, kp_batch([Rec(b"k", b"v")], base_offset=2))
     assert columnar.read_records(path).column("offset").to_pylist() == [2]
     with pytest.raises(SegtoolsError):

@@ -1,8 +1,9 @@
 """One record reader, every entry point: equal rows AND equal errors.
 
 Entry points (the engines behind one decoder interface, issue 24): the object reader
-(``iter_batches`` + ``records()``), the Arrow tables with ``engine="python"`` and
-``engine="numba"`` (the JIT kernel, a hard dependency: never skipped), ``read_batch_table``
+(``iter_batches`` + ``records()``), the Arrow tables with ``engine="python"``,
+``engine="numba"`` (the JIT kernel, a hard dependency: never skipped) and
+``engine="vectorised"`` (numpy columns, the engine of dump's text), ``read_batch_table``
 (batch level), and dump's vectorised text engine (``dump/fast_text.py``, forced on for every
 file, no fallback). On every input they must give the same rows, or the same error: class,
 byte position, base offset, field and message; the vectorised text must be byte for byte the
@@ -35,7 +36,7 @@ from segtools.records import columnar
 from segtools.records.batches import iter_batches
 
 REALDATA = Path(__file__).resolve().parents[1] / "data" / "realdata"
-ENTRY_POINTS = ["objects", "python", "numba"]
+ENTRY_POINTS = ["objects", "python", "numba", "vectorised"]
 
 
 @pytest.fixture(autouse=True)

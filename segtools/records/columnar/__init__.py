@@ -16,12 +16,15 @@ Files are opened read-only, read through one reusable window and walked like Kaf
 whose CRC does not match still give rows, with ``crc_valid`` False; bytes that cannot be decoded
 at all raise a ``FormatError`` that names file, position, base offset and field.
 
-Engines: ``"numba"`` (kernels in :mod:`segtools.records.jit_kernel`), ``"python"``
-(:mod:`segtools.records.v2_decoder`, identical results), ``"auto"`` (numba when importable). Legacy
+Engines, behind one decoder interface (:mod:`.engines`), identical rows and errors: ``"numba"``
+(kernels in :mod:`segtools.records.jit_kernel`), ``"vectorised"`` (numpy columns,
+:mod:`.vectorised`), ``"python"`` (:mod:`segtools.records.v2_decoder`), ``"auto"`` (numba when
+importable). Legacy
 magic 0/1 entries are read through the object reader (:mod:`segtools.records.batches`).
 
 Modules, in the order they build on each other: ``window`` (inputs and the read window),
-``headers`` (the header scan), ``rows`` (record decoding), ``engines`` (which decoder runs),
+``headers`` (the header scan), ``rows`` (record decoding), ``vectorised`` (the vectorised
+engine), ``engines`` (the decoder interface, which engine runs),
 ``decompress``, ``arrow_columns``, ``batch_table``, ``record_table`` and ``small_segments``
 (export's grouped reads of many small files).
 """

@@ -1,9 +1,11 @@
-"""Which record decoder runs: the numba kernels when they import and decode FORMATS.md's worked
-example right, the Python decoder otherwise."""
+"""Which record decoder runs, behind one interface (:data:`RecordDecoder`): the numba kernels
+when they import and decode FORMATS.md's worked example right, the Python decoder otherwise,
+or the vectorised decoder when asked for (dump's deep-iteration text runs on it)."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,13 +13,24 @@ import numpy as np
 from segtools.errors import (
     InputError,
 )
-from segtools.records.columnar.headers import _done, _finish_chunk, _scan_chunk
-from segtools.records.columnar.rows import _decode_kernel
+from segtools.records.columnar.headers import _done, _finish_chunk, _Headers, _scan_chunk
+from segtools.records.columnar.rows import _decode_kernel, _decode_python, _Part, _RowChunk
+from segtools.records.columnar.vectorised import decode_vectorised
+from segtools.records.columnar.window import _SegmentFile
+
+#: the one decoder interface: the rows of the batches of ``parts`` (ranges of indexes into the
+#: headers; a numba part may carry its decompressed payloads' addresses) in file order, with
+#: the compressed batches' records in ``payloads`` (batch index -> records) for the engines that
+#: decompress batch by batch; a batch that cannot be decoded raises the FormatError every
+#: entry point raises for it (tests/records/test_one_reader.py)
+RecordDecoder = Callable[[_SegmentFile, _Headers, list[_Part], dict[int, bytes]], _RowChunk]
+
+ENGINES = ("auto", "numba", "vectorised", "python")
 
 
 def available_engines() -> list[str]:
-    """Engines usable here: always "python", plus "numba" when numba imports."""
-    return (["numba"] if _load_kernel() is not None else []) + ["python"]
+    """Engines usable here: always "vectorised" and "python", first "numba" when numba imports."""
+    return (["numba"] if _load_kernel() is not None else []) + ["vectorised", "python"]
 
 
 _KERNEL: Any = None
@@ -74,12 +87,28 @@ def _load_kernel() -> Any:
 
 
 def _pick_engine(engine: str) -> Any:
-    """The kernel module for "numba"/"auto", None for "python"."""
-    if engine == "python":
+    """The kernel module for "numba"/"auto" (header scan, CRCs, many-batch decompression and
+    records), None for "python" and "vectorised" (their scan is the Python walk)."""
+    if engine in ("python", "vectorised"):
         return None
-    if engine not in ("auto", "numba"):
-        raise InputError(f"unknown engine {engine!r}: use 'auto', 'numba' or 'python'")
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}: use one of {', '.join(map(repr, ENGINES))}")
     kernel = _load_kernel()
     if kernel is None and engine == "numba":
         raise InputError("engine 'numba' requested but numba is not importable; use engine='python'")
     return kernel
+
+
+def _pick_decoder(engine: str, kernel: Any) -> RecordDecoder:
+    """The record decoder of ``engine`` (``kernel``: what :func:`_pick_engine` gave for it)."""
+    if kernel is not None:
+        return lambda mf, h, parts, payloads: _decode_kernel(kernel, mf, h, parts)
+    if engine == "vectorised":
+        return decode_vectorised
+    return _decode_python_parts
+
+
+def _decode_python_parts(mf: _SegmentFile, h: _Headers, parts: list[_Part],
+                         payloads: dict[int, bytes]) -> _RowChunk:
+    idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, *_ in parts])
+    return _decode_python(mf, h, idx, payloads)

@@ -38,9 +38,9 @@ from segtools.records.columnar.arrow_columns import (
     _np_arrow,
 )
 from segtools.records.columnar.decompress import _decompressed_run
-from segtools.records.columnar.engines import _pick_engine
+from segtools.records.columnar.engines import RecordDecoder, _pick_decoder, _pick_engine
 from segtools.records.columnar.headers import _done, _Headers, _iter_headers
-from segtools.records.columnar.rows import _decode_kernel, _decode_legacy, _decode_python, _Part, _RowChunk, _slice_rows
+from segtools.records.columnar.rows import _decode_legacy, _Part, _RowChunk, _slice_rows
 from segtools.records.columnar.window import _located, _open_segment, _Segment, _SegmentFile, _text
 from segtools.records.faults import (
     RECORD_BATCH_OVERHEAD,
@@ -173,7 +173,8 @@ def _until_format_error(items: Iterator[Any], failed: list[FormatError]) -> Iter
         failed.append(exc)
 
 
-def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows: int,
+def _iter_row_chunks(mf: _SegmentFile, kernel: Any, decode: RecordDecoder, filters: _Filters,
+                     max_rows: int,
                      max_uncompressed: int, start: int = 0,
                      seen: list[_Headers] | None = None) -> Iterator[tuple[_RowChunk, _Headers]]:
     """Decoded rows of one file in groups of at most ``max_rows`` rows / ``_CHUNK_BYTES``.
@@ -214,10 +215,7 @@ def _iter_row_chunks(mf: _SegmentFile, kernel: Any, filters: _Filters, max_rows:
 
         # flush() is called inside the loops below and must see the current parts/h/payloads
         def flush() -> _RowChunk:
-            if kernel is not None:
-                return _decode_kernel(kernel, mf, h, parts)  # noqa: B023
-            idx = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, *_ in parts])  # noqa: B023
-            return _decode_python(mf, h, idx, payloads)  # noqa: B023
+            return decode(mf, h, parts, payloads)  # noqa: B023
 
         for s, e in zip(run_starts, run_ends):
             k = kind[s]
@@ -425,13 +423,14 @@ def iter_record_batches(path: str | os.PathLike[str] | bytes, *, topic: str | No
     """
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
+    decode = _pick_decoder(engine, kernel)
     filters = _Filters(include_control, start_offset, end_offset, _ms(start_timestamp),
                        _ms(end_timestamp))
     rows = max(1, int(max_rows))
     for seg in _located(path, topic, partition, broker, located):
         with _open_segment(seg) as mf:
             try:
-                for rc, h in _iter_row_chunks(mf, kernel, filters, rows, limit, start_position):
+                for rc, h in _iter_row_chunks(mf, kernel, decode, filters, rows, limit, start_position):
                     n = int(rc.offset.shape[0])
                     # one Kafka batch can hold more rows than max_rows: its decoded rows are
                     # turned into Arrow max_rows at a time, so only the decoded columns and

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from segtools.primitives.limits import resolve_max_batch_bytes
 from segtools.records.columnar.arrow_columns import _INT64, _np_arrow
-from segtools.records.columnar.engines import _pick_engine
+from segtools.records.columnar.engines import _pick_decoder, _pick_engine
 from segtools.records.columnar.headers import _SCAN_CHUNK, _done, _Headers
 from segtools.records.columnar.record_table import _Filters, _iter_row_chunks, _record_batch
 from segtools.records.columnar.window import _read_group, _Segment, _text
@@ -81,6 +81,7 @@ class SmallSegments:
         self._index = {seg: i for i, seg in enumerate(segments)}
         self._seg = _Segment("", _text(topic), partition, broker)
         self._kernel = _pick_engine(engine)
+        self._decoder = _pick_decoder(engine, self._kernel)
         self._filters = _Filters(include_control, None, None, None, None)
         self._limit = resolve_max_batch_bytes(max_batch_bytes)
         self._rows: dict[int, tuple[pa.RecordBatch, int, int] | None] = {}
@@ -121,7 +122,7 @@ class SmallSegments:
         seen: list[_Headers] = []
         parts: list[pa.RecordBatch] = []
         try:
-            for rc, h in _iter_row_chunks(sf, self._kernel, self._filters, _SCAN_CHUNK,  # type: ignore[arg-type]
+            for rc, h in _iter_row_chunks(sf, self._kernel, self._decoder, self._filters, _SCAN_CHUNK,  # type: ignore[arg-type]
                                           self._limit, seen=seen):
                 parts.append(_record_batch(rc, h, self._seg))
         except Exception:  # noqa: BLE001 - any error: the per-file reader reads and reports it
@@ -154,7 +155,9 @@ class SmallSegments:
         return [(rb, int(first_row[k]), int(counts[k])) for k in range(len(paths))]
 
 
-_EMPTY_ROWS = pa.RecordBatch.from_pylist([], schema=RECORD_SCHEMA)
+# from empty arrays, not from_pylist: that asks whether its input is pandas (imports pandas)
+_EMPTY_ROWS = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in RECORD_SCHEMA],
+                                         schema=RECORD_SCHEMA)
 
 
 def _names(paths: list[str], counts: np.ndarray) -> pa.Array:
