@@ -263,6 +263,26 @@ def _kp_segment(seed: int) -> bytes:
     return b"".join(out)
 
 
+def _kp_many(seed: int) -> bytes:
+    """40-70 batches of 1-12 records, some with 2- and 3-byte length prefixes: windows where
+    the vectorised engine walks length prefixes in lockstep across batches and finishes the
+    longer batches one by one (records/columnar/vectorised.py _record_bounds)."""
+    rng = random.Random(seed)
+    out = []
+    offset = 0
+    for _ in range(rng.randint(40, 70)):
+        n = rng.choice([1, 1, 2, 3, rng.randint(4, 12)])
+        recs = [Rec(rng.choice([None, b"key", b"k" * rng.randint(0, 30)]),
+                    rng.choice([None, b"", b"v" * rng.randint(0, 80), b"w" * rng.randint(100, 300),
+                                b"x" * (20_000 if rng.random() < 0.05 else 9)]),
+                    [(f"h{j}", rng.choice([None, b"hv"])) for j in range(rng.choice([0, 0, 1, 2]))])
+                for _ in range(n)]
+        out.append(kp_batch(recs, base_offset=offset, codec=rng.choice([0, 0, 0, 0, 1, 3]),
+                            require_codec=False))
+        offset += n
+    return b"".join(out)
+
+
 def _real_segments() -> list[bytes]:
     files = sorted(REALDATA.glob("*/*/*/00000000000000000000.log"))
     picked = [p.read_bytes()[:8192] for p in files if 0 < p.stat().st_size <= 64 * 1024]
@@ -333,6 +353,17 @@ OPS = st.sampled_from(["flip", "flip", "truncate", "hostile_length", "batch_leng
        refix=st.booleans())
 def test_mutants_of_kafka_python_segments(tmp_path, seed, op, a, b, refix):
     path = _write(tmp_path, mutate(_kp_segment(seed), op, a, b, refix))
+    assert_one_reader(path)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), op=OPS, a=st.integers(0, 1 << 20), b=st.integers(0, 255),
+       refix=st.booleans())
+def test_mutants_of_many_batch_segments(tmp_path, seed, op, a, b, refix):
+    """Damage inside one of many batches: the vectorised engine's lockstep walk declines the
+    right batch (the good batches before it print; the error is the object reader's)."""
+    path = _write(tmp_path, mutate(_kp_many(seed), op, a, b, refix))
     assert_one_reader(path)
 
 
