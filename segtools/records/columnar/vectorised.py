@@ -187,21 +187,26 @@ def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
     if len(active) >= _LOCKSTEP_MIN:
         w = np.frombuffer(buf, dtype=np.uint8)
         last = len(w) - 1
+        # every position's next three bytes as one row: one gather reads a whole prefix
+        triples = np.lib.stride_tricks.as_strided(w, shape=(max(len(w) - 2, 0), 3),
+                                                  strides=(1, 1), writeable=False)
         i = 0
         while len(active) >= _LOCKSTEP_MIN:
             ps = pos[active]
             es = rec_end[active]
-            xs = w[np.minimum(ps, last)].astype(np.int64)
-            ys = w[np.minimum(ps + 1, last)].astype(np.int64)
-            zs = w[np.minimum(ps + 2, last)].astype(np.int64)
-            one = xs < 0x80
-            two = ~one & (ys < 0x80)
-            value = np.where(one, xs, np.where(two, (xs & 0x7F) | (ys << 7),
-                                              (xs & 0x7F) | ((ys & 0x7F) << 7) | (zs << 14)))
-            size = np.where(one, 1, np.where(two, 2, 3))
+            if int(ps.max()) < len(triples):
+                xyz = triples[ps].astype(np.int64)
+                xs, ys, zs = xyz[:, 0], xyz[:, 1], xyz[:, 2]
+            else:   # a prefix at the buffer's very end: read byte by byte, clamped
+                xs = w[np.minimum(ps, last)].astype(np.int64)
+                ys = w[np.minimum(ps + 1, last)].astype(np.int64)
+                zs = w[np.minimum(ps + 2, last)].astype(np.int64)
+            c0 = xs >> 7                  # 1: a second byte follows
+            c01 = c0 & (ys >> 7)          # 1: a third byte follows
+            value = (xs & 0x7F) | ((c0 * (ys & 0x7F)) << 7) | ((c01 * zs) << 14)
             length = (value >> 1) ^ -(value & 1)
-            body = ps + size
-            bad = (ps >= es) | (~one & ~two & (zs >= 0x80)) | (length < 0) | (body + length > es)
+            body = ps + 1 + c0 + c01
+            bad = (ps >= es) | ((c01 * zs) >= 0x80) | (length < 0) | (body + length > es)
             if bad.any():
                 raise _Declined(int(active[np.argmax(bad)]))
             at = before[active] + i
