@@ -76,7 +76,8 @@ def _lit(text: str) -> Any:
     return scalar
 
 
-_TS_TYPES = string_array(["CreateTime", "LogAppendTime"])
+_TS_NAMES = ["CreateTime", "LogAppendTime"]
+_TS_TYPES = string_array(_TS_NAMES)
 _BOOLS = string_array(["false", "true"])
 _CODECS = string_array([_codecs.COMPRESSION_NAMES[c] for c in range(5)])
 
@@ -299,21 +300,31 @@ class FastLogText:
         lod = head["last_offset_delta"].astype(np.int64)
 
         s = _text
+        # a column whose rows all print the same (a window of one producer's records: one
+        # timestamp type, no key, one value size, no headers...) becomes a literal, so the
+        # join runs over the columns that vary only
+        c = _uniform_or_text
         headers = rows.headers
-        hk_lists = pa.ListArray.from_arrays(headers.offsets, headers.values.field("key"))
+        if len(headers.values):
+            hk_lists = pa.ListArray.from_arrays(headers.offsets, headers.values.field("key"))
+            header_keys: Any = pc.binary_join(hk_lists, _lit(","))
+        else:
+            header_keys = ""
         klen = _sizes(rows.key)
         vlen = _sizes(rows.value)
+        row_ts_type = log_append[bidx]
         pieces: list[Any] = [
-            "| offset: ", s(rows.offset), " ", _TS_TYPES.take(_arrow(log_append[bidx])), ": ",
-            s(rows.timestamp_ms), " keySize: ", s(klen), " valueSize: ", s(vlen),
-            " sequence: ", s(rows.sequence), " headerKeys: [", pc.binary_join(hk_lists, _lit(",")),
-            "]",
+            "| offset: ", s(rows.offset), " ",
+            _TS_NAMES[int(row_ts_type[0])] if _uniform(row_ts_type) else
+            _TS_TYPES.take(_arrow(row_ts_type)),
+            ": ", c(rows.timestamp_ms), " keySize: ", c(klen), " valueSize: ", c(vlen),
+            " sequence: ", c(rows.sequence), " headerKeys: [", header_keys, "]",
         ]
         if self.print_data:
-            pieces.append(_optional(" key: ", _text_column(rows.key), klen < 0))
-            pieces.append(_optional(" payload: ", _text_column(rows.value), vlen < 0))
+            pieces.extend(_optional(" key: ", rows.key, klen < 0))
+            pieces.extend(_optional(" payload: ", rows.value, vlen < 0))
         pieces.append("\n")
-        record_lines = _join(pieces)
+        record_lines = _join(pieces, n)
 
         horizon = (attributes & _rb.DELETE_HORIZON_FLAG_MASK) != 0
         batch_lines = _join([
@@ -398,11 +409,27 @@ def _text(values: np.ndarray) -> pa.Array:
     return _arrow(values).cast(pa.string())
 
 
-def _optional(label: str, values: pa.Array, absent: np.ndarray) -> pa.Array:
-    """``label + value``, or nothing where the value is null (DumpLogSegments prints no
-    ``key:``/``payload:`` part for a null key or value)."""
-    joined = pc.binary_join_element_wise(_lit(label), values, _lit(""))
-    return pc.if_else(_arrow(absent), _lit(""), joined)
+def _optional(label: str, values: pa.Array, absent: np.ndarray) -> list[Any]:
+    """Pieces of ``label + value``, or of nothing where the value is null (DumpLogSegments
+    prints no ``key:``/``payload:`` part for a null key or value)."""
+    if absent.all():
+        return [""]
+    text = _text_column(values)
+    if not absent.any():
+        return [label, text]
+    joined = pc.binary_join_element_wise(_lit(label), text, _lit(""))
+    return [pc.if_else(_arrow(absent), _lit(""), joined)]
+
+
+def _uniform(values: np.ndarray) -> bool:
+    return len(values) > 0 and bool((values == values[0]).all())
+
+
+def _uniform_or_text(values: np.ndarray) -> Any:
+    """The column's one value as a literal when every row has it, else its text column."""
+    if _uniform(values):
+        return str(int(values[0]))
+    return _text(values)
 
 
 def _optional_long(values: np.ndarray, present: np.ndarray) -> pa.Array:
@@ -412,8 +439,18 @@ def _optional_long(values: np.ndarray, present: np.ndarray) -> pa.Array:
     return pc.if_else(_arrow(present), joined, _lit("OptionalLong.empty"))
 
 
-def _join(pieces: list[Any]) -> pa.Array:
-    return pc.binary_join_element_wise(*[_lit(p) if isinstance(p, str) else p for p in pieces],
+def _join(pieces: list[Any], n: int | None = None) -> pa.Array:
+    """The row-wise concatenation of ``pieces`` (literals and string columns): adjacent
+    literals merged first; ``n`` rows when every piece is a literal."""
+    merged: list[Any] = []
+    for p in pieces:
+        if isinstance(p, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += p
+        else:
+            merged.append(p)
+    if all(isinstance(p, str) for p in merged):
+        return string_array(["".join(merged)] * (n or 0))
+    return pc.binary_join_element_wise(*[_lit(p) if isinstance(p, str) else p for p in merged],
                                        _lit(""))
 
 
