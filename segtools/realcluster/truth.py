@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import glob
 import os
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from segtools.realcluster.dumplog import DumpedRecord, dump_metadata, dump_records
+from segtools.realcluster.dumplog import DumpedRecord, dump_records
 from segtools.realcluster.steps import StepRunner
+from segtools.realcluster.story import real_records
 
 UNCLEAN_ELECTION = "UNCLEAN_ELECTION"
 LEADER_CRASH_ACKS_1 = "LEADER_CRASH_ACKS_1"
@@ -68,6 +70,7 @@ class _Election:
     isr: list[int]
     start_offset: int | None = None
     held: set[tuple[int, int]] = field(default_factory=set)
+    step: int | None = None   # the step during which the controller wrote it (-1: creation)
 
     def to_json(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "leader": self.leader, "unclean": self.unclean,
@@ -115,14 +118,14 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
 
     # --- the controller's log: topic ids and elections
     meta_files = sorted(glob.glob(os.path.join(cluster.controller_dir, "__cluster_metadata-0", "*.log")))
-    meta = dump_metadata(runtime, meta_files)
     topic_ids: dict[str, str] = {}
     names: dict[str, str] = {}
     elections: dict[tuple[str, int], list[_Election]] = {tp: [] for tp in tps}
     state: dict[tuple[str, int], dict[str, Any]] = {}
-    for _, rec in meta:
-        d = rec.get("data", {})
-        kind = rec.get("type")
+    # each record with its batch's byte position: the step that wrote it (the marks are the
+    # log's size after each step, story.py's rule)
+    for kind, _version, d, position in real_records(runner) if meta_files else []:
+        step = bisect_right(runner.real_marks, position) - 1
         if kind == "TOPIC_RECORD":
             topic_ids[d["name"]] = d["topicId"]
             names[d["topicId"]] = d["name"]
@@ -142,7 +145,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
             if kind == "PARTITION_RECORD":
                 st.update(leader=d["leader"], epoch=d.get("leaderEpoch", 0))
                 elections[tp].append(_Election(st["epoch"], None if d["leader"] < 0 else d["leader"],
-                                               False, "create", list(st["isr"])))
+                                               False, "create", list(st["isr"]), step=step))
             elif "leader" in d:
                 st["leader"] = d["leader"]
                 st["epoch"] += 1
@@ -153,7 +156,7 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
                 unclean = d.get("leaderRecoveryState") == 1 or (
                     new >= 0 and new not in before_isr and new not in before_elr)
                 elections[tp].append(_Election(st["epoch"], None if d["leader"] < 0 else d["leader"],
-                                               unclean, "", list(st["isr"])))
+                                               unclean, "", list(st["isr"]), step=step))
     _attach_reasons_and_holdings(runner, elections, data)
 
     # --- committed: a record the leader held below its HW after some step
@@ -323,7 +326,17 @@ def _attach_reasons_and_holdings(runner: StepRunner, elections: dict[tuple[str, 
                         e.reason = _reason(faults[-1] if faults else obs.kind)
                     break
             else:
-                e.reason = e.reason or "unknown"
+                # no copy shows the epoch (its leader paused or down at every later step): the
+                # fault of the step during which the controller elected it, as the model's
+                e.reason = e.reason or _reason_at(runner, e.step)
+
+
+def _reason_at(runner: StepRunner, step: int | None) -> str:
+    if step is None:
+        return "unknown"
+    kinds = ["create"] + [s.kind for s in runner.scenario.steps[:step + 1]]
+    faults = [k for k in kinds if k in ("crash", "shutdown", "restart", "elect", "create")]
+    return _reason(faults[-1])
 
 
 def _reason(kind: str) -> str:

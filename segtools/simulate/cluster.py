@@ -226,9 +226,10 @@ class Cluster:
         return False
 
     def _stuck_isr_members(self) -> bool:
-        """Is some ISR follower of a live leader not fetching (so a later ISR check may drop it)?"""
+        """Is some ISR follower of a running leader not fetching (so a later ISR check may drop
+        it)?"""
         for ps in self.partitions.values():
-            if ps.leader != NO_LEADER and self.brokers[ps.leader].alive:
+            if ps.leader != NO_LEADER and self._fetching(ps.leader):
                 for b in ps.isr:
                     if b != ps.leader and not self._fetching(b):
                         return True
@@ -254,11 +255,12 @@ class Cluster:
 
     def _isr_expiration(self) -> bool:
         """Kafka's isr-expiration task: drop followers that have not caught up for too long.
-        Followers that are alive and not paused fetch continuously, so they never lag here."""
+        Followers that are alive and not paused fetch continuously, so they never lag here.
+        A paused leader runs no task (a SIGSTOPped JVM: docs/ENGINES.md class 10)."""
         lag = self.spec.replica_lag_time_max_ms
         shrunk = False
         for tp, ps in self.partitions.items():
-            if ps.leader == NO_LEADER or not self.brokers[ps.leader].alive:
+            if ps.leader == NO_LEADER or not self._fetching(ps.leader):
                 continue
             changed = False
             out_of_sync = []
@@ -289,7 +291,8 @@ class Cluster:
     def fetch_round(self, only: TP | None = None) -> None:
         items = [(only, self.partitions[only])] if only is not None else self.partitions.items()
         for tp, ps in items:
-            if ps.leader == NO_LEADER or not self.brokers[ps.leader].alive:
+            # a paused leader serves no fetch and finishes no recovery (class 10)
+            if ps.leader == NO_LEADER or not self._fetching(ps.leader):
                 continue
             if ps.leader_recovery_state != 0:
                 self.controller.recovered(ps)  # the unclean leader has finished its recovery
