@@ -21,9 +21,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from source_scan import scan_production
+
 REPO = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("segtools", "cli", "spark", "formats")
-ASIDE = {"segtools/primitives/varint.py", "segtools/primitives/messages.py"}
+ASIDE = frozenset({"segtools/primitives/varint.py", "segtools/primitives/messages.py"})
 
 #: module -> what it is
 DECODERS = {
@@ -65,19 +66,7 @@ def _reads(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def production_decoders() -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for d in SOURCE_DIRS:
-        for path in sorted((REPO / d).rglob("*.py")):
-            rel = path.relative_to(REPO).as_posix()
-            if rel in ASIDE:
-                continue
-            text = path.read_text(encoding="utf-8")
-            if "varint" not in text.lower() and "varlong" not in text.lower():
-                continue
-            how = varint_readers(ast.parse(text))
-            if how:
-                out[rel] = how
-    return out
+    return scan_production(varint_readers, words=("varint", "varlong"), aside=ASIDE)
 
 
 def test_record_decoders_are_the_listed_ones() -> None:

@@ -23,10 +23,9 @@ construct's compact types are gone from ``formats/primitives.py``.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("segtools", "cli", "spark", "formats")
+from source_scan import scan_production
+
 PRIMITIVE = "segtools/primitives/varint.py"
 
 #: module -> what it decodes with its own flexible-encoding reader
@@ -60,19 +59,8 @@ def _reads(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def production_engines() -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for d in SOURCE_DIRS:
-        for path in sorted((REPO / d).rglob("*.py")):
-            rel = path.relative_to(REPO).as_posix()
-            if rel == PRIMITIVE:
-                continue
-            text = path.read_text(encoding="utf-8")
-            if "uvarint" not in text.lower():
-                continue   # every rule names one: only those files are parsed
-            how = uvarint_readers(ast.parse(text))
-            if how:
-                out[rel] = how
-    return out
+    # every rule names "uvarint": only those files are parsed
+    return scan_production(uvarint_readers, words=("uvarint",), aside=frozenset({PRIMITIVE}))
 
 
 def test_flexible_message_engines_are_the_listed_ones() -> None:
