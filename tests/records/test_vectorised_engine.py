@@ -95,3 +95,38 @@ def test_a_hostile_count_is_declined_before_anything_is_sized():
     buf = encode_varint(3) + b"abc"
     got = _walk(buf, [0], [len(buf)], [2**31 - 1])
     assert got == 0
+
+
+def _varint_definition(buf: bytes, pos: int, max_bytes: int) -> tuple[int, int] | None:
+    """ByteUtils.readVarlong by its definition: (value, next position), or None when longer
+    than max_bytes or past the buffer's end."""
+    raw = shift = 0
+    for k in range(max_bytes):
+        if pos + k >= len(buf):
+            return None
+        byte = buf[pos + k]
+        raw |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos + k + 1
+    return None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_column_varint_reader_agrees_with_the_definition(seed):
+    """The table of two-byte prefixes, the byte-by-byte path for longer ones, and a varint at
+    the buffer's very last byte (read_records' buffers end where the records end)."""
+    rng = random.Random(seed)
+    buf = bytes(rng.choice([rng.randrange(0x80), rng.randrange(0x80, 0x100)])
+                for _ in range(rng.randint(1, 40)))
+    pos = np.array([rng.randrange(len(buf)) for _ in range(30)] + [len(buf) - 1], dtype=np.int64)
+    bad = np.zeros(len(pos), dtype=bool)
+    values, ends = vectorised._varint(np.frombuffer(buf, np.uint8), pos, 9, bad)
+    for p, v, e, b in zip(pos.tolist(), values.tolist(), ends.tolist(), bad.tolist()):
+        want = _varint_definition(buf, p, 9)
+        if want is not None:
+            assert not b and (v, e) == want
+        else:
+            # cut short by the buffer's end: the read ends past it (the record is then refused)
+            # or, longer than 9 bytes, it is marked
+            assert b or e > len(buf)

@@ -158,18 +158,34 @@ def _decode(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray, base_offset: n
 
 
 #: batches still walking their length prefixes below which the walk goes on batch by batch in
-#: Python: one lockstep step (a dozen numpy calls, ~10 us) pays off from about 30 records
+#: Python: one lockstep step (about twenty numpy calls) pays off from about 30 records
 _LOCKSTEP_MIN = 32
+
+
+def _prefix_table() -> np.ndarray:
+    """A zig-zag varint's first two bytes (little-endian uint16: first byte low) ->
+    ``(value << 2) | size`` for the one- and two-byte varints, 3 for those that go on."""
+    pair = np.arange(1 << 16, dtype=np.int64)
+    x, y = pair & 0xFF, pair >> 8
+    one = x < 0x80
+    raw = np.where(one, x, (x & 0x7F) | (y << 7))
+    size = np.where(one, 1, np.where(y < 0x80, 2, 3))
+    value = (raw >> 1) ^ -(raw & 1)
+    return np.where(size == 3, 3, (value << 2) | size)
+
+
+_PREFIX = _prefix_table()
 
 
 def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
                    counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each record's body ``[start, end)`` from its length prefix. A record's position is
     known only once the one before it is read, so the walk is sequential within a batch; it
-    runs in lockstep across batches (record i of every batch in one set of numpy calls) while
-    many batches are walking, then batch by batch in Python for the few left (one batch of
-    10,000 records would otherwise take 10,000 lockstep steps). A length prefix longer than
-    three bytes (records of 2 MiB and more) is declined."""
+    runs in lockstep across batches (record i of every batch in one set of numpy calls, the
+    prefix read through a table of its first two bytes) while many batches are walking, then
+    batch by batch in Python for the few left (one batch of 10,000 records would otherwise take
+    10,000 lockstep steps). A length prefix longer than three bytes (records of 2 MiB and more)
+    is declined."""
     nb = len(rec_start)
     # every record takes at least one byte: a larger count cannot be walked (and must not size
     # the arrays below)
@@ -181,49 +197,47 @@ def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
     np.cumsum(counts[:-1], out=before[1:])
     out_start = np.empty(total, dtype=np.int64)
     out_len = np.empty(total, dtype=np.int64)
-    pos = rec_start.astype(np.int64).copy()
-    done = np.zeros(nb, dtype=np.int64)   # records walked per batch
-    active = np.nonzero(counts > 0)[0]
-    if len(active) >= _LOCKSTEP_MIN:
+    # the walking batches, compact: index, position, end, next output row, records left
+    idx = np.nonzero(counts > 0)[0]
+    ps = rec_start[idx].astype(np.int64)
+    es = rec_end[idx].astype(np.int64)
+    at = before[idx]
+    left = counts[idx].astype(np.int64)
+    if len(idx) >= _LOCKSTEP_MIN:
         w = np.frombuffer(buf, dtype=np.uint8)
-        last = len(w) - 1
-        # every position's next three bytes as one row: one gather reads a whole prefix
-        triples = np.lib.stride_tricks.as_strided(w, shape=(max(len(w) - 2, 0), 3),
-                                                  strides=(1, 1), writeable=False)
-        i = 0
-        while len(active) >= _LOCKSTEP_MIN:
-            ps = pos[active]
-            es = rec_end[active]
-            if int(ps.max()) < len(triples):
-                xyz = triples[ps].astype(np.int64)
-                xs, ys, zs = xyz[:, 0], xyz[:, 1], xyz[:, 2]
-            else:   # a prefix at the buffer's very end: read byte by byte, clamped
-                xs = w[np.minimum(ps, last)].astype(np.int64)
-                ys = w[np.minimum(ps + 1, last)].astype(np.int64)
-                zs = w[np.minimum(ps + 2, last)].astype(np.int64)
-            c0 = xs >> 7                  # 1: a second byte follows
-            c01 = c0 & (ys >> 7)          # 1: a third byte follows
-            value = (xs & 0x7F) | ((c0 * (ys & 0x7F)) << 7) | ((c01 * zs) << 14)
-            length = (value >> 1) ^ -(value & 1)
-            body = ps + 1 + c0 + c01
-            bad = (ps >= es) | ((c01 * zs) >= 0x80) | (length < 0) | (body + length > es)
+        # every position's next two bytes as one little-endian uint16 (an unaligned view)
+        pairs = np.ndarray(shape=(max(len(w) - 1, 0),), dtype="<u2", buffer=w, strides=(1,))
+        while len(idx) >= _LOCKSTEP_MIN and int(ps.max()) < len(pairs) - 1:
+            code = _PREFIX[pairs[ps]]
+            size = code & 3
+            length = code >> 2
+            bad = ps >= es
+            long = size == 3
+            if long.any():   # a three-byte prefix (records of 8 KiB and more)
+                q = ps[long]
+                z = w[q + 2].astype(np.int64)
+                raw = (w[q].astype(np.int64) & 0x7F) | ((w[q + 1].astype(np.int64) & 0x7F) << 7) \
+                    | (z << 14)
+                length[long] = (raw >> 1) ^ -(raw & 1)
+                bad[long] |= z >= 0x80
+            body = ps + size
+            ps = body + length
+            bad |= (length < 0) | (ps > es)
             if bad.any():
-                raise _Declined(int(active[np.argmax(bad)]))
-            at = before[active] + i
+                raise _Declined(int(idx[np.argmax(bad)]))
             out_start[at] = body
             out_len[at] = length
-            pos[active] = body + length
-            i += 1
-            done[active] = i
-            finished = counts[active] == i
+            at = at + 1
+            left -= 1
+            finished = left == 0
             if finished.any():
-                ended = active[finished]
-                wrong = pos[ended] != rec_end[ended]
+                wrong = finished & (ps != es)
                 if wrong.any():
-                    raise _Declined(int(ended[np.argmax(wrong)]))
-                active = active[~finished]
-    for b in active.tolist():   # the few batches left, each from where the lockstep left it
-        p, e, k, c = int(pos[b]), int(rec_end[b]), int(before[b] + done[b]), int(counts[b] - done[b])
+                    raise _Declined(int(idx[np.argmax(wrong)]))
+                keep = ~finished
+                idx, ps, es, at, left = idx[keep], ps[keep], es[keep], at[keep], left[keep]
+    # the few batches left (or a prefix at the buffer's very end), each from where it stands
+    for b, p, e, k, c in zip(idx.tolist(), ps.tolist(), es.tolist(), at.tolist(), left.tolist()):
         try:
             for _ in range(c):
                 if p >= e:
@@ -259,8 +273,28 @@ def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
 def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
             bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Zig-zag varints at ``pos`` (ByteUtils.readVarint/readVarlong); longer than
-    ``max_bytes`` marks the record in ``bad`` (declined). Reads past the buffer's end are
-    clamped inside it: such a record ends past its end, which marks it too."""
+    ``max_bytes`` marks the record in ``bad`` (declined). One- and two-byte varints (nearly
+    all) through the table of their first two bytes, longer ones byte by byte. Reads past the
+    buffer's end are clamped inside it: such a record ends past its end, which marks it too."""
+    if len(w) < 2:
+        return _varint_bytewise(w, pos, max_bytes, bad)
+    pairs = np.ndarray(shape=(len(w) - 1,), dtype="<u2", buffer=w, strides=(1,))
+    edge = pos >= len(pairs)   # the buffer's last byte (or past it): read byte by byte
+    code = _PREFIX[pairs[np.minimum(pos, len(pairs) - 1)]]
+    size = code & 3
+    value = code >> 2
+    long = (size == 3) | edge
+    if long.any():
+        sub_bad = np.zeros(int(np.count_nonzero(long)), dtype=bool)
+        value[long], ends = _varint_bytewise(w, pos[long], max_bytes, sub_bad)
+        size[long] = ends - pos[long]
+        bad[long] |= sub_bad
+    return value, pos + size
+
+
+def _varint_bytewise(w: np.ndarray, pos: np.ndarray, max_bytes: int,
+                     bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_varint` one byte at a time, for any length up to ``max_bytes``."""
     last = len(w) - 1
     b = w[np.minimum(pos, last)].astype(np.uint64)
     value = b & np.uint64(0x7F)
