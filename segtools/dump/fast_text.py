@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from segtools.formats import record_batch as _rb
 from segtools.primitives import codecs as _codecs
-from segtools.primitives.crc import crc32c
+from segtools.primitives.crc import crc32c_of
 from segtools.primitives.java_utf8 import java_utf8_replace
 from segtools.records.columnar.arrow_columns import string_array
 from segtools.records.columnar.vectorised import decode_records, increment_sequences
@@ -78,8 +78,10 @@ def _lit(text: str) -> Any:
 
 _TS_NAMES = ["CreateTime", "LogAppendTime"]
 _TS_TYPES = string_array(_TS_NAMES)
-_BOOLS = string_array(["false", "true"])
-_CODECS = string_array([_codecs.COMPRESSION_NAMES[c] for c in range(5)])
+_BOOL_NAMES = ["false", "true"]
+_BOOLS = string_array(_BOOL_NAMES)
+_CODEC_NAMES = [_codecs.COMPRESSION_NAMES[c] for c in range(5)]
+_CODECS = string_array(_CODEC_NAMES)
 
 
 def usable(out: Any) -> bool:
@@ -174,7 +176,7 @@ class FastLogText:
                     stop = pos + p + total > end  # a torn tail: the object reader's
                     need = total
                     break
-                if crc32c(mv[p + _CRC_FROM:p + total]) != crc:
+                if crc32c_of(mv[p + _CRC_FROM:p + total], 0) != crc:
                     stop = True
                     break
                 starts.append(p)
@@ -327,22 +329,29 @@ class FastLogText:
         record_lines = _join(pieces, n)
 
         horizon = (attributes & _rb.DELETE_HORIZON_FLAG_MASK) != 0
+        transactional = (attributes >> 4) & 1
+        codec = attributes & _CODEC_MASK
         batch_lines = _join([
             "baseOffset: ", s(base_offset), " lastOffset: ", s(base_offset + lod),
-            " count: ", s(counts), " baseSequence: ", s(base_seq),
-            " lastSequence: ", s(increment_sequences(base_seq, lod)),
-            " producerId: ", s(head["producer_id"].astype(np.int64)),
-            " producerEpoch: ", s(head["producer_epoch"].astype(np.int64)),
-            " partitionLeaderEpoch: ", s(head["partition_leader_epoch"].astype(np.int64)),
-            " isTransactional: ", _BOOLS.take(_arrow((attributes >> 4) & 1)),
+            " count: ", c(counts), " baseSequence: ", c(base_seq),
+            " lastSequence: ", c(increment_sequences(base_seq, lod)),
+            " producerId: ", c(head["producer_id"].astype(np.int64)),
+            " producerEpoch: ", c(head["producer_epoch"].astype(np.int64)),
+            " partitionLeaderEpoch: ", c(head["partition_leader_epoch"].astype(np.int64)),
+            " isTransactional: ",
+            _BOOL_NAMES[int(transactional[0])] if _uniform(transactional) else
+            _BOOLS.take(_arrow(transactional)),
             " isControl: false deleteHorizonMs: ",
-            _optional_long(base_ts, horizon),
-            " position: ", s(starts + file_pos), " ", _TS_TYPES.take(_arrow(log_append)),
-            ": ", s(max_ts), " size: ", s(sizes),
-            " magic: 2 compresscodec: ", _CODECS.take(_arrow(attributes & _CODEC_MASK)),
+            "OptionalLong.empty" if not horizon.any() else _optional_long(base_ts, horizon),
+            " position: ", s(starts + file_pos), " ",
+            _TS_NAMES[int(log_append[0])] if _uniform(log_append) else
+            _TS_TYPES.take(_arrow(log_append)),
+            ": ", s(max_ts), " size: ", c(sizes),
+            " magic: 2 compresscodec: ",
+            _CODEC_NAMES[int(codec[0])] if _uniform(codec) else _CODECS.take(_arrow(codec)),
             " crc: ", s(head["crc"].astype(np.int64)),
             " isvalid: true\n",
-        ])
+        ], nb)
 
         # batch line b, then its records: batch b goes to b + records before it
         order = np.empty(nb + n, dtype=np.int64)

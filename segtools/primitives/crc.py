@@ -15,7 +15,7 @@ import crc32c as _crc32c_lib
 
 from segtools.errors import MissingCodecError
 
-__all__ = ["crc32c", "crc32", "HARDWARE_CRC32C"]
+__all__ = ["crc32c", "crc32c_of", "crc32", "HARDWARE_CRC32C"]
 
 #: True when the ``crc32c`` package uses SSE4.2 / ARMv8 instructions.
 HARDWARE_CRC32C: bool = bool(getattr(_crc32c_lib, "hardware_based", False))
@@ -34,6 +34,9 @@ def _crc32c_impl() -> _Crc:
 
 
 _crc32c_fn = _crc32c_impl()
+#: the package's own routine, for loops that call it once per batch (no wrapper call): the
+#: ``crc32c`` package returns the unsigned value already
+crc32c_of: _Crc = _crc32c_fn
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
