@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import struct
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -125,9 +126,19 @@ class FastLogText:
         # read-only, the size at open, the one change rule (records/segment_file.py); only
         # read_into is used: the window here is this object's own reused buffer
         self._file = SegmentFile(path, window=64)
+        # a window's text is formatted and written on a second thread while the next window is
+        # read and decoded (Arrow's kernels and the write release the GIL); one at a time, so
+        # the memory is two windows' columns at most
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: tuple[Future[None], int] | None = None
+        self._failed = False
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+        finally:
+            self._file.close()
 
     def __enter__(self) -> FastLogText:
         return self
@@ -138,6 +149,46 @@ class FastLogText:
     # ------------------------------------------------------------------ framing
 
     def run(self, pos: int, state: Any) -> tuple[int, bool]:
+        try:
+            result = self._run(pos, state)
+        except BaseException:
+            self._wait()   # the window before prints first; a failure there is the one reported
+            raise
+        self._wait()
+        return result
+
+    def _wait(self) -> None:
+        """Wait for the window in print; if it failed, nothing from its first batch on is
+        printed (``resume_at``) and its error is raised."""
+        if self._pending is None:
+            return
+        future, start = self._pending
+        self._pending = None
+        try:
+            future.result()
+        except BaseException:
+            self.resume_at = start
+            raise
+
+    def _print(self, cols: dict[str, Any], starts: np.ndarray, sizes: np.ndarray,
+               file_pos: int, state: Any) -> None:
+        """Hand the window's text to the printing thread, after the window before it."""
+        self._wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segtools-dump")
+        self._pending = (self._pool.submit(self._emit_once, cols, starts, sizes, file_pos, state),
+                         file_pos + int(starts[0]))
+
+    def _emit_once(self, *args: Any) -> None:
+        if self._failed:   # a window before failed: nothing after it may be written
+            return
+        try:
+            self._emit(*args)
+        except BaseException:
+            self._failed = True
+            raise
+
+    def _run(self, pos: int, state: Any) -> tuple[int, bool]:
         end = self.end
         limit = min(self.max_batch_bytes, WINDOW)
         buf = self._buf
@@ -221,7 +272,7 @@ class FastLogText:
                         return 0
         finally:
             self._inflated = {}
-        self._emit(cols, starts[:nb], sizes[:nb], file_pos, state)
+        self._print(cols, starts[:nb], sizes[:nb], file_pos, state)
         return nb
 
     def _records(self, head: np.ndarray, starts: np.ndarray,

@@ -309,6 +309,38 @@ def test_a_fast_path_bug_costs_no_line(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(calls) == 3
 
 
+def test_a_decode_bug_while_a_window_prints_costs_no_line(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text of a window is printed on a second thread while the next one is decoded: a
+    bug in that decode lets the window in print finish first, then the object reader prints
+    the rest from the first batch not yet printed, in order."""
+    monkeypatch.setattr(log_dump, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "WINDOW", 4096)
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(b"".join(v2_batch([(b"k", b"v" * 50, TS + i)] * 3, base_offset=3 * i)
+                             for i in range(200)))
+    slow = _dump(monkeypatch, False, "--print-data-log", str(log))
+    calls = []
+    decode = fast_text.FastLogText._decode
+    emit = fast_text.FastLogText._emit
+
+    def slow_emit(self: fast_text.FastLogText, *args: object) -> None:
+        import time
+        time.sleep(0.05)   # still printing when the next decode fails
+        emit(self, *args)  # type: ignore[arg-type]
+
+    def failing_later(self: fast_text.FastLogText, *args: object) -> object:
+        calls.append(1)
+        if len(calls) == 4:
+            raise ValueError("a bug")
+        return decode(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fast_text.FastLogText, "_emit", slow_emit)
+    monkeypatch.setattr(fast_text.FastLogText, "_decode", failing_later)
+    assert _dump(monkeypatch, True, "--print-data-log", str(log)) == slow
+    assert len(calls) == 4
+
+
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_compressed_batches_take_the_fast_path(tmp_path: Path, codec: int,
                                                monkeypatch: pytest.MonkeyPatch,
