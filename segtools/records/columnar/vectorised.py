@@ -175,6 +175,9 @@ def _prefix_table() -> np.ndarray:
 
 
 _PREFIX = _prefix_table()
+#: the key into _PREFIX: two bytes at any position as a little-endian uint16 (first byte low);
+#: a lookup key, not a Kafka layout
+_PAIR = np.dtype(np.uint16).newbyteorder("<")
 
 
 def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
@@ -206,7 +209,7 @@ def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
     if len(idx) >= _LOCKSTEP_MIN:
         w = np.frombuffer(buf, dtype=np.uint8)
         # every position's next two bytes as one little-endian uint16 (an unaligned view)
-        pairs = np.ndarray(shape=(max(len(w) - 1, 0),), dtype="<u2", buffer=w, strides=(1,))
+        pairs = np.ndarray(shape=(max(len(w) - 1, 0),), dtype=_PAIR, buffer=w, strides=(1,))
         while len(idx) >= _LOCKSTEP_MIN and int(ps.max()) < len(pairs) - 1:
             code = _PREFIX[pairs[ps]]
             size = code & 3
@@ -278,7 +281,7 @@ def _varint(w: np.ndarray, pos: np.ndarray, max_bytes: int,
     buffer's end are clamped inside it: such a record ends past its end, which marks it too."""
     if len(w) < 2:
         return _varint_bytewise(w, pos, max_bytes, bad)
-    pairs = np.ndarray(shape=(len(w) - 1,), dtype="<u2", buffer=w, strides=(1,))
+    pairs = np.ndarray(shape=(len(w) - 1,), dtype=_PAIR, buffer=w, strides=(1,))
     edge = pos >= len(pairs)   # the buffer's last byte (or past it): read byte by byte
     code = _PREFIX[pairs[np.minimum(pos, len(pairs) - 1)]]
     size = code & 3
