@@ -1,14 +1,14 @@
 """Column-wise deep-iteration text for v2 data batches: the hot path of `dump --deep-iteration`.
 
 kafka-dump-log prints one line per batch and one per record (DUMP_LOG.md 3.3-3.5). For the
-common batch (magic 2, any of Kafka's codecs, not control, CRC valid, records the vectorised
+common batch (magic 2, any of Kafka's codecs, data or transaction marker, CRC valid, records the vectorised
 engine decodes) the lines are built here a window of batches at a time: the batches are framed
 and CRC-checked in one Python loop, compressed ones decompressed into one buffer, the records
 decoded by the vectorised engine (segtools/records/columnar/vectorised.py, one of the engines
 behind the one decoder interface) and this module is only the formatter over its columns: the
 lines joined by Arrow's string kernels, then written as one buffer. Keys and values that are not
 UTF-8 get Java's replacement characters (segtools/primitives/java_utf8.py) record by record.
-Anything else (legacy magic, control records, a bad CRC, a torn or corrupt frame, a batch the
+Anything else (legacy magic, KRaft control records, a bad CRC, a torn or corrupt frame, a batch the
 engine declines) stops the window at that batch and goes through the object reader and text.py,
 so every edge keeps its exact text. tests/dump/test_dump_fast_path.py and
 tests/records/test_one_reader.py hold the two paths to byte-identical output and errors.
@@ -25,12 +25,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from segtools.dump.control import describe_control
+from segtools.errors import FormatError
 from segtools.formats import record_batch as _rb
 from segtools.primitives import codecs as _codecs
 from segtools.primitives.crc import crc32c_of
 from segtools.primitives.java_utf8 import java_utf8_replace
 from segtools.records.columnar.arrow_columns import string_array
 from segtools.records.columnar.vectorised import decode_records, increment_sequences
+from segtools.records.control import ABORT, COMMIT, decode_control_key
 from segtools.records.segment_file import SegmentFile
 
 #: bytes read per window (a batch larger than this goes through the object reader). The
@@ -83,6 +86,7 @@ _BOOL_NAMES = ["false", "true"]
 _BOOLS = string_array(_BOOL_NAMES)
 _CODEC_NAMES = [_codecs.COMPRESSION_NAMES[c] for c in range(5)]
 _CODECS = string_array(_CODEC_NAMES)
+_MARKER_TYPES = (ABORT, COMMIT)
 
 
 def usable(out: Any) -> bool:
@@ -195,7 +199,7 @@ class FastLogText:
         mv = memoryview(buf)
         unpack = _FRAME.unpack_from
         # reads start small and grow while batches keep being plain: a log whose batches are
-        # mostly compressed or control hands over at once and must not read a whole window each time
+        # mostly legacy or KRaft control hands over at once and must not read a whole window each time
         want = _FIRST_READ
         while True:
             self.resume_at = pos  # nothing from here on is printed yet
@@ -218,9 +222,10 @@ class FastLogText:
                 _, size, _, magic, crc, attributes = unpack(buf, p)
                 total = size + 12
                 # legacy or unknown magic, a frame below the v2 header, a batch over the limit
-                # or the window, compression, control: the object reader's
+                # or the window, an unknown codec: the object reader's (control batches stay: their
+                # markers are printed here, other control types are handed over by _markers)
                 if (magic != 2 or total < _V2_OVERHEAD or total > limit
-                        or attributes & _CONTROL_FLAG or (attributes & _CODEC_MASK) > 4):
+                        or (attributes & _CODEC_MASK) > 4):
                     stop = True
                     break
                 if p + total > got:
@@ -330,7 +335,9 @@ class FastLogText:
             head["max_timestamp"], (attributes & _rb.TIMESTAMP_TYPE_MASK) != 0, base_seq, counts)
         if done < len(starts):   # a record the vectorised engine declines: the object reader's
             raise _Unusual(done)
-        return {"head": head, "counts": counts, "rows": rows}
+        control = (attributes & _CONTROL_FLAG) != 0
+        return {"head": head, "counts": counts, "rows": rows, "control": control,
+                "markers": _markers(rows, control) if control.any() else None}
 
     # ------------------------------------------------------------------ text
 
@@ -373,9 +380,14 @@ class FastLogText:
             ": ", c(rows.timestamp_ms), " keySize: ", c(klen), " valueSize: ", c(vlen),
             " sequence: ", c(rows.sequence), " headerKeys: [", header_keys, "]",
         ]
+        markers = cols["markers"]
+        if markers is not None:   # " endTxnMarker: ..." after a control record's metadata
+            pieces.append(markers)
         if self.print_data:
-            pieces.extend(_optional(" key: ", rows.key, klen < 0))
-            pieces.extend(_optional(" payload: ", rows.value, vlen < 0))
+            # a control record's key and value are not printed (DumpLogSegments)
+            data_row = ~cols["control"][bidx]
+            pieces.extend(_optional(" key: ", rows.key, (klen < 0) | ~data_row))
+            pieces.extend(_optional(" payload: ", rows.value, (vlen < 0) | ~data_row))
         pieces.append("\n")
         record_lines = _join(pieces, n)
 
@@ -392,7 +404,10 @@ class FastLogText:
             " isTransactional: ",
             _BOOL_NAMES[int(transactional[0])] if _uniform(transactional) else
             _BOOLS.take(_arrow(transactional)),
-            " isControl: false deleteHorizonMs: ",
+            " isControl: ",
+            _BOOL_NAMES[int(cols["control"][0])] if _uniform(cols["control"]) else
+            _BOOLS.take(_arrow(cols["control"].astype(np.int64))),
+            " deleteHorizonMs: ",
             "OptionalLong.empty" if not horizon.any() else _optional_long(base_ts, horizon),
             " position: ", s(starts + file_pos), " ",
             _TS_NAMES[int(log_append[0])] if _uniform(log_append) else
@@ -428,6 +443,25 @@ class FastLogText:
         for i in np.nonzero(jump)[0].tolist():
             state.non_consecutive.append(int(prev[i]), int(offsets[i]))
         state.last_offset = int(offsets[-1])
+
+
+def _markers(rows: Any, control: np.ndarray) -> pa.Array:
+    """Per record, the text DumpLogSegments appends to a control record's metadata
+    (dump/control.py's describe_control; "" for data records). Only transaction markers are
+    printed here: another control type, or a marker the decoder refuses, is the object
+    reader's (_Unusual of its batch)."""
+    ctl_rows = np.nonzero(control[rows.batch])[0]
+    texts = [""] * len(rows.batch)
+    keys = rows.key.take(_arrow(ctl_rows)).to_pylist()
+    values = rows.value.take(_arrow(ctl_rows)).to_pylist()
+    for i, key, value in zip(ctl_rows.tolist(), keys, values):
+        try:
+            if decode_control_key(key).type_id not in _MARKER_TYPES:
+                raise _Unusual(int(rows.batch[i]))
+            texts[i] = describe_control(key, value, False)[0]
+        except FormatError:
+            raise _Unusual(int(rows.batch[i])) from None
+    return string_array(texts)
 
 
 def _sizes(values: pa.Array) -> np.ndarray:

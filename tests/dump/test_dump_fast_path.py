@@ -404,3 +404,49 @@ def test_fast_path_header_layout_reads_kafka_python_fields() -> None:
     assert int(head["crc"]) == batch.crc
     assert int(head["attributes"]) & 0x20 == (0x20 if batch.is_control_batch else 0)
     assert int(head["records_count"]) == batch.records_count
+
+
+def test_transaction_markers_stay_on_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   fast_batches: list[int]) -> None:
+    """An exactly-once producer writes a COMMIT or ABORT marker after every transaction: the
+    fast path prints the markers itself (one hand-over to the object reader per marker made
+    such a segment slower than the object path). A marker the decoder refuses and a control
+    type other than a transaction marker are still the object reader's, with its text."""
+    rng = random.Random(5)
+    parts: list[bytes] = []
+    offset = 0
+    for txn in range(60):
+        for _ in range(rng.randint(1, 4)):
+            n = rng.randint(1, 5)
+            parts.append(v2_batch([(None, b"v%d" % i, TS + offset + i) for i in range(n)],
+                                  base_offset=offset, producer_id=9, producer_epoch=0,
+                                  base_sequence=offset, transactional=True))
+            offset += n
+        parts.append(control_batch(txn % 2, base_offset=offset, producer_id=9, producer_epoch=0,
+                                   coordinator_epoch=7, timestamp=TS + offset))
+        offset += 1
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(b"".join(parts))
+    for flags in (["--print-data-log"], ["--deep-iteration"]):
+        fast_batches.clear()
+        slow = _dump(monkeypatch, False, *flags, str(log))
+        fast = _dump(monkeypatch, True, *flags, str(log))
+        assert fast == slow, flags
+        assert sum(fast_batches) == len(parts)   # every batch, markers included
+    assert slow[0].count(b"isControl: true") == 60
+    assert slow[0].count(b" endTxnMarker: COMMIT coordinatorEpoch: 7\n") == 30
+    assert slow[0].count(b" endTxnMarker: ABORT coordinatorEpoch: 7\n") == 30
+
+    # a marker whose value is cut short, and a LEADER_CHANGE control record: not printed here
+    short = with_attributes(v2_batch([(struct.pack(">hh", 0, 1), b"\x00\x00\x00", TS)],
+                                     base_offset=offset, producer_id=9, producer_epoch=0,
+                                     transactional=True), 0x20)
+    leader_change = with_attributes(v2_batch([(struct.pack(">hh", 0, 2), b"\x00\x00", TS)],
+                                             base_offset=offset + 1), 0x20)
+    log.write_bytes(b"".join(parts) + short + leader_change + parts[0])
+    fast_batches.clear()
+    slow = _dump(monkeypatch, False, "--print-data-log", str(log))
+    assert _dump(monkeypatch, True, "--print-data-log", str(log)) == slow
+    # the two odd control batches (and the batch after them) went through the object reader
+    assert sum(fast_batches) == len(parts)
+    assert b"Invalid value size found for end transaction marker" in slow[1] + slow[0]
