@@ -286,15 +286,23 @@ def test_fast_path_loads_no_heavy_module(tmp_path: Path) -> None:
     assert out.stdout.split() == [str(2 + 320 + 320 * 120)]
 
 
-def test_a_fast_path_bug_costs_no_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An unexpected exception inside the fast path hands the rest of the file to the object
-    reader from the first batch not yet printed: the output is still complete and right."""
+def _small_windows_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                       ) -> tuple[Path, tuple[bytes, bytes, int]]:
+    """200 small batches read through 4 KiB windows (every file on the fast path), and the
+    object path's output for them."""
     monkeypatch.setattr(log_dump, "FAST_MIN_BYTES", 0)
     monkeypatch.setattr(fast_text, "WINDOW", 4096)
     log = tmp_path / f"{SEG}.log"
     log.write_bytes(b"".join(v2_batch([(b"k", b"v" * 50, TS + i)] * 3, base_offset=3 * i)
                              for i in range(200)))
     slow = _dump(monkeypatch, False, "--print-data-log", str(log))
+    return log, slow
+
+
+def test_a_fast_path_bug_costs_no_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception inside the fast path hands the rest of the file to the object
+    reader from the first batch not yet printed: the output is still complete and right."""
+    log, slow = _small_windows_log(tmp_path, monkeypatch)
     calls = []
     emit = fast_text.FastLogText._emit
 
@@ -314,12 +322,7 @@ def test_a_decode_bug_while_a_window_prints_costs_no_line(tmp_path: Path,
     """The text of a window is printed on a second thread while the next one is decoded: a
     bug in that decode lets the window in print finish first, then the object reader prints
     the rest from the first batch not yet printed, in order."""
-    monkeypatch.setattr(log_dump, "FAST_MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "WINDOW", 4096)
-    log = tmp_path / f"{SEG}.log"
-    log.write_bytes(b"".join(v2_batch([(b"k", b"v" * 50, TS + i)] * 3, base_offset=3 * i)
-                             for i in range(200)))
-    slow = _dump(monkeypatch, False, "--print-data-log", str(log))
+    log, slow = _small_windows_log(tmp_path, monkeypatch)
     calls = []
     decode = fast_text.FastLogText._decode
     emit = fast_text.FastLogText._emit
