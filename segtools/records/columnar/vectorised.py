@@ -208,22 +208,11 @@ def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
     left = counts[idx].astype(np.int64)
     if len(idx) >= _LOCKSTEP_MIN:
         w = np.frombuffer(buf, dtype=np.uint8)
-        # every position's next two bytes as one little-endian uint16 (an unaligned view)
-        pairs = np.ndarray(shape=(max(len(w) - 1, 0),), dtype=_PAIR, buffer=w, strides=(1,))
-        while len(idx) >= _LOCKSTEP_MIN and int(ps.max()) < len(pairs) - 1:
-            code = _PREFIX[pairs[ps]]
-            size = code & 3
-            length = code >> 2
+        while len(idx) >= _LOCKSTEP_MIN:
+            # the column varint reader; a prefix cut by the buffer's end reads past it, so its
+            # record ends past its batch and is declined below, as the batch-by-batch walk does
             bad = ps >= es
-            long = size == 3
-            if long.any():   # a three-byte prefix (records of 8 KiB and more)
-                q = ps[long]
-                z = w[q + 2].astype(np.int64)
-                raw = (w[q].astype(np.int64) & 0x7F) | ((w[q + 1].astype(np.int64) & 0x7F) << 7) \
-                    | (z << 14)
-                length[long] = (raw >> 1) ^ -(raw & 1)
-                bad[long] |= z >= 0x80
-            body = ps + size
+            length, body = _varint(w, ps, 3, bad)
             ps = body + length
             bad |= (length < 0) | (ps > es)
             if bad.any():
@@ -239,7 +228,7 @@ def _record_bounds(buf: Any, rec_start: np.ndarray, rec_end: np.ndarray,
                     raise _Declined(int(idx[np.argmax(wrong)]))
                 keep = ~finished
                 idx, ps, es, at, left = idx[keep], ps[keep], es[keep], at[keep], left[keep]
-    # the few batches left (or a prefix at the buffer's very end), each from where it stands
+    # the few batches left, each from where it stands
     for b, p, e, k, c in zip(idx.tolist(), ps.tolist(), es.tolist(), at.tolist(), left.tolist()):
         try:
             for _ in range(c):
