@@ -375,8 +375,7 @@ class FastLogText:
         row_ts_type = log_append[bidx]
         pieces: list[Any] = [
             "| offset: ", s(rows.offset), " ",
-            _TS_NAMES[int(row_ts_type[0])] if _uniform(row_ts_type) else
-            _TS_TYPES.take(_arrow(row_ts_type)),
+            _named(_TS_NAMES, _TS_TYPES, row_ts_type),
             ": ", c(rows.timestamp_ms), " keySize: ", c(klen), " valueSize: ", c(vlen),
             " sequence: ", c(rows.sequence), " headerKeys: [", header_keys, "]",
         ]
@@ -402,19 +401,16 @@ class FastLogText:
             " producerEpoch: ", c(head["producer_epoch"].astype(np.int64)),
             " partitionLeaderEpoch: ", c(head["partition_leader_epoch"].astype(np.int64)),
             " isTransactional: ",
-            _BOOL_NAMES[int(transactional[0])] if _uniform(transactional) else
-            _BOOLS.take(_arrow(transactional)),
+            _named(_BOOL_NAMES, _BOOLS, transactional),
             " isControl: ",
-            _BOOL_NAMES[int(cols["control"][0])] if _uniform(cols["control"]) else
-            _BOOLS.take(_arrow(cols["control"].astype(np.int64))),
+            _named(_BOOL_NAMES, _BOOLS, cols["control"].astype(np.int64)),
             " deleteHorizonMs: ",
             "OptionalLong.empty" if not horizon.any() else _optional_long(base_ts, horizon),
             " position: ", s(starts + file_pos), " ",
-            _TS_NAMES[int(log_append[0])] if _uniform(log_append) else
-            _TS_TYPES.take(_arrow(log_append)),
+            _named(_TS_NAMES, _TS_TYPES, log_append),
             ": ", s(max_ts), " size: ", c(sizes),
             " magic: 2 compresscodec: ",
-            _CODEC_NAMES[int(codec[0])] if _uniform(codec) else _CODECS.take(_arrow(codec)),
+            _named(_CODEC_NAMES, _CODECS, codec),
             " crc: ", s(head["crc"].astype(np.int64)),
             " isvalid: true\n",
         ], nb)
@@ -517,6 +513,14 @@ def _optional(label: str, values: pa.Array, absent: np.ndarray) -> list[Any]:
 
 def _uniform(values: np.ndarray) -> bool:
     return len(values) > 0 and bool((values == values[0]).all())
+
+
+def _named(names: list[str], table: pa.Array, index: np.ndarray) -> Any:
+    """``names[index]`` per row: the one name as a literal when every row has it, else a
+    column taken from ``table`` (the same names as an Arrow array)."""
+    if _uniform(index):
+        return names[int(index[0])]
+    return table.take(_arrow(index))
 
 
 def _uniform_or_text(values: np.ndarray) -> Any:
