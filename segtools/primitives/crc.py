@@ -33,15 +33,14 @@ def _crc32c_impl() -> _Crc:
     return impl
 
 
-_crc32c_fn = _crc32c_impl()
 #: the package's own routine, for loops that call it once per batch (no wrapper call): the
 #: ``crc32c`` package returns the unsigned value already
-crc32c_of: _Crc = _crc32c_fn
+crc32c_of: _Crc = _crc32c_impl()
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32C of ``data``; ``value`` continues a previous result (for chunked input)."""
-    return _crc32c_fn(data, value) & 0xFFFFFFFF
+    return crc32c_of(data, value) & 0xFFFFFFFF
 
 
 def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
