@@ -117,14 +117,13 @@ def build_truth(runner: StepRunner, final_view: dict[tuple[str, int], Any],
         return [r for r in logs.get((tag, b, tp), []) if not r.control]
 
     # --- the controller's log: topic ids and elections
-    meta_files = sorted(glob.glob(os.path.join(cluster.controller_dir, "__cluster_metadata-0", "*.log")))
     topic_ids: dict[str, str] = {}
     names: dict[str, str] = {}
     elections: dict[tuple[str, int], list[_Election]] = {tp: [] for tp in tps}
     state: dict[tuple[str, int], dict[str, Any]] = {}
     # each record with its batch's byte position: the step that wrote it (the marks are the
     # log's size after each step, story.py's rule)
-    for kind, _version, d, position in real_records(runner) if meta_files else []:
+    for kind, _version, d, position in real_records(runner):
         step = bisect_right(runner.real_marks, position) - 1
         if kind == "TOPIC_RECORD":
             topic_ids[d["name"]] = d["topicId"]
