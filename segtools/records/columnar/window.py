@@ -66,14 +66,16 @@ def _located(path: str | os.PathLike[str] | bytes, topic: str | None, partition:
 
 
 @contextlib.contextmanager
-def _open_segment(seg: _Segment, window: int | None = None) -> Iterator[_SegmentFile]:
+def _open_segment(seg: _Segment, window: int | None = None,
+                  read_ahead: bool = True) -> Iterator[_SegmentFile]:
     """``seg`` opened for reading: a local file as it is, an object (``s3://``, ``gs://``,
     ``hdfs://``...) through the private temporary copy :func:`segtools.files.remote.local_file`
     streams it to (as ``iter_batches`` reads it), removed when the block ends. Errors name
-    ``seg.path``, the URI, never the copy."""
+    ``seg.path``, the URI, never the copy. ``read_ahead``: see :class:`_SegmentFile`."""
     from segtools.files.remote import local_file
 
-    with local_file(seg.path) as local, _SegmentFile(local, window, display=seg.path) as mf:
+    with local_file(seg.path) as local, _SegmentFile(local, window, display=seg.path,
+                                                     read_ahead=read_ahead) as mf:
         yield mf
 
 
@@ -103,11 +105,14 @@ class _SegmentFile(ArrayWindow):
     #: the header scan's reused output columns (see _scan_chunk)
     _scan_out: dict[str, np.ndarray] | None = None
 
-    def __init__(self, path: str, window: int | None = None, display: str | None = None) -> None:
-        # ``display``: the name errors give (an object's URI when ``path`` is its local copy)
+    def __init__(self, path: str, window: int | None = None, display: str | None = None,
+                 read_ahead: bool = True) -> None:
+        # ``display``: the name errors give (an object's URI when ``path`` is its local copy);
+        # ``read_ahead``: False where a window's work is much less than its read (the header
+        # scan: a CRC per window; handing the read to another thread cost more than it hid)
         sf = SegmentFile(path, display=display)
         super().__init__(sf, window if window is not None else _SCAN_BYTES,
-                         read_ahead=_PREFETCH, preadv=_HAVE_PREADV)
+                         read_ahead=_PREFETCH and read_ahead, preadv=_HAVE_PREADV)
         self.segment = sf
         self.name = os.path.basename(self.path)
 
