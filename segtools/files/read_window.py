@@ -359,6 +359,18 @@ class ArrayWindow:
         self.array.flags.writeable = False
         self.view = memoryview(cast(bytearray, self.array))
 
+    def read_buffer(self, size: int) -> tuple[int, np.ndarray]:
+        """The descriptor and a writable buffer of at least ``size`` bytes (one of the window's
+        own), for a compiled reader that reads the file itself. Nothing is loaded after it:
+        call :meth:`load` before using ``array`` again."""
+        if self._pending is not None:
+            self._pending[3].result()
+            self._pending = None
+        self.base = self.filled = 0
+        self.array = _NO_BYTES
+        self.view = memoryview(b"")
+        return self._fd, self._buffer(self._cur, size)[:size]
+
     @property
     def at_eof(self) -> bool:
         return self.base + self.filled >= self.size

@@ -1,9 +1,12 @@
 """numba kernels of the columnar fast path (``engine="numba"``).
 
-Three hot loops, each compiled once and cached on disk (``cache=True``):
+The hot loops, each compiled once and cached on disk (``cache=True``):
 
 * :func:`scan_headers` walks a segment like ``FileLogInputStream.nextBatch`` (FORMATS.md 1.8)
   and copies every v2 header field into numpy columns;
+* :func:`scan_file` does the same walk for ``read_batch_table`` over windows it reads itself
+  (``pread``), with each batch's CRC-32C checked while its bytes are in the CPU's cache, and
+  hands anything but plain v2 batches back to the general walk;
 * :func:`crc_ranges` computes CRC-32C of many byte ranges with one call into the hardware
   routine of the ``crc32c`` package (the same library :mod:`segtools.primitives.crc` uses), so a file of
   tiny batches does not pay one Python call per batch;
@@ -241,6 +244,86 @@ def crc_check(buf, base, position, batch_length, magic, crc, min_length, valid):
             continue
         got = _crc32c_hw(np.uint32(0xFFFFFFFF), addr + s, e - s) ^ np.uint32(0xFFFFFFFF)
         valid[i] = np.int64(got) == crc[i]
+
+
+# ssize_t pread(int fd, void *buf, size_t count, off_t offset): libc, resolved from the process
+_pread = types.ExternalFunction("pread", types.intp(types.intc, types.voidptr, types.uintp, types.int64))
+
+#: scan_file's reasons to stop: the output columns are full (call again from next_pos); the
+#: file's end was reached at a batch boundary; anything else, which the general walk
+#: (segtools.records.columnar.headers._iter_headers) takes over from next_pos
+FILE_SCAN_FULL = 0
+FILE_SCAN_DONE = 1
+FILE_SCAN_HANDOVER = 2
+
+
+@numba.njit(_nrt=False, cache=True, nogil=True)
+def scan_file(fd, pos, size, buf, limit, at, max_rows, position, base_offset, batch_length,
+              partition_leader_epoch, magic, crc, attributes, last_offset_delta,
+              base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+              records_count, valid):
+    """The header scan of plain files in one call: read windows of ``buf``'s size with
+    ``pread`` from file position ``pos`` up to ``size`` (the size at open), walk the v2
+    batches that lie whole in a window, check each CRC-32C while its bytes are in the CPU's
+    cache, and fill rows ``at``.. of the columns. Returns (rows filled in all, next_pos, reason).
+
+    It only takes the plain case: a batch of magic 2, at least the v2 header long, within
+    ``limit`` and with a valid CRC. At anything else (a legacy or unknown magic, a damaged or
+    CRC-invalid batch, a batch larger than the window, a torn tail, a short read) it stops at
+    that batch and returns FILE_SCAN_HANDOVER: the general walk decides there what Kafka does
+    (and re-reads a CRC mismatch to tell damage from a file being rewritten)."""
+    addr = buf.ctypes.data
+    window = buf.shape[0]
+    n = at
+    while n < max_rows:
+        if pos >= size:
+            return n, pos, FILE_SCAN_DONE
+        want = min(window, size - pos)
+        if _pread(np.intc(fd), addr, want, pos) != want:
+            return n, pos, FILE_SCAN_HANDOVER
+        rel = 0
+        while n < max_rows and rel + RECORD_BATCH_OVERHEAD <= want:
+            length = _be32(buf, rel + LENGTH_OFFSET)
+            if (length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or LOG_OVERHEAD + length > limit
+                    or buf[rel + MAGIC_OFFSET] != 2):
+                return n, pos + rel, FILE_SCAN_HANDOVER
+            end = rel + LOG_OVERHEAD + length
+            if end > want:
+                break   # read on from this batch (in a window of its own if it is the first)
+            got = _crc32c_hw(np.uint32(0xFFFFFFFF), addr + rel + ATTRIBUTES_OFFSET,
+                             end - rel - ATTRIBUTES_OFFSET) ^ np.uint32(0xFFFFFFFF)
+            stored = _be32u(buf, rel + CRC_OFFSET)
+            if np.int64(got) != stored:
+                return n, pos + rel, FILE_SCAN_HANDOVER
+            position[n] = pos + rel
+            base_offset[n] = _be64(buf, rel)
+            batch_length[n] = length
+            partition_leader_epoch[n] = _be32(buf, rel + PARTITION_LEADER_EPOCH_OFFSET)
+            magic[n] = 2
+            crc[n] = stored
+            attributes[n] = _be16(buf, rel + ATTRIBUTES_OFFSET)
+            last_offset_delta[n] = _be32(buf, rel + LAST_OFFSET_DELTA_OFFSET)
+            base_timestamp[n] = _be64(buf, rel + BASE_TIMESTAMP_OFFSET)
+            max_timestamp[n] = _be64(buf, rel + MAX_TIMESTAMP_OFFSET)
+            producer_id[n] = _be64(buf, rel + PRODUCER_ID_OFFSET)
+            producer_epoch[n] = _be16(buf, rel + PRODUCER_EPOCH_OFFSET)
+            base_sequence[n] = _be32(buf, rel + BASE_SEQUENCE_OFFSET)
+            records_count[n] = _be32(buf, rel + RECORDS_COUNT_OFFSET)
+            valid[n] = True
+            n += 1
+            rel = end
+        if rel == 0:
+            if pos + want >= size:
+                return n, pos, FILE_SCAN_HANDOVER   # a torn tail or a few stray bytes
+            if n >= max_rows:
+                return n, pos, FILE_SCAN_FULL
+            return n, pos, FILE_SCAN_HANDOVER       # one batch larger than the window
+        pos += rel
+        if pos >= size:
+            return n, pos, FILE_SCAN_DONE
+        if rel + RECORD_BATCH_OVERHEAD > want and pos + (want - rel) >= size:
+            return n, pos, FILE_SCAN_HANDOVER       # fewer bytes left than a v2 header
+    return n, pos, FILE_SCAN_FULL
 
 
 @numba.njit(_nrt=False, cache=True, inline="always")
