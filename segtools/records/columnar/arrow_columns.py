@@ -51,16 +51,29 @@ def _const_int32(value: int | None, n: int) -> pa.Array:
 
 _INT8, _INT32, _INT64, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.bool_()
 _TS_US = pa.timestamp("us", tz="UTC")
-_NP_TYPES = {_INT8: np.int8, _INT32: np.int32, _INT64: np.int64, _TS_US: np.int64}
+_INT16 = pa.int16()
+_NP_TYPES = {_INT8: np.int8, _INT16: np.int16, _INT32: np.int32, _INT64: np.int64, _TS_US: np.int64}
 
 
 def _np_arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     """A numpy column as an Arrow array without nulls, wrapped (``pa.array`` costs several
     times as much per call, which a partition of one-batch segments pays per segment)."""
-    if typ == _BOOL:   # no faster way than pa.array's own
-        return pa.array(values, _BOOL)
+    if typ == _BOOL:
+        return bool_array(values)
     values = np.ascontiguousarray(values, dtype=_NP_TYPES[typ])
     return pa.Array.from_buffers(typ, int(values.shape[0]), [None, pa.py_buffer(values)])
+
+
+def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """A numpy bool column (``valid``: False where null) as an Arrow array, its bits packed
+    here: ``pa.array`` on numpy input imports pandas (see :func:`string_array`), half a second
+    of start-up in every ``export`` and ``compare``."""
+    n = int(values.shape[0])
+    bits = pa.py_buffer(np.packbits(values.astype(np.bool_, copy=False), bitorder="little"))
+    if valid is None:
+        return pa.Array.from_buffers(_BOOL, n, [None, bits])
+    mask = pa.py_buffer(np.packbits(valid.astype(np.bool_, copy=False), bitorder="little"))
+    return pa.Array.from_buffers(_BOOL, n, [mask, bits], null_count=n - int(np.count_nonzero(valid)))
 
 
 def string_array(values: list[str]) -> pa.Array:
@@ -83,7 +96,7 @@ def _timestamp_type_column(ts_type: np.ndarray) -> pa.Array:
     """Timestamp type names per batch (-1/0/1): a cached constant column when all agree."""
     if ts_type.shape[0] and (ts_type == ts_type[0]).all():
         return _const_string(_TS_TYPE_NAMES[int(ts_type[0]) + 1], int(ts_type.shape[0]))
-    return _TS_TYPE_DICT.take(pa.array(ts_type.astype(np.int32) + 1))
+    return _TS_TYPE_DICT.take(_np_arrow(ts_type.astype(np.int32) + 1, _INT32))
 
 
 def _compression_column(codec: np.ndarray) -> pa.Array:
@@ -91,4 +104,4 @@ def _compression_column(codec: np.ndarray) -> pa.Array:
     codec (the usual case; a gather of strings per row cost 4% of read_records on lz4)."""
     if codec.shape[0] and (codec == codec[0]).all():
         return _const_string(_COMPRESSION_NAMES[int(codec[0])], int(codec.shape[0]))
-    return _COMPRESSION_DICT.take(pa.array(codec.astype(np.int32)))
+    return _COMPRESSION_DICT.take(_np_arrow(codec.astype(np.int32), _INT32))

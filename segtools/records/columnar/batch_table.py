@@ -24,6 +24,7 @@ from segtools.formats.record_batch import (
 from segtools.primitives.limits import resolve_max_batch_bytes
 from segtools.records.columnar.arrow_columns import (
     _INT8,
+    _INT16,
     _INT32,
     _INT64,
     _compression_column,
@@ -31,6 +32,7 @@ from segtools.records.columnar.arrow_columns import (
     _const_string,
     _np_arrow,
     _timestamp_type_column,
+    bool_array,
 )
 from segtools.records.columnar.engines import _pick_engine
 from segtools.records.columnar.headers import (
@@ -61,18 +63,18 @@ def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
         _np_arrow(h.partition_leader_epoch, _INT32),
         _np_arrow(h.magic, _INT8),
         _np_arrow(h.crc, _INT64),
-        pa.array(h.crc_valid, pa.bool_()),
-        pa.array(h.attributes, pa.int16()),
+        bool_array(_done(h.crc_valid)),
+        _np_arrow(h.attributes, _INT16),
         _compression_column(codec),
         _timestamp_type_column(_done(h.timestamp_type)),
-        pa.array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
-        pa.array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
-        pa.array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2), pa.bool_()),
+        bool_array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2)),
+        bool_array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2)),
+        bool_array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2)),
         _np_arrow(h.last_offset_delta, _INT32),
         _np_arrow(h.base_timestamp, _INT64),
         _np_arrow(h.max_timestamp, _INT64),
         _np_arrow(h.producer_id, _INT64),
-        pa.array(h.producer_epoch, pa.int16()),
+        _np_arrow(h.producer_epoch, _INT16),
         _np_arrow(h.base_sequence, _INT32),
         _np_arrow(h.records_count, _INT32),
     ], schema=BATCH_SCHEMA)

@@ -60,8 +60,11 @@ def _timestamps_us(ts_ms: np.ndarray) -> pa.Array:
     ok = (ts_ms <= _TS_LIMIT) & (ts_ms >= -_TS_LIMIT)
     if ok.all():
         return _np_arrow(ts_ms * 1000, _TS_US)
-    us = np.where(ok, ts_ms, 0) * 1000
-    return pa.array(us, _TS_US, mask=~ok)
+    us = np.ascontiguousarray(np.where(ok, ts_ms, 0) * 1000, dtype=np.int64)
+    n = int(us.shape[0])
+    valid = pa.py_buffer(np.packbits(ok, bitorder="little"))   # not pa.array: it imports pandas
+    return pa.Array.from_buffers(_TS_US, n, [valid, pa.py_buffer(us)],
+                                 null_count=n - int(np.count_nonzero(ok)))
 
 
 def _per_row(values: np.ndarray, b: np.ndarray, lo: int, hi: int, dtype: Any) -> np.ndarray:

@@ -69,6 +69,20 @@ def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: n
                                           pa.py_buffer(data)], null_count=null_count)
 
 
+def _binary_list(items: list[bytes | None]) -> pa.Array:
+    """Python bytes (None: null) as a binary array built from buffers: ``pa.array`` of a list
+    imports pandas (half a second of start-up, see arrow_columns.string_array)."""
+    n = len(items)
+    lengths = np.fromiter((0 if b is None else len(b) for b in items), np.int64, n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 1 << 31:   # beyond 32-bit offsets: Arrow's own conversion chunks it
+        return pa.array(items, pa.binary())
+    valid = np.fromiter((b is not None for b in items), np.uint8, n)
+    data = np.frombuffer(b"".join(b for b in items if b is not None), dtype=np.uint8)
+    return _binary_from_buffers(n, offsets.astype(np.int32), valid, data)
+
+
 #: one range of batch indexes [s, e) to decode: plain (addresses None: the bytes are in the
 #: window) or decompressed (per batch the address and length of its records, kept alive by
 #: the last item)
@@ -160,10 +174,13 @@ def _rows_to_chunk(rows: list[tuple[Any, ...]], batch_of_row: list[int], crc_ok:
     offsets = np.fromiter((r[0] for r in rows), np.int64, len(rows))
     ts = np.fromiter((r[1] for r in rows), np.int64, len(rows))
     seq = np.fromiter((r[2] for r in rows), np.int32, len(rows))
-    keys = pa.array([r[3] for r in rows], pa.binary())
-    values = pa.array([r[4] for r in rows], pa.binary())
-    headers = pa.array([None if r[5] is None else [{"key": k, "value": v} for k, v in r[5]]
-                        for r in rows], HEADER_TYPE)
+    keys = _binary_list([r[3] for r in rows])
+    values = _binary_list([r[4] for r in rows])
+    if all(r[5] is None for r in rows):   # legacy records have none
+        headers = pa.nulls(len(rows), HEADER_TYPE)
+    else:
+        headers = pa.array([None if r[5] is None else [{"key": k, "value": v} for k, v in r[5]]
+                            for r in rows], HEADER_TYPE)
     return _RowChunk(offsets, ts, seq, np.asarray(batch_of_row, np.int32), keys, values, headers,
                      None if crc_ok is None else np.asarray(crc_ok, bool))
 
