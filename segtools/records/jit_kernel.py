@@ -160,6 +160,23 @@ def _be64(buf, p):
     return v
 
 
+@numba.njit(_nrt=False, cache=True, inline="always")
+def _v2_fields(buf, p, n, partition_leader_epoch, crc, attributes, last_offset_delta,
+               base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+               records_count):
+    """Row ``n`` of the v2 header columns from the batch at ``p`` (FORMATS.md 1.5)."""
+    partition_leader_epoch[n] = _be32(buf, p + PARTITION_LEADER_EPOCH_OFFSET)
+    crc[n] = _be32u(buf, p + CRC_OFFSET)
+    attributes[n] = _be16(buf, p + ATTRIBUTES_OFFSET)
+    last_offset_delta[n] = _be32(buf, p + LAST_OFFSET_DELTA_OFFSET)
+    base_timestamp[n] = _be64(buf, p + BASE_TIMESTAMP_OFFSET)
+    max_timestamp[n] = _be64(buf, p + MAX_TIMESTAMP_OFFSET)
+    producer_id[n] = _be64(buf, p + PRODUCER_ID_OFFSET)
+    producer_epoch[n] = _be16(buf, p + PRODUCER_EPOCH_OFFSET)
+    base_sequence[n] = _be32(buf, p + BASE_SEQUENCE_OFFSET)
+    records_count[n] = _be32(buf, p + RECORDS_COUNT_OFFSET)
+
+
 @numba.njit(_nrt=False, cache=True, nogil=True)
 def scan_headers(buf, pos, end, max_batches, stop_pos, limit, position, base_offset,
                  batch_length, partition_leader_epoch, magic, crc, attributes,
@@ -200,16 +217,9 @@ def scan_headers(buf, pos, end, max_batches, stop_pos, limit, position, base_off
         batch_length[n] = size
         magic[n] = m
         if m >= 2:
-            partition_leader_epoch[n] = _be32(buf, pos + PARTITION_LEADER_EPOCH_OFFSET)
-            crc[n] = _be32u(buf, pos + CRC_OFFSET)
-            attributes[n] = _be16(buf, pos + ATTRIBUTES_OFFSET)
-            last_offset_delta[n] = _be32(buf, pos + LAST_OFFSET_DELTA_OFFSET)
-            base_timestamp[n] = _be64(buf, pos + BASE_TIMESTAMP_OFFSET)
-            max_timestamp[n] = _be64(buf, pos + MAX_TIMESTAMP_OFFSET)
-            producer_id[n] = _be64(buf, pos + PRODUCER_ID_OFFSET)
-            producer_epoch[n] = _be16(buf, pos + PRODUCER_EPOCH_OFFSET)
-            base_sequence[n] = _be32(buf, pos + BASE_SEQUENCE_OFFSET)
-            records_count[n] = _be32(buf, pos + RECORDS_COUNT_OFFSET)
+            _v2_fields(buf, pos, n, partition_leader_epoch, crc, attributes, last_offset_delta,
+                       base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                       records_count)
         n += 1
         pos += LOG_OVERHEAD + size
 
@@ -298,17 +308,10 @@ def scan_file(fd, pos, size, buf, limit, at, max_rows, position, base_offset, ba
             position[n] = pos + rel
             base_offset[n] = _be64(buf, rel)
             batch_length[n] = length
-            partition_leader_epoch[n] = _be32(buf, rel + PARTITION_LEADER_EPOCH_OFFSET)
             magic[n] = 2
-            crc[n] = stored
-            attributes[n] = _be16(buf, rel + ATTRIBUTES_OFFSET)
-            last_offset_delta[n] = _be32(buf, rel + LAST_OFFSET_DELTA_OFFSET)
-            base_timestamp[n] = _be64(buf, rel + BASE_TIMESTAMP_OFFSET)
-            max_timestamp[n] = _be64(buf, rel + MAX_TIMESTAMP_OFFSET)
-            producer_id[n] = _be64(buf, rel + PRODUCER_ID_OFFSET)
-            producer_epoch[n] = _be16(buf, rel + PRODUCER_EPOCH_OFFSET)
-            base_sequence[n] = _be32(buf, rel + BASE_SEQUENCE_OFFSET)
-            records_count[n] = _be32(buf, rel + RECORDS_COUNT_OFFSET)
+            _v2_fields(buf, rel, n, partition_leader_epoch, crc, attributes, last_offset_delta,
+                       base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                       records_count)
             valid[n] = True
             n += 1
             rel = end
