@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -655,7 +656,7 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
     def body() -> ExportSummary:
         if workers > 1:
             names = [partition_folder(src, options, folders) for src in sources]
-            _export_in_pool(sources, names, out_dir, options, on_segment, summary, workers)
+            _export_in_workers(sources, names, out_dir, options, on_segment, summary, workers)
             return summary
         for src in sources:
             summary.files.extend(export_source(src, out_dir, options, on_segment,
@@ -693,7 +694,7 @@ def _cpus() -> int:
 def _can_fork() -> bool:
     import multiprocessing
 
-    # a daemonic process (a multiprocessing pool's worker) may not have children
+    # a daemonic process (an export worker, a multiprocessing pool's) may not have children
     return ("fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon)
 
@@ -728,7 +729,7 @@ def export_jobs(jobs: int | None, sources: list[PartitionSource], out_dir: str) 
 
 
 #: what forked workers export: (sources, their folders, out_dir, options), set in the parent
-#: while its pool exists (inherited through fork(), so sources are never pickled)
+#: while it forks them (inherited through fork(), so sources are never pickled)
 _JOB: tuple[list[PartitionSource], list[str], str, ExportOptions] | None = None
 
 
@@ -745,13 +746,18 @@ class _ChunkResult:
     error: tuple[Any, ...] | None = None
 
 
-def _worker_init() -> None:
-    import signal
+#: signals blocked while a worker is forked, until it has its handlers (_worker_init)
+_FORK_BLOCKED = frozenset({signal.SIGINT, signal.SIGTERM})
 
-    # Ctrl-C reaches the whole process group: the parent alone handles it (it terminates the
-    # pool); SIGTERM (terminate) unwinds the export so its hidden temporary file is removed
+
+def _worker_init() -> None:
+    # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the
+    # workers); SIGTERM (the parent stopping them) unwinds the export so its hidden temporary
+    # file is removed
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _worker_stop)
+    # blocked by the parent across fork() (_export_in_workers), so that none came before these
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORK_BLOCKED)
 
 
 def _worker_stop(signum: int, _frame: Any) -> None:
@@ -775,7 +781,7 @@ def _export_chunk(bounds: tuple[int, int]) -> _ChunkResult:
             out.error = _ship_error(exc)
             break
         except BaseException:
-            # SystemExit of SIGTERM (the pool terminated): it may have struck where
+            # SystemExit of SIGTERM (the parent stops the workers): it may have struck where
             # export_source cannot see a file it was opening or renaming
             _remove_temporary(src, out_dir, folders[i])
             raise
@@ -846,36 +852,78 @@ def _chunks(total: int, workers: int) -> list[tuple[int, int]]:
 
 def _warm_up(options: ExportOptions) -> None:
     """Load here, once before fork(), what every worker would otherwise load for itself on its
-    first segment (and the sequential path loads once): numba's kernels (~0.5 s) and pandas,
-    which pyarrow imports at the first ``pa.array`` of a numpy array (~0.5 s)."""
-    import numpy as np
-
-    pa.array(np.zeros(1, dtype=np.bool_), pa.bool_())
+    first segment (and the sequential path loads once): numba's kernels (~0.5 s)."""
     if options.engine in ("auto", "numba"):
         from segtools.records.columnar.engines import available_engines
 
         available_engines()
 
 
-def _export_in_pool(sources: list[PartitionSource], folders: list[str], out_dir: str,
-                    options: ExportOptions, on_segment: Callable[[str], None] | None,
-                    summary: ExportSummary, workers: int) -> None:
+#: seconds the workers have, all together, to exit after SIGTERM (an error, Ctrl-C, a dead
+#: worker) or after their last result; then SIGKILL
+STOP_SECONDS = 5.0
+#: seconds between two looks at a worker whose result is awaited (is it still alive?)
+_POLL_SECONDS = 0.25
+
+
+def _worker_main(k: int, workers: int, chunks: list[tuple[int, int]], writer: Any,
+                 readers: list[Any]) -> None:
+    """Worker ``k`` of ``workers``: chunks k, k + N, k + 2N... one after another, each result
+    sent on its own pipe as soon as it is ready; stops after a chunk that failed."""
+    _worker_init()
+    for reader in readers:    # the read ends of the pipes made so far (this one's too)
+        reader.close()
+    for bounds in chunks[k::workers]:
+        part = _export_chunk(bounds)
+        try:
+            writer.send(part)
+        except (EOFError, OSError):
+            return            # the parent is gone or stopped reading: nothing to tell
+        except Exception as exc:  # noqa: BLE001 - a result that does not pickle: its error instead
+            writer.send(_ChunkResult(error=_ship_error(exc)))
+            return
+        if part.error is not None:
+            return
+    writer.close()
+
+
+def _export_in_workers(sources: list[PartitionSource], folders: list[str], out_dir: str,
+                       options: ExportOptions, on_segment: Callable[[str], None] | None,
+                       summary: ExportSummary, workers: int) -> None:
     """Export ``sources`` in ``workers`` forked processes, adding their results to ``summary``
-    in source order; the first error in source order is raised, as sequentially. The pool is
-    torn down on every way out (an error, Ctrl-C in ``on_segment`` or while waiting)."""
+    in source order; the first error in source order is raised, as sequentially.
+
+    Chunk i (:func:`_chunks`) is worker ``i % N``'s, which sends its results in order on a pipe
+    of its own; this process reads chunk after chunk from the worker that has it. No task queue,
+    no lock shared between processes. On every way out but success (an error, Ctrl-C in
+    ``on_segment`` or while waiting, a dead worker) the workers get SIGTERM (they remove their
+    temporary files and exit), then SIGKILL after STOP_SECONDS; every worker is reaped."""
     import multiprocessing
 
     global _JOB
     _warm_up(options)
     chunks = _chunks(len(sources), workers)
+    workers = min(workers, len(chunks))
+    context = multiprocessing.get_context("fork")
+    procs: list[Any] = []
+    readers: list[Any] = []
+    done = False
     _JOB = (sources, folders, out_dir, options)
-    pool = None
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
-        started = list(getattr(pool, "_pool", ()))   # the workers forked now (see _next_result)
-        results = pool.imap(_export_chunk, chunks)
-        for _ in chunks:
-            part = _next_result(results, started)
+        for k in range(workers):
+            reader, writer = context.Pipe(duplex=False)
+            readers.append(reader)
+            proc = context.Process(target=_worker_main, args=(k, workers, chunks, writer, readers),
+                                   name=f"segtools-export-{k}", daemon=True)
+            procs.append(proc)
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+            try:
+                proc.start()
+            finally:
+                writer.close()    # only the worker writes: its death is then EOF here
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)   # a Ctrl-C meanwhile: raised now
+        for i in range(len(chunks)):
+            part = _receive(procs[i % workers], readers[i % workers])
             summary.files.extend(part.files)
             summary.findings.extend(part.findings)
             summary.segments += part.segments
@@ -885,33 +933,64 @@ def _export_in_pool(sources: list[PartitionSource], folders: list[str], out_dir:
                     on_segment(segment)
             if part.error is not None:
                 raise _rebuilt_error(part.error)
-        pool.close()
-        pool.join()
-        pool = None
+        _reap(procs, signal_first=None)   # all results are in: the workers are exiting
+        done = True
     finally:
         _JOB = None
-        if pool is not None:
-            pool.terminate()    # SIGTERM: workers remove their temporary files and exit
-            pool.join()
+        if not done:
+            _reap(procs, signal_first=signal.SIGTERM)
+        for reader in readers:
+            reader.close()
 
 
-def _next_result(results: Any, workers: list[Any]) -> _ChunkResult:
-    """The next result in order, or an error when a worker died (killed: out of memory, a
-    signal), whose task a pool would otherwise wait for forever."""
-    import multiprocessing
+def _receive(proc: Any, reader: Any) -> _ChunkResult:
+    """The next result on ``reader``, from worker ``proc``; a SegtoolsError when the worker
+    died before sending it (killed: out of memory, a signal)."""
+    from multiprocessing.connection import wait
 
     from segtools.errors import SegtoolsError
 
     while True:
-        try:
-            return results.next(timeout=0.25)  # type: ignore[no-any-return]
-        except multiprocessing.TimeoutError:
-            for proc in workers:
-                code = proc.exitcode
-                if code is not None:
-                    how = f"signal {-code}" if code < 0 else f"exit code {code}"
-                    raise SegtoolsError(f"an export worker process (pid {proc.pid}) ended with {how} "
-                                        "(killed, or out of memory?); the export is incomplete") from None
+        ready = wait([reader, proc.sentinel], timeout=_POLL_SECONDS)
+        if reader in ready or (ready and reader.poll(0)):
+            try:
+                return reader.recv()  # type: ignore[no-any-return]
+            except EOFError:
+                break                 # every write end closed without a result: the worker ended
+        elif ready:                   # the worker ended and its pipe holds nothing
+            break
+    proc.join(STOP_SECONDS)
+    code = proc.exitcode
+    how = ("closed its pipe early" if code is None
+           else f"signal {-code}" if code < 0 else f"exit code {code}")
+    raise SegtoolsError(f"an export worker process (pid {proc.pid}) ended with {how} "
+                        "(killed, or out of memory?); the export is incomplete")
+
+
+def _reap(procs: list[Any], signal_first: int | None) -> None:
+    """Wait for ``procs`` to exit (sending ``signal_first`` to those alive), STOP_SECONDS for
+    all together; SIGKILL and reap any left."""
+    import time
+
+    procs = [proc for proc in procs if proc.pid is not None]   # started
+    deadline = time.monotonic() + STOP_SECONDS
+    try:
+        if signal_first is not None:
+            for proc in procs:
+                if proc.exitcode is None:
+                    try:
+                        os.kill(proc.pid, signal_first)
+                    except ProcessLookupError:
+                        pass
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        for proc in procs:    # also after a second Ctrl-C while waiting above
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join(STOP_SECONDS)
+            if proc.exitcode is not None:
+                proc.close()
 
 
 def _spark_task(src: PartitionSource, out_dir: str, options: ExportOptions,

@@ -92,9 +92,8 @@ def _files(out: Path) -> list[str]:
     return sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
 
 
-def _no_workers_left() -> None:
-    assert multiprocessing.active_children() == []
-    # and no process whose parent is this one (a /proc scan: what active_children cannot see)
+def _child_pids() -> list[str]:
+    """The processes whose parent is this one, zombies too (a /proc scan)."""
     me = str(os.getpid())
     children = []
     for entry in os.listdir("/proc"):
@@ -105,7 +104,13 @@ def _no_workers_left() -> None:
                 continue
             if stat.rsplit(")", 1)[1].split()[1] == me:
                 children.append(entry)
-    assert children == []
+    return children
+
+
+def _no_workers_left() -> None:
+    assert multiprocessing.active_children() == []
+    # and no process whose parent is this one (what active_children cannot see)
+    assert _child_pids() == []
 
 
 @pytest.mark.parametrize("options", [{}, {"level": "batches"}, {"by_broker": True, "compression": "zstd"}],
@@ -185,8 +190,102 @@ def test_a_failing_worker_does_not_hang_and_the_first_error_in_source_order_wins
     _no_workers_left()
 
 
+def test_a_killed_worker_is_a_one_line_error_and_leaves_no_process(tmp_path, monkeypatch):
+    """A worker killed (SIGKILL: the OOM killer) mid-export: its pipe ends without the result
+    the parent waits for, which is a one-line SegtoolsError at once, not a wait forever; the
+    other worker is stopped and reaped."""
+    import signal
+    import time
+
+    import segtools.export as export_mod
+    from segtools.errors import SegtoolsError
+
+    src = _broker(tmp_path / "in")
+    real = export_mod.export_source
+
+    def dying(source, *args, **kwargs):
+        if source.topic == "beta" and source.partition == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(export_mod, "export_source", dying)   # forked workers inherit it
+    out = tmp_path / "out"
+    started = time.monotonic()
+    with pytest.raises(SegtoolsError) as info:
+        _run(src, out, 2)
+    assert time.monotonic() - started < 10
+    message = str(info.value)
+    assert "\n" not in message
+    assert "ended with signal 9" in message and "the export is incomplete" in message, message
+    assert (out / "_PARTIAL").exists() and not (out / "_SUCCESS").exists()
+    assert not [p for p in out.rglob(".*.inprogress")]
+    _no_workers_left()
+
+
+def test_a_worker_killed_from_outside_while_results_arrive(tmp_path):
+    """Every worker SIGKILLed by someone else after the first result arrived: an error, no
+    hang, no process left (files they were writing may stay: SIGKILL leaves no time)."""
+    import signal
+
+    from segtools.errors import SegtoolsError
+
+    src = _broker(tmp_path / "in")
+    out = tmp_path / "out"
+    opts = ExportOptions()
+    sources = plan_export([src], str(out), opts)
+    killed: list[int] = []
+
+    def kill_workers(segment: str) -> None:
+        if killed:
+            return
+        for pid in _child_pids():
+            os.kill(int(pid), signal.SIGKILL)
+            killed.append(int(pid))
+
+    with pytest.raises(SegtoolsError, match=r"^an export worker process \(pid \d+\) ended with signal 9"):
+        export_sources(sources, str(out), opts, on_segment=kill_workers, jobs=2)
+    assert len(killed) == 2
+    assert (out / "_PARTIAL").exists() and not (out / "_SUCCESS").exists()
+    _no_workers_left()
+
+
+def test_a_worker_that_ignores_sigterm_is_killed(tmp_path, monkeypatch):
+    """The way out of an error is bounded: a worker that does not exit on SIGTERM (stuck, or
+    SIGTERM ignored) is SIGKILLed after STOP_SECONDS."""
+    import signal
+    import time
+
+    import segtools.export as export_mod
+
+    src = _broker(tmp_path / "in")
+    real = export_mod.export_source
+
+    stuck = tmp_path / "stuck"
+
+    def stuck_or_failing(source, *args, **kwargs):
+        # one replica per chunk here: gamma-0 is chunk 8 (worker 0), gamma-1 chunk 9 (worker 1)
+        if (source.topic, source.partition) == ("gamma", 0):
+            for _ in range(600):          # fail once the other worker is stuck
+                if stuck.exists():
+                    break
+                time.sleep(0.05)
+            raise InputError("gamma-0: refused")
+        if (source.topic, source.partition) == ("gamma", 1):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            stuck.touch()
+            time.sleep(120)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(export_mod, "export_source", stuck_or_failing)
+    monkeypatch.setattr(export_mod, "STOP_SECONDS", 1.0)
+    with pytest.raises(InputError, match=r"^gamma-0: refused$"):
+        _run(src, tmp_path / "out", 2)
+    assert stuck.exists()
+    _no_workers_left()
+
+
 def test_interrupt_from_progress_stops_the_workers(tmp_path):
-    """Ctrl-C while results arrive (KeyboardInterrupt in on_segment): the pool is torn down,
+    """Ctrl-C while results arrive (KeyboardInterrupt in on_segment): the workers are stopped,
     OUT/_PARTIAL says interrupted, no temporary file and no worker are left."""
     src = _broker(tmp_path / "in")
     out = tmp_path / "out"
@@ -219,7 +318,7 @@ def test_jobs_choice(tmp_path, monkeypatch):
         with pytest.raises(InputError, match="jobs must be"):
             export_jobs(bad, sources, str(tmp_path / "out"))  # type: ignore[arg-type]
     monkeypatch.setattr(export_mod, "_cpus", lambda: 8)
-    assert export_jobs(None, sources, str(tmp_path / "out")) == 1   # 11 small replicas: not worth a pool
+    assert export_jobs(None, sources, str(tmp_path / "out")) == 1   # 11 small replicas: not worth workers
     many = sources * 12   # 132 (the choice reads only the count and sizes)
     assert export_jobs(None, many, str(tmp_path / "out")) == export_mod.AUTO_JOBS_MAX
     monkeypatch.setattr(export_mod, "_cpus", lambda: 1)
