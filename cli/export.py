@@ -57,6 +57,20 @@ def _where_producers(paths: tuple[str, ...], where: tuple[str, ...], level: str)
     return tuple(sorted(transaction_producer_ids(list(paths), flt)))
 
 
+def _parse_jobs(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """``--jobs``: a number of processes (1 or more), or ``auto`` (None)."""
+    if value is None or value.strip().lower() == "auto":
+        return None
+    try:
+        jobs = int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a number of processes or 'auto', got {value!r}",
+                                 param_hint="--jobs") from None
+    if jobs < 1:
+        raise click.BadParameter(f"expected 1 or more processes (or 'auto'), got {jobs}", param_hint="--jobs")
+    return jobs
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=InputPath(exists=True))
 @click.option("--out", "out_dir", required=True,
@@ -84,13 +98,18 @@ def _where_producers(paths: tuple[str, ...], where: tuple[str, ...], level: str)
               help="Keep only records matching EXPR (repeatable, all must hold), e.g. 'key^=order-', "
                    "'value~timeout', 'producer_id=4001', 'group=billing': docs/CONTRACT.md section 9.")
 @max_batch_bytes_option()
+@click.option("--jobs", default="auto", show_default=True, metavar="N|auto", callback=_parse_jobs,
+              help="Processes that export partition replicas side by side (local inputs and --out only): "
+                   "1 is one after another in this process; auto uses up to 4 (one per CPU) when there "
+                   "are enough replicas to repay starting them. The files are the same either way.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handle_errors
 def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None, partitions: str | None,
            start_offset: int | None, end_offset: int | None, start_time: str | None, end_time: str | None,
            skip_control: bool, compression: str, by_broker: bool, overwrite: bool, master: str | None,
-           quiet: bool, debug: bool, max_batch_bytes: int | None = None, where: tuple[str, ...] = ()) -> None:
+           quiet: bool, debug: bool, max_batch_bytes: int | None = None, where: tuple[str, ...] = (),
+           jobs: int | None = None) -> None:
     """Write PATHS (segments, partition dirs or broker log dirs) to Parquet under --out.
 
     Files land in OUT/part-<topic>+<partition>+<first offset>.snappy.parquet (one per segment,
@@ -103,6 +122,9 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
     """
     from segtools.export import ExportOptions, export_sources, export_with_spark, plan_export
 
+    if master and jobs is not None:
+        raise click.UsageError("--jobs is for an export in this process; with --master Spark's tasks "
+                               "share out the partition replicas")
     options = ExportOptions(
         level=level,
         topics=tuple(t.strip() for t in topics.split(",") if t.strip()) if topics else (),
@@ -137,7 +159,7 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
             show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024
             with click.progressbar(length=total, label="exporting", file=sys.stderr) if show else _null() as bar:
                 summary = export_sources(sources, out_dir, options,
-                                         on_segment=lambda seg: bar.update(sizes.get(seg, 0)))
+                                         on_segment=lambda seg: bar.update(sizes.get(seg, 0)), jobs=jobs)
     except KeyboardInterrupt:
         click.echo(f"interrupted: {out_dir} holds a partial export (marked {out_dir}/_PARTIAL)", err=True)
         sys.exit(130)

@@ -254,6 +254,17 @@ _SPARE_MIN = 1 << 20
 _SPARE_LOCK = threading.Lock()
 
 
+def _spare_after_fork() -> None:
+    """A forked child (export's workers) gets a lock of its own: one held by another thread
+    at fork() would stay held in the child for ever."""
+    global _SPARE_LOCK
+    _SPARE_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_spare_after_fork)
+
+
 def _take_window(size: int) -> np.ndarray | None:
     with _SPARE_LOCK:
         for k, buf in enumerate(_SPARE):
