@@ -12,7 +12,9 @@ Usage::
 
    * ``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``: ``batch.size=16384``, ``linger.ms=5``;
    * ``single``: ``batch.size=0`` (one record per batch), uncompressed;
-   * ``1mib``: ``batch.size=1048576``, ``linger.ms=200``, uncompressed.
+   * ``1mib``: ``batch.size=1048576``, ``linger.ms=200``, uncompressed;
+   * ``txn``: as ``none``, from a transactional producer (``acks=all``, a commit every 100 ms,
+     each a COMMIT control batch in the segment).
 
    A probe of 20,000 records measures the bytes per record of each case, then the rest is produced
    until the segment is about ``--size-mib``. The broker is stopped cleanly and each ``.log`` is
@@ -69,6 +71,8 @@ class Case:
     name: str
     props: dict[str, str]
     note: str
+    #: more ProducerPerformance arguments
+    args: tuple[str, ...] = ()
 
 
 CASES = [Case(c, {"compression.type": c, "batch.size": "16384", "linger.ms": "5"},
@@ -79,6 +83,11 @@ CASES = [Case(c, {"compression.type": c, "batch.size": "16384", "linger.ms": "5"
     Case("1mib", {"compression.type": "none", "batch.size": "1048576", "linger.ms": "200",
                   "max.request.size": "4194304", "buffer.memory": "67108864"},
          "uncompressed, batch.size 1048576, linger.ms 200"),
+    # an exactly-once producer: a transaction every 100 ms, each closed by a COMMIT marker (a
+    # control batch) in the segment
+    Case("txn", {"compression.type": "none", "batch.size": "16384", "linger.ms": "5", "acks": "all"},
+         "uncompressed, batch.size 16384, linger.ms 5, transactional (a commit every 100 ms)",
+         ("--transactional-id", "segtools-bench", "--transaction-duration-ms", "100")),
 ]
 
 
@@ -156,13 +165,15 @@ class Broker:
                 time.sleep(0.5)
         raise SystemExit("the broker did not open its port within 180 s")
 
-    def produce(self, topic: str, records: int, props: dict[str, str]) -> None:
+    def produce(self, topic: str, records: int, props: dict[str, str],
+                args: tuple[str, ...] = ()) -> None:
         from segtools.realcluster.processes import run_tool
 
         pp = {"bootstrap.servers": f"127.0.0.1:{self.port}", "acks": "1", **props}
         res = run_tool(self._argv(PERF_MAIN, "--topic", topic, "--num-records", str(records),
-                                  "--record-size", "100", "--throughput", "-1", "--producer-props",
-                                  *(f"{k}={v}" for k, v in pp.items()), heap="512m"),
+                                  "--record-size", "100", "--throughput", "-1", *args,
+                                  "--producer-props", *(f"{k}={v}" for k, v in pp.items()),
+                                  heap="512m"),
                        timeout=1800)
         if res.returncode != 0:
             raise SystemExit(f"ProducerPerformance on {topic} failed: {(res.stdout + res.stderr)[-800:]}")
@@ -186,11 +197,11 @@ def make_segments(workdir: str, cases: list[Case], size: int) -> dict[str, str]:
         broker.start()
         for c in cases:
             t0 = time.perf_counter()
-            broker.produce(c.name, PROBE_RECORDS, c.props)
+            broker.produce(c.name, PROBE_RECORDS, c.props, c.args)
             per = os.path.getsize(broker.segment(c.name)) / PROBE_RECORDS
             rest = max(0, int((size - PROBE_RECORDS * per) / per))
             if rest:
-                broker.produce(c.name, rest, c.props)
+                broker.produce(c.name, rest, c.props, c.args)
             print(f"  produced {c.name}: {PROBE_RECORDS + rest:,} records, "
                   f"{os.path.getsize(broker.segment(c.name)) / 2**20:.0f} MiB in "
                   f"{time.perf_counter() - t0:.0f} s (load {load():.1f})", flush=True)
