@@ -64,16 +64,23 @@ def _np_arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(typ, int(values.shape[0]), [None, pa.py_buffer(values)])
 
 
-def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    """A numpy bool column (``valid``: False where null) as an Arrow array, its bits packed
-    here: ``pa.array`` on numpy input imports pandas (see :func:`string_array`), half a second
-    of start-up in every ``export`` and ``compare``."""
-    n = int(values.shape[0])
-    bits = pa.py_buffer(np.packbits(values.astype(np.bool_, copy=False), bitorder="little"))
-    if valid is None:
-        return pa.Array.from_buffers(_BOOL, n, [None, bits])
-    mask = pa.py_buffer(np.packbits(valid.astype(np.bool_, copy=False), bitorder="little"))
-    return pa.Array.from_buffers(_BOOL, n, [mask, bits], null_count=n - int(np.count_nonzero(valid)))
+def _bits(values: np.ndarray) -> pa.Buffer:
+    """A numpy bool (or 0/1) column as Arrow's bit-packed buffer (least significant bit first)."""
+    return pa.py_buffer(np.packbits(values.astype(np.bool_, copy=False), bitorder="little"))
+
+
+def validity(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
+    """An Arrow validity bitmap of ``valid`` (True where a value is there) and the null count;
+    no bitmap when nothing is null."""
+    nulls = int(valid.shape[0] - np.count_nonzero(valid))
+    return (_bits(valid) if nulls else None), nulls
+
+
+def bool_array(values: np.ndarray) -> pa.Array:
+    """A numpy bool column as an Arrow array, its bits packed here: ``pa.array`` on numpy input
+    imports pandas (see :func:`string_array`), half a second of start-up in every ``export``
+    and ``compare``."""
+    return pa.Array.from_buffers(_BOOL, int(values.shape[0]), [None, _bits(values)])
 
 
 def string_array(values: list[str]) -> pa.Array:

@@ -36,6 +36,7 @@ from segtools.records.columnar.arrow_columns import (
     _const_int32,
     _const_string,
     _np_arrow,
+    validity,
 )
 from segtools.records.columnar.decompress import _decompressed_run
 from segtools.records.columnar.engines import RecordDecoder, _pick_decoder, _pick_engine
@@ -61,10 +62,8 @@ def _timestamps_us(ts_ms: np.ndarray) -> pa.Array:
     if ok.all():
         return _np_arrow(ts_ms * 1000, _TS_US)
     us = np.ascontiguousarray(np.where(ok, ts_ms, 0) * 1000, dtype=np.int64)
-    n = int(us.shape[0])
-    valid = pa.py_buffer(np.packbits(ok, bitorder="little"))   # not pa.array: it imports pandas
-    return pa.Array.from_buffers(_TS_US, n, [valid, pa.py_buffer(us)],
-                                 null_count=n - int(np.count_nonzero(ok)))
+    bitmap, nulls = validity(ok)   # not pa.array(mask=): it imports pandas
+    return pa.Array.from_buffers(_TS_US, int(us.shape[0]), [bitmap, pa.py_buffer(us)], null_count=nulls)
 
 
 def _per_row(values: np.ndarray, b: np.ndarray, lo: int, hi: int, dtype: Any) -> np.ndarray:

@@ -17,6 +17,7 @@ from segtools.formats.record_batch import (
     TIMESTAMP_TYPE_MASK,
 )
 from segtools.primitives.codecs import COMPRESSION_NAMES
+from segtools.records.columnar.arrow_columns import validity
 from segtools.records.columnar.headers import _Headers
 from segtools.records.columnar.window import _SegmentFile
 from segtools.records.faults import (
@@ -62,9 +63,7 @@ def _arena(specs: list[tuple[int, Any]]) -> list[np.ndarray]:
 
 def _binary_from_buffers(n: int, offsets: np.ndarray, valid: np.ndarray, data: np.ndarray,
                          typ: pa.DataType = pa.binary()) -> pa.Array:  # noqa: B008 - an immutable type
-    valid_bool = valid[:n].astype(bool)
-    null_count = int(n - np.count_nonzero(valid_bool))
-    bitmap = pa.py_buffer(np.packbits(valid_bool, bitorder="little")) if null_count else None
+    bitmap, null_count = validity(valid[:n])
     return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets[:n + 1]),
                                           pa.py_buffer(data)], null_count=null_count)
 
@@ -149,12 +148,9 @@ def _decode_kernel(kernel: Any, mf: _SegmentFile, h: _Headers, parts: list[_Part
                           hkeys.cast(pa.binary()).to_pylist()], pa.string())
     hvals = _binary_from_buffers(nh, hv_off, hv_valid, hv_data[:int(st[5])])
     structs = pa.StructArray.from_arrays([hkeys, hvals], fields=list(HEADER_TYPE.value_type))
-    hv_bool = h_valid[:n].astype(bool)
-    h_nulls = int(n - np.count_nonzero(hv_bool))
-    headers = pa.Array.from_buffers(
-        HEADER_TYPE, n,
-        [pa.py_buffer(np.packbits(hv_bool, bitorder="little")) if h_nulls else None,
-         pa.py_buffer(h_off[:n + 1])], null_count=h_nulls, children=[structs])
+    h_bitmap, h_nulls = validity(h_valid[:n])
+    headers = pa.Array.from_buffers(HEADER_TYPE, n, [h_bitmap, pa.py_buffer(h_off[:n + 1])],
+                                    null_count=h_nulls, children=[structs])
     if contiguous:
         batch = o_batch[:n] + np.int32(idx[0])
     else:
