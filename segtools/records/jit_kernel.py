@@ -268,14 +268,14 @@ FILE_SCAN_HANDOVER = 2
 
 
 @numba.njit(_nrt=False, cache=True, nogil=True)
-def scan_file(fd, pos, size, buf, limit, at, max_rows, position, base_offset, batch_length,
+def scan_file(fd, pos, size, buf, limit, max_rows, position, base_offset, batch_length,
               partition_leader_epoch, magic, crc, attributes, last_offset_delta,
               base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
-              records_count, valid):
+              records_count):
     """The header scan of plain files in one call: read windows of ``buf``'s size with
     ``pread`` from file position ``pos`` up to ``size`` (the size at open), walk the v2
     batches that lie whole in a window, check each CRC-32C while its bytes are in the CPU's
-    cache, and fill rows ``at``.. of the columns. Returns (rows filled in all, next_pos, reason).
+    cache, and fill the columns' rows (every one CRC-valid). Returns (rows, next_pos, reason).
 
     It only takes the plain case: a batch of magic 2, at least the v2 header long, within
     ``limit`` and with a valid CRC. At anything else (a legacy or unknown magic, a damaged or
@@ -284,7 +284,7 @@ def scan_file(fd, pos, size, buf, limit, at, max_rows, position, base_offset, ba
     (and re-reads a CRC mismatch to tell damage from a file being rewritten)."""
     addr = buf.ctypes.data
     window = buf.shape[0]
-    n = at
+    n = 0
     while n < max_rows:
         if pos >= size:
             return n, pos, FILE_SCAN_DONE
@@ -312,7 +312,6 @@ def scan_file(fd, pos, size, buf, limit, at, max_rows, position, base_offset, ba
             _v2_fields(buf, rel, n, partition_leader_epoch, crc, attributes, last_offset_delta,
                        base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
                        records_count)
-            valid[n] = True
             n += 1
             rel = end
         if rel == 0:

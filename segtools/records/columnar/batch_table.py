@@ -149,11 +149,10 @@ def _scan_plain(mf: _SegmentFile, kernel: Any, seg: _Segment, rows: int,
     pos = 0
     while True:
         cols: dict[str, Any] = {name: np.empty(cap, dtype=dt) for name, dt in _HEADER_DTYPES.items()}
-        valid = np.empty(cap, dtype=bool)
-        n, pos, reason = kernel.scan_file(fd, pos, mf.size, buf, limit, 0, cap, *cols.values(), valid)
+        n, pos, reason = kernel.scan_file(fd, pos, mf.size, buf, limit, cap, *cols.values())
         if n:
             h = _Headers(**{name: col[:n] for name, col in cols.items()})
-            h.crc_valid = valid[:n]
+            h.crc_valid = np.ones(n, dtype=bool)   # a batch whose CRC does not match is handed over
             _fill_legacy(h, mf, limit)   # all v2: derives last_offset and timestamp_type
             yield _batch_table(h, seg)
         if reason != kernel.FILE_SCAN_FULL:
