@@ -158,7 +158,17 @@ def file_stem(topic: str, partition: int, first_offset: int) -> str:
     prefix, in every layout. Spark and Hadoop skip files whose names begin with ``_`` or ``.``
     (they take them for metadata), which would hide internal topics such as
     ``__consumer_offsets``; one prefix for all topics keeps a single naming scheme."""
-    return f"part-{topic}+{partition}+{first_offset:010d}"
+    return f"{_replica_stem(topic, partition)}{first_offset:010d}"
+
+
+def _replica_stem(topic: str, partition: int) -> str:
+    """What every file name of a partition replica's files begins with (:func:`file_stem`)."""
+    return f"part-{topic}+{partition}+"
+
+
+#: a file being written is hidden (readers skip names beginning with ".") under this suffix,
+#: renamed to its name when complete
+_IN_PROGRESS = ".inprogress"
 
 
 def parquet_file_name(topic: str, partition: int, first_offset: int, options: ExportOptions) -> str:
@@ -385,7 +395,7 @@ class _FileGroup:
         self.name = parquet_file_name(src.topic, src.partition, self.first, options)
         filesystem.create_dir(folder, recursive=True)
         # hidden while incomplete (readers skip "."), renamed when closed
-        self.tmp_path = f"{folder}/.{self.name}.inprogress"
+        self.tmp_path = f"{folder}/.{self.name}{_IN_PROGRESS}"
         schema = BATCH_SCHEMA if options.level == "batches" else RECORD_SCHEMA
         self.writer: Any = pq.ParquetWriter(
             self.tmp_path, schema, compression=options.compression, filesystem=filesystem,
@@ -795,9 +805,9 @@ def _remove_temporary(src: PartitionSource, out_dir: str, folder: str) -> None:
 
     root = os.path.abspath(local_path(out_dir))
     path = os.path.join(root, folder) if folder else root
-    prefix = "." + file_stem(src.topic, src.partition, 0)[:-10]   # ".part-<topic>+<partition>+"
+    prefix = "." + _replica_stem(src.topic, src.partition)
     try:
-        names = [e.name for e in os.scandir(path) if e.name.startswith(prefix) and e.name.endswith(".inprogress")]
+        names = [e.name for e in os.scandir(path) if e.name.startswith(prefix) and e.name.endswith(_IN_PROGRESS)]
     except OSError:
         return
     for name in names:
