@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from segtools.errors import InputError
+from segtools.files.real_paths import RealPaths
 
 PathLike = str | os.PathLike[str]
 
@@ -106,13 +107,16 @@ def input_roots(inputs: Iterable[PathLike]) -> list[str]:
     evidence and the evidence itself are both covered. A named file is a root by itself; a
     caller that treats a file's folder as evidence (a segment's partition dir) passes it too."""
     roots: list[str] = []
+    seen: set[str] = set()
+    real_paths = RealPaths()
     for raw in inputs:
         if _is_remote(raw):
             continue          # see _remote_roots
         path = os.path.abspath(_local(raw))
-        real = _real(path)
+        real = real_paths(path)
         for p in (path, real):
-            if p not in roots:
+            if p not in seen:
+                seen.add(p)
                 roots.append(p)
     return roots
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from segtools.errors import InputError, SegtoolsError, display_path, input_path, is_utf8
+from segtools.files.real_paths import RealPaths
 from segtools.formats.checkpoints import LEADER_EPOCH_CHECKPOINT, ROOT_OFFSET_CHECKPOINTS
 from segtools.formats.names import (
     KRAFT_SNAPSHOT_RE,
@@ -344,6 +345,7 @@ class _Fs:
         else:
             self.inner = text
             self.display_root = text
+        self._real_paths = RealPaths()
 
     @property
     def local(self) -> bool:
@@ -355,7 +357,7 @@ class _Fs:
         return inner if inner.startswith(self.scheme) else self.scheme + inner
 
     def realpath(self, inner: str) -> str:
-        return os.path.realpath(inner) if self.local else inner.rstrip("/")
+        return self._real_paths(inner) if self.local else inner.rstrip("/")
 
     def stat(self, inner: str) -> DirEntry:
         """The entry for ``inner`` (following links); InputError when unusable."""
@@ -928,13 +930,14 @@ def _outside_whole_dirs(whole: list[PartitionSource], given: list[PartitionSourc
     """Segments given one by one, without those of a partition dir that is read whole (or whose
     dir another spelling of the same segments already names): one replica per partition dir."""
     seen: dict[str, str] = {}
+    real_paths = RealPaths()
     for p in whole:
         if p.partition_dir is not None:
-            seen.setdefault(_real_dir(p.partition_dir), p.partition_dir)
+            seen.setdefault(_real_dir(p.partition_dir, real_paths), p.partition_dir)
     kept = []
     for p in given:
         if p.partition_dir is not None and p.partition >= 0:
-            real = _real_dir(p.partition_dir)
+            real = _real_dir(p.partition_dir, real_paths)
             first = seen.get(real)
             if first is not None:
                 warnings.append(PathWarning("duplicate_input", p.partition_dir,
@@ -945,11 +948,11 @@ def _outside_whole_dirs(whole: list[PartitionSource], given: list[PartitionSourc
     return kept
 
 
-def _real_dir(display: str) -> str:
+def _real_dir(display: str, real_paths: RealPaths) -> str:
     """The real path of a displayed local dir; a URI as named (no links in object stores)."""
     if "://" in display and not display.startswith("file://"):
         return display.rstrip("/")
-    return os.path.realpath(_Fs(display).inner)
+    return real_paths(_Fs(display).inner)
 
 
 def _segment_order(path: str) -> tuple[int, str]:

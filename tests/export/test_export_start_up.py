@@ -36,3 +36,35 @@ def test_export_and_the_readers_do_not_import_pandas(tmp_path: Path) -> None:
                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == ""
+
+
+def test_a_small_export_does_not_load_the_jit(tmp_path: Path) -> None:
+    # numba's kernels take ~0.45 s to load: more than they save below AUTO_JIT_MIN_BYTES
+    code = textwrap.dedent(f"""
+        import sys
+        from segtools.export import ExportOptions, export
+        summary = export([{str(SAMPLES)!r}], {str(tmp_path)!r} + "/out", ExportOptions())
+        assert summary.rows > 0
+        print(",".join(sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite"))))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == ""
+
+
+def test_the_engine_auto_picks_for_an_export() -> None:
+    from segtools.export import AUTO_JIT_MIN_BYTES, ExportOptions, _with_engine
+    from segtools.files.sources import PartitionSource
+
+    def sources(*sizes: int) -> list[PartitionSource]:
+        return [PartitionSource("t", i, (f"/x/t-{i}/0.log",), segment_sizes=(size,))
+                for i, size in enumerate(sizes)]
+
+    auto = ExportOptions()
+    assert _with_engine(auto, sources(1000, AUTO_JIT_MIN_BYTES - 1001)).engine == "vectorised"
+    assert _with_engine(auto, sources(1000, AUTO_JIT_MIN_BYTES - 1000)).engine == "auto"
+    assert _with_engine(auto, sources(AUTO_JIT_MIN_BYTES * 4)).engine == "auto"
+    # an engine the user named is kept, whatever the size
+    for engine in ("numba", "python", "vectorised"):
+        assert _with_engine(ExportOptions(engine=engine), sources(10)).engine == engine
