@@ -175,6 +175,35 @@ def test_an_exception_mid_export_leaves_the_partial_marker(realdata, tmp_path, m
     assert not (out / "_SUCCESS").exists()
 
 
+@pytest.mark.parametrize("where", ["writer set-up", "row group write"])
+def test_a_writer_failure_leaves_no_temporary_file(realdata, tmp_path, monkeypatch, where):
+    # the output stream is opened by export (buffered), not by the Parquet writer: whichever
+    # fails, the stream is closed and the hidden temporary file removed
+    import pyarrow.parquet as pq_mod
+
+    import segtools.export as ex
+
+    real_writer, streams = pq_mod.ParquetWriter, []
+
+    class Failing(real_writer):  # type: ignore[misc, valid-type]
+        def __init__(self, where_, *args, **kwargs):
+            streams.append(where_)
+            if where == "writer set-up":
+                raise OSError(28, "No space left on device")
+            super().__init__(where_, *args, **kwargs)
+
+        def write_table(self, *args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ex.pq, "ParquetWriter", Failing)
+    out = tmp_path / "pq"
+    with pytest.raises(OSError):
+        export([realdata / "kafka-2.0-zk-small/logdir"], str(out), jobs=1)
+    assert streams and all(s.closed for s in streams)
+    left = [p.name for p in out.rglob("*") if p.is_file()]
+    assert left == ["_PARTIAL"], left
+
+
 _SLOW_EXPORT = textwrap.dedent("""
     import signal, sys, time
     # a Ctrl-C in a terminal: Python's handler even when the test runner was started in the
