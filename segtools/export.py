@@ -695,10 +695,12 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
 
 
 #: an export of fewer bytes of segments than this decodes on the vectorised engine when the
-#: engine is "auto": loading numba's kernels costs ~0.45 s (import and cache), more than they
-#: save on 16 MiB of even one-record batches (the vectorised engine is ~16 ms/MiB slower
-#: there, ~1.5 ms/MiB on 16 KB batches; measured on 32 MiB real-producer segments)
-AUTO_JIT_MIN_BYTES = 16 << 20
+#: engine is "auto": loading numba's kernels costs ~0.45 s (import and cache) and ~105 MB of
+#: RSS, which they win back only past ~28 MiB of one-record batches, the shape where the
+#: vectorised engine is slowest (~16 ms/MiB slower; ~1.5 ms/MiB on 16 KB batches, and the same
+#: speed on one-batch segments: 100,000 of them, 17 MB, export in 5.8-6.2 s either way, in
+#: 188 MB against 293 MB)
+AUTO_JIT_MIN_BYTES = 32 << 20
 
 
 def _with_engine(options: ExportOptions, sources: list[PartitionSource]) -> ExportOptions:
