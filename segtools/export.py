@@ -214,19 +214,35 @@ def partition_folder(src: PartitionSource, options: ExportOptions,
     return f"replica={folders[_replica_identity(src)]}"
 
 
-def _small_segments(src: PartitionSource, options: ExportOptions) -> columnar.SmallSegments | None:
-    """The reader that decodes neighbouring small segments together, where its rows are the
-    per-file reader's: record level, local files of known size, no offset or time range (a
+#: a replica of at most this many segments shares a reader of small segments with its
+#: neighbours in the export (see _small_segments)
+SHARED_SEGMENTS = 64
+
+
+def _groupable(src: PartitionSource, options: ExportOptions) -> bool:
+    """Whether ``src``'s small segments may be decoded with their neighbours, where the rows are
+    the per-file reader's: record level, local files of known size, no offset or time range (a
     ``--where`` filter applies to its rows as to any)."""
-    if (options.level == "batches" or not src.segments or _remote(src.segments[0])
-            or len(src.segment_sizes) != len(src.segments)
-            or any(v is not None for v in (options.start_offset, options.end_offset,
-                                           options.start_timestamp, options.end_timestamp))):
+    return not (options.level == "batches" or not src.segments or _remote(src.segments[0])
+                or len(src.segment_sizes) != len(src.segments)
+                or any(v is not None for v in (options.start_offset, options.end_offset,
+                                               options.start_timestamp, options.end_timestamp)))
+
+
+def _small_segments(sources: list[PartitionSource], options: ExportOptions) -> columnar.SmallSegments | None:
+    """The reader that decodes neighbouring small segments together, for the replicas
+    ``sources`` exported one after another (a group may span replicas: a partition of one small
+    segment is then no longer a file read and decoded on its own); None when none qualifies."""
+    # shared by several replicas only those of few segments (a replica of many groups its
+    # own; this also bounds the reader's index of segments)
+    picked = [src for src in sources if _groupable(src, options)
+              and (len(sources) == 1 or len(src.segments) <= SHARED_SEGMENTS)]
+    if not picked:
         return None
-    return columnar.SmallSegments(list(src.segments), list(src.segment_sizes), topic=src.topic,
-                                  partition=src.partition, broker=src.broker,
-                                  engine=options.engine, include_control=options.include_control,
-                                  max_batch_bytes=options.max_batch_bytes)
+    return columnar.SmallSegments.across(
+        [(src.segments, src.segment_sizes, src.topic, src.partition, src.broker) for src in picked],
+        engine=options.engine, include_control=options.include_control,
+        max_batch_bytes=options.max_batch_bytes)
 
 
 def _iter_tables(segment: str, src: PartitionSource, options: ExportOptions,
@@ -481,7 +497,8 @@ class _FileGroup:
 def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
                   on_segment: Callable[[str], None] | None = None,
                   folder: str | None = None,
-                  findings: list[str] | None = None) -> list[ExportedFile]:
+                  findings: list[str] | None = None,
+                  small: columnar.SmallSegments | None = None) -> list[ExportedFile]:
     """Export one partition replica: Parquet files of consecutive source segments (a segment
     of ``FILE_BYTES`` or more alone, smaller neighbours together up to that size), each named
     for its first offset; segments without rows add no file.
@@ -489,7 +506,9 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     ``folder``: the replica's folder relative to ``out_dir`` (default
     :func:`partition_folder`; :func:`export_sources` passes the disambiguated one).
     ``findings``: when given, a batch whose size field is impossible ends its segment with a
-    finding appended here (the rows before it are kept) instead of an exception."""
+    finding appended here (the rows before it are kept) instead of an exception.
+    ``small``: a reader of small segments shared with the replicas exported before and after
+    this one (:func:`_small_segments` of all of them); default: one of this replica's own."""
     filesystem, root = _open_filesystem(out_dir)
     offset_col = "base_offset" if options.level == "batches" else "offset"
     position_col = "position" if options.level == "batches" else "batch_position"
@@ -504,7 +523,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     current_bytes = 0
     # a replica's segments are all local or all in one object store
     remote = bool(src.segments) and _remote(src.segments[0])
-    small = _small_segments(src, options)
+    if small is None or not (src.segments and small.holds(src.segments[0])):
+        small = _small_segments([src], options)
     try:
         for segment in _segments_in_range(src.segments, options):
             # unknown size (a hand-made source): a file of its own, as if it were large
@@ -683,10 +703,13 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
             names = [partition_folder(src, options, folders) for src in sources]
             _export_in_workers(sources, names, out_dir, options, on_segment, summary, workers)
             return summary
-        for src in sources:
+        small = None
+        for i, src in enumerate(sources):
+            if i % CHUNK_SOURCES == 0:   # runs of replicas of the workers' chunk size
+                small = _small_segments(sources[i:i + CHUNK_SOURCES], options)
             summary.files.extend(export_source(src, out_dir, options, on_segment,
                                                folder=partition_folder(src, options, folders),
-                                               findings=summary.findings))
+                                               findings=summary.findings, small=small))
             summary.segments += len(src.segments)
             summary.bytes_read += segment_bytes(src)
         return summary
@@ -811,11 +834,15 @@ def _export_chunk(bounds: tuple[int, int]) -> _ChunkResult:
     assert _JOB is not None
     sources, folders, out_dir, options = _JOB
     out = _ChunkResult()
+    small: columnar.SmallSegments | None = None
+    shared = False
     for i in range(*bounds):
         src = sources[i]
         try:
+            if not shared:
+                small, shared = _small_segments(sources[bounds[0]:bounds[1]], options), True
             out.files.extend(export_source(src, out_dir, options, out.done.append, folder=folders[i],
-                                           findings=out.findings))
+                                           findings=out.findings, small=small))
             out.segments += len(src.segments)
             out.bytes_read += segment_bytes(src)
         except Exception as exc:  # noqa: BLE001 - every exception goes to the parent

@@ -68,8 +68,8 @@ def _both(src: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: 
     groups: list[bool] = []
     real = columnar.SmallSegments._decode
 
-    def counted(self: columnar.SmallSegments, paths: list[str], sizes: list[int]) -> Any:
-        got = real(self, paths, sizes)
+    def counted(self: columnar.SmallSegments, paths: list[str], *rest: Any) -> Any:
+        got = real(self, paths, *rest)
         groups.append(got is not None)
         return got
 
@@ -77,7 +77,7 @@ def _both(src: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: 
         m.setattr(columnar.SmallSegments, "_decode", counted)
         grouped = _export(src, tmp_path / "grouped", **options)
     with monkeypatch.context() as m:
-        m.setattr(export_mod, "_small_segments", lambda src, options: None)
+        m.setattr(export_mod, "_small_segments", lambda sources, options: None)
         alone = _export(src, tmp_path / "alone", **options)
     return grouped, alone, sum(groups)
 
@@ -117,3 +117,95 @@ def test_damaged_segments_fall_back_to_the_per_file_reader(tmp_path, monkeypatch
     rows, findings, _ = grouped
     assert any("invalid bytes at the end" in f and torn.name in f for f in findings), findings
     assert any(not r["crc_valid"] and r["segment"] == flipped.name for r in rows)
+
+
+def _many_replicas(root: Path) -> tuple[list[str], dict[tuple[int, str, int, int], tuple[Any, ...]]]:
+    """Two brokers, each with 40 partitions of two topics holding 0-2 small segments of 0-2
+    batches (plain and compressed). Returns the broker dirs and, per (broker, topic, partition,
+    offset), the written key, value and segment name."""
+    written: dict[tuple[int, str, int, int], tuple[Any, ...]] = {}
+    brokers = []
+    for broker in (1, 2):
+        bdir = root / f"broker-{broker}"
+        bdir.mkdir(parents=True)
+        (bdir / "meta.properties").write_text(f"version=0\nbroker.id={broker}\n")
+        brokers.append(str(bdir))
+        for p in range(40):
+            topic = ("orders", "clicks")[p % 2]
+            pdir = bdir / f"{topic}-{p}"
+            pdir.mkdir()
+            offset = 0
+            for seg in range((p + broker) % 3):
+                data = bytearray()
+                start = offset
+                for b in range((p + seg) % 3):
+                    recs = _records(p * 10 + seg, 1 + b)
+                    data += build_batch(recs, base_offset=offset,
+                                        compression=("none", "lz4", "gzip")[(p + b) % 3])
+                    for i, r in enumerate(recs):
+                        written[(broker, topic, p, offset + i)] = (r.key, r.value, f"{start:020d}.log")
+                    offset += len(recs)
+                (pdir / f"{start:020d}.log").write_bytes(bytes(data))
+    return brokers, written
+
+
+def _export_all(brokers: list[str], out: Path, jobs: int | None = None) -> tuple[list[dict[str, Any]], list[str], int]:
+    """Rows (by broker, topic, partition, offset), findings and file count of an export of
+    ``brokers``, one replica=broker-<id>/ folder each."""
+    summary = export(brokers, str(out), export_mod.ExportOptions(by_broker=True), jobs=jobs)
+    table = ds.dataset(str(out), format="parquet").to_table()
+    rows = sorted(table.to_pylist(), key=lambda r: (r["broker"], r["topic"], r["partition"], r["offset"]))
+    return rows, list(summary.findings), len(summary.files)
+
+
+def _alone(brokers: list[str], out: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with monkeypatch.context() as m:
+        m.setattr(export_mod, "_small_segments", lambda sources, options: None)
+        return _export_all(brokers, out, jobs=1)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_one_group_spans_many_replicas_and_each_row_keeps_its_own(tmp_path, monkeypatch, jobs):
+    brokers, written = _many_replicas(tmp_path / "in")
+    spans: list[int] = []
+    real = columnar.SmallSegments._decode
+
+    def counted(self: columnar.SmallSegments, paths: list[str], sizes: list[int], owners: Any = None) -> Any:
+        got = real(self, paths, sizes, owners)
+        if got is not None:
+            spans.append(len({(o.topic, o.partition, o.broker) for o in owners or ()}))
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(columnar.SmallSegments, "_decode", counted)
+        grouped = _export_all(brokers, tmp_path / "grouped", jobs=jobs)
+    if jobs == 1:   # (the workers count their groups in their own processes)
+        assert spans and max(spans) > 10, spans
+    assert grouped == _alone(brokers, tmp_path / "alone", monkeypatch)
+    rows, findings, _ = grouped
+    assert findings == []
+    assert {(r["broker"], r["topic"], r["partition"], r["offset"]): (r["key"], r["value"], r["segment"])
+            for r in rows} == written
+    # every file holds its own replica's rows only
+    for f in (tmp_path / "grouped").rglob("*.parquet"):
+        t = ds.dataset(str(f), format="parquet").to_table()
+        assert len(set(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist(),
+                           t.column("broker").to_pylist()))) == 1, f
+
+
+def test_a_damaged_replica_among_many_is_read_alone_and_reported(tmp_path, monkeypatch):
+    brokers, _ = _many_replicas(tmp_path / "in")
+    logs = sorted(p for p in Path(brokers[0]).rglob("*.log") if p.stat().st_size > 100)
+    torn, flipped = logs[3], logs[9]
+    torn.write_bytes(torn.read_bytes()[:-5])                     # a batch cut short at the end
+    raw = bytearray(flipped.read_bytes())
+    raw[20] ^= 0x20                                  # the first batch's stored CRC: no longer matches
+    flipped.write_bytes(bytes(raw))
+    grouped = _export_all(brokers, tmp_path / "grouped", jobs=1)
+    assert grouped == _alone(brokers, tmp_path / "alone", monkeypatch)
+    rows, findings, _ = grouped
+    assert any("invalid bytes at the end" in f and f"{torn.parent.name}/{torn.name}" in f
+               for f in findings), findings
+    topic, partition = flipped.parent.name.rsplit("-", 1)
+    assert {(r["broker"], r["topic"], r["partition"], r["segment"]) for r in rows if not r["crc_valid"]} \
+        == {(1, topic, int(partition), flipped.name)}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 
 from segtools.primitives.limits import resolve_max_batch_bytes
-from segtools.records.columnar.arrow_columns import _INT64, _np_arrow
+from segtools.records.columnar.arrow_columns import _INT32, _INT64, _np_arrow, validity
 from segtools.records.columnar.engines import _pick_decoder, _pick_engine
 from segtools.records.columnar.headers import _SCAN_CHUNK, _done, _Headers
 from segtools.records.columnar.record_table import _Filters, _iter_row_chunks, _record_batch
@@ -80,11 +81,32 @@ class SmallSegments:
         self._sizes = sizes
         self._index = {seg: i for i, seg in enumerate(segments)}
         self._seg = _Segment("", _text(topic), partition, broker)
+        #: per file, its replica's identity (None: every file is ``self._seg``'s; see across)
+        self._owners: list[_Segment] | None = None
         self._kernel = _pick_engine(engine)
         self._decoder = _pick_decoder(engine, self._kernel)
         self._filters = _Filters(include_control, None, None, None, None)
         self._limit = resolve_max_batch_bytes(max_batch_bytes)
         self._rows: dict[int, tuple[pa.RecordBatch, int, int] | None] = {}
+
+    @classmethod
+    def across(cls, replicas: Sequence[tuple[Sequence[str], Sequence[int], str | None, int | None, int | None]],
+               **options: Any) -> SmallSegments:
+        """One reader over the small segments of several replicas (each: segments, sizes,
+        topic, partition, broker), read in the order given: a group may take the segments of
+        many replicas, and each row keeps its own replica's topic, partition and broker. A
+        broker of thousands of partitions of one small segment each otherwise pays the
+        per-file set-up for every partition (issue 23)."""
+        segments = [seg for segs, *_ in replicas for seg in segs]
+        reader = cls(segments, [size for _, sizes, *_ in replicas for size in sizes],
+                     topic=None, partition=None, broker=None, **options)
+        reader._owners = [_Segment("", _text(topic), partition, broker)
+                          for segs, _, topic, partition, broker in replicas for _ in segs]
+        return reader
+
+    def holds(self, segment: str) -> bool:
+        """Whether ``segment`` is one of this reader's files."""
+        return segment in self._index
 
     def batches(self, segment: str) -> list[pa.RecordBatch] | None:
         """The segment's rows (no batch for a segment without rows), or None: read it alone."""
@@ -110,21 +132,26 @@ class SmallSegments:
             last += 1
         paths = self._segments[first:last]
         sizes = self._sizes[first:last]
-        decoded = self._decode(paths, sizes) if len(paths) > 1 else None
+        owners = self._owners[first:last] if self._owners is not None else None
+        decoded = self._decode(paths, sizes, owners) if len(paths) > 1 else None
         for k in range(len(paths)):
             self._rows[first + k] = None if decoded is None else decoded[k]
 
-    def _decode(self, paths: list[str], sizes: list[int]) -> list[tuple[pa.RecordBatch, int, int]] | None:
+    def _decode(self, paths: list[str], sizes: list[int],
+                owners: list[_Segment] | None = None) -> list[tuple[pa.RecordBatch, int, int]] | None:
         data = _read_group(paths, sizes)
         if data is None:
             return None
         sf = _Concatenated(data, paths[0])
         seen: list[_Headers] = []
         parts: list[pa.RecordBatch] = []
+        seg = owners[0] if owners else self._seg
+        # several replicas' files: their identities are set per row below
+        mixed = owners is not None and any(o != seg for o in owners)
         try:
             for rc, h in _iter_row_chunks(sf, self._kernel, self._decoder, self._filters, _SCAN_CHUNK,  # type: ignore[arg-type]
                                           self._limit, seen=seen):
-                parts.append(_record_batch(rc, h, self._seg))
+                parts.append(_record_batch(rc, h, seg))
         except Exception:  # noqa: BLE001 - any error: the per-file reader reads and reports it
             return None
         starts = np.zeros(len(sizes) + 1, dtype=np.int64)
@@ -149,7 +176,13 @@ class SmallSegments:
             rb = rb.set_column(rb.schema.get_field_index("batch_position"), "batch_position",
                                _np_arrow(position - starts[owner], _INT64))
             rb = rb.set_column(rb.schema.get_field_index("segment"), "segment",
-                               _names(paths, counts))
+                               _repeated_strings([os.path.basename(p) for p in paths], counts))
+            if mixed:
+                assert owners is not None
+                for name, values in (("topic", _repeated_strings([o.topic for o in owners], counts)),
+                                     ("partition", _repeated_int32([o.partition for o in owners], counts)),
+                                     ("broker", _repeated_int32([o.broker for o in owners], counts))):
+                    rb = rb.set_column(rb.schema.get_field_index(name), name, values)
         first_row = np.zeros(len(paths) + 1, dtype=np.int64)
         np.cumsum(counts, out=first_row[1:])
         return [(rb, int(first_row[k]), int(counts[k])) for k in range(len(paths))]
@@ -160,12 +193,21 @@ _EMPTY_ROWS = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in RECORD_SC
                                          schema=RECORD_SCHEMA)
 
 
-def _names(paths: list[str], counts: np.ndarray) -> pa.Array:
-    """The ``segment`` column: each file's name repeated for its rows."""
-    names = [(_text(os.path.basename(p)) or "").encode("utf-8") for p in paths]
+def _repeated_strings(texts: list[str | None], counts: np.ndarray) -> pa.Array:
+    """A string column of each file's text repeated for its rows (the ``segment`` name, or a
+    replica's topic; None, an undecodable name, is null as :func:`_const_string` makes it)."""
+    names = [(_text(t) or "").encode("utf-8") if t is not None else b"" for t in texts]
     lengths = np.repeat(np.array([len(b) for b in names], dtype=np.int64), counts)
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     data = b"".join(b * int(c) for b, c in zip(names, counts.tolist()))
+    bitmap, nulls = validity(np.repeat(np.array([t is not None for t in texts], dtype=bool), counts))
     return pa.Array.from_buffers(pa.string(), int(lengths.shape[0]),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+                                 [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+
+
+def _repeated_int32(values: list[int | None], counts: np.ndarray) -> pa.Array:
+    """An int32 column of each file's value repeated for its rows (None: null)."""
+    rows = np.repeat(np.array([0 if v is None else v for v in values], dtype=np.int32), counts)
+    bitmap, nulls = validity(np.repeat(np.array([v is not None for v in values], dtype=bool), counts))
+    return pa.Array.from_buffers(_INT32, int(rows.shape[0]), [bitmap, pa.py_buffer(rows)], null_count=nulls)
