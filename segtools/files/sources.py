@@ -218,6 +218,11 @@ class PartitionSource:
     segment_sizes: tuple[int, ...] = ()  # sizes of ``segments`` when listed
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
+    @property
+    def remote_tier(self) -> bool:
+        """A remote tier's folder of this partition (LocalTieredStorage), not a broker's replica."""
+        return self.extra.get("tier") == "remote"
+
 
 @dataclass
 class LogDirSource:

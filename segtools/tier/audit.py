@@ -206,7 +206,7 @@ def audit(paths: Iterable[str] | str, *, remote_root: str | None = None,
     res = resolve(paths)
     # a remote folder among the inputs holds objects, not replicas (``remote_root`` reads it)
     parts = [p for p in (q for r in res.inputs for q in r.all_partitions)
-             if p.extra.get("tier") != "remote"]
+             if not p.remote_tier]
     meta_parts = [p for p in parts if p.topic == METADATA_TOPIC]
     if not meta_parts:
         raise InputError(f"no {METADATA_TOPIC} partition under the inputs: nothing tells what "
@@ -643,7 +643,7 @@ def _remote_roots(inputs: Iterable[Any]) -> list[tuple[str, tuple[str, int] | No
     have its objects there)."""
     roots: list[tuple[str, tuple[str, int] | None]] = []
     for r in inputs:
-        rem = [p for p in r.all_partitions if p.extra.get("tier") == "remote"]
+        rem = [p for p in r.all_partitions if p.remote_tier]
         if not rem:
             continue
         one = len(rem) == 1 and rem[0].partition_dir is not None and \

@@ -18,7 +18,7 @@ from segtools.tier.audit import audit
 
 
 def is_remote(src: PartitionSource) -> bool:
-    return src.extra.get("tier") == "remote"
+    return src.remote_tier
 
 
 def _start(path: str) -> int:
