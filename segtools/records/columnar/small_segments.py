@@ -195,7 +195,7 @@ _EMPTY_ROWS = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in RECORD_SC
 
 def _repeated_strings(texts: list[str | None], counts: np.ndarray) -> pa.Array:
     """A string column of each file's text repeated for its rows (the ``segment`` name, or a
-    replica's topic; None, an undecodable name, is null as :func:`_const_string` makes it)."""
+    replica's topic; None, no topic known, is null as :func:`_const_string` makes it)."""
     names = [(_text(t) or "").encode("utf-8") if t is not None else b"" for t in texts]
     lengths = np.repeat(np.array([len(b) for b in names], dtype=np.int64), counts)
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int32)
