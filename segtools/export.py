@@ -740,8 +740,12 @@ AUTO_JIT_MIN_BYTES = 32 << 20
 
 
 def _with_engine(options: ExportOptions, sources: list[PartitionSource]) -> ExportOptions:
-    """``options`` with "auto" made concrete for this export's size (AUTO_JIT_MIN_BYTES)."""
-    if options.engine != "auto" or sum(segment_bytes(s) for s in sources) >= AUTO_JIT_MIN_BYTES:
+    """``options`` with "auto" made concrete for this export's size (AUTO_JIT_MIN_BYTES), unless
+    the kernels are loaded already (an earlier call in this process): then they cost nothing."""
+    from segtools.records.columnar.engines import kernel_loaded
+
+    if (options.engine != "auto" or kernel_loaded()
+            or sum(segment_bytes(s) for s in sources) >= AUTO_JIT_MIN_BYTES):
         return options
     return replace(options, engine="vectorised")
 

@@ -68,3 +68,16 @@ def test_the_engine_auto_picks_for_an_export() -> None:
     # an engine the user named is kept, whatever the size
     for engine in ("numba", "python", "vectorised"):
         assert _with_engine(ExportOptions(engine=engine), sources(10)).engine == engine
+
+
+def test_auto_keeps_kernels_this_process_has_loaded(monkeypatch) -> None:
+    # loaded by an earlier call (a notebook, a benchmark): they no longer cost their start-up
+    from segtools.export import ExportOptions, _with_engine
+    from segtools.files.sources import PartitionSource
+    from segtools.records.columnar import engines
+
+    small = [PartitionSource("t", 0, ("/x/t-0/0.log",), segment_sizes=(100,))]
+    monkeypatch.setattr(engines, "_KERNEL", None)
+    assert _with_engine(ExportOptions(), small).engine == "vectorised"
+    monkeypatch.setattr(engines, "_KERNEL", object())
+    assert _with_engine(ExportOptions(), small).engine == "auto"

@@ -65,6 +65,11 @@ def _kernel_works(kernel: Any) -> bool:
             and rc.key.to_pylist() == [None] and rc.timestamp_ms.tolist() == [1_700_000_000_000])
 
 
+def kernel_loaded() -> bool:
+    """Whether numba's kernels are already loaded in this process (nothing is loaded here)."""
+    return _KERNEL is not None
+
+
 def _load_kernel() -> Any:
     global _KERNEL, _KERNEL_TRIED
     if not _KERNEL_TRIED:
