@@ -53,9 +53,12 @@ def test_a_small_export_does_not_load_the_jit(tmp_path: Path) -> None:
     assert out.stdout.strip() == ""
 
 
-def test_the_engine_auto_picks_for_an_export() -> None:
+def test_the_engine_auto_picks_for_an_export(monkeypatch) -> None:
     from segtools.export import AUTO_JIT_MIN_BYTES, ExportOptions, _with_engine
     from segtools.files.sources import PartitionSource
+    from segtools.records.columnar import engines
+
+    monkeypatch.setattr(engines, "_KERNEL", None)   # as in a fresh process (other tests load it)
 
     def sources(*sizes: int) -> list[PartitionSource]:
         return [PartitionSource("t", i, (f"/x/t-{i}/0.log",), segment_sizes=(size,))
