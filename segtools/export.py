@@ -60,6 +60,15 @@ DICTIONARY_COLUMNS = frozenset({
 #: unique binary, their statistics answer no useful query and cost ~10% of the writer's CPU
 #: (issue 25, measured on a 32 MiB real-producer segment); every other column keeps them.
 NO_STATISTICS_COLUMNS = frozenset({"key", "value", "headers"})
+#: per level: the schema, its dictionary-encoded columns and those with statistics
+_WRITER_COLUMNS = {level: (schema, [n for n in schema.names if n in DICTIONARY_COLUMNS],
+                           [n for n in schema.names if n not in NO_STATISTICS_COLUMNS])
+                   for level, schema in (("records", RECORD_SCHEMA), ("batches", BATCH_SCHEMA))}
+#: A replica of fewer bytes of segments than this is written without dictionary encoding: its
+#: few rows gain nothing from it, and each dictionary column chunk costs the writer ~4 us (a
+#: broker of thousands of one-batch partitions writes a file per partition). The values and
+#: Arrow types readers get are the same either way.
+DICTIONARY_MIN_BYTES = 64 << 10
 CODEC_SUFFIX = {"snappy": "snappy", "zstd": "zstd", "gzip": "gz", "none": "none", "lz4": "lz4"}
 
 
@@ -413,7 +422,7 @@ class _FileGroup:
     arrive as reader chunks and are written as row groups of up to ``ROW_GROUP_ROWS`` rows."""
 
     def __init__(self, filesystem: Any, folder: str, src: PartitionSource, options: ExportOptions,
-                 first_batch: pa.RecordBatch, offset_col: str) -> None:
+                 first_batch: pa.RecordBatch, offset_col: str, dictionary: bool = True) -> None:
         self.filesystem, self.folder, self.src, self.options = filesystem, folder, src, options
         self.offset_col = offset_col
         self.first = first_batch.column(offset_col)[0].as_py()
@@ -424,15 +433,15 @@ class _FileGroup:
         filesystem.create_dir(folder, recursive=True)
         # hidden while incomplete (readers skip "."), renamed when closed
         self.tmp_path = f"{folder}/.{self.name}{_IN_PROGRESS}"
-        schema = BATCH_SCHEMA if options.level == "batches" else RECORD_SCHEMA
+        schema, dictionary_columns, statistics_columns = _WRITER_COLUMNS[options.level]
         # buffered: the writer's many small writes (a page header, a page, per column) cost
         # ~0.15 ms a file as separate write calls (a partition of one small segment is a file)
         self.stream: Any = filesystem.open_output_stream(self.tmp_path, buffer_size=_WRITE_BUFFER)
         try:
             self.writer: Any = pq.ParquetWriter(
                 self.stream, schema, compression=options.compression,
-                use_dictionary=[n for n in schema.names if n in DICTIONARY_COLUMNS],
-                write_statistics=[n for n in schema.names if n not in NO_STATISTICS_COLUMNS])
+                use_dictionary=dictionary_columns if dictionary else False,
+                write_statistics=statistics_columns)
         except BaseException:
             self.stream.close()
             filesystem.delete_file(self.tmp_path)
@@ -533,6 +542,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     current_bytes = 0
     # a replica's segments are all local or all in one object store
     remote = bool(src.segments) and _remote(src.segments[0])
+    replica_bytes = sum(sizes.values()) if sizes else FILE_BYTES   # unknown sizes: as if large
     if small is None or not (src.segments and small.holds(src.segments[0])):
         small = _small_segments([src], options)
     try:
@@ -553,7 +563,8 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
             tables = _iter_tables(segment, src, options, grouped)
             for rb in _frame_errors_as_findings(tables, findings, rows_so_far):
                 if current is None:
-                    current = _FileGroup(filesystem, folder, src, options, rb, offset_col)
+                    current = _FileGroup(filesystem, folder, src, options, rb, offset_col,
+                                         dictionary=replica_bytes >= DICTIONARY_MIN_BYTES)
                 if not current.segments or current.segments[-1] != segment:
                     current.segments.append(segment)
                 current.write(rb)

@@ -54,3 +54,40 @@ def test_every_engine_exports_the_same(tmp_path, inputs, level):
         assert any(not r["crc_valid"] for r in reference[0])
     for engine, result in got.items():
         assert result == reference, engine
+
+
+def test_small_replicas_are_written_without_dictionaries_and_read_back_the_same(tmp_path):
+    # a replica under DICTIONARY_MIN_BYTES: no dictionary pages (they cost the writer per
+    # column, per file), the same Arrow types and values as a large replica's file
+    import pyarrow.parquet as pq
+
+    from segtools.export import DICTIONARY_MIN_BYTES
+    from segtools.records.schema import RECORD_SCHEMA
+    from segtools.writer import NewRecord
+    from segtools.writer.batch_builder import build_batch
+
+    bdir = tmp_path / "broker-1"
+    for name, batches in (("tiny-0", 1), ("large-0", 0)):
+        (bdir / name).mkdir(parents=True)
+        data, offset = bytearray(), 0
+        while (batches and offset < batches) or (not batches and len(data) < 2 * DICTIONARY_MIN_BYTES):
+            data += build_batch([NewRecord(b"k", b"v" * 100, (("h", b"x"),), 1_700_000_000_000 + offset)],
+                                base_offset=offset)
+            offset += 1
+        (bdir / name / "00000000000000000000.log").write_bytes(bytes(data))
+    (bdir / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    export([str(bdir)], str(tmp_path / "out"), ExportOptions(), jobs=1)
+
+    def encodings(topic: str) -> tuple[Any, set[str]]:
+        (path,) = (tmp_path / "out").rglob(f"part-{topic}+*.parquet")
+        meta = pq.ParquetFile(path).metadata.row_group(0)
+        names = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+        return pq.read_table(path), {e for e in names["topic"]}
+
+    tiny, tiny_enc = encodings("tiny")
+    large, large_enc = encodings("large")
+    assert not any("DICTIONARY" in e for e in tiny_enc), tiny_enc
+    assert any("DICTIONARY" in e for e in large_enc), large_enc
+    assert tiny.schema == large.schema == RECORD_SCHEMA
+    assert tiny.column("topic").to_pylist() == ["tiny"]
+    assert tiny.column("value").to_pylist() == [b"v" * 100]
