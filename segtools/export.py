@@ -723,19 +723,13 @@ def export_sources(sources: list[PartitionSource], out_dir: str, options: Export
     workers = export_jobs(jobs, sources, out_dir)
 
     def body() -> ExportSummary:
+        names = [partition_folder(src, options, folders) for src in sources]
         if workers > 1:
-            names = [partition_folder(src, options, folders) for src in sources]
             _export_in_workers(sources, names, out_dir, options, on_segment, summary, workers)
             return summary
-        small = None
-        for i, src in enumerate(sources):
-            if i % CHUNK_SOURCES == 0:   # runs of replicas of the workers' chunk size
-                small = _small_segments(sources[i:i + CHUNK_SOURCES], options)
-            summary.files.extend(export_source(src, out_dir, options, on_segment,
-                                               folder=partition_folder(src, options, folders),
-                                               findings=summary.findings, small=small))
-            summary.segments += len(src.segments)
-            summary.bytes_read += segment_bytes(src)
+        for start in range(0, len(sources), CHUNK_SOURCES):   # runs of the workers' chunk size
+            _export_run(sources, names, (start, min(start + CHUNK_SOURCES, len(sources))), out_dir,
+                        options, on_segment, summary)
         return summary
 
     return _run_marked(out_dir, sources, options, body)
@@ -856,31 +850,38 @@ def _worker_stop(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+def _export_run(sources: list[PartitionSource], folders: list[str], bounds: tuple[int, int],
+                out_dir: str, options: ExportOptions, on_segment: Callable[[str], None] | None,
+                totals: ExportSummary | _ChunkResult) -> None:
+    """Export sources ``[start, stop)`` one after another with one reader of small segments
+    shared by them, adding their files, findings, segments and bytes to ``totals``: the
+    sequential path's runs and each worker's chunks."""
+    small = _small_segments(sources[bounds[0]:bounds[1]], options)
+    for i in range(*bounds):
+        src = sources[i]
+        totals.files.extend(export_source(src, out_dir, options, on_segment, folder=folders[i],
+                                          findings=totals.findings, small=small))
+        totals.segments += len(src.segments)
+        totals.bytes_read += segment_bytes(src)
+
+
 def _export_chunk(bounds: tuple[int, int]) -> _ChunkResult:
-    """In a worker: export sources ``[start, stop)`` one after another, as the sequential path
-    does, up to the first exception (shipped back, not raised: the parent raises it)."""
+    """In a worker: export sources ``[start, stop)`` as the sequential path does, up to the
+    first exception (shipped back, not raised: the parent raises it)."""
     assert _JOB is not None
     sources, folders, out_dir, options = _JOB
     out = _ChunkResult()
-    small: columnar.SmallSegments | None = None
-    shared = False
-    for i in range(*bounds):
-        src = sources[i]
-        try:
-            if not shared:
-                small, shared = _small_segments(sources[bounds[0]:bounds[1]], options), True
-            out.files.extend(export_source(src, out_dir, options, out.done.append, folder=folders[i],
-                                           findings=out.findings, small=small))
-            out.segments += len(src.segments)
-            out.bytes_read += segment_bytes(src)
-        except Exception as exc:  # noqa: BLE001 - every exception goes to the parent
-            out.error = _ship_error(exc)
-            break
-        except BaseException:
-            # SystemExit of SIGTERM (the parent stops the workers): it may have struck where
-            # export_source cannot see a file it was opening or renaming
-            _remove_temporary(src, out_dir, folders[i])
-            raise
+    try:
+        _export_run(sources, folders, bounds, out_dir, options, out.done.append, out)
+    except Exception as exc:  # noqa: BLE001 - every exception goes to the parent
+        out.error = _ship_error(exc)
+    except BaseException:
+        # SystemExit of SIGTERM (the parent stops the workers): it may have struck where
+        # export_source cannot see a file it was opening or renaming (only the replica being
+        # exported has one; the chunk's others are looked at too, as the run does not say which)
+        for i in range(*bounds):
+            _remove_temporary(sources[i], out_dir, folders[i])
+        raise
     return out
 
 
