@@ -170,10 +170,10 @@ def test_one_group_spans_many_replicas_and_each_row_keeps_its_own(tmp_path, monk
     spans: list[int] = []
     real = columnar.SmallSegments._decode
 
-    def counted(self: columnar.SmallSegments, paths: list[str], sizes: list[int], owners: Any = None) -> Any:
+    def counted(self: columnar.SmallSegments, paths: list[str], sizes: list[int], owners: Any) -> Any:
         got = real(self, paths, sizes, owners)
         if got is not None:
-            spans.append(len({(o.topic, o.partition, o.broker) for o in owners or ()}))
+            spans.append(len({(o.topic, o.partition, o.broker) for o in owners}))
         return got
 
     with monkeypatch.context() as m:

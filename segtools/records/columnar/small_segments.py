@@ -80,9 +80,8 @@ class SmallSegments:
         self._segments = segments
         self._sizes = sizes
         self._index = {seg: i for i, seg in enumerate(segments)}
-        self._seg = _Segment("", _text(topic), partition, broker)
-        #: per file, its replica's identity (None: every file is ``self._seg``'s; see across)
-        self._owners: list[_Segment] | None = None
+        #: per file, its replica's identity (one for all here; see across)
+        self._owners = [_Segment("", _text(topic), partition, broker)] * len(segments)
         self._kernel = _pick_engine(engine)
         self._decoder = _pick_decoder(engine, self._kernel)
         self._filters = _Filters(include_control, None, None, None, None)
@@ -132,22 +131,21 @@ class SmallSegments:
             last += 1
         paths = self._segments[first:last]
         sizes = self._sizes[first:last]
-        owners = self._owners[first:last] if self._owners is not None else None
-        decoded = self._decode(paths, sizes, owners) if len(paths) > 1 else None
+        decoded = self._decode(paths, sizes, self._owners[first:last]) if len(paths) > 1 else None
         for k in range(len(paths)):
             self._rows[first + k] = None if decoded is None else decoded[k]
 
     def _decode(self, paths: list[str], sizes: list[int],
-                owners: list[_Segment] | None = None) -> list[tuple[pa.RecordBatch, int, int]] | None:
+                owners: list[_Segment]) -> list[tuple[pa.RecordBatch, int, int]] | None:
         data = _read_group(paths, sizes)
         if data is None:
             return None
         sf = _Concatenated(data, paths[0])
         seen: list[_Headers] = []
         parts: list[pa.RecordBatch] = []
-        seg = owners[0] if owners else self._seg
+        seg = owners[0]
         # several replicas' files: their identities are set per row below
-        mixed = owners is not None and any(o != seg for o in owners)
+        mixed = any(o != seg for o in owners)
         try:
             for rc, h in _iter_row_chunks(sf, self._kernel, self._decoder, self._filters, _SCAN_CHUNK,  # type: ignore[arg-type]
                                           self._limit, seen=seen):
@@ -178,7 +176,6 @@ class SmallSegments:
             rb = rb.set_column(rb.schema.get_field_index("segment"), "segment",
                                _repeated_strings([os.path.basename(p) for p in paths], counts))
             if mixed:
-                assert owners is not None
                 for name, values in (("topic", _repeated_strings([o.topic for o in owners], counts)),
                                      ("partition", _repeated_int32([o.partition for o in owners], counts)),
                                      ("broker", _repeated_int32([o.broker for o in owners], counts))):
