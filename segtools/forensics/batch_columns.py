@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from segtools.forensics.model import BatchFacts
+from segtools.records.columnar.arrow_columns import numpy_values
 
 #: BatchFacts fields in constructor order with their array type codes; "segment" is an index
 #: into the names, bools are 0/1 bytes
@@ -64,7 +65,7 @@ def _append_arrow(cols: list[array[int]], rows: pa.Table | pa.RecordBatch,
                 col = pc.add(col, pa.scalar(names_before, pa.int32()))
         if pa.types.is_boolean(col.type):
             col = col.cast(pa.int8())
-        out.frombytes(memoryview(col.to_numpy(zero_copy_only=False)).cast("B"))
+        out.frombytes(numpy_values(col).data.cast("B"))
         del col
     return seg_names
 

@@ -84,3 +84,51 @@ def test_auto_keeps_kernels_this_process_has_loaded(monkeypatch) -> None:
     assert _with_engine(ExportOptions(), small).engine == "vectorised"
     monkeypatch.setattr(engines, "_KERNEL", object())
     assert _with_engine(ExportOptions(), small).engine == "auto"
+
+
+def test_a_broker_of_small_partitions_loads_neither_pandas_nor_arrow_compute(tmp_path: Path) -> None:
+    """The cluster shape of issue 23 (a broker of many one-segment partitions, exported by two
+    forked workers, and compared with a second replica): no pandas anywhere (~0.17 s of each
+    process's start) and no pyarrow.compute in a small export's workers (~45 ms each)."""
+    from segtools.writer import NewRecord
+    from segtools.writer.batch_builder import build_batch
+
+    brokers = []
+    for b in (1, 2):
+        broker = tmp_path / f"broker-{b}"
+        for p in range(40):
+            seg = broker / f"t-{p}" / "00000000000000000000.log"
+            seg.parent.mkdir(parents=True)
+            records = [NewRecord(b"k%d" % p, b"v" * 50, ((f"h{p}", b"x"),) if p % 3 else (), 1_700_000_000_000)]
+            seg.write_bytes(build_batch(records, base_offset=0, partition_leader_epoch=0))
+        (broker / "meta.properties").write_text(f"version=0\nbroker.id={b}\n")
+        brokers.append(str(broker))
+    code = textwrap.dedent(f"""
+        import sys
+        from segtools.export import ExportOptions, export
+        from segtools.forensics.api import compare
+        summary = export([{brokers[0]!r}], {str(tmp_path / "out")!r}, ExportOptions(), jobs=2)
+        assert summary.rows == 40 and len(summary.files) == 40, summary
+        assert not summary.findings, summary.findings
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] == "pandas" or m == "pyarrow.compute")
+        compare({brokers!r})
+        print(";".join([",".join(loaded),
+                        ",".join(sorted(m for m in sys.modules if m.split(".")[0] == "pandas"))]))
+    """)
+    # the workers' imports: each worker reports what it loaded beyond the parent (below)
+    probe = textwrap.dedent("""
+        import os, sys
+        import segtools.export as ex
+        real = ex._export_chunk
+        def chunk(bounds):
+            out = real(bounds)
+            extra = sorted(m for m in sys.modules if m.split(".")[0] == "pandas" or m == "pyarrow.compute")
+            if extra:
+                out.findings.append("worker loaded " + ",".join(extra))
+            return out
+        ex._export_chunk = chunk
+    """)
+    out = subprocess.run([sys.executable, "-c", probe + code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == ";"

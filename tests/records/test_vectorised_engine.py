@@ -130,3 +130,40 @@ def test_the_column_varint_reader_agrees_with_the_definition(seed):
             # cut short by the buffer's end: the read ends past it (the record is then refused)
             # or, longer than 9 bytes, it is marked
             assert b or e > len(buf)
+
+
+@pytest.mark.parametrize("rows", [1, 7, vectorised._JOIN_MAX_ROWS, vectorised._JOIN_MAX_ROWS + 1, 900])
+def test_byte_ranges_are_cut_out_as_python_slices_them(rows):
+    """_slices joins few ranges itself and takes many with Arrow: both give, row by row, the
+    bytes Python's slicing gives (empty ranges, adjacent ranges and the buffer's last byte too)."""
+    rng = random.Random(rows)
+    buf = bytes(rng.randrange(256) for _ in range(20 * rows + 5))
+    starts, lengths, pos = [], [], 0
+    for _ in range(rows):
+        pos += rng.choice((0, 0, 1, 3))               # adjacent ranges, and gaps
+        length = rng.choice((0, 1, 2, 9))
+        starts.append(pos)
+        lengths.append(length)
+        pos += length
+    if rows:   # the last range ends at the buffer's end
+        lengths[-1] += len(buf) - pos
+    arr = vectorised._slices(np.frombuffer(buf, np.uint8), np.array(starts, np.int64),
+                             np.array(lengths, np.int64))
+    assert arr.to_pylist() == [buf[s:s + n] for s, n in zip(starts, lengths)]
+
+
+def test_header_keys_are_checked_for_utf8_one_by_one(tmp_path):
+    """Two header keys that are each a half of one UTF-8 character (valid only when joined) are
+    both not UTF-8: every engine replaces each, as the Python decoder does key by key."""
+    from test_columnar_gen import Rec, fix_crc, kp_batch, write_segment
+
+    from segtools.records import columnar
+
+    data = bytearray(kp_batch([Rec(b"k", b"v", [("XY", b"1"), ("ZW", b"2")])], base_offset=0))
+    data[data.index(b"XY"):data.index(b"XY") + 2] = b"a\xc3"
+    data[data.index(b"ZW"):data.index(b"ZW") + 2] = b"\xa9b"
+    fix_crc(data)
+    path = write_segment(tmp_path, bytes(data))
+    for engine in columnar.available_engines():
+        headers = columnar.read_records(path, engine=engine).column("headers").to_pylist()
+        assert headers == [[{"key": "a\ufffd", "value": b"1"}, {"key": "\ufffdb", "value": b"2"}]], engine

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from segtools.primitives.limits import resolve_max_batch_bytes
-from segtools.records.columnar.arrow_columns import _INT32, _INT64, _np_arrow, validity
+from segtools.records.columnar.arrow_columns import _INT32, _INT64, _np_arrow, numpy_values, validity
 from segtools.records.columnar.engines import _pick_decoder, _pick_engine
 from segtools.records.columnar.headers import _SCAN_CHUNK, _done, _Headers
 from segtools.records.columnar.record_table import _Filters, _iter_row_chunks, _record_batch
@@ -168,7 +168,7 @@ class SmallSegments:
         rb = (parts[0] if len(parts) == 1 else pa.concat_batches(parts)) if parts else _EMPTY_ROWS
         counts = np.zeros(len(paths), dtype=np.int64)
         if rb.num_rows:   # positions and names of the files, not of the concatenation
-            position = rb.column("batch_position").to_numpy()
+            position = numpy_values(rb.column("batch_position"))
             owner = np.searchsorted(starts, position, "right") - 1
             counts = np.bincount(owner, minlength=len(paths))
             rb = rb.set_column(rb.schema.get_field_index("batch_position"), "batch_position",
