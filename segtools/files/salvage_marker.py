@@ -56,8 +56,15 @@ def hole_findings(log_paths: Iterable[str]) -> list[str]:
     """One finding line per salvage hole of these segments (records of the original may be
     missing there: a problem, never benign)."""
     out = []
+    unmarked: set[str] = set()   # folders without a marker: one stat a folder, not a segment
     for path in log_paths:
         if not path.endswith(".log"):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder in unmarked:
+            continue
+        if not os.path.isfile(os.path.join(folder, SALVAGE_MARKER)):
+            unmarked.add(folder)
             continue
         for h in salvage_holes(path) or ():
             where = (f"bytes {h.get('original_start')}-{h.get('original_end')} of the original"

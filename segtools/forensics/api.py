@@ -44,7 +44,7 @@ def default_metadata_log(dirs: Sequence[PathArg]) -> str | None:
         folders.append(os.path.dirname(d) if re.fullmatch(r"broker-\d+", os.path.basename(d)) else d)
     for d in dict.fromkeys(folders):
         try:
-            found = resolve([d or "."], errors="collect", check_copies=False)
+            found = resolve([d or "."], errors="collect", check_copies=False, list_brokers=False)
         except SegtoolsError:
             continue
         if found.inputs[0].kind == "cluster" and found.metadata_logs:

@@ -63,9 +63,10 @@ def _append_arrow(cols: list[array[int]], rows: pa.Table | pa.RecordBatch,
             seg_names, col = _name_runs(col, pool or {})
             if names_before:
                 col = pc.add(col, pa.scalar(names_before, pa.int32()))
-        if pa.types.is_boolean(col.type):
-            col = col.cast(pa.int8())
-        out.frombytes(numpy_values(col).data.cast("B"))
+        values = numpy_values(col)
+        if values.dtype == np.bool_:
+            values = values.view(np.int8)   # 0/1 bytes (a cast to int8 took pyarrow.compute)
+        out.frombytes(values.data.cast("B"))
         del col
     return seg_names
 

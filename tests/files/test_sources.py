@@ -101,6 +101,29 @@ def test_cluster_means_its_broker_dirs(tree: Path) -> None:
     assert not any("snapshots" in s for s in res.segment_paths())
 
 
+def test_a_cluster_without_listing_its_brokers(tree: Path, monkeypatch) -> None:
+    """list_brokers=False (compare's search for the controller's log): the same kind, broker
+    dirs and metadata log as a full resolve, and no broker's partition dir is listed."""
+    from segtools.files import sources
+
+    full = resolve([tree / "cluster"])
+    listed: list[str] = []
+    real_list = sources._Fs.list
+
+    def spy(self, path):
+        listed.append(path)
+        return real_list(self, path)
+
+    monkeypatch.setattr(sources._Fs, "list", spy)
+    quick = resolve([tree / "cluster"], list_brokers=False)
+    assert quick.inputs[0].kind == full.inputs[0].kind == "cluster"
+    assert [ld.path for ld in quick.inputs[0].log_dirs] == [ld.path for ld in full.inputs[0].log_dirs]
+    assert [m.partition_dir for m in quick.metadata_logs] == [m.partition_dir for m in full.metadata_logs]
+    assert quick.partitions == []
+    assert not [p for p in listed if "orders-" in p], listed       # no broker's partition dir
+    assert any(p.endswith("__cluster_metadata-0") for p in listed)  # the controller's, read
+
+
 def test_segments_ordered_by_base_offset(tmp_path: Path) -> None:
     part = tmp_path / "t-0"
     part.mkdir()
