@@ -8,7 +8,7 @@ the batches sees the same values in the same order as with a list of them."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -30,6 +30,8 @@ _FIELDS: tuple[tuple[str, str], ...] = (
 _BOOLS = frozenset(i for i, (n, _c) in enumerate(_FIELDS) if n in ("crc_valid", "is_transactional", "is_control"))
 _SEGMENT = next(i for i, (n, _c) in enumerate(_FIELDS) if n == "segment")
 _CHUNK = 4096   # batches made per step of an iteration
+#: array type code -> numpy type of the same width
+_NP_CODES = {"q": np.int64, "i": np.int32, "h": np.int16, "b": np.int8}
 
 
 def _name_runs(col: pa.Array, pool: dict[str, str]) -> tuple[list[str], pa.Array]:
@@ -97,6 +99,27 @@ class BatchColumnsBuilder:
             self._segments.extend(array("i", [segment]) * rb.num_rows)
             if len(self._pending) >= self._FLUSH:
                 self._flush()
+
+    def add_columns(self, cols: Mapping[str, np.ndarray], segment: int, name: str) -> None:
+        """The batches of the replica's segment number ``segment`` as
+        :func:`segtools.records.columnar.batch_table.iter_batch_columns` gives them (``name``:
+        the segment's name as that scan gives it), appended without an Arrow table. A builder
+        takes either these or Arrow rows (:meth:`add`)."""
+        n = len(cols["base_offset"])
+        if not n:
+            return
+        if self._pending or self._facts is not None:
+            raise ValueError("a BatchColumnsBuilder takes Arrow rows or columns, not both")
+        for k, ((field, code), out) in enumerate(zip(_FIELDS, self._cols)):
+            if k == _SEGMENT:
+                continue
+            # the typecode's width, as _np_arrow casts for the table (bools: 0/1 bytes)
+            out.frombytes(np.ascontiguousarray(cols[field], dtype=_NP_CODES[code]).data.cast("B"))
+        if self._names is None:
+            if not self._run_names or self._run_names[-1] != name:
+                self._run_names.append(self._pool.setdefault(name, name))
+            segment = len(self._run_names) - 1
+        self._cols[_SEGMENT].extend(array("i", [segment]) * n)
 
     def _flush(self) -> None:
         if not self._pending:

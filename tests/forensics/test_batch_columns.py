@@ -149,3 +149,51 @@ def test_a_torn_and_a_broken_segment_read_as_from_the_rows(tmp_path: Path) -> No
     got = scan_replica(spec)
     assert _facts_fields(got) == _facts_fields(expected)
     assert expected.torn_tail_bytes and expected.unreadable_before_tail and len(expected.batches) == 13
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dump"
+
+
+@pytest.mark.parametrize("source", ["kafka-2.0-zk-small", "kafka-2.5-zk-first-topic", REAL,
+                                    *(f"samples/{d.name}" for d in sorted(SAMPLES.iterdir()) if d.is_dir())])
+def test_the_scan_of_every_replica_is_the_rows_facts(realdata: Path, source: str) -> None:
+    """scan_replica (numpy header columns, no Arrow table) gives, replica by replica, the facts
+    stage 2 makes of stage 1's Arrow rows: real brokers' logs, and the samples' legacy (magic
+    0/1), transactional and damaged segments (a flipped CRC, garbage, a torn or zeroed tail)."""
+    path = SAMPLES / source.split("/", 1)[1] if source.startswith("samples/") else realdata / source
+    specs = sorted(discover_replicas([str(path)]), key=lambda s: (s.topic, s.partition, s.replica_id))
+    assert specs
+    for spec in specs:
+        (expected,) = replica_facts_of_rows(_rows_of(spec), [spec])
+        assert _facts_fields(scan_replica(spec)) == _facts_fields(expected), spec.partition_dir
+
+
+def test_columns_without_names_take_the_scans_names(tmp_path: Path) -> None:
+    """A builder without names, given columns: each segment's batches under the name the scan
+    gives it (as the rows' segment column names it)."""
+    from segtools.records.columnar.batch_table import iter_batch_columns
+
+    _three_segments(tmp_path / "t-0", cut=False)
+    (spec,) = discover_replicas([str(tmp_path / "t-0")])
+    builder = BatchColumnsBuilder(None)
+    for path, _size in spec.segments:
+        for cols, name in iter_batch_columns(path, topic=spec.topic, partition=spec.partition,
+                                             broker=spec.replica_id, located=True):
+            builder.add_columns(cols, -1, name)   # the index is not read without names
+    expected = [BatchFacts.from_row(r) for r in _rows_of(spec).to_pylist()]
+    assert list(builder.build()) == expected
+    assert [b.segment for b in expected] == [f"{n // 5 * 5:020d}.log" for n in range(15)]
+
+
+def test_a_builder_takes_rows_or_columns_not_both(tmp_path: Path) -> None:
+    from segtools.records.columnar.batch_table import iter_batch_columns
+
+    _three_segments(tmp_path / "t-0", cut=False)
+    (spec,) = discover_replicas([str(tmp_path / "t-0")])
+    path = spec.segments[0][0]
+    builder = BatchColumnsBuilder(spec.segments.names())
+    builder.add(_rows_of(spec).to_batches()[0], 0)
+    ((cols, name),) = iter_batch_columns(path, topic=spec.topic, partition=spec.partition,
+                                         broker=spec.replica_id, located=True)
+    with pytest.raises(ValueError, match="not both"):
+        builder.add_columns(cols, 0, name)

@@ -1,4 +1,5 @@
-"""One row per batch (BATCH_SCHEMA): iter_batch_batches, read_batch_table, scan_batches."""
+"""One row per batch (BATCH_SCHEMA): iter_batch_batches, read_batch_table, scan_batches; and
+iter_batch_columns, the same rows as numpy columns."""
 
 from __future__ import annotations
 
@@ -47,36 +48,61 @@ from segtools.records.columnar.window import _located, _open_segment, _Segment, 
 from segtools.records.schema import BATCH_SCHEMA
 
 
+def header_columns(h: _Headers) -> dict[str, np.ndarray]:
+    """The numeric and boolean fields of ``BATCH_SCHEMA`` of a finished header chunk, by name,
+    as numpy (uncast): the one derivation behind the batch table and compare's columns."""
+    magic2 = h.magic >= 2   # legacy messages have no transactional, control or horizon bits
+    return {
+        "position": h.position, "size": h.batch_length + 12, "base_offset": h.base_offset,
+        "last_offset": _done(h.last_offset), "batch_length": h.batch_length,
+        "partition_leader_epoch": h.partition_leader_epoch, "magic": h.magic, "crc": h.crc,
+        "crc_valid": _done(h.crc_valid), "attributes": h.attributes,
+        "is_transactional": ((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & magic2,
+        "is_control": ((h.attributes & CONTROL_FLAG_MASK) != 0) & magic2,
+        "has_delete_horizon": ((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & magic2,
+        "last_offset_delta": h.last_offset_delta, "base_timestamp": h.base_timestamp,
+        "max_timestamp": h.max_timestamp, "producer_id": h.producer_id,
+        "producer_epoch": h.producer_epoch, "base_sequence": h.base_sequence,
+        "records_count": h.records_count,
+    }
+
+
+def segment_name(seg: _Segment) -> str:
+    """The ``segment`` column's text: the file's name (undecodable bytes as U+FFFD)."""
+    return _text(os.path.basename(seg.path)) or ""
+
+
 def _batch_table(h: _Headers, seg: _Segment) -> pa.RecordBatch:
     n = len(h)
+    c = header_columns(h)
     codec = (h.attributes & COMPRESSION_CODEC_MASK).astype(np.int32)
     return pa.RecordBatch.from_arrays([
         _const_string(seg.topic, n),
         _const_int32(seg.partition, n),
         _const_int32(seg.broker, n),
-        _const_string(_text(os.path.basename(seg.path)), n),
-        _np_arrow(h.position, _INT64),
-        _np_arrow(h.batch_length + 12, _INT32),
-        _np_arrow(h.base_offset, _INT64),
-        _np_arrow(_done(h.last_offset), _INT64),
-        _np_arrow(h.batch_length, _INT32),
-        _np_arrow(h.partition_leader_epoch, _INT32),
-        _np_arrow(h.magic, _INT8),
-        _np_arrow(h.crc, _INT64),
-        bool_array(_done(h.crc_valid)),
-        _np_arrow(h.attributes, _INT16),
+        _const_string(segment_name(seg), n),
+        _np_arrow(c["position"], _INT64),
+        _np_arrow(c["size"], _INT32),
+        _np_arrow(c["base_offset"], _INT64),
+        _np_arrow(c["last_offset"], _INT64),
+        _np_arrow(c["batch_length"], _INT32),
+        _np_arrow(c["partition_leader_epoch"], _INT32),
+        _np_arrow(c["magic"], _INT8),
+        _np_arrow(c["crc"], _INT64),
+        bool_array(c["crc_valid"]),
+        _np_arrow(c["attributes"], _INT16),
         _compression_column(codec),
         _timestamp_type_column(_done(h.timestamp_type)),
-        bool_array(((h.attributes & TRANSACTIONAL_FLAG_MASK) != 0) & (h.magic >= 2)),
-        bool_array(((h.attributes & CONTROL_FLAG_MASK) != 0) & (h.magic >= 2)),
-        bool_array(((h.attributes & DELETE_HORIZON_FLAG_MASK) != 0) & (h.magic >= 2)),
-        _np_arrow(h.last_offset_delta, _INT32),
-        _np_arrow(h.base_timestamp, _INT64),
-        _np_arrow(h.max_timestamp, _INT64),
-        _np_arrow(h.producer_id, _INT64),
-        _np_arrow(h.producer_epoch, _INT16),
-        _np_arrow(h.base_sequence, _INT32),
-        _np_arrow(h.records_count, _INT32),
+        bool_array(c["is_transactional"]),
+        bool_array(c["is_control"]),
+        bool_array(c["has_delete_horizon"]),
+        _np_arrow(c["last_offset_delta"], _INT32),
+        _np_arrow(c["base_timestamp"], _INT64),
+        _np_arrow(c["max_timestamp"], _INT64),
+        _np_arrow(c["producer_id"], _INT64),
+        _np_arrow(c["producer_epoch"], _INT16),
+        _np_arrow(c["base_sequence"], _INT32),
+        _np_arrow(c["records_count"], _INT32),
     ], schema=BATCH_SCHEMA)
 
 
@@ -93,6 +119,31 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
     ``located``: ``path`` is one segment file as discovery
     (:func:`segtools.files.sources.resolve`) listed it, and ``topic``, ``partition``, ``broker``
     are its identity; it is read without being discovered again."""
+    for h, seg in _iter_header_chunks(path, topic, partition, broker, engine, max_rows,
+                                      max_batch_bytes, max_uncompressed_bytes, located):
+        yield _batch_table(h, seg)
+
+
+def iter_batch_columns(path: str | os.PathLike[str] | bytes, *, topic: str | None = None,
+                       partition: int | None = None, broker: int | None = None,
+                       engine: str = "auto", max_rows: int = _SCAN_CHUNK,
+                       max_batch_bytes: int | None = None,
+                       max_uncompressed_bytes: int | None = None,
+                       located: bool = False) -> Iterator[tuple[dict[str, np.ndarray], str]]:
+    """:func:`iter_batch_batches`' rows as numpy columns (:func:`header_columns`: the numeric
+    and boolean fields by name) with their segment's name, the same chunks and errors, no
+    Arrow table: building one cost ~0.12 ms a chunk, most of compare's scan of a segment of
+    one batch (a broker of thousands of small partitions)."""
+    for h, seg in _iter_header_chunks(path, topic, partition, broker, engine, max_rows,
+                                      max_batch_bytes, max_uncompressed_bytes, located):
+        yield header_columns(h), segment_name(seg)
+
+
+def _iter_header_chunks(path: str | os.PathLike[str] | bytes, topic: str | None,
+                        partition: int | None, broker: int | None, engine: str, max_rows: int,
+                        max_batch_bytes: int | None, max_uncompressed_bytes: int | None,
+                        located: bool) -> Iterator[tuple[_Headers, _Segment]]:
+    """The finished header chunks of every segment under ``path``, with their segment."""
     limit = resolve_max_batch_bytes(max_batch_bytes, max_uncompressed_bytes=max_uncompressed_bytes)
     kernel = _pick_engine(engine)
     rows = max(1, int(max_rows))
@@ -121,15 +172,15 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
                         break
                     except Exception:
                         if held:   # what came before the damage comes out first
-                            yield _batch_table(_join_headers(held), seg)
+                            yield _join_headers(held), seg
                         raise
                     if held and count + len(h) > rows:
-                        yield _batch_table(_join_headers(held), seg)
+                        yield _join_headers(held), seg
                         held, count = [], 0
                     held.append(h)
                     count += len(h)
                 if held:
-                    yield _batch_table(_join_headers(held), seg)
+                    yield _join_headers(held), seg
             except FormatError:
                 mf.check_unchanged()
                 raise
@@ -138,8 +189,8 @@ def iter_batch_batches(path: str | os.PathLike[str] | bytes, *, topic: str | Non
 
 
 def _scan_plain(mf: _SegmentFile, kernel: Any, seg: _Segment, rows: int,
-                limit: int) -> Generator[pa.RecordBatch, None, int | None]:
-    """Tables of the file's plain batches from its start, read, walked and CRC-checked in one
+                limit: int) -> Generator[tuple[_Headers, _Segment], None, int | None]:
+    """Header chunks of the file's plain batches from its start, read, walked and CRC-checked in one
     compiled call per ``rows`` rows (``scan_file``: the Python work per window cost more than
     the window's read and CRC). Returns where the general walk takes over (the first batch
     that is not plain: legacy, damaged, CRC-invalid, larger than the window, a torn tail), or
@@ -154,7 +205,7 @@ def _scan_plain(mf: _SegmentFile, kernel: Any, seg: _Segment, rows: int,
             h = _Headers(**{name: col[:n] for name, col in cols.items()})
             h.crc_valid = np.ones(n, dtype=bool)   # a batch whose CRC does not match is handed over
             _fill_legacy(h, mf, limit)   # all v2: derives last_offset and timestamp_type
-            yield _batch_table(h, seg)
+            yield h, seg
         if reason != kernel.FILE_SCAN_FULL:
             return None if reason == kernel.FILE_SCAN_DONE else int(pos)
 
