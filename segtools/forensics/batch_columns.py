@@ -30,6 +30,7 @@ _FIELDS: tuple[tuple[str, str], ...] = (
 _BOOLS = frozenset(i for i, (n, _c) in enumerate(_FIELDS) if n in ("crc_valid", "is_transactional", "is_control"))
 _SEGMENT = next(i for i, (n, _c) in enumerate(_FIELDS) if n == "segment")
 _CHUNK = 4096   # batches made per step of an iteration
+_FEW = 8        # up to this many batches an iteration makes them one by one
 #: array type code -> numpy type of the same width
 _NP_CODES = {"q": np.int64, "i": np.int32, "h": np.int16, "b": np.int8}
 
@@ -208,6 +209,12 @@ class BatchColumns(Sequence[BatchFacts]):
         return self._make(self._start + i)
 
     def __iter__(self) -> Iterator[BatchFacts]:
+        if self._stop - self._start <= _FEW:
+            # made one by one: slicing every column costs more for a few batches (the
+            # classifier walks a one-batch replica ~20 times)
+            for i in range(self._start, self._stop):
+                yield self._make(i)
+            return
         names = self._names
         for lo in range(self._start, self._stop, _CHUNK):
             hi = min(lo + _CHUNK, self._stop)
