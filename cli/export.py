@@ -155,11 +155,15 @@ def export(paths: tuple[str, ...], out_dir: str, level: str, topics: str | None,
             from segtools.export import segment_bytes
 
             total = sum(segment_bytes(src) for src in sources)
-            sizes = {s: n for src in sources for s, n in zip(src.segments, src.segment_sizes)}
             show = not quiet and sys.stderr.isatty() and total > 64 * 1024 * 1024
-            with click.progressbar(length=total, label="exporting", file=sys.stderr) if show else _null() as bar:
-                summary = export_sources(sources, out_dir, options,
-                                         on_segment=lambda seg: bar.update(sizes.get(seg, 0)), jobs=jobs)
+            if show:
+                # a size per segment path (~100 bytes a segment) only for the bar
+                sizes = {s: n for src in sources for s, n in zip(src.segments, src.segment_sizes)}
+                with click.progressbar(length=total, label="exporting", file=sys.stderr) as bar:
+                    summary = export_sources(sources, out_dir, options,
+                                             on_segment=lambda seg: bar.update(sizes.get(seg, 0)), jobs=jobs)
+            else:
+                summary = export_sources(sources, out_dir, options, jobs=jobs)
     except KeyboardInterrupt:
         click.echo(f"interrupted: {out_dir} holds a partial export (marked {out_dir}/_PARTIAL)", err=True)
         sys.exit(130)
@@ -187,14 +191,3 @@ def _print_broker_legend(sources) -> None:
 
     for ident, name in sorted(broker_folders(sources).items(), key=order):
         click.echo(f"replica={name}/ <- {ident}")
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def update(self, n: int) -> None:
-        return None

@@ -29,7 +29,7 @@ import fnmatch
 import functools
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,20 +145,22 @@ def select_sources(sources: Iterable[PartitionSource], options: ExportOptions) -
     return chosen
 
 
-def _segments_in_range(segments: tuple[str, ...], options: ExportOptions) -> list[str]:
-    """Prune whole segments by offset using their base offsets, read from the file names as
-    Kafka reads them (formats.names.stem_offset: ``123.log`` is 123); a name without one is
-    never pruned."""
+def _segments_in_range(segments: tuple[str, ...], options: ExportOptions) -> Sequence[int]:
+    """The indexes of the segments to read: whole segments are pruned by offset using their
+    base offsets, read from the file names as Kafka reads them (formats.names.stem_offset:
+    ``123.log`` is 123); a name without one is never pruned."""
+    if options.start_offset is None and options.end_offset is None:
+        return range(len(segments))   # no list of 100,000 base offsets for nothing
     bases = [stem_offset(s) for s in segments]
     kept = []
-    for i, seg in enumerate(segments):
+    for i in range(len(segments)):
         base = bases[i]
         nxt = bases[i + 1] if i + 1 < len(segments) else None
         if options.end_offset is not None and base is not None and base >= options.end_offset:
             continue
         if options.start_offset is not None and nxt is not None and nxt <= options.start_offset:
             continue
-        kept.append(seg)
+        kept.append(i)
     return kept
 
 
@@ -535,7 +537,7 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     position_col = "position" if options.level == "batches" else "batch_position"
     folder = partition_folder(src, options) if folder is None else folder
     folder = f"{root}/{folder}" if folder else root
-    sizes = dict(zip(src.segments, src.segment_sizes)) if len(src.segment_sizes) == len(src.segments) else {}
+    known_sizes = len(src.segment_sizes) == len(src.segments)
     written: list[ExportedFile] = []
     if findings is not None:
         findings.extend(_missing_log_findings(src))
@@ -544,13 +546,14 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     current_bytes = 0
     # a replica's segments are all local or all in one object store
     remote = bool(src.segments) and _remote(src.segments[0])
-    replica_bytes = sum(sizes.values()) if sizes else FILE_BYTES   # unknown sizes: as if large
+    replica_bytes = sum(src.segment_sizes) if known_sizes else FILE_BYTES   # unknown sizes: as if large
     if small is None or not (src.segments and small.holds(src.segments[0])):
         small = _small_segments([src], options)
     try:
-        for segment in _segments_in_range(src.segments, options):
+        for k in _segments_in_range(src.segments, options):
+            segment = src.segments[k]
             # unknown size (a hand-made source): a file of its own, as if it were large
-            size = sizes.get(segment, FILE_BYTES)
+            size = src.segment_sizes[k] if known_sizes else FILE_BYTES
             if current is not None and (current_bytes + size > FILE_BYTES):
                 written.append(current.finish(current_bytes))
                 current, current_bytes = None, 0

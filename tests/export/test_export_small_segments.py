@@ -209,3 +209,34 @@ def test_a_damaged_replica_among_many_is_read_alone_and_reported(tmp_path, monke
     topic, partition = flipped.parent.name.rsplit("-", 1)
     assert {(r["broker"], r["topic"], r["partition"], r["segment"]) for r in rows if not r["crc_valid"]} \
         == {(1, topic, int(partition), flipped.name)}
+
+
+def test_lookups_out_of_file_order_give_the_same_rows(tmp_path):
+    """SmallSegments tries the file after the last one found first; asked out of order (a
+    segment again, backwards, one it does not hold) it gives each file's own rows or None (read
+    it alone), never another file's."""
+    from segtools.files.sources import resolve
+
+    bdir, _written = _partition(tmp_path, segments=30)
+    (src,) = resolve([bdir]).partitions
+    sizes = list(src.segment_sizes)
+
+    def reader() -> columnar.SmallSegments:
+        return columnar.SmallSegments(list(src.segments), sizes, topic=src.topic,
+                                      partition=src.partition, broker=src.broker)
+
+    def rows(batches):
+        return None if batches is None else [r for rb in batches for r in rb.to_pylist()]
+
+    in_order = reader()
+    expected = {seg: rows(in_order.batches(seg)) for seg in src.segments}
+    assert sum(len(r or ()) for r in expected.values()) > 30
+    shuffled = reader()
+    order = [*reversed(src.segments), src.segments[5], src.segments[5], src.segments[0]]
+    got = {seg: rows(shuffled.batches(seg)) for seg in order}
+    # None means "read it alone" (a group starting at the last file is that file alone): the
+    # rows given are always the file's own
+    assert all(got[seg] is None or got[seg] == expected[seg] for seg in src.segments)
+    assert sum(got[seg] is not None for seg in src.segments) >= 20
+    assert shuffled.holds(src.segments[17]) and not shuffled.holds(str(tmp_path / "other.log"))
+    assert shuffled.batches(str(tmp_path / "other.log")) is None

@@ -79,7 +79,10 @@ class SmallSegments:
                  include_control: bool = True, max_batch_bytes: int | None = None) -> None:
         self._segments = segments
         self._sizes = sizes
-        self._index = {seg: i for i, seg in enumerate(segments)}
+        # lookups come in file order: the one after the last found is tried first; a map of
+        # every path (~100 bytes a segment) is made only for a lookup out of order
+        self._next = 0
+        self._index: dict[str, int] | None = None
         #: per file, its replica's identity (one for all here; see across)
         self._owners = [_Segment("", _text(topic), partition, broker)] * len(segments)
         self._kernel = _pick_engine(engine)
@@ -99,18 +102,30 @@ class SmallSegments:
         segments = [seg for segs, *_ in replicas for seg in segs]
         reader = cls(segments, [size for _, sizes, *_ in replicas for size in sizes],
                      topic=None, partition=None, broker=None, **options)
-        reader._owners = [_Segment("", _text(topic), partition, broker)
-                          for segs, _, topic, partition, broker in replicas for _ in segs]
+        reader._owners = []
+        for segs, _, topic, partition, broker in replicas:   # one identity per replica
+            reader._owners.extend([_Segment("", _text(topic), partition, broker)] * len(segs))
         return reader
+
+    def _find(self, segment: str) -> int | None:
+        i = self._next
+        if i < len(self._segments) and self._segments[i] == segment:
+            return i
+        if self._index is None:
+            self._index = {seg: k for k, seg in enumerate(self._segments)}
+        return self._index.get(segment)
 
     def holds(self, segment: str) -> bool:
         """Whether ``segment`` is one of this reader's files."""
-        return segment in self._index
+        return self._find(segment) is not None
 
     def batches(self, segment: str) -> list[pa.RecordBatch] | None:
         """The segment's rows (no batch for a segment without rows), or None: read it alone."""
-        i = self._index.get(segment)
-        if i is None or self._sizes[i] > SMALL_SEGMENT_BYTES:
+        i = self._find(segment)
+        if i is None:
+            return None
+        self._next = i + 1
+        if self._sizes[i] > SMALL_SEGMENT_BYTES:
             return None
         if i not in self._rows:
             self._rows = {}   # groups are read in order: the previous one is done
