@@ -34,7 +34,12 @@ SITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("segtools/dump/json_out.py", "JsonSink.finding"): ("dump --output ndjson",),
     ("segtools/dump/json_out.py", "data_value"): ("not an output: a check that decoded fields serialise",),
     ("segtools/dump/state_dump.py", "_dump_text_file"): ("not an output: one value of a text line",),
-    ("segtools/files/outputs.py", "partial_run"): ("_SUCCESS (export, salvage, collect, compare --lost-out)",),
+    # partial_run's _SUCCESS (export, salvage, collect, compare --lost-out), on a local disk
+    # (streamed) and on an object store
+    ("segtools/files/outputs.py", "_LocalMarkers.write_json"): (
+        "_SUCCESS (export, salvage, collect, compare --lost-out)",),
+    ("segtools/files/outputs.py", "_ArrowMarkers.write_json"): (
+        "_SUCCESS (export, salvage, collect, compare --lost-out)",),
     ("segtools/forensics/lost_out.py", "write_lost_out"): ("compare --lost-out: lost.ndjson",),
     ("segtools/forensics/report.py", "CompareReport.json_text"): ("compare --report",),
     ("segtools/salvage.py", "salvage"): ("salvage: segtools-salvage.json", "salvage: OUT/manifest.json"),
