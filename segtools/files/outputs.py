@@ -258,6 +258,10 @@ def _umask() -> int:
     return mask
 
 
+#: how ``_SUCCESS`` is laid out, the same on a local disk and on an object store
+_MARKER_JSON: dict[str, Any] = {"indent": 1, "sort_keys": False}
+
+
 class _LocalMarkers:
     def write(self, path: str, text: str) -> None:
         atomic_write(path, text)
@@ -266,7 +270,7 @@ class _LocalMarkers:
         # streamed: the text of an export of 100,000 segments (a path each) held whole, with
         # the encoder's pieces, took ~13 MB at the end of the run
         with atomic_file(path, "w") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=False)
+            json.dump(doc, fh, **_MARKER_JSON)
             fh.write("\n")
 
     def delete(self, path: str) -> None:
@@ -285,7 +289,7 @@ class _ArrowMarkers:
             fh.write(text.encode("utf-8"))
 
     def write_json(self, path: str, doc: dict[str, Any]) -> None:
-        self.write(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
+        self.write(path, json.dumps(doc, **_MARKER_JSON) + "\n")
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError, OSError):

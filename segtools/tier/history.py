@@ -17,10 +17,6 @@ from segtools.tier import states
 from segtools.tier.audit import audit
 
 
-def is_remote(src: PartitionSource) -> bool:
-    return src.remote_tier
-
-
 def _start(path: str) -> int:
     start = remote_start_offset(path)
     if start is None:   # remote_partitions lists only objects named so
@@ -73,7 +69,7 @@ def served_segments(paths: Sequence[str | os.PathLike[str]], sources: list[Parti
     """The remote segments Kafka would serve, by the ``__remote_log_metadata`` on the evidence:
     FINISHED and in lineage with every replica (the tier audit). None when no remote tier is
     among the inputs; empty (nothing proven served) when no metadata is."""
-    if not any(is_remote(s) for s in sources):
+    if not any(s.remote_tier for s in sources):
         return None
     try:
         report = audit([os.fspath(p) for p in paths])
@@ -97,21 +93,21 @@ def across_tiers(sources: list[PartitionSource], *, every_replica: bool = False,
     too, so the caller's own rule about repeated partitions applies). ``every_replica``
     (compare): merged into each local replica, the history each would serve as leader.
     ``served``: the remote segment ids to read (others are left out), all when None."""
-    remote = {(s.topic, s.partition): s for s in sources if is_remote(s)}
+    remote = {(s.topic, s.partition): s for s in sources if s.remote_tier}
     if not remote:
         return sources
     local: dict[tuple[str, int], list[PartitionSource]] = {}
     for s in sources:
-        if not is_remote(s) and s.state == "":
+        if not s.remote_tier and s.state == "":
             local.setdefault((s.topic, s.partition), []).append(s)
     out = []
     for s in sources:
         key = (s.topic, s.partition)
         reps = local.get(key, [])
         merge = len(reps) >= 1 if every_replica else len(reps) == 1
-        if is_remote(s) and merge:
+        if s.remote_tier and merge:
             continue                                   # merged into the replicas below
-        if not is_remote(s) and key in remote and s in reps and merge:
+        if not s.remote_tier and key in remote and s in reps and merge:
             segs, sizes = _below(remote[key], s, served)
             s = dataclasses.replace(
                 s, segments=(*segs, *s.segments), segment_sizes=(*sizes, *s.segment_sizes),
