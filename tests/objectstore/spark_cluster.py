@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +43,28 @@ def _alive_workers(ui_url: str) -> int:
     try:
         with urllib.request.urlopen(ui_url + "/json/", timeout=2) as resp:   # 127.0.0.1 only
             state = json.load(resp)
-    except OSError:
+    except (OSError, ValueError):     # not up yet, or not the master's page
+        return -1
+    if not isinstance(state, dict):
         return -1
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+
+_MASTER_AT = re.compile(rb"Starting Spark master at (spark://\S+)")
+_UI_PORT = re.compile(rb"Successfully started service 'MasterUI' on port (\d+)")
+
+
+def _master_addresses(log: Path, master: subprocess.Popen, deadline: float,
+                      log_tail: Callable[[], str]) -> tuple[str, str]:
+    """The master's RPC URL and web UI URL, as its log reports them once both are bound."""
+    while True:
+        text = log.read_bytes() if log.exists() else b""
+        at, ui = _MASTER_AT.search(text), _UI_PORT.search(text)
+        if at and ui:
+            return at.group(1).decode(), f"http://127.0.0.1:{int(ui.group(1))}"
+        if master.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the standalone master did not start:\n{log_tail()}")
+        time.sleep(0.2)
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
@@ -63,7 +83,9 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 @contextmanager
-def standalone_cluster(workdir: Path, *, workers: int = 2) -> Iterator[StandaloneCluster]:
+def standalone_cluster(workdir: Path, *, workers: int = 2,
+                       ui_port: int | None = None) -> Iterator[StandaloneCluster]:
+    """``ui_port``: the web UI port to ask the master for (a free one by default)."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise RuntimeError("the Spark standalone cluster needs Java 17 (JAVA_HOME or java on PATH)")
     home = spark_home()
@@ -82,9 +104,8 @@ def standalone_cluster(workdir: Path, *, workers: int = 2) -> Iterator[Standalon
         "spark.executor.memory 1g\n"
         "spark.driver.memory 1g\n")
     env["SPARK_CONF_DIR"] = str(conf)
-    port, ui_port = _free_port(), _free_port()
-    master_url, ui_url = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
-    cluster = StandaloneCluster(master_url, ui_url, env)
+    port, ui_port = _free_port(), ui_port or _free_port()
+    cluster = StandaloneCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}", env)
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
 
@@ -95,22 +116,30 @@ def standalone_cluster(workdir: Path, *, workers: int = 2) -> Iterator[Standalon
                                               start_new_session=True))
         out.close()
 
+    def log_tail() -> str:
+        return "\n".join((logs / f).read_text(errors="replace")[-2000:] for f in sorted(os.listdir(logs)))
+
     try:
         launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                           "--port", str(port), "--webui-port", str(ui_port)])
+        # The ports were free when picked, but another test's process (a Spark driver's UI) may
+        # take one before the master binds it; the master then moves to the next port. Its log
+        # says where it is: the workers and the UI poll use that, not the port we asked for.
+        deadline = time.monotonic() + 120
+        cluster.master_url, cluster.ui_url = _master_addresses(logs / "master.out", cluster.procs[0],
+                                                               deadline, log_tail)
         for i in range(workers):
             wdir = workdir / f"worker-{i}"
             wdir.mkdir()
             launch(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                                    "--port", str(_free_port()), "--webui-port", str(_free_port()),
                                    "--cores", "1", "--memory", "1200m", "--work-dir", str(wdir),
-                                   master_url])
-        deadline = time.monotonic() + 120
-        while _alive_workers(ui_url) < workers:
+                                   cluster.master_url])
+        while _alive_workers(cluster.ui_url) < workers:
             dead = [p for p in cluster.procs if p.poll() is not None]
             if dead or time.monotonic() > deadline:
-                tail = "\n".join((logs / f).read_text(errors="replace")[-2000:] for f in sorted(os.listdir(logs)))
-                raise RuntimeError(f"the standalone cluster did not come up ({len(dead)} JVM(s) exited):\n{tail}")
+                raise RuntimeError(f"the standalone cluster did not come up ({len(dead)} JVM(s) exited):\n"
+                                   f"{log_tail()}")
             time.sleep(0.5)
         yield cluster
     finally:

@@ -4,10 +4,13 @@ the report and the Parquet rows equal the in-process runner's on the local copy.
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,12 +23,41 @@ from .spark_cluster import leftover_processes, standalone_cluster
 pytestmark = pytest.mark.spark
 
 
+@contextlib.contextmanager
+def _html_server():
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):                      # noqa: N802 - the handler's API
+            body = b"<!DOCTYPE html><html><body>another service</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def cluster(s3, tmp_path_factory):
     # started after the S3 server: the workers (and so the executors and their Python
     # workers) inherit AWS_ENDPOINT_URL_S3 and the credentials from this environment
     workdir = tmp_path_factory.mktemp("standalone")
-    with standalone_cluster(workdir) as c:
+    # The UI port the master is asked for is already serving another web page, as when another
+    # test's Spark driver took it first (CI, stop 39): the master moves to the next port, and
+    # the cluster must be found there, not read from the other page.
+    with _html_server() as taken, standalone_cluster(workdir, ui_port=taken) as c:
+        assert not c.ui_url.endswith(f":{taken}")
         yield c
     for proc in c.procs:
         assert proc.poll() is not None, "a cluster JVM outlived the fixture"
