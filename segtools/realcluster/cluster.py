@@ -483,6 +483,8 @@ class RealCluster:
             self.coordinator.kill()
         if self.controller is not None and self.controller.alive():
             self.controller.terminate(20.0)
+        config.release_ports([self.ports.controller, *self.ports.brokers.values(),
+                              *([self.coordinator_port] if self.coordinator_port else [])])
 
 
 #: the controller's INFO lines for a broker's registration and its fencing changes

@@ -4,7 +4,9 @@ so a scenario runs in seconds (every value here is written to OUT/kafka/*.proper
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from segtools.simulate.scenario import Scenario, Step
@@ -177,11 +179,43 @@ def step_wait_s(scenario: Scenario) -> float:
     return session_timeout_ms(scenario) / 1000 * 1.15 + 4
 
 
+#: ports free_port() handed out, each still bound here (see free_port) until release_ports()
+_RESERVED: dict[int, socket.socket] = {}
+_RESERVED_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    """A port the OS considers free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port on 127.0.0.1 for a JVM to listen on, reserved until :func:`release_ports`.
+
+    A port found free and let go could be handed to another process's bind(0) before the JVM
+    binds it: seconds later, after kafka-storage has formatted the dirs, or across a broker's
+    crash and restart. On Linux the port stays bound here by a socket that never listens, with
+    SO_REUSEADDR: the kernel gives it to no other bind(0), and Java's server sockets (which set
+    SO_REUSEADDR on Linux) still bind and listen on it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if sys.platform.startswith("linux"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    except BaseException:
+        sock.close()
+        raise
+    if not sys.platform.startswith("linux"):   # elsewhere SO_REUSEADDR does not share a bound port
+        sock.close()
+        return port
+    with _RESERVED_LOCK:
+        _RESERVED[port] = sock
+    return port
+
+
+def release_ports(ports: Iterable[int]) -> None:
+    """Let go of ports :func:`free_port` reserved (once their JVMs are gone)."""
+    with _RESERVED_LOCK:
+        socks = [_RESERVED.pop(p, None) for p in ports]
+    for sock in socks:
+        if sock is not None:
+            sock.close()
 
 
 @dataclass(frozen=True)

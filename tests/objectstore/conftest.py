@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +16,6 @@ from pathlib import Path
 import pytest
 
 BUCKET = "incident-4711"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -63,10 +56,12 @@ def s3() -> Iterator[S3Server]:
     except ImportError as exc:   # a missing test dependency fails, never skips
         pytest.fail(f"object-store tests need moto[server] (pip install -e '.[test]'): {exc}")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)   # one line per request otherwise
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # port 0: the server binds a free port itself (a port picked here first could be taken by
+    # another test's process before the server's thread binds it, and start() would then wait
+    # for ever)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    endpoint = f"http://127.0.0.1:{server.get_host_and_port()[1]}"
     saved = {k: os.environ.get(k) for k in [*_ENV, "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"]}
     os.environ.update(_ENV)
     os.environ.pop("AWS_PROFILE", None)
