@@ -541,7 +541,11 @@ def export_source(src: PartitionSource, out_dir: str, options: ExportOptions,
     written: list[ExportedFile] = []
     if findings is not None:
         findings.extend(_missing_log_findings(src))
-        findings.extend(hole_findings(src.segments))   # a salvaged dir is not complete
+        # a salvaged dir is not complete; a dir listed without salvage's marker is not looked
+        # at again (a stat of a name that is not there: ~15 us, a sixth of a small replica's
+        # own work outside the Parquet writer)
+        listed = (src.partition_dir,) if src.salvage_marker is False and src.partition_dir else ()
+        findings.extend(hole_findings(src.segments, unmarked=listed))
     current: _FileGroup | None = None
     current_bytes = 0
     # a replica's segments are all local or all in one object store

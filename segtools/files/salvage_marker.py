@@ -52,19 +52,21 @@ def partition_holes(partition_dir: str) -> list[tuple[str | None, dict[str, Any]
                         "after_offset": None, "before_offset": None})]
 
 
-def hole_findings(log_paths: Iterable[str]) -> list[str]:
+def hole_findings(log_paths: Iterable[str], *, unmarked: Iterable[str] = ()) -> list[str]:
     """One finding line per salvage hole of these segments (records of the original may be
-    missing there: a problem, never benign)."""
+    missing there: a problem, never benign). ``unmarked``: folders already listed without a
+    marker (a resolved partition dir whose ``salvage_marker`` is False), not looked at again."""
     out = []
-    unmarked: set[str] = set()   # folders without a marker: one stat a folder, not a segment
+    # folders without a marker: one stat a folder, not a segment (none for those listed)
+    known = {os.path.abspath(f) for f in unmarked}
     for path in log_paths:
         if not path.endswith(".log"):
             continue
         folder = os.path.dirname(os.path.abspath(path))
-        if folder in unmarked:
+        if folder in known:
             continue
         if not os.path.isfile(os.path.join(folder, SALVAGE_MARKER)):
-            unmarked.add(folder)
+            known.add(folder)
             continue
         for h in salvage_holes(path) or ():
             where = (f"bytes {h.get('original_start')}-{h.get('original_end')} of the original"

@@ -217,6 +217,9 @@ class PartitionSource:
     files: tuple[str, ...] = ()        # every file of the dir (not subdirs), by name
     segment_sizes: tuple[int, ...] = ()  # sizes of ``segments`` when listed
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: whether the dir, when it was listed, held salvage's marker (SALVAGE_MARKER); None: not
+    #: listed (a hand-made source), so a reader must look
+    salvage_marker: bool | None = field(default=None, compare=False, hash=False)
 
     @property
     def remote_tier(self) -> bool:
@@ -572,6 +575,7 @@ class _Resolver:
             self.bad_names.append(fs.display(inner))
         files = [e for e in entries if not e.is_dir and self._usable(fs, e)]
         # salvage's marker is read by dump beside the segment (segtools.salvage.salvage_holes)
+        marker = any(e.name == SALVAGE_MARKER for e in files)
         files = [e for e in files if e.name != SALVAGE_MARKER]
         if topic:   # a partition dir: anything that is no Kafka file is named, not dropped silently
             for e in files:
@@ -591,7 +595,8 @@ class _Resolver:
                                segments=tuple(fs.display(p) for _, p, _, _ in logs),
                                segment_sizes=tuple(size for _, _, size, _ in logs),
                                partition_dir=fs.display(inner), log_dir=log_dir, broker=broker,
-                               state=state, files=tuple(fs.display(e.path) for e in files))
+                               state=state, files=tuple(fs.display(e.path) for e in files),
+                               salvage_marker=marker)
 
     def _distinct_segments(self, fs: _Fs, inner: str,
                            logs: list[tuple[int, str, int, str | None]]

@@ -39,3 +39,41 @@ def test_dump_and_export_report_the_holes_of_a_salvaged_dir(realdata: Path, tmp_
     clean.mkdir(parents=True)
     (clean / "00000000000000000000.log").write_bytes((realdata / REL).read_bytes())
     assert runner.invoke(cli, ["export", str(clean), "--out", str(tmp_path / "exp2")]).exit_code == 0
+
+
+def test_the_listing_says_which_dirs_hold_the_marker_and_export_still_reports_them(
+        realdata: Path, tmp_path: Path) -> None:
+    """resolve records whether a listed dir held the marker (PartitionSource.salvage_marker);
+    export looks no further in a dir listed without it, and still reports the holes of a
+    salvaged dir reached through a broker dir, beside clean ones, in worker processes."""
+    from segtools.files.salvage_marker import hole_findings
+    from segtools.files.sources import PartitionSource, resolve
+
+    data = bytearray((realdata / REL).read_bytes())
+    start, end = batch_extents(bytes(data))[3]
+    data[start + 40] ^= 0x01
+    damaged = tmp_path / "damaged" / "orders-0"
+    damaged.mkdir(parents=True)
+    (damaged / "00000000000000000000.log").write_bytes(bytes(data))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["salvage", str(damaged), "--out", str(tmp_path / "broker")]).exit_code == 1
+    broker = tmp_path / "broker"
+    for p in range(1, 5):    # clean replicas around the salvaged one
+        clean = broker / f"orders-{p}"
+        clean.mkdir()
+        (clean / "00000000000000000000.log").write_bytes((realdata / REL).read_bytes())
+
+    marked = {src.partition: src.salvage_marker for src in resolve(str(broker)).partitions}
+    assert marked == {0: True, 1: False, 2: False, 3: False, 4: False}
+    assert PartitionSource("orders", 0, ()).salvage_marker is None     # not listed: look
+
+    exported = runner.invoke(cli, ["export", str(broker), "--out", str(tmp_path / "exp"), "--jobs", "2"])
+    assert exported.exit_code == 1, exported.output
+    assert f"bytes {start}-{end} of the original" in exported.stderr
+    assert exported.stderr.count("hole left by segtools salvage") == 1
+
+    salvaged_log = str(broker / "orders-0" / "00000000000000000000.log")
+    assert len(hole_findings([salvaged_log])) == 1
+    # a folder named as listed without the marker is not looked at; the others still are
+    assert hole_findings([salvaged_log], unmarked=[str(broker / "orders-0")]) == []
+    assert len(hole_findings([salvaged_log], unmarked=[str(broker / "orders-1")])) == 1
