@@ -151,7 +151,7 @@ class BatchColumnsBuilder:
 class BatchColumns(Sequence[BatchFacts]):
     """A read-only window ``[start, stop)`` over shared columns of batch headers."""
 
-    __slots__ = ("_cols", "_names", "_start", "_stop")
+    __slots__ = ("_cols", "_few", "_names", "_start", "_stop")
 
     def __init__(self, cols: Sequence[array[int]], names: Sequence[str], start: int = 0,
                  stop: int | None = None) -> None:
@@ -159,6 +159,8 @@ class BatchColumns(Sequence[BatchFacts]):
         self._names = names
         self._start = start
         self._stop = len(self._cols[0]) if stop is None else stop
+        #: a window of up to _FEW batches, made once: the classifier walks one ~20 times
+        self._few: tuple[BatchFacts, ...] | None = None
 
     @classmethod
     def from_facts(cls, batches: Sequence[BatchFacts]) -> BatchColumns:
@@ -206,15 +208,25 @@ class BatchColumns(Sequence[BatchFacts]):
             i += n
         if not 0 <= i < n:
             raise IndexError("batch index out of range")
+        if n <= _FEW:
+            return self._small()[i]
         return self._make(self._start + i)
 
     def __iter__(self) -> Iterator[BatchFacts]:
         if self._stop - self._start <= _FEW:
-            # made one by one: slicing every column costs more for a few batches (the
-            # classifier walks a one-batch replica ~20 times)
-            for i in range(self._start, self._stop):
-                yield self._make(i)
-            return
+            return iter(self._small())
+        return self._iter_chunks()
+
+    def _small(self) -> tuple[BatchFacts, ...]:
+        # made one by one (slicing every column costs more for a few batches) and kept: the
+        # classifier walks a one-batch replica ~20 times, and a broker of thousands of
+        # one-segment partitions spent ~8% of compare making the same objects again. The
+        # facts are shared by the walks: nothing changes a BatchFacts after it is made.
+        if self._few is None:
+            self._few = tuple(self._make(i) for i in range(self._start, self._stop))
+        return self._few
+
+    def _iter_chunks(self) -> Iterator[BatchFacts]:
         names = self._names
         for lo in range(self._start, self._stop, _CHUNK):
             hi = min(lo + _CHUNK, self._stop)
@@ -260,6 +272,7 @@ class BatchColumns(Sequence[BatchFacts]):
         order = sorted(range(len(self)), key=lambda i: key(self[i]))
         self._cols = tuple(array(c.typecode, (c[self._start + i] for i in order)) for c in self._cols)
         self._start, self._stop = 0, len(order)
+        self._few = None      # made in the old order
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (list, tuple, BatchColumns)):

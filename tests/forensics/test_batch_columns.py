@@ -64,6 +64,27 @@ def test_columns_read_as_the_rows(scanned: tuple[pa.Table, list]) -> None:
     assert cols == sorted(expected, key=key)
 
 
+def test_a_window_of_few_batches_reads_the_same_on_every_walk_and_after_a_sort(
+        scanned: tuple[pa.Table, list]) -> None:
+    """Up to 8 batches are made once and kept for the next walks (the classifier walks a small
+    replica ~20 times): every walk, index and sort still reads as the rows."""
+    rows, _specs = scanned
+    expected = [BatchFacts.from_row(r) for r in rows.to_pylist()][:6]
+    window = BatchColumns.from_arrow(rows)[:6]
+    first, again = list(window), list(window)
+    assert first == expected and again == expected
+    assert [window[i] for i in range(6)] == expected and window[-1] == expected[-1]
+    assert all(a is b for a, b in zip(first, again))   # made once
+    assert list(window[2:4]) == expected[2:4]
+
+    def key(b: BatchFacts) -> tuple[int, int]:
+        return (-b.base_offset, b.position)
+
+    window.sort(key=key)     # after a walk: the next reads the new order, not the kept one
+    assert list(window) == sorted(expected, key=key)
+    assert window[0] == sorted(expected, key=key)[0]
+
+
 def test_a_verdict_from_columns_is_the_verdict_from_objects(scanned: tuple[pa.Table, list]) -> None:
     rows, specs = scanned
     from_columns = replica_facts_of_rows(rows, specs)
