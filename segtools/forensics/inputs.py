@@ -91,21 +91,57 @@ def _meta(log_dir: str) -> tuple[int | None, str | None]:
     return claimed, cluster
 
 
-def _listing(root: str, partition_dirs: Iterable[str]) -> dict[str, int] | None:
-    """Relative path -> size of the log dir's own files and of its compared partition dirs'
-    files (None when unlistable). Other folders under the log dir are not compare's input."""
+def _folder_files(root: str, folder: str) -> dict[str, int] | None:
+    """Path relative to ``root`` -> size of ``folder``'s regular files (links and subdirs left
+    out); None when the folder cannot be listed."""
     from segtools.files.sources import list_dir
 
-    out: dict[str, int] = {}
     try:
-        for folder in (root, *partition_dirs):
-            # the resolver's listing (links, unreadable names and URIs as everywhere else)
-            for e in list_dir(folder):
-                if e.is_regular and e.link_target is None:
-                    out[os.path.relpath(e.path, root)] = e.size
+        # the resolver's listing (links, unreadable names and URIs as everywhere else)
+        return {os.path.relpath(e.path, root): e.size for e in list_dir(folder)
+                if e.is_regular and e.link_target is None}
     except SegtoolsError:
         return None
-    return out
+
+
+class _Listings:
+    """What a log dir holds for the copy check: its own files and those of its compared
+    partition dirs (relative path -> size; other folders under it are not compare's input),
+    listed one folder at a time as a comparison needs them. Two listings are equal when each
+    folder, by its path relative to its log dir, holds the same files in both (a folder only
+    one side compares counts as empty on the other), so two different brokers differ at their
+    first differing folder: a few folders are listed, not every partition dir of every broker
+    (~20 us each: 10 brokers of 2,000 partitions took ~0.4 s)."""
+
+    def __init__(self, log_dirs: dict[str, list[str]]) -> None:
+        self._folders = {d: {os.path.relpath(p, d): p for p in (d, *pdirs)} for d, pdirs in log_dirs.items()}
+        self._listed: dict[tuple[str, str], dict[str, int] | None] = {}
+
+    def _files(self, d: str, rel: str) -> dict[str, int] | None:
+        folder = self._folders[d].get(rel)
+        if folder is None:
+            return {}
+        key = (d, rel)
+        if key not in self._listed:
+            self._listed[key] = _folder_files(d, folder)
+        return self._listed[key]
+
+    def equal(self, d: str, e: str) -> bool:
+        """Whether ``d`` and ``e`` list the same files, ``d`` at least one and both readable."""
+        any_file = False
+        for rel in sorted(self._folders[d].keys() | self._folders[e].keys()):
+            mine, theirs = self._files(d, rel), self._files(e, rel)
+            if mine is None or theirs is None or mine != theirs:
+                return False
+            any_file = any_file or bool(mine)
+        return any_file
+
+    def whole(self, d: str) -> dict[str, int]:
+        """Every file of ``d`` (after :meth:`equal` said yes: all of its folders are listed)."""
+        out: dict[str, int] = {}
+        for rel in self._folders[d]:
+            out.update(self._files(d, rel) or {})
+        return out
 
 
 def _digest(root: str, names: Iterable[str]) -> str | None:
@@ -125,19 +161,17 @@ def byte_exact_copies(log_dirs: dict[str, list[str]]) -> dict[str, str]:
     """log dir -> the earlier log dir it is a byte-exact copy of (same files, same bytes).
     File bytes are read only for dirs whose listings (names and sizes) already match, so
     distinct brokers cost a directory walk."""
-    listings = {d: _listing(d, pdirs) for d, pdirs in log_dirs.items()}
+    listings = _Listings(log_dirs)
     order = list(log_dirs)
     copies: dict[str, str] = {}
     digests: dict[str, str | None] = {}
     for i, d in enumerate(order):
-        if not listings[d]:
-            continue
         for e in order[:i]:
-            if e in copies or listings[e] != listings[d]:
+            if e in copies or not listings.equal(d, e):
                 continue
             for x in (d, e):
                 if x not in digests:
-                    digests[x] = _digest(x, listings[x] or {})
+                    digests[x] = _digest(x, listings.whole(x))
             if digests[d] is not None and digests[d] == digests[e]:
                 copies[d] = e
                 break
