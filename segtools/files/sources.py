@@ -951,6 +951,8 @@ def _outside_whole_dirs(whole: list[PartitionSource], given: list[PartitionSourc
                         warnings: list[PathWarning]) -> list[PartitionSource]:
     """Segments given one by one, without those of a partition dir that is read whole (or whose
     dir another spelling of the same segments already names): one replica per partition dir."""
+    if not given:      # no real path of every whole dir for nothing (20,000 dirs: ~0.15 s)
+        return given
     seen: dict[str, str] = {}
     real_paths = RealPaths()
     for p in whole:

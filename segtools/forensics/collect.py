@@ -265,6 +265,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
         held.setdefault(b, set()).update(parts)
         broker_of[ld] = b
     roots = {ld: _root_checkpoints(ld) for ld in log_dirs}
+    clean = {ld: os.path.exists(os.path.join(ld, CLEAN_SHUTDOWN_FILE)) for ld in log_dirs}
 
     specs: list[ReplicaSpec] = []
     for s in sources:
@@ -281,7 +282,7 @@ def discover_replicas(paths: Iterable[str | os.PathLike[str]],
             recovery_point=ckpts["recovery-point-offset-checkpoint"].get(tp),
             log_start_checkpoint=ckpts["log-start-offset-checkpoint"].get(tp),
             cleaner_checkpoint=ckpts["cleaner-offset-checkpoint"].get(tp),
-            clean_shutdown=os.path.exists(os.path.join(ld, CLEAN_SHUTDOWN_FILE)),
+            clean_shutdown=clean[ld],
             problems=list(problems))
         lec = os.path.join(pdir, "leader-epoch-checkpoint")
         if os.path.isfile(lec):
