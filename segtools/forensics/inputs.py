@@ -159,8 +159,8 @@ def _digest(root: str, names: Iterable[str]) -> str | None:
 
 def byte_exact_copies(log_dirs: dict[str, list[str]]) -> dict[str, str]:
     """log dir -> the earlier log dir it is a byte-exact copy of (same files, same bytes).
-    File bytes are read only for dirs whose listings (names and sizes) already match, so
-    distinct brokers cost a directory walk."""
+    File bytes are read only for dirs whose listings (names and sizes) already match, and two
+    distinct brokers cost the folders listed up to the first that differs (:class:`_Listings`)."""
     listings = _Listings(log_dirs)
     order = list(log_dirs)
     copies: dict[str, str] = {}
