@@ -5,13 +5,13 @@ socket still binds it."""
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 
 import pytest
 
 from segtools.realcluster import config
+from segtools.realcluster.kafka_runtime import find_java
 
 # what Kafka's SocketServer does with a listener: a ServerSocketChannel with Java's defaults
 _LISTENER = """
@@ -55,8 +55,7 @@ def test_a_picked_port_is_given_to_no_other_bind_until_released():
 
 
 def test_a_jvm_listens_on_a_reserved_port(tmp_path):
-    java = shutil.which("java")
-    assert java is not None, "the real engine's tests need Java 17 on PATH"
+    java = find_java()      # the Java the real engine runs Kafka with
     source = tmp_path / "Listen.java"
     source.write_text(_LISTENER)
     port = config.free_port()
