@@ -192,16 +192,17 @@ def free_port() -> int:
     crash and restart. On Linux the port stays bound here by a socket that never listens, with
     SO_REUSEADDR: the kernel gives it to no other bind(0), and Java's server sockets (which set
     SO_REUSEADDR on Linux) still bind and listen on it."""
+    reserve = sys.platform.startswith("linux")   # elsewhere SO_REUSEADDR does not share a bound port
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        if sys.platform.startswith("linux"):
+        if reserve:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     except BaseException:
         sock.close()
         raise
-    if not sys.platform.startswith("linux"):   # elsewhere SO_REUSEADDR does not share a bound port
+    if not reserve:
         sock.close()
         return port
     with _RESERVED_LOCK:
